@@ -1,0 +1,53 @@
+"""What every `mem` command shares: the home folder, the store, and printing results."""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from memmesh.local.store import Store
+
+__all__ = ["add_common", "emit", "home_of", "open_store"]
+
+DEFAULT_HOME = Path("~/.memmesh")
+
+
+def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> None:
+    """Give a command the options every command takes: ``--home`` and, if it prints, ``--json``.
+
+    Defaults are suppressed so that the same option given before the command name still counts.
+    """
+    parser.add_argument(
+        "--home",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="memmesh home folder (default: $MEM_HOME or ~/.memmesh)",
+    )
+    if json_output:
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="print one JSON object instead of text",
+        )
+
+
+def home_of(args: argparse.Namespace) -> Path:
+    """The memmesh home: ``--home``, else ``MEM_HOME``, else ``~/.memmesh``."""
+    raw = getattr(args, "home", None) or os.environ.get("MEM_HOME") or str(DEFAULT_HOME)
+    return Path(raw).expanduser()
+
+
+def open_store(args: argparse.Namespace, *, embedder: str | None = None) -> Store:
+    """The member's store in the chosen home."""
+    return Store(home_of(args), embedder=embedder or os.environ.get("MEM_EMBEDDER") or None)
+
+
+def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    """Print ``data`` as one JSON object with ``--json``, else ``text`` (if not empty)."""
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, sort_keys=False) + "\n")
+    elif text:
+        sys.stdout.write(text.rstrip("\n") + "\n")

@@ -1,0 +1,322 @@
+"""Commands on the private local store: remember, recall, show, list, and the rest."""
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from memmesh.cli._common import add_common, emit, open_store
+from memmesh.local import doctor, journal
+from memmesh.local.items import GLOBAL, KINDS, Item, iso
+from memmesh.local.project import resolve_project
+from memmesh.local.recall import MAX_K, Recall, recall
+
+__all__ = ["register"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the local commands to the `mem` parser."""
+
+    def command(name: str, handler: Handler, summary: str, example: str) -> argparse.ArgumentParser:
+        parser = commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=f"example:\n  {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        parser.set_defaults(handler=handler)
+        add_common(parser)
+        return parser
+
+    p = command(
+        "remember",
+        _remember,
+        "Remember a fact, decision, gotcha or command. Prints the item's id. The same fact "
+        "again reinforces the existing item instead of adding a copy.",
+        'mem remember "CI caches node_modules; bust it with CACHE_VERSION" --kind gotcha',
+    )
+    p.add_argument("text", help="what to remember (at most 8 KiB)")
+    p.add_argument(
+        "--kind", default="fact", choices=KINDS, help="what sort of item (default: fact)"
+    )
+    _project_options(p, allow_global=True)
+    p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
+
+    p = command(
+        "recall",
+        _recall,
+        "Recall the items most relevant to a query, from the current project and global. "
+        "Says so and returns nothing when nothing is relevant.",
+        'mem recall "why do webhooks arrive twice" -k 3',
+    )
+    p.add_argument("query", help="what you want to know")
+    p.add_argument("-k", type=int, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
+    _project_options(p, allow_global=False)
+
+    p = command("show", _show, "Show one item in full, by id or unique id prefix.", "mem show 01J9")
+    p.add_argument("id", help="item id or a unique prefix of at least 4 characters")
+
+    p = command(
+        "list",
+        _list,
+        "List items, newest first. Without --project, every project's items are listed.",
+        "mem list --project billing --kind decision",
+    )
+    p.add_argument("--project", metavar="P", help="only items of project P")
+    p.add_argument("--kind", choices=KINDS, help="only items of this kind")
+    p.add_argument(
+        "--status",
+        choices=("active", "archived", "superseded", "all"),
+        default="active",
+        help="only items with this status (default: active)",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="at most N items")
+
+    p = command(
+        "forget",
+        _forget,
+        "Archive an item: it stays in history but is never recalled again.",
+        "mem forget 01J9ZC4",
+    )
+    p.add_argument("id", help="item id or unique prefix")
+
+    p = command(
+        "revise",
+        _revise,
+        "Replace an item's text: a new item supersedes the old one, which is kept as history. "
+        "Prints the new id.",
+        'mem revise 01J9ZC4 "Webhooks are retried 8 times, not 5"',
+    )
+    p.add_argument("id", help="item id or unique prefix")
+    p.add_argument("text", help="the corrected text")
+
+    p = command(
+        "outcome",
+        _outcome,
+        "Report whether acting on an item worked. Items that keep failing drop out of recall "
+        "until their failures fade (counts halve every 90 days).",
+        "mem outcome 01J9ZC4 worked",
+    )
+    p.add_argument("id", help="item id or unique prefix")
+    p.add_argument("result", choices=("worked", "failed", "partial"))
+
+    command("stats", _stats, "Summarise the store and its journal.", "mem stats --json")
+    command(
+        "doctor",
+        _doctor,
+        "Check the store: file, schema, embedder, indexes. Exits 1 when something is wrong.",
+        "mem doctor",
+    )
+    p = command(
+        "reindex",
+        _reindex,
+        "Re-embed every item, optionally switching the store to another embedder. Safe to "
+        "interrupt: the old vectors stay in force until the end, and a rerun resumes.",
+        "mem reindex --embedder e5-small",
+    )
+    p.add_argument("--embedder", metavar="NAME", help="embedder to switch to (hashing, e5-small)")
+
+
+def _project_options(parser: argparse.ArgumentParser, *, allow_global: bool) -> None:
+    what = "the project" if allow_global else "recall in project P (plus global)"
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--project",
+        metavar="P",
+        help=f"{what} (default: $MEM_PROJECT, else the enclosing git repository, else global)",
+    )
+    if allow_global:
+        group.add_argument("--global", dest="global_", action="store_true", help="a global item")
+
+
+def _project(args: argparse.Namespace) -> str:
+    if getattr(args, "global_", False):
+        return GLOBAL
+    return resolve_project(args.project)
+
+
+def _remember(args: argparse.Namespace) -> int:
+    project = _project(args)
+    with open_store(args) as store:
+        item, status = store.remember(args.text, kind=args.kind, project=project, tags=args.tag)
+    if status == "reinforced" and not getattr(args, "json", False):
+        print(f"reinforced an existing item ({item.reinforcements}x)", file=sys.stderr)
+    emit(args, {"id": item.id, "status": status, "item": item.to_dict()}, item.id)
+    return 0
+
+
+def _recall(args: argparse.Namespace) -> int:
+    project = _project(args)
+    with open_store(args) as store:
+        answer = recall(store, args.query, k=args.k, project=project)
+    emit(args, recall_json(answer), _recall_text(answer))
+    return 0
+
+
+def recall_json(answer: Recall) -> dict[str, Any]:
+    """The ``--json`` shape of a recall."""
+    return {
+        "query": answer.query,
+        "hits": [
+            {
+                "id": hit.item.id,
+                "text": hit.item.text,
+                "score": round(hit.score, 4),
+                "kind": hit.item.kind,
+                "project": hit.item.project,
+                "tags": list(hit.item.tags),
+                "author": hit.item.author,
+                "cosine": round(hit.cosine, 4),
+                "lexical": round(hit.lexical, 4),
+                "outcome_score": round(hit.item.outcome_score, 4),
+                "reinforcements": hit.item.reinforcements,
+            }
+            for hit in answer.hits
+        ],
+        "abstained": answer.abstained,
+        "projects": list(answer.projects),
+        "latency_ms": round(answer.latency_ms, 3),
+    }
+
+
+def _recall_text(answer: Recall) -> str:
+    if answer.abstained:
+        return f"nothing relevant in {' + '.join(answer.projects)} (abstained)"
+    return "\n".join(
+        f"{hit.score:.3f}  {hit.item.id}  [{hit.item.kind}, {hit.item.project}]  {hit.item.text}"
+        for hit in answer.hits
+    )
+
+
+def _show(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        item = store.get(args.id)
+    emit(args, {"item": item.to_dict()}, _item_text(item))
+    return 0
+
+
+def _item_text(item: Item) -> str:
+    lines = [
+        f"id:             {item.id}",
+        f"text:           {item.text}",
+        f"kind:           {item.kind}",
+        f"project:        {item.project}",
+        f"tags:           {', '.join(item.tags) or '-'}",
+        f"author:         {item.author}",
+        f"status:         {item.status}",
+        f"created:        {iso(item.created_at)}",
+        f"updated:        {iso(item.updated_at)}",
+        f"reinforcements: {item.reinforcements}",
+        f"outcomes:       worked {item.worked:.2f}, failed {item.failed:.2f}, "
+        f"partial {item.partial:.2f} (score {item.outcome_score:+.2f})",
+    ]
+    if item.supersedes:
+        lines.append(f"supersedes:     {item.supersedes}")
+    if item.superseded_by:
+        lines.append(f"superseded by:  {item.superseded_by}")
+    return "\n".join(lines)
+
+
+def _list(args: argparse.Namespace) -> int:
+    status = None if args.status == "all" else args.status
+    with open_store(args) as store:
+        items = store.items(project=args.project, kind=args.kind, status=status, limit=args.limit)
+    text = "\n".join(f"{i.id}  [{i.kind}, {i.project}, {i.status}]  {i.text}" for i in items)
+    emit(args, {"items": [i.to_dict() for i in items]}, text or "no items")
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        item = store.forget(args.id)
+    emit(
+        args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"archived {item.id}"
+    )
+    return 0
+
+
+def _revise(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        old, new = store.revise(args.id, args.text)
+    emit(
+        args,
+        {"id": new.id, "status": "revised", "superseded": old.id, "item": new.to_dict()},
+        new.id,
+    )
+    return 0
+
+
+def _outcome(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        item = store.outcome(args.id, args.result)
+    note = f"{item.id}: score {item.outcome_score:+.2f}"
+    if item.outcome_score <= -0.5:
+        note += " (left out of recall until its failures fade)"
+    emit(
+        args,
+        {"id": item.id, "outcome_score": round(item.outcome_score, 4), "item": item.to_dict()},
+        note,
+    )
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        counts = store.counts()
+        with store.db.read() as conn:
+            events = journal.summary(conn)
+    data = {"items": counts, "journal": events}
+    by_status = counts["by_status"]
+    latency = events["recall_latency_ms"]
+    text = "\n".join(
+        [
+            "items:     "
+            + (", ".join(f"{n} {status}" for status, n in sorted(by_status.items())) or "none"),
+            "projects:  "
+            + (", ".join(f"{p} ({n})" for p, n in sorted(counts["by_project"].items())) or "-"),
+            "kinds:     "
+            + (", ".join(f"{k} ({n})" for k, n in sorted(counts["by_kind"].items())) or "-"),
+            f"recalls:   {events['recalls']} ({events['abstained']} abstained), "
+            f"latency p50 {latency['p50']} ms, p95 {latency['p95']} ms",
+            "events:    " + (", ".join(f"{k} {n}" for k, n in events["events"].items()) or "-"),
+        ]
+    )
+    emit(args, data, text)
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        facts = doctor.facts(store)
+        checks = doctor.diagnose(store)
+    ok = all(check.ok for check in checks)
+    data = {
+        "ok": ok,
+        **facts,
+        "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
+    }
+    lines = [f"{key}: {value}" for key, value in facts.items()]
+    lines += [f"[{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in checks]
+    emit(args, data, "\n".join(lines))
+    return 0 if ok else 1
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    def progress(done: int, total: int) -> None:
+        if not getattr(args, "json", False) and sys.stderr.isatty():
+            print(f"\rre-embedding {done}/{total}", end="", file=sys.stderr, flush=True)
+        elif done == total:
+            print(f"re-embedded {done}/{total}", file=sys.stderr)
+
+    with open_store(args, embedder=None) as store:
+        count = store.reindex(args.embedder, progress)
+        fingerprint = store.embedder.fingerprint
+    if sys.stderr.isatty() and not getattr(args, "json", False):
+        print(file=sys.stderr)
+    emit(
+        args, {"reindexed": count, "embedder": fingerprint}, f"{count} items now use {fingerprint}"
+    )
+    return 0

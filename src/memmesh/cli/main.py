@@ -1,0 +1,73 @@
+"""The `mem` entry point: parse, dispatch, and turn errors into one line and an exit code."""
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from memmesh import __version__
+from memmesh.cli import demo, local
+from memmesh.errors import MemmeshError
+
+__all__ = ["build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole `mem` command line."""
+    parser = argparse.ArgumentParser(
+        prog="mem",
+        description="memmesh: a private memory for you and your coding agents, shared with "
+        "your team only when you say so.",
+        epilog="exit codes: 0 ok, 1 error, 2 usage, 3 refused by policy, 4 no source reachable",
+    )
+    parser.add_argument("--version", action="version", version=f"memmesh {__version__}")
+    parser.add_argument(
+        "--home", metavar="DIR", help="memmesh home folder (default: $MEM_HOME or ~/.memmesh)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    local.register(commands)
+    demo.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `mem` with ``argv`` and return the exit code; nothing raises out of here."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed usage or help already
+        return int(exc.code or 0)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(handler(args))
+    except MemmeshError as exc:
+        print(f"mem: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("mem: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`mem list | head`); say nothing more.
+        sys.stderr.close()
+        return EXIT_ERROR
+    except Exception as exc:
+        if os.environ.get("MEM_DEBUG"):
+            raise
+        print(
+            f"mem: internal error: {type(exc).__name__}: {exc} "
+            "(set MEM_DEBUG=1 for a traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

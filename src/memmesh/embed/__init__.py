@@ -1,0 +1,47 @@
+"""Embedders: the protocol, the default hashing embedder, and optional model embedders."""
+
+from collections.abc import Callable
+
+from memmesh.embed.base import Embedder, Vectors
+from memmesh.embed.errors import EmbedderUnavailable, EmbedError, UnknownEmbedder
+from memmesh.embed.hashing import HashingEmbedder
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "EMBEDDER_NAMES",
+    "EmbedError",
+    "Embedder",
+    "EmbedderUnavailable",
+    "HashingEmbedder",
+    "UnknownEmbedder",
+    "Vectors",
+    "get_embedder",
+]
+
+DEFAULT_EMBEDDER = "hashing"
+
+
+def _e5_small() -> Embedder:
+    from memmesh.embed.model import E5SmallEmbedder
+
+    return E5SmallEmbedder()
+
+
+_FACTORIES: dict[str, Callable[[], Embedder]] = {
+    "hashing": HashingEmbedder,
+    "e5-small": _e5_small,
+}
+EMBEDDER_NAMES = tuple(_FACTORIES)
+
+
+def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
+    """The embedder registered as ``name``.
+
+    Raises :class:`UnknownEmbedder` for a name nobody registered and
+    :class:`EmbedderUnavailable` when its optional extra is not installed.
+    """
+    try:
+        factory = _FACTORIES[name]
+    except KeyError:
+        raise UnknownEmbedder(name, list(_FACTORIES)) from None
+    return factory()

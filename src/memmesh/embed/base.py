@@ -1,0 +1,42 @@
+"""The embedder protocol every vector source implements."""
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Embedder", "Vectors"]
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors.
+
+    ``fingerprint`` names the exact vector space: two embedders with the same fingerprint
+    produce comparable vectors, and vectors from different fingerprints must never be mixed.
+    """
+
+    @property
+    def name(self) -> str:
+        """The short name a user types (``hashing``, ``e5-small``)."""
+
+    @property
+    def dim(self) -> int:
+        """Length of every vector."""
+
+    @property
+    def fingerprint(self) -> str:
+        """Identity of the vector space: name, version, dimension and parameters."""
+
+    @property
+    def min_cosine(self) -> float:
+        """Cosine from which a query and a text are plausibly about the same thing."""
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed stored ``texts`` as an ``(len(texts), dim)`` array of unit (or zero) rows."""
+
+    def embed_query(self, query: str) -> Vectors:
+        """Embed one search query as a ``(dim,)`` vector comparable with :meth:`embed` rows."""

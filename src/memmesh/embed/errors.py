@@ -1,0 +1,36 @@
+"""Errors of the embedders.
+
+MemmeshError
+└── EmbedError
+    ├── UnknownEmbedder        no embedder has that name
+    └── EmbedderUnavailable    the embedder's optional extra is not installed
+"""
+
+from memmesh.errors import MemmeshError
+
+__all__ = ["EmbedError", "EmbedderUnavailable", "UnknownEmbedder"]
+
+
+class EmbedError(MemmeshError):
+    """An embedder could not be found, loaded or run."""
+
+
+class UnknownEmbedder(EmbedError):
+    """No embedder is registered under the given name."""
+
+    exit_code = 2
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"unknown embedder {name!r}; choose one of: {', '.join(known)}")
+        self.name = name
+
+
+class EmbedderUnavailable(EmbedError):
+    """The embedder exists but its optional dependency is missing."""
+
+    def __init__(self, name: str, extra: str) -> None:
+        super().__init__(
+            f"the {name!r} embedder needs an optional extra: pip install 'memmesh[{extra}]'"
+        )
+        self.name = name
+        self.extra = extra

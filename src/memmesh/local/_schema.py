@@ -1,0 +1,75 @@
+"""The store's schema and its forward migrations.
+
+``PRAGMA user_version`` holds the schema version and ``PRAGMA application_id`` marks the file
+as memmesh's. Migration N takes a version N-1 database to version N; each runs in one
+transaction after the caller has taken a backup.
+"""
+
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]
+
+APPLICATION_ID = 0x6D656D6D  # "memm"
+
+_V1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE items (
+    seq            INTEGER PRIMARY KEY,
+    id             TEXT NOT NULL UNIQUE,
+    text           TEXT NOT NULL,
+    kind           TEXT NOT NULL,
+    project        TEXT NOT NULL,
+    tags           TEXT NOT NULL DEFAULT '[]',
+    author         TEXT NOT NULL,
+    created_at     REAL NOT NULL,
+    updated_at     REAL NOT NULL,
+    reinforcements INTEGER NOT NULL DEFAULT 0,
+    worked         REAL NOT NULL DEFAULT 0,
+    failed         REAL NOT NULL DEFAULT 0,
+    partial        REAL NOT NULL DEFAULT 0,
+    outcomes_at    REAL,
+    status         TEXT NOT NULL DEFAULT 'active'
+                   CHECK (status IN ('active', 'archived', 'superseded')),
+    superseded_by  TEXT,
+    supersedes     TEXT,
+    content_hash   TEXT NOT NULL,
+    vector         BLOB NOT NULL,
+    rev            INTEGER NOT NULL
+);
+CREATE INDEX items_rev ON items (rev);
+CREATE INDEX items_hash ON items (content_hash, project);
+CREATE INDEX items_scope ON items (project, status);
+CREATE VIRTUAL TABLE items_fts USING fts5 (
+    text, tags,
+    content = 'items', content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER items_ai AFTER INSERT ON items BEGIN
+    INSERT INTO items_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
+END;
+CREATE TRIGGER items_ad AFTER DELETE ON items BEGIN
+    INSERT INTO items_fts (items_fts, rowid, text, tags)
+    VALUES ('delete', old.seq, old.text, old.tags);
+END;
+CREATE TRIGGER items_au AFTER UPDATE OF text, tags ON items BEGIN
+    INSERT INTO items_fts (items_fts, rowid, text, tags)
+    VALUES ('delete', old.seq, old.text, old.tags);
+    INSERT INTO items_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
+END;
+CREATE TABLE events (
+    seq     INTEGER PRIMARY KEY,
+    at      REAL NOT NULL,
+    kind    TEXT NOT NULL,
+    item_id TEXT,
+    data    TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_kind ON events (kind, at);
+CREATE TABLE reindex_vectors (
+    seq    INTEGER PRIMARY KEY,
+    vector BLOB NOT NULL
+);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1}
+SCHEMA_VERSION = max(MIGRATIONS)

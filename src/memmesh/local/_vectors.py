@@ -1,0 +1,119 @@
+"""The in-process vector matrix, kept in step with the database by revision number.
+
+Every write to ``items`` stamps the row with a new, larger ``rev``. The index remembers the
+largest rev it has loaded and, before each search, reads only the rows written since, so a
+write by any process is visible to the next recall here without reloading the whole matrix.
+"""
+
+import sqlite3
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from memmesh.embed import Vectors
+
+__all__ = ["VectorIndex"]
+
+_INITIAL_CAPACITY = 1024
+_T = TypeVar("_T", bound=np.generic)
+
+
+class VectorIndex:
+    """Unit vectors of every item, with the project and status needed to scope a search."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._matrix: Vectors = np.zeros((_INITIAL_CAPACITY, dim), dtype=np.float32)
+        self._seqs = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
+        self._projects = np.zeros(_INITIAL_CAPACITY, dtype=np.int32)
+        self._active = np.zeros(_INITIAL_CAPACITY, dtype=bool)
+        self._row_of: dict[int, int] = {}
+        self._project_codes: dict[str, int] = {}
+        self._size = 0
+        self.last_rev = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def refresh(self, conn: sqlite3.Connection) -> int:
+        """Load rows written since the last refresh; returns how many were loaded."""
+        rows = conn.execute(
+            "SELECT seq, rev, project, status = 'active', vector FROM items "
+            "WHERE rev > ? ORDER BY rev",
+            (self.last_rev,),
+        ).fetchall()
+        if not rows:
+            return 0
+        self._reserve(self._size + len(rows))
+        for seq, rev, project, active, blob in rows:
+            row = self._row_of.get(seq)
+            if row is None:
+                row = self._size
+                self._size += 1
+                self._row_of[seq] = row
+                self._seqs[row] = seq
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if vector.shape[0] != self.dim:
+                raise ValueError(f"item {seq} has a {vector.shape[0]}-d vector, not {self.dim}")
+            self._matrix[row] = vector
+            self._projects[row] = self._code(project)
+            self._active[row] = bool(active)
+            self.last_rev = max(self.last_rev, rev)
+        return len(rows)
+
+    def scope(self, projects: list[str]) -> npt.NDArray[np.bool_]:
+        """Mask of active rows in any of ``projects``."""
+        codes = [self._project_codes[p] for p in projects if p in self._project_codes]
+        n = self._size
+        mask = np.zeros(n, dtype=bool)
+        for code in codes:
+            mask |= self._projects[:n] == code
+        mask &= self._active[:n]
+        return mask
+
+    def search(
+        self, query: Vectors, mask: npt.NDArray[np.bool_], count: int
+    ) -> list[tuple[int, float]]:
+        """The ``count`` best (seq, cosine) pairs among rows where ``mask`` is set."""
+        n = self._size
+        if n == 0 or count <= 0:
+            return []
+        scores = self._matrix[:n] @ query
+        scores = np.where(mask, scores, -np.inf)
+        count = min(count, n)
+        top = np.argpartition(-scores, count - 1)[:count]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(self._seqs[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def cosine(self, query: Vectors, seqs: list[int]) -> dict[int, float]:
+        """Cosine between ``query`` and each of ``seqs`` that the index holds."""
+        rows = [(seq, self._row_of[seq]) for seq in seqs if seq in self._row_of]
+        if not rows:
+            return {}
+        values = self._matrix[[row for _, row in rows]] @ query
+        return {seq: float(v) for (seq, _), v in zip(rows, values, strict=True)}
+
+    def _code(self, project: str) -> int:
+        code = self._project_codes.get(project)
+        if code is None:
+            code = self._project_codes[project] = len(self._project_codes)
+        return code
+
+    def _reserve(self, needed: int) -> None:
+        capacity = self._matrix.shape[0]
+        if needed <= capacity:
+            return
+        while capacity < needed:
+            capacity *= 2
+        self._matrix = _grown(self._matrix, capacity)
+        self._seqs = _grown(self._seqs, capacity)
+        self._projects = _grown(self._projects, capacity)
+        self._active = _grown(self._active, capacity)
+
+
+def _grown(array: npt.NDArray[_T], capacity: int) -> npt.NDArray[_T]:
+    """A copy of ``array`` with room for ``capacity`` rows."""
+    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[: array.shape[0]] = array
+    return grown

@@ -1,0 +1,95 @@
+"""Health checks of a store, for `mem doctor`."""
+
+import sqlite3
+from typing import Any
+
+import msgspec
+
+from memmesh.local._schema import SCHEMA_VERSION
+from memmesh.local.store import Store
+
+__all__ = ["Check", "diagnose", "facts"]
+
+
+class Check(msgspec.Struct, frozen=True, kw_only=True):
+    """One finding: what was checked, whether it is fine, and what was seen."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def facts(store: Store) -> dict[str, Any]:
+    """What the store is: path, size, schema, embedder, SQLite version and item counts."""
+    with store.db.read() as conn:
+        journal_mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+    return {
+        "path": str(store.path),
+        "size_bytes": store.path.stat().st_size if store.path.exists() else 0,
+        "schema_version": version,
+        "supported_schema_version": SCHEMA_VERSION,
+        "sqlite_version": sqlite3.sqlite_version,
+        "journal_mode": journal_mode,
+        "embedder": store.embedder.name,
+        "embedder_fingerprint": store.embedder.fingerprint,
+        "author": store.author,
+        "items": store.counts()["by_status"],
+    }
+
+
+def diagnose(store: Store) -> list[Check]:
+    """Run every check; a check that cannot run is reported as failed, never raised."""
+    checks: list[Check] = []
+    with store.db.read() as conn:
+        result = conn.execute("PRAGMA quick_check").fetchone()[0]
+        checks.append(Check(name="database integrity", ok=result == "ok", detail=str(result)))
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        checks.append(
+            Check(name="write-ahead log", ok=mode == "wal", detail=f"journal_mode={mode}")
+        )
+        try:
+            conn.execute("INSERT INTO items_fts (items_fts) VALUES ('integrity-check')")
+            checks.append(Check(name="full-text index", ok=True, detail="in step with items"))
+        except sqlite3.DatabaseError as exc:
+            checks.append(Check(name="full-text index", ok=False, detail=str(exc)))
+        expected = store.embedder.dim * 4
+        (bad,) = conn.execute(
+            "SELECT count(*) FROM items WHERE length(vector) != ?", (expected,)
+        ).fetchone()
+        checks.append(
+            Check(
+                name="vectors",
+                ok=bad == 0,
+                detail=f"{bad} items have vectors of the wrong size" if bad else
+                f"all {store.embedder.dim}-d from {store.embedder.fingerprint}",
+            )
+        )  # fmt: skip
+        (staged,) = conn.execute("SELECT count(*) FROM reindex_vectors").fetchone()
+        checks.append(
+            Check(
+                name="reindex",
+                ok=staged == 0,
+                detail="none pending" if staged == 0 else
+                f"an interrupted reindex left {staged} staged vectors; run `mem reindex` again",
+            )
+        )  # fmt: skip
+    (dangling,) = _scalar(
+        store,
+        "SELECT count(*) FROM items WHERE status = 'superseded' AND superseded_by NOT IN "
+        "(SELECT id FROM items)",
+    )
+    checks.append(
+        Check(
+            name="history",
+            ok=dangling == 0,
+            detail="every superseded item points at its successor" if dangling == 0 else
+            f"{dangling} superseded items point at missing successors",
+        )
+    )  # fmt: skip
+    return checks
+
+
+def _scalar(store: Store, sql: str) -> tuple[Any, ...]:
+    with store.db.read() as conn:
+        return tuple(conn.execute(sql).fetchone())

@@ -1,0 +1,114 @@
+"""Errors of the private local store.
+
+MemmeshError
+└── StoreError
+    ├── InvalidInput          text, kind, project or tag refused (exit 2)
+    ├── ItemNotFound          no item with that id or id prefix
+    ├── AmbiguousId           an id prefix matches several items (exit 2)
+    ├── NotActive             the item is archived or superseded
+    ├── CorruptDatabase       the store file is damaged or not SQLite
+    ├── ForeignDatabase       a SQLite file that some other program owns
+    ├── SchemaTooNew          written by a newer memmesh
+    └── EmbedderMismatch      the store's vectors come from another embedder
+"""
+
+from memmesh.errors import MemmeshError
+
+__all__ = [
+    "AmbiguousId",
+    "CorruptDatabase",
+    "EmbedderMismatch",
+    "ForeignDatabase",
+    "InvalidInput",
+    "ItemNotFound",
+    "NotActive",
+    "SchemaTooNew",
+    "StoreError",
+]
+
+
+class StoreError(MemmeshError):
+    """The local store refused or failed an operation."""
+
+
+class InvalidInput(StoreError):
+    """A value given to the store is not acceptable; nothing was changed."""
+
+    exit_code = 2
+    status = 400
+
+
+class ItemNotFound(StoreError):
+    """No item has this id (or id prefix)."""
+
+    status = 404
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(f"no item with id {item_id!r}")
+        self.item_id = item_id
+
+
+class AmbiguousId(StoreError):
+    """An id prefix names more than one item."""
+
+    exit_code = 2
+    status = 400
+
+    def __init__(self, prefix: str, count: int) -> None:
+        super().__init__(f"id prefix {prefix!r} matches {count} items; give more characters")
+        self.prefix = prefix
+
+
+class NotActive(StoreError):
+    """The operation needs an active item, and this one is archived or superseded."""
+
+    status = 409
+
+    def __init__(self, item_id: str, status: str) -> None:
+        super().__init__(f"item {item_id} is {status}; only active items can be changed")
+        self.item_id = item_id
+        self.item_status = status
+
+
+class CorruptDatabase(StoreError):
+    """The store file cannot be read as a memmesh database."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path} is not a usable memmesh store: {reason}")
+        self.path = path
+
+
+class ForeignDatabase(StoreError):
+    """The file is a SQLite database that memmesh did not create."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} is a SQLite database that memmesh did not create; "
+            "refusing to touch it (choose another --home)"
+        )
+        self.path = path
+
+
+class SchemaTooNew(StoreError):
+    """The store was written by a newer memmesh than this one."""
+
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        super().__init__(
+            f"{path} has schema version {found}, newer than this memmesh supports ({supported}); "
+            "upgrade memmesh"
+        )
+        self.found = found
+        self.supported = supported
+
+
+class EmbedderMismatch(StoreError):
+    """The store's vectors were written by a different embedder than the one requested."""
+
+    def __init__(self, stored: str, requested: str) -> None:
+        super().__init__(
+            f"this store's vectors come from embedder {stored!r}, not {requested!r}; "
+            "vectors from different embedders cannot be mixed "
+            f"(run `mem reindex --embedder NAME` to switch the store)"
+        )
+        self.stored = stored
+        self.requested = requested

@@ -1,0 +1,117 @@
+"""The item: one remembered fact, decision, gotcha or command, and the rules for its fields."""
+
+import re
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+import msgspec
+
+from memmesh.local.errors import InvalidInput
+
+__all__ = [
+    "GLOBAL",
+    "KINDS",
+    "MAX_TAGS",
+    "MAX_TEXT_BYTES",
+    "STATUSES",
+    "Item",
+    "Kind",
+    "Status",
+    "check_kind",
+    "check_name",
+    "check_tags",
+    "check_text",
+]
+
+Kind = Literal["decision", "convention", "gotcha", "command", "incident", "preference", "fact"]
+Status = Literal["active", "archived", "superseded"]
+KINDS: tuple[str, ...] = get_args(Kind)
+STATUSES: tuple[str, ...] = get_args(Status)
+
+GLOBAL = "global"
+MAX_TEXT_BYTES = 8 * 1024
+MAX_TAGS = 16
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class Item(msgspec.Struct, frozen=True, kw_only=True):
+    """A remembered item as the store holds it. Times are Unix seconds (UTC)."""
+
+    id: str
+    text: str
+    kind: Kind
+    project: str
+    tags: tuple[str, ...]
+    author: str
+    created_at: float
+    updated_at: float
+    reinforcements: int
+    worked: float
+    failed: float
+    partial: float
+    outcome_score: float
+    status: Status
+    superseded_by: str | None = None
+    supersedes: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping with ISO 8601 times; the ``--json`` shape of an item."""
+        data = msgspec.structs.asdict(self)
+        data["tags"] = list(self.tags)
+        data["created_at"] = iso(self.created_at)
+        data["updated_at"] = iso(self.updated_at)
+        for key in ("worked", "failed", "partial", "outcome_score"):
+            data[key] = round(data[key], 4)
+        return data
+
+
+def iso(timestamp: float) -> str:
+    """Unix seconds as an ISO 8601 UTC string with second precision."""
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
+def check_text(text: str) -> str:
+    """The text, stripped, or :class:`InvalidInput` when empty or over 8 KiB."""
+    stripped = text.strip()
+    if not stripped:
+        raise InvalidInput("text is empty; give the fact to remember")
+    size = len(stripped.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_TEXT_BYTES:
+        raise InvalidInput(
+            f"text is {size} bytes; the limit is {MAX_TEXT_BYTES} bytes (8 KiB): "
+            "remember one fact at a time"
+        )
+    if "\x00" in stripped:
+        raise InvalidInput("text contains a NUL character")
+    try:
+        stripped.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("text is not valid Unicode (it contains lone surrogates)") from None
+    return stripped
+
+
+def check_kind(kind: str) -> Kind:
+    """``kind`` if it is one of :data:`KINDS`."""
+    if kind not in KINDS:
+        raise InvalidInput(f"unknown kind {kind!r}; choose one of: {', '.join(KINDS)}")
+    return kind  # type: ignore[return-value]
+
+
+def check_name(value: str, what: str) -> str:
+    """A project or tag name: 1-64 letters, digits, dot, dash or underscore."""
+    if not _NAME.fullmatch(value):
+        raise InvalidInput(
+            f"{what} {value!r} is not a valid name "
+            "(1-64 letters, digits, '.', '-' or '_', starting with a letter or digit)"
+        )
+    return value
+
+
+def check_tags(tags: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Validated, de-duplicated, lower-cased tags in their given order."""
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"{len(tags)} tags given; at most {MAX_TAGS} are allowed")
+    seen: dict[str, None] = {}
+    for tag in tags:
+        seen[check_name(tag, "tag").lower()] = None
+    return tuple(seen)

@@ -1,0 +1,48 @@
+"""How reported outcomes turn into an item's track record.
+
+Each ``worked`` or ``failed`` report counts 1 (``partial`` counts half a success), and every
+count halves every 90 days, so old failures fade. The score is
+
+    (worked - 1.5 * failed) / (worked + 1.5 * failed + 2)
+
+between -1 and 1; an item scoring -0.5 or lower is left out of recall until its failures
+fade, and among relevant items a better record ranks higher.
+"""
+
+from typing import Literal
+
+__all__ = [
+    "EXCLUDE_AT",
+    "HALF_LIFE_SECONDS",
+    "Outcome",
+    "decay",
+    "rank_factor",
+    "score",
+]
+
+Outcome = Literal["worked", "failed", "partial"]
+HALF_LIFE_SECONDS = 90 * 24 * 3600.0
+EXCLUDE_AT = -0.5
+FAILURE_WEIGHT = 1.5
+PARTIAL_CREDIT = 0.5
+
+
+def decay(count: float, since: float | None, now: float) -> float:
+    """``count`` as it stands at ``now`` after halving every 90 days from ``since``."""
+    if since is None or count == 0.0:
+        return count
+    elapsed = max(0.0, now - since)
+    return float(count * 0.5 ** (elapsed / HALF_LIFE_SECONDS))
+
+
+def score(worked: float, failed: float, partial: float = 0.0) -> float:
+    """The track record in [-1, 1] from (already decayed) counts."""
+    good = worked + PARTIAL_CREDIT * partial
+    bad = FAILURE_WEIGHT * failed
+    return (good - bad) / (good + bad + 2.0)
+
+
+def rank_factor(outcome_score: float, reinforcements: int) -> float:
+    """Multiplier on relevance: a good record and repeated confirmation rank a bit higher."""
+    reinforcement_bonus = min(reinforcements, 10) * 0.01
+    return 1.0 + 0.2 * outcome_score + reinforcement_bonus

@@ -1,0 +1,199 @@
+"""Hybrid recall: an exact cosine scan fused with FTS5 BM25, scoped, gated and re-ranked.
+
+1. Candidates come from both halves: the best cosines over the in-process matrix and the best
+   BM25 matches of the query's content words (each quoted, so FTS syntax in a query is only
+   text). Exact tokens such as ``E1234`` or ``node-gyp`` are searched as phrases, which is how
+   they are found even when their cosine is low.
+2. Relevance is ``W_VECTOR * cosine + W_LEXICAL * bm25 / best_bm25``.
+3. A candidate counts only when it passes an absolute gate: the embedder's ``min_cosine``,
+   or enough of the query's content words, or one of its exact tokens. With no candidate
+   left, recall abstains.
+4. Items whose track record is at or below :data:`memmesh.local.outcomes.EXCLUDE_AT` are left
+   out; the rest are multiplied by :func:`memmesh.local.outcomes.rank_factor`.
+"""
+
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+
+from memmesh import text as _text
+from memmesh.local import journal, outcomes
+from memmesh.local.errors import InvalidInput
+from memmesh.local.items import GLOBAL, MAX_TEXT_BYTES, Item, check_name
+
+if TYPE_CHECKING:
+    from memmesh.local.store import Store
+
+__all__ = [
+    "MAX_K",
+    "MIN_COVERAGE",
+    "W_LEXICAL",
+    "W_VECTOR",
+    "Hit",
+    "Mode",
+    "Recall",
+    "recall",
+    "scope_of",
+]
+
+Mode = Literal["hybrid", "lexical", "vector"]
+MAX_K = 100
+W_VECTOR = 0.5
+W_LEXICAL = 0.5
+MIN_COVERAGE = 0.5
+_POOL = 50
+_MAX_QUERY_TERMS = 32
+
+
+class Hit(msgspec.Struct, frozen=True, kw_only=True):
+    """One recalled item with the parts of its score."""
+
+    item: Item
+    score: float
+    cosine: float
+    lexical: float
+
+
+class Recall(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer to one recall: ranked hits, or an abstention."""
+
+    query: str
+    hits: tuple[Hit, ...]
+    abstained: bool
+    projects: tuple[str, ...]
+    mode: Mode
+    latency_ms: float
+
+
+def scope_of(project: str) -> list[str]:
+    """The projects a recall in ``project`` sees: itself and ``global``."""
+    return [GLOBAL] if project == GLOBAL else [project, GLOBAL]
+
+
+def recall(
+    store: "Store",
+    query: str,
+    *,
+    k: int = 5,
+    project: str = GLOBAL,
+    mode: Mode = "hybrid",
+    record: bool = True,
+) -> Recall:
+    """The ``k`` most relevant active items for ``query`` in ``project`` plus global.
+
+    ``mode`` picks the fused ranking or one half alone (used by benchmarks and by callers
+    whose query vector is not comparable). ``record`` writes the recall to the journal.
+    """
+    started = time.perf_counter()
+    clean = query.strip()
+    if not clean:
+        raise InvalidInput("the query is empty")
+    if len(clean.encode("utf-8", errors="surrogatepass")) > MAX_TEXT_BYTES:
+        raise InvalidInput(f"the query is longer than {MAX_TEXT_BYTES} bytes")
+    if not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be between 1 and {MAX_K}, not {k}")
+    projects = scope_of(check_name(project, "project"))
+    query_tokens = set(_text.tokens(clean))
+    hits: list[Hit] = []
+    if query_tokens:
+        hits = _ranked(store, clean, query_tokens, projects, k, mode)
+    latency = (time.perf_counter() - started) * 1000
+    if record:
+        with store.db.write() as conn:
+            journal.log(
+                conn, store.clock(), "recall", None,
+                latency_ms=round(latency, 3), hits=len(hits), abstained=not hits, mode=mode,
+            )  # fmt: skip
+    return Recall(
+        query=clean,
+        hits=tuple(hits),
+        abstained=not hits,
+        projects=tuple(projects),
+        mode=mode,
+        latency_ms=latency,
+    )
+
+
+def _ranked(
+    store: "Store",
+    query: str,
+    query_tokens: set[str],
+    projects: list[str],
+    k: int,
+    mode: Mode,
+) -> list[Hit]:
+    pool = max(_POOL, 4 * k)
+    query_vector = store.embedder.embed_query(query)
+    with store.reading() as conn:
+        vector_hits = (
+            store.vectors.search(query_vector, store.vectors.scope(projects), pool)
+            if mode != "lexical"
+            else []
+        )
+        lexical = _bm25(conn, query, projects, pool) if mode != "vector" else {}
+        seqs = list(dict.fromkeys([seq for seq, _ in vector_hits] + list(lexical)))
+        cosines = store.vectors.cosine(query_vector, seqs)
+        items = store.items_by_seq(conn, seqs)
+    best_bm25 = max(lexical.values(), default=0.0)
+    query_exact = _text.exact_tokens(query)
+    min_cosine = store.embedder.min_cosine
+    hits: list[Hit] = []
+    for seq in seqs:
+        item = items[seq]
+        if item.outcome_score <= outcomes.EXCLUDE_AT:
+            continue
+        cosine = cosines.get(seq, 0.0)
+        lex = lexical.get(seq, 0.0) / best_bm25 if best_bm25 > 0 else 0.0
+        if not _relevant(item, cosine >= min_cosine, query_tokens, query_exact):
+            continue
+        if mode == "hybrid":
+            relevance = W_VECTOR * cosine + W_LEXICAL * lex
+        elif mode == "vector":
+            relevance = cosine
+        else:
+            relevance = lex
+        score = relevance * outcomes.rank_factor(item.outcome_score, item.reinforcements)
+        hits.append(Hit(item=item, score=score, cosine=cosine, lexical=lex))
+    hits.sort(key=lambda hit: (-hit.score, hit.item.id))
+    return hits[:k]
+
+
+def _relevant(item: Item, close: bool, query_tokens: set[str], query_exact: set[str]) -> bool:
+    """The absolute gate that lets recall abstain instead of returning the least bad items."""
+    if close:
+        return True
+    item_text = item.text + " " + " ".join(item.tags)
+    if query_exact & _text.exact_tokens(item_text):
+        return True
+    covered = len(query_tokens & set(_text.tokens(item_text)))
+    return covered / len(query_tokens) >= MIN_COVERAGE
+
+
+def _bm25(conn: sqlite3.Connection, query: str, projects: list[str], pool: int) -> dict[int, float]:
+    """BM25 (higher is better) of the best FTS5 matches among active items in scope."""
+    match = fts_query(query)
+    if not match:
+        return {}
+    marks = ",".join("?" * len(projects))
+    rows = conn.execute(
+        "SELECT f.rowid, -bm25(items_fts, 1.0, 0.5) AS s FROM items_fts f "
+        "JOIN items i ON i.seq = f.rowid "
+        f"WHERE items_fts MATCH ? AND i.status = 'active' AND i.project IN ({marks}) "
+        "ORDER BY s DESC LIMIT ?",
+        (match, *projects, pool),
+    ).fetchall()
+    return {int(seq): max(float(s), 0.0) for seq, s in rows}
+
+
+def fts_query(query: str) -> str:
+    """An FTS5 MATCH expression that ORs the query's content words and exact tokens.
+
+    Every term is a quoted string, so operators, parentheses, colons or stray quotes in the
+    user's text are searched for as words and can never be a syntax error.
+    """
+    terms = [w for w in _text.words(query) if w not in _text.STOPWORDS]
+    terms += sorted(_text.exact_tokens(query))
+    unique = list(dict.fromkeys(terms))[:_MAX_QUERY_TERMS]
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in unique)

@@ -1,0 +1,516 @@
+"""The private local store: items in one SQLite file, with their vectors and journal."""
+
+import getpass
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from memmesh import text as _text
+from memmesh.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from memmesh.local import journal, outcomes
+from memmesh.local._db import Database
+from memmesh.local._vectors import VectorIndex
+from memmesh.local.errors import (
+    AmbiguousId,
+    EmbedderMismatch,
+    InvalidInput,
+    ItemNotFound,
+    NotActive,
+    StoreError,
+)
+from memmesh.local.ids import new_id
+from memmesh.local.items import (
+    GLOBAL,
+    Item,
+    check_kind,
+    check_name,
+    check_tags,
+    check_text,
+)
+
+__all__ = ["DB_FILENAME", "NEAR_DUPLICATE_COSINE", "Remembered", "Store", "default_author"]
+
+DB_FILENAME = "memory.db"
+NEAR_DUPLICATE_COSINE = 0.9
+_REINDEX_BATCH = 256
+_ITEM_COLUMNS = (
+    "seq, id, text, kind, project, tags, author, created_at, updated_at, reinforcements, "
+    "worked, failed, partial, outcomes_at, status, superseded_by, supersedes"
+)
+_ID_PREFIX = re.compile(r"[0-9A-HJKMNP-TV-Z]{4,26}")
+
+Remembered = Literal["created", "reinforced"]
+Clock = Callable[[], float]
+
+
+def default_author() -> str:
+    """The author name for new items: ``MEM_AUTHOR``, else the login name."""
+    name = os.environ.get("MEM_AUTHOR") or _login_name()
+    return re.sub(r"[^A-Za-z0-9._-]", "-", name)[:64] or "me"
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "me"
+
+
+class Store:
+    """A member's private memory: one SQLite file in ``home``.
+
+    * ``home`` - the memmesh home folder; created if missing.
+    * ``embedder`` - embedder name to use; ``None`` means whatever the store was built with
+      (the default embedder for a new store). Asking for a different one than the store holds
+      raises :class:`EmbedderMismatch`.
+    * ``author`` - the name recorded on new items (default :func:`default_author`).
+    * ``clock`` - returns Unix seconds; tests pass a fake one to age outcomes.
+
+    Raises :class:`CorruptDatabase`, :class:`ForeignDatabase` or :class:`SchemaTooNew` when
+    the file cannot be used, and never changes such a file.
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        embedder: str | None = None,
+        author: str | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the memmesh home {home}: {exc.strerror}") from None
+        self.home = home
+        self.path = home / DB_FILENAME
+        self.author = check_name(author or default_author(), "author")
+        self.clock = clock
+        self.db = Database(self.path)
+        try:
+            self.embedder = self._choose_embedder(embedder)
+        except BaseException:
+            self.db.close()
+            raise
+        self.vectors = VectorIndex(self.embedder.dim)
+
+    def close(self) -> None:
+        """Release the database connection."""
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "fact",
+        project: str = GLOBAL,
+        tags: list[str] | tuple[str, ...] = (),
+    ) -> tuple[Item, Remembered]:
+        """Store a new item, or reinforce the one that already says the same thing.
+
+        The same text in the same project (any author), or a near-duplicate by the same author
+        (cosine >= 0.9 with the same numbers, exact tokens and negations), reinforces the
+        existing item instead of adding a copy.
+        """
+        clean = check_text(text)
+        kind = check_kind(kind)
+        project = check_name(project, "project")
+        tag_list = check_tags(tags)
+        vector = self.embedder.embed([clean])[0]
+        digest = content_hash(clean)
+        now = self.clock()
+        with self.writing() as conn:
+            seq = self._duplicate_of(conn, clean, digest, vector, project)
+            if seq is not None:
+                current = self._row(conn, "seq = ?", seq)
+                merged = check_tags(list(current.tags) + list(tag_list))
+                conn.execute(
+                    "UPDATE items SET reinforcements = reinforcements + 1, updated_at = ?, "
+                    "tags = ?, rev = ? WHERE seq = ?",
+                    (now, json.dumps(merged), _next_rev(conn), seq),
+                )
+                journal.log(conn, now, "reinforce", current.id)
+                return self._row(conn, "seq = ?", seq), "reinforced"
+            item_id = new_id(now)
+            self._insert(conn, item_id, clean, kind, project, tag_list, vector, digest, now)
+            journal.log(conn, now, "remember", item_id, kind=kind, project=project)
+            return self._row(conn, "id = ?", item_id), "created"
+
+    def forget(self, item_id: str) -> Item:
+        """Archive an active item: it stays in history but is no longer recalled."""
+        now = self.clock()
+        with self.writing() as conn:
+            item = self._active(conn, item_id)
+            conn.execute(
+                "UPDATE items SET status = 'archived', updated_at = ?, rev = ? WHERE id = ?",
+                (now, _next_rev(conn), item.id),
+            )
+            journal.log(conn, now, "forget", item.id)
+            return self._row(conn, "id = ?", item.id)
+
+    def revise(self, item_id: str, text: str) -> tuple[Item, Item]:
+        """Replace an active item's text: a new item supersedes the old, which is kept.
+
+        Returns ``(old, new)``. The new item keeps kind, project, tags and author; its track
+        record starts afresh, because the revision is what the old record was about.
+        """
+        clean = check_text(text)
+        vector = self.embedder.embed([clean])[0]
+        now = self.clock()
+        with self.writing() as conn:
+            old = self._active(conn, item_id)
+            if clean == old.text:
+                raise InvalidInput(f"the new text of {old.id} is the same as the old one")
+            new = new_id(now)
+            self._insert(
+                conn, new, clean, old.kind, old.project, old.tags, vector, content_hash(clean),
+                now, supersedes=old.id, author=old.author,
+            )  # fmt: skip
+            conn.execute(
+                "UPDATE items SET status = 'superseded', superseded_by = ?, updated_at = ?, "
+                "rev = ? WHERE id = ?",
+                (new, now, _next_rev(conn), old.id),
+            )
+            journal.log(conn, now, "revise", old.id, new_id=new)
+            return self._row(conn, "id = ?", old.id), self._row(conn, "id = ?", new)
+
+    def outcome(self, item_id: str, result: str) -> Item:
+        """Record that using an item worked, failed or partly worked."""
+        if result not in ("worked", "failed", "partial"):
+            raise InvalidInput(f"outcome must be worked, failed or partial, not {result!r}")
+        now = self.clock()
+        with self.writing() as conn:
+            item = self._find(conn, item_id)
+            row = conn.execute(
+                "SELECT worked, failed, partial, outcomes_at FROM items WHERE id = ?", (item.id,)
+            ).fetchone()
+            counts = {
+                name: outcomes.decay(value, row[3], now)
+                for name, value in zip(("worked", "failed", "partial"), row[:3], strict=True)
+            }
+            counts[result] += 1.0
+            conn.execute(
+                "UPDATE items SET worked = ?, failed = ?, partial = ?, outcomes_at = ?, "
+                "updated_at = ?, rev = ? WHERE id = ?",
+                (
+                    counts["worked"], counts["failed"], counts["partial"], now, now,
+                    _next_rev(conn), item.id,
+                ),
+            )  # fmt: skip
+            updated = self._row(conn, "id = ?", item.id)
+            journal.log(conn, now, "outcome", item.id, result=result, score=updated.outcome_score)
+            return updated
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, item_id: str) -> Item:
+        """The item with this id, or with this unique id prefix (at least 4 characters)."""
+        with self.db.read() as conn:
+            return self._find(conn, item_id)
+
+    def items(
+        self,
+        *,
+        project: str | None = None,
+        kind: str | None = None,
+        status: str | None = "active",
+        limit: int | None = None,
+    ) -> list[Item]:
+        """Items, newest first; ``None`` for a filter means any value."""
+        clauses, params = [], []
+        if project is not None:
+            clauses.append("project = ?")
+            params.append(check_name(project, "project"))
+        if kind is not None:
+            clauses.append("kind = ?")
+            params.append(check_kind(kind))
+        if status is not None:
+            clauses.append("status = ?")
+            params.append(status)
+        where = " AND ".join(clauses) or "1"
+        sql = f"SELECT {_ITEM_COLUMNS} FROM items WHERE {where} ORDER BY seq DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self.db.read() as conn:
+            return [self._item(row) for row in conn.execute(sql, params)]
+
+    def items_by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, Item]:
+        """Items for the given row numbers, keyed by row number."""
+        out: dict[int, Item] = {}
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(
+                f"SELECT {_ITEM_COLUMNS} FROM items WHERE seq IN ({marks})", chunk
+            ):
+                out[row[0]] = self._item(row)
+        return out
+
+    def counts(self) -> dict[str, Any]:
+        """Item counts by status, by kind and by project (active items)."""
+        with self.db.read() as conn:
+            return {
+                "by_status": dict(conn.execute("SELECT status, count(*) FROM items GROUP BY 1")),
+                "by_kind": dict(
+                    conn.execute(
+                        "SELECT kind, count(*) FROM items WHERE status = 'active' GROUP BY 1"
+                    )
+                ),
+                "by_project": dict(
+                    conn.execute(
+                        "SELECT project, count(*) FROM items WHERE status = 'active' GROUP BY 1"
+                    )
+                ),
+            }
+
+    # -- embedders -------------------------------------------------------------------------
+
+    def reindex(
+        self, embedder: str | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Re-embed every item, with ``embedder`` (switching the store) or the current one.
+
+        Vectors are staged batch by batch and swapped in by one final transaction, so a kill
+        at any point leaves the old vectors in force; running it again resumes the staging.
+        Returns the number of items re-embedded.
+        """
+        target = get_embedder(embedder or self.embedder.name)
+        with self.writing(check=False) as conn:
+            staged_for = _meta(conn, "reindex_fingerprint")
+            if staged_for != target.fingerprint:
+                conn.execute("DELETE FROM reindex_vectors")
+                _set_meta(conn, "reindex_fingerprint", target.fingerprint)
+        with self.db.read() as conn:
+            todo = [
+                (seq, text)
+                for seq, text in conn.execute(
+                    "SELECT seq, text FROM items WHERE seq NOT IN "
+                    "(SELECT seq FROM reindex_vectors) ORDER BY seq"
+                )
+            ]
+            total = conn.execute("SELECT count(*) FROM items").fetchone()[0]
+        done = total - len(todo)
+        if progress:
+            progress(done, total)
+        for start in range(0, len(todo), _REINDEX_BATCH):
+            batch = todo[start : start + _REINDEX_BATCH]
+            vectors = target.embed([text for _, text in batch])
+            with self.db.write() as conn:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO reindex_vectors (seq, vector) VALUES (?, ?)",
+                    [(seq, v.tobytes()) for (seq, _), v in zip(batch, vectors, strict=True)],
+                )
+            done += len(batch)
+            if progress:
+                progress(done, total)
+        with self.db.write() as conn:
+            # Items written while we were staging get their vectors now, inside the swap.
+            late = conn.execute(
+                "SELECT seq, text FROM items WHERE seq NOT IN (SELECT seq FROM reindex_vectors)"
+            ).fetchall()
+            if late:
+                vectors = target.embed([text for _, text in late])
+                conn.executemany(
+                    "INSERT INTO reindex_vectors (seq, vector) VALUES (?, ?)",
+                    [(seq, v.tobytes()) for (seq, _), v in zip(late, vectors, strict=True)],
+                )
+            base = _next_rev(conn)
+            conn.execute(
+                "UPDATE items SET vector = (SELECT vector FROM reindex_vectors r "
+                "WHERE r.seq = items.seq), rev = ? + seq",
+                (base,),
+            )
+            conn.execute("DELETE FROM reindex_vectors")
+            conn.execute("DELETE FROM meta WHERE key = 'reindex_fingerprint'")
+            _set_meta(conn, "embedder", target.name)
+            _set_meta(conn, "embedder_fingerprint", target.fingerprint)
+            journal.log(conn, self.clock(), "reindex", None, embedder=target.fingerprint)
+        self.embedder = target
+        self.vectors = VectorIndex(target.dim)
+        return int(total)
+
+    # -- internals shared with recall ------------------------------------------------------
+
+    @contextmanager
+    def writing(self, *, check: bool = True) -> Iterator[sqlite3.Connection]:
+        """A write transaction that first makes sure the store still uses our embedder."""
+        with self.db.write() as conn:
+            if check:
+                self._check_embedder(conn)
+                self.vectors.refresh(conn)
+            yield conn
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A read, with the vector index brought up to date first."""
+        with self.db.read() as conn:
+            self._check_embedder(conn)
+            self.vectors.refresh(conn)
+            yield conn
+
+    def _choose_embedder(self, requested: str | None) -> Embedder:
+        with self.db.write() as conn:
+            stored_name = _meta(conn, "embedder")
+            stored_print = _meta(conn, "embedder_fingerprint")
+            if stored_name is None or stored_print is None:
+                embedder = get_embedder(requested or DEFAULT_EMBEDDER)
+                _set_meta(conn, "embedder", embedder.name)
+                _set_meta(conn, "embedder_fingerprint", embedder.fingerprint)
+                _set_meta(conn, "created_at", str(self.clock()))
+                return embedder
+        if requested is not None and requested != stored_name:
+            raise EmbedderMismatch(stored_print, get_embedder(requested).fingerprint)
+        embedder = get_embedder(stored_name)
+        if embedder.fingerprint != stored_print:
+            raise EmbedderMismatch(stored_print, embedder.fingerprint)
+        return embedder
+
+    def _check_embedder(self, conn: sqlite3.Connection) -> None:
+        stored = _meta(conn, "embedder_fingerprint")
+        if stored != self.embedder.fingerprint:
+            raise EmbedderMismatch(stored or "(none)", self.embedder.fingerprint)
+
+    def _duplicate_of(
+        self,
+        conn: sqlite3.Connection,
+        clean: str,
+        digest: str,
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        project: str,
+    ) -> int | None:
+        """Row number of an active item this text repeats, if any."""
+        row = conn.execute(
+            "SELECT seq FROM items WHERE content_hash = ? AND project = ? AND status = 'active' "
+            "ORDER BY seq LIMIT 1",
+            (digest, project),
+        ).fetchone()
+        if row:
+            return int(row[0])
+        near = [
+            seq
+            for seq, cosine in self.vectors.search(vector, self.vectors.scope([project]), 5)
+            if cosine >= NEAR_DUPLICATE_COSINE
+        ]
+        if not near:
+            return None
+        keys = _text.key_tokens(clean)
+        candidates = self.items_by_seq(conn, near)
+        for seq in near:
+            item = candidates[seq]
+            if item.author == self.author and _text.key_tokens(item.text) == keys:
+                return seq
+        return None
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        item_id: str,
+        clean: str,
+        kind: str,
+        project: str,
+        tags: tuple[str, ...],
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        digest: str,
+        now: float,
+        *,
+        supersedes: str | None = None,
+        author: str | None = None,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO items (id, text, kind, project, tags, author, created_at, updated_at, "
+            "content_hash, vector, supersedes, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                item_id, clean, kind, project, json.dumps(list(tags)), author or self.author,
+                now, now, digest, vector.astype(np.float32).tobytes(), supersedes,
+                _next_rev(conn),
+            ),
+        )  # fmt: skip
+
+    def _find(self, conn: sqlite3.Connection, item_id: str) -> Item:
+        wanted = item_id.strip().upper()
+        if not _ID_PREFIX.fullmatch(wanted):
+            raise ItemNotFound(item_id)
+        rows = conn.execute(
+            f"SELECT {_ITEM_COLUMNS} FROM items WHERE id >= ? AND id <= ? LIMIT 2",
+            (wanted, wanted + "Z" * (26 - len(wanted))),
+        ).fetchall()
+        if not rows:
+            raise ItemNotFound(item_id)
+        if len(rows) > 1:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM items WHERE id >= ? AND id <= ?",
+                (wanted, wanted + "Z" * (26 - len(wanted))),
+            ).fetchone()
+            raise AmbiguousId(item_id, count)
+        return self._item(rows[0])
+
+    def _active(self, conn: sqlite3.Connection, item_id: str) -> Item:
+        item = self._find(conn, item_id)
+        if item.status != "active":
+            raise NotActive(item.id, item.status)
+        return item
+
+    def _row(self, conn: sqlite3.Connection, where: str, value: object) -> Item:
+        row = conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE {where}", (value,)).fetchone()
+        assert row is not None, f"row vanished inside its transaction: {where} {value!r}"
+        return self._item(row)
+
+    def _item(self, row: tuple[Any, ...]) -> Item:
+        now = self.clock()
+        since = row[13]
+        worked, failed, partial = (outcomes.decay(row[i], since, now) for i in (10, 11, 12))
+        return Item(
+            id=row[1],
+            text=row[2],
+            kind=row[3],
+            project=row[4],
+            tags=tuple(json.loads(row[5])),
+            author=row[6],
+            created_at=row[7],
+            updated_at=row[8],
+            reinforcements=row[9],
+            worked=worked,
+            failed=failed,
+            partial=partial,
+            outcome_score=outcomes.score(worked, failed, partial),
+            status=row[14],
+            superseded_by=row[15],
+            supersedes=row[16],
+        )
+
+
+def content_hash(clean: str) -> str:
+    """Hash of the text with case, spacing and final punctuation normalised away."""
+    normal = " ".join(clean.lower().split()).rstrip(".!;")
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()
+
+
+def _next_rev(conn: sqlite3.Connection) -> int:
+    """The next revision number; unique because the caller holds the write lock."""
+    return int(conn.execute("SELECT coalesce(max(rev), 0) + 1 FROM items").fetchone()[0])
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

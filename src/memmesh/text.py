@@ -1,0 +1,133 @@
+"""Word tokens shared by the embedders and the lexical half of recall.
+
+One tokenizer serves both so that what the hashing embedder counts as a word is what recall
+treats as a query term. Tokens are lower-cased, English stopwords are dropped, and a light
+suffix stripper folds plurals and verb endings ("retries", "retried", "retrying" -> "retry").
+Compound tokens such as ``node-gyp``, ``E1234``, ``--force`` or ``v1.2.3`` are kept whole as
+*exact tokens* beside their parts, because error codes, flags and package names are what
+developers search for verbatim.
+"""
+
+import re
+from functools import lru_cache
+
+__all__ = ["STOPWORDS", "Token", "exact_tokens", "key_tokens", "stem", "tokens", "words"]
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do
+    does doesn't doing don't down during each few for from further had hadn't has hasn't
+    have haven't having he he'd he'll he's her here here's hers herself him himself his how
+    how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+    mustn't my myself no nor not of off on once only or other ought our ours ourselves out
+    over own same shan't she she'd she'll she's should shouldn't so some such than that
+    that's the their theirs them themselves then there there's these they they'd they'll
+    they're they've this those through to too under until up very was wasn't we we'd we'll
+    we're we've were weren't what what's when when's where where's which while who who's
+    whom why why's with won't would wouldn't you you'd you'll you're you've your yours
+    yourself yourselves also just will shall may might must us yes get got s t d ll m re ve
+    don doesn didn isn aren wasn weren won wouldn shouldn couldn hasn haven hadn mustn shan
+    """.split()
+)
+
+# A run of word characters, optionally joined by . - _ + / : @ # inside, optionally led by
+# dashes (command-line flags).
+_TOKEN = re.compile(r"-{0,2}\w+(?:[.\-_+/:@#]\w+)*", re.UNICODE)
+_PART = re.compile(r"[^\W_]+", re.UNICODE)
+
+Token = str
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """Fold common English inflections of a lower-case word; short words pass unchanged."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, replacement, min_len in (
+        ("sses", "ss", 5),
+        ("ies", "y", 5),
+        ("ied", "y", 5),
+        ("ings", "", 7),
+        ("ing", "", 6),
+        ("edly", "", 7),
+        ("ed", "", 5),
+        ("ly", "", 6),
+        ("es", "", 6),
+        ("s", "", 4),
+    ):
+        if word.endswith(suffix) and len(word) >= min_len:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                return word
+            if suffix == "es" and not word.endswith(("ches", "shes", "xes", "zes", "sses")):
+                continue
+            base = word[: len(word) - len(suffix)] + replacement
+            # "running" -> "runn" -> "run"; "fall" and "miss" keep their doubled letters.
+            if (
+                suffix in ("ing", "ed", "ings")
+                and len(base) > 3
+                and base[-1] == base[-2]
+                and base[-1] not in "lsz"
+            ):
+                base = base[:-1]
+            return base
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Lower-case alphanumeric words of ``text``, stopwords included, in order."""
+    return _PART.findall(text.lower())
+
+
+def tokens(text: str) -> list[Token]:
+    """Content tokens of ``text`` in order: stemmed words without stopwords.
+
+    A compound token (``node-gyp``, ``E1234``, ``--force``) is followed by its stemmed parts.
+    """
+    out: list[Token] = []
+    for match in _TOKEN.finditer(text.lower()):
+        raw = match.group()
+        parts = _PART.findall(raw)
+        if _is_exact(raw, parts) and (len(parts) > 1 or raw != parts[0]):
+            out.append(raw)
+        for part in parts:
+            if part not in STOPWORDS:
+                out.append(stem(part))
+    return out
+
+
+def exact_tokens(text: str) -> set[str]:
+    """The compound or digit-bearing tokens of ``text`` (error codes, flags, versions)."""
+    found: set[str] = set()
+    for match in _TOKEN.finditer(text.lower()):
+        raw = match.group()
+        if _is_exact(raw, _PART.findall(raw)):
+            found.add(raw)
+    return found
+
+
+def _is_exact(raw: str, parts: list[str]) -> bool:
+    """A token worth matching verbatim: it joins several parts, is a flag, or has digits."""
+    if len(raw) < 2:
+        return False
+    return len(parts) > 1 or raw.startswith("-") or any(c.isdigit() for c in raw)
+
+
+_NEGATIONS = frozenset(
+    """
+    no not never none nothing nobody neither nor without cannot can't don't doesn't didn't
+    isn't aren't wasn't weren't won't wouldn't shouldn't mustn't
+    """.split()
+)
+
+
+def key_tokens(text: str) -> frozenset[str]:
+    """Tokens that change a fact's meaning when they change: numbers, exact tokens, negations.
+
+    "retries 5 times" and "retries 3 times" are near in vector space but different facts.
+    """
+    found = set(exact_tokens(text))
+    for word in re.findall(r"[\w']+", text.lower()):
+        if any(c.isdigit() for c in word) or word in _NEGATIONS:
+            found.add(word)
+    return frozenset(found)

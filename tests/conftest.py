@@ -1,0 +1,68 @@
+"""Fixtures shared by every test: a clean environment and real stores in temporary folders."""
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memmesh.local.store import Store
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the developer's own memmesh settings, home or project."""
+    for name in list(os.environ):
+        if name.startswith("MEM_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MEM_AUTHOR", "tester")
+    # Run from a folder outside any git repository, so the default project is global.
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A memmesh home folder that does not exist yet."""
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def store(home: Path) -> Iterator[Store]:
+    """A real store in a real SQLite file, closed after the test."""
+    with Store(home, author="tester") as opened:
+        yield opened
+
+
+class MemRunner:
+    """Runs the real `mem` command line in a subprocess against one home."""
+
+    def __init__(self, home: Path, cwd: Path) -> None:
+        self.home = home
+        self.cwd = cwd
+
+    def __call__(
+        self, *args: str, env: dict[str, str] | None = None, home: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "memmesh"]
+        if home:
+            command += ["--home", str(self.home)]
+        environ = {**os.environ, **(env or {})}
+        return subprocess.run(
+            [*command, *args],
+            capture_output=True,
+            text=True,
+            cwd=self.cwd,
+            env=environ,
+            timeout=60,
+            check=False,
+        )
+
+
+@pytest.fixture
+def mem(home: Path, tmp_path: Path) -> MemRunner:
+    """The `mem` command line, run for real, with its own home."""
+    return MemRunner(home, tmp_path / "cwd")
