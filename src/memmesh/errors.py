@@ -9,6 +9,8 @@ and ``status`` for the HTTP daemons. Nothing below the edges prints or exits.
     └── memmesh.local.errors.StoreError
 """
 
+__all__ = ["MemmeshError"]
+
 
 class MemmeshError(Exception):
     """Base of all memmesh errors; ``str(error)`` is one sentence fit for a user."""
@@ -23,9 +25,3 @@ class MemmeshError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
 
-
-class UsageError(MemmeshError):
-    """A command-line value that is well formed for argparse but not acceptable."""
-
-    exit_code = 2
-    status = 400
