@@ -53,7 +53,7 @@ def stem(word: str) -> str:
         ("edly", "", 7),
         ("ed", "", 5),
         ("ly", "", 6),
-        ("es", "", 6),
+        ("es", "", 5),
         ("s", "", 4),
     ):
         if word.endswith(suffix) and len(word) >= min_len:
@@ -70,13 +70,23 @@ def stem(word: str) -> str:
                 and base[-1] not in "lsz"
             ):
                 base = base[:-1]
-            return base
-    return word
+            return _drop_final_e(base)
+    return _drop_final_e(word)
+
+
+def _drop_final_e(word: str) -> str:
+    """"cache", "caches" and "cached" all become "cach"."""
+    return word[:-1] if len(word) > 4 and word.endswith("e") and not word.endswith("ee") else word
+
+
+def _normal(text: str) -> str:
+    """Lower-cased, with typographic apostrophes made plain ("doesn’t" -> "doesn't")."""
+    return text.lower().replace("\u2019", "'").replace("\u2018", "'")
 
 
 def words(text: str) -> list[str]:
     """Lower-case alphanumeric words of ``text``, stopwords included, in order."""
-    return _PART.findall(text.lower())
+    return _PART.findall(_normal(text))
 
 
 def tokens(text: str) -> list[Token]:
@@ -85,7 +95,7 @@ def tokens(text: str) -> list[Token]:
     A compound token (``node-gyp``, ``E1234``, ``--force``) is followed by its stemmed parts.
     """
     out: list[Token] = []
-    for match in _TOKEN.finditer(text.lower()):
+    for match in _TOKEN.finditer(_normal(text)):
         raw = match.group()
         parts = _PART.findall(raw)
         if _is_exact(raw, parts) and (len(parts) > 1 or raw != parts[0]):
@@ -99,7 +109,7 @@ def tokens(text: str) -> list[Token]:
 def exact_tokens(text: str) -> set[str]:
     """The compound or digit-bearing tokens of ``text`` (error codes, flags, versions)."""
     found: set[str] = set()
-    for match in _TOKEN.finditer(text.lower()):
+    for match in _TOKEN.finditer(_normal(text)):
         raw = match.group()
         if _is_exact(raw, _PART.findall(raw)):
             found.add(raw)
@@ -127,7 +137,7 @@ def key_tokens(text: str) -> frozenset[str]:
     "retries 5 times" and "retries 3 times" are near in vector space but different facts.
     """
     found = set(exact_tokens(text))
-    for word in re.findall(r"[\w']+", text.lower()):
+    for word in re.findall(r"[\w']+", _normal(text)):
         if any(c.isdigit() for c in word) or word in _NEGATIONS:
             found.add(word)
     return frozenset(found)

@@ -4,7 +4,8 @@
    BM25 matches of the query's content words (each quoted, so FTS syntax in a query is only
    text). Exact tokens such as ``E1234`` or ``node-gyp`` are searched as phrases, which is how
    they are found even when their cosine is low.
-2. Relevance is ``W_VECTOR * cosine + W_LEXICAL * bm25 / best_bm25``.
+2. Relevance is ``W_VECTOR * cosine + W_LEXICAL * bm25 / best_bm25``, plus ``W_EXACT`` when
+   the item holds one of the query's exact tokens verbatim.
 3. A candidate counts only when it passes an absolute gate: the embedder's ``min_cosine``,
    or enough of the query's content words, or one of its exact tokens. With no candidate
    left, recall abstains.
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_K",
     "MIN_COVERAGE",
+    "W_EXACT",
     "W_LEXICAL",
     "W_VECTOR",
     "Hit",
@@ -42,6 +44,8 @@ Mode = Literal["hybrid", "lexical", "vector"]
 MAX_K = 100
 W_VECTOR = 0.5
 W_LEXICAL = 0.5
+# Sharing an exact token with the query (``node-gyp`` itself, not ``node-gyp-build``).
+W_EXACT = 0.1
 MIN_COVERAGE = 0.5
 _POOL = 50
 _MAX_QUERY_TERMS = 32
@@ -138,6 +142,8 @@ def _ranked(
         items = store.items_by_seq(conn, seqs)
     best_bm25 = max(lexical.values(), default=0.0)
     query_exact = _text.exact_tokens(query)
+    # Coverage counts words; a compound like ``text:webhooks`` counts through its parts.
+    query_words = {token for token in query_tokens if token.isalnum()} or query_tokens
     min_cosine = store.embedder.min_cosine
     hits: list[Hit] = []
     for seq in seqs:
@@ -146,10 +152,12 @@ def _ranked(
             continue
         cosine = cosines.get(seq, 0.0)
         lex = lexical.get(seq, 0.0) / best_bm25 if best_bm25 > 0 else 0.0
-        if not _relevant(item, cosine >= min_cosine, query_tokens, query_exact):
+        item_text = item.text + " " + " ".join(item.tags)
+        exact = bool(query_exact) and bool(query_exact & _text.exact_tokens(item_text))
+        if not _relevant(cosine >= min_cosine, exact, item_text, query_words):
             continue
         if mode == "hybrid":
-            relevance = W_VECTOR * cosine + W_LEXICAL * lex
+            relevance = W_VECTOR * cosine + W_LEXICAL * lex + (W_EXACT if exact else 0.0)
         elif mode == "vector":
             relevance = cosine
         else:
@@ -160,15 +168,12 @@ def _ranked(
     return hits[:k]
 
 
-def _relevant(item: Item, close: bool, query_tokens: set[str], query_exact: set[str]) -> bool:
+def _relevant(close: bool, exact: bool, item_text: str, query_words: set[str]) -> bool:
     """The absolute gate that lets recall abstain instead of returning the least bad items."""
-    if close:
+    if close or exact:
         return True
-    item_text = item.text + " " + " ".join(item.tags)
-    if query_exact & _text.exact_tokens(item_text):
-        return True
-    covered = len(query_tokens & set(_text.tokens(item_text)))
-    return covered / len(query_tokens) >= MIN_COVERAGE
+    covered = len(query_words & set(_text.tokens(item_text)))
+    return covered / len(query_words) >= MIN_COVERAGE
 
 
 def _bm25(conn: sqlite3.Connection, query: str, projects: list[str], pool: int) -> dict[int, float]:

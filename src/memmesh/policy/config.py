@@ -1,0 +1,212 @@
+"""``team.yaml``: the typed, fail-closed team policy.
+
+The file is decoded into frozen structs. Broken YAML, an unknown key, a wrong type or a bad
+regex is a :class:`PolicyInvalid` naming the file, the line and the key. An explicit ``0`` or
+``[]`` is a value; only an absent key takes the default.
+"""
+
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from memmesh.local.items import KINDS, Kind
+from memmesh.policy.errors import PolicyInvalid, PolicyMissing
+
+__all__ = [
+    "DEFAULT_SHARE_KINDS",
+    "DEFAULT_TOKEN_ENV",
+    "POLICY_FILENAME",
+    "Identity",
+    "Member",
+    "Never",
+    "Policy",
+    "ProjectRule",
+    "Share",
+    "load_policy",
+    "parse_policy",
+]
+
+POLICY_FILENAME = "team.yaml"
+DEFAULT_TOKEN_ENV = "MEM_TEAM_TOKEN"
+DEFAULT_SHARE_KINDS: tuple[Kind, ...] = ("decision", "convention", "gotcha", "command", "incident")
+
+
+class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of the policy structs: frozen, keyword-only, unknown keys refused."""
+
+
+class Identity(_Strict):
+    """Who this member is called (keys, not names, are identity)."""
+
+    name: str
+
+
+class Member(_Strict):
+    """A roster entry: a teammate's name and public key (base64 or member id)."""
+
+    name: str
+    key: str
+
+
+class ProjectRule(_Strict):
+    """Share settings for one project that override the team-wide ones."""
+
+    kinds: tuple[Kind, ...] | None = None
+    min_reinforcements: int | None = None
+
+
+class Share(_Strict):
+    """What is eligible to leave: kinds, a reinforcement floor, and per-project rules.
+
+    A project mapped to ``false`` is never shared; ``true`` uses the team-wide settings.
+    """
+
+    kinds: tuple[Kind, ...] = DEFAULT_SHARE_KINDS
+    min_reinforcements: int = 0
+    projects: dict[str, bool | ProjectRule] = {}
+
+
+class Never(_Strict):
+    """The user's never rules; they add to the built-in secret detectors."""
+
+    tags: tuple[str, ...] = ("private", "secret", "personal")
+    patterns: tuple[str, ...] = ()
+
+
+class Policy(_Strict):
+    """The whole of ``team.yaml``."""
+
+    version: int = 1
+    team: str = "default"
+    identity: Identity | None = None
+    coordinator: str | None = None
+    token_env: str = DEFAULT_TOKEN_ENV
+    peers: tuple[str, ...] = ()
+    discovery: bool = False
+    members: tuple[Member, ...] = ()
+    share: Share = Share()
+    never: Never = Never()
+    auto_sync: bool = False
+
+    def patterns(self) -> list[re.Pattern[str]]:
+        """The user's never patterns, compiled (they were checked at load)."""
+        return [re.compile(p) for p in self.never.patterns]
+
+
+def load_policy(home: Path) -> Policy:
+    """The policy in ``home/team.yaml``; raises if it is missing or invalid."""
+    path = home / POLICY_FILENAME
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PolicyMissing(str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyInvalid(str(path), None, "(file)", f"cannot be read: {exc}") from None
+    return parse_policy(source, str(path))
+
+
+def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
+    """Decode and check policy text; ``path`` is only used in error messages."""
+    try:
+        node = yaml.compose(source, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PolicyInvalid(path, line, "(yaml)", f"broken YAML: {problem}") from None
+    if node is None:
+        data: Any = {}
+        lines: dict[str, int] = {}
+    else:
+        lines = {}
+        data = _plain(node, "$", lines, path)
+    if not isinstance(data, dict):
+        raise PolicyInvalid(path, 1, "$", "the file must be a mapping of keys to values")
+    try:
+        policy = msgspec.convert(data, Policy, strict=True)
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).rpartition(" - at `")
+        key = where.rstrip("`") if message else "$"
+        problem = message or str(exc)
+        unknown = re.match(r"Object contains unknown field `([^`]+)`", problem)
+        if unknown:
+            key = f"{key}.{unknown.group(1)}"
+            problem = "unknown key"
+        raise PolicyInvalid(path, _line_of(lines, key), _dotted(key), problem) from None
+    _check(policy, path, lines)
+    return policy
+
+
+def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
+    """Rules the types alone cannot say."""
+
+    def fail(key: str, problem: str) -> None:
+        raise PolicyInvalid(path, _line_of(lines, key), _dotted(key), problem)
+
+    if policy.version != 1:
+        fail("$.version", f"unsupported version {policy.version}; this memmesh reads version 1")
+    if policy.share.min_reinforcements < 0:
+        fail("$.share.min_reinforcements", "must be 0 or more")
+    for name, rule in policy.share.projects.items():
+        if isinstance(rule, ProjectRule) and (rule.min_reinforcements or 0) < 0:
+            fail(f"$.share.projects.{name}.min_reinforcements", "must be 0 or more")
+    for index, pattern in enumerate(policy.never.patterns):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            fail(f"$.never.patterns[{index}]", f"bad regular expression: {exc}")
+    if policy.coordinator is not None and not re.match(r"https?://[^\s/]+", policy.coordinator):
+        fail("$.coordinator", "must be an http:// or https:// URL")
+    for index, peer in enumerate(policy.peers):
+        if not re.match(r"https?://[^\s/]+", peer):
+            fail(f"$.peers[{index}]", "must be an http:// or https:// URL")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", policy.token_env):
+        fail("$.token_env", "must be an environment variable name")
+    for kind in policy.share.kinds:
+        assert kind in KINDS  # msgspec checked the Literal
+
+
+def _plain(node: yaml.Node, key: str, lines: dict[str, int], path: str) -> Any:
+    """Python values from a YAML node, recording the line of every key path."""
+    lines[key] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            name = yaml.SafeLoader(  # scalar keys only; construct them the YAML way
+                ""
+            ).construct_object(key_node)
+            if not isinstance(name, str):
+                line = key_node.start_mark.line + 1
+                raise PolicyInvalid(path, line, _dotted(key), "keys must be text")
+            if name in out:
+                raise PolicyInvalid(
+                    path, key_node.start_mark.line + 1, _dotted(f"{key}.{name}"), "duplicate key"
+                )
+            child = f"{key}.{name}"
+            lines[child] = key_node.start_mark.line + 1
+            out[name] = _plain(value_node, child, lines, path)
+            lines[child] = key_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain(item, f"{key}[{i}]", lines, path) for i, item in enumerate(node.value)]
+    return yaml.SafeLoader("").construct_object(node)
+
+
+def _line_of(lines: dict[str, int], key: str) -> int | None:
+    """The line of ``key``, or of its nearest recorded parent."""
+    while key:
+        if key in lines:
+            return lines[key]
+        parent = re.sub(r"(\.[^.\[]+|\[[^\]]*\])$", "", key)
+        if parent == key:
+            return lines.get("$")
+        key = parent
+    return None
+
+
+def _dotted(key: str) -> str:
+    """``$.share.kinds[1]`` as a user reads it: ``share.kinds[1]``."""
+    return key.removeprefix("$.").removeprefix("$") or "(top level)"

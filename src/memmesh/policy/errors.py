@@ -1,0 +1,48 @@
+"""Errors of the team policy.
+
+    MemmeshError
+    └── PolicyError                 exit 3: refused by policy
+        ├── PolicyInvalid           team.yaml is broken; names file, line and key
+        ├── PolicyMissing           no team.yaml yet (run `mem team init`)
+        └── PublishRefused          the policy withholds an item (names the rule)
+"""
+
+from memmesh.errors import MemmeshError
+
+__all__ = ["PolicyError", "PolicyInvalid", "PolicyMissing", "PublishRefused"]
+
+
+class PolicyError(MemmeshError):
+    """The team policy refuses, or cannot be read; nothing was sent or published."""
+
+    exit_code = 3
+    status = 403
+
+
+class PolicyInvalid(PolicyError):
+    """``team.yaml`` cannot be used; while it is invalid no team command sends anything."""
+
+    def __init__(self, path: str, line: int | None, key: str, problem: str) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {key}: {problem}")
+        self.path = path
+        self.line = line
+        self.key = key
+        self.problem = problem
+
+
+class PolicyMissing(PolicyError):
+    """There is no ``team.yaml`` in the memmesh home."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"no team policy at {path}; run `mem team init --name NAME` first")
+        self.path = path
+
+
+class PublishRefused(PolicyError):
+    """One or more items may not leave; the message names each item's deciding rule."""
+
+    def __init__(self, refusals: list[tuple[str, str]]) -> None:
+        listed = "; ".join(f"{item_id}: {rule}" for item_id, rule in refusals)
+        super().__init__(f"refused by policy, nothing was published ({listed})")
+        self.refusals = refusals

@@ -1,0 +1,118 @@
+"""The shared tokenizer: words, stems, exact tokens and the tokens that carry a fact's meaning."""
+
+import pytest
+
+from memmesh import text
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("retries", "retry"),
+        ("retried", "retry"),
+        ("retrying", "retry"),
+        ("running", "run"),
+        ("stopped", "stop"),
+        ("falling", "fall"),
+        ("missing", "miss"),
+        ("classes", "class"),
+        ("matches", "match"),
+        ("queries", "query"),
+        ("webhooks", "webhook"),
+    ],
+)
+def test_stem_folds_inflections_onto_one_form(word: str, expected: str) -> None:
+    assert text.stem(word) == expected
+
+
+@pytest.mark.parametrize("word", ["status", "analysis", "class", "api", "e1234", "cat"])
+def test_stem_leaves_short_words_and_non_plurals_alone(word: str) -> None:
+    assert text.stem(word) == word
+
+
+@pytest.mark.parametrize(("plural", "singular"), [("fixes", "fix"), ("boxes", "box")])
+def test_stem_folds_a_short_es_plural_onto_its_singular(plural: str, singular: str) -> None:
+    assert text.stem(plural) == text.stem(singular)
+
+
+def test_tokens_are_lower_cased_stemmed_and_without_stopwords() -> None:
+    assert text.tokens("The Billing service RETRIES the webhooks") == [
+        "bill",
+        "servic",
+        "retry",
+        "webhook",
+    ]
+
+
+def test_tokens_of_only_stopwords_or_nothing_are_empty() -> None:
+    assert text.tokens("the and of it is") == []
+    assert text.tokens("") == []
+    assert text.tokens('  *  " ( ') == []
+
+
+def test_tokens_keep_a_compound_whole_before_its_parts() -> None:
+    assert text.tokens("install node-gyp with --force") == [
+        "install",
+        "node-gyp",
+        "node",
+        "gyp",
+        "--force",
+        "forc",
+    ]
+    assert text.tokens("v1.2.3") == ["v1.2.3", "v1", "2", "3"]
+
+
+def test_tokens_do_not_repeat_a_single_part_code() -> None:
+    # "E1234" is one part: it appears once, not as both an exact token and a word.
+    assert text.tokens("E1234") == ["e1234"]
+
+
+def test_words_keep_stopwords_and_split_compounds() -> None:
+    assert text.words("Hello, the World! E1234 node-gyp") == [
+        "hello",
+        "the",
+        "world",
+        "e1234",
+        "node",
+        "gyp",
+    ]
+
+
+def test_exact_tokens_are_codes_flags_packages_and_versions() -> None:
+    found = text.exact_tokens("Install node-gyp --force; see E1234 in v1.2.3, step 5 of x")
+    assert found == {"node-gyp", "--force", "e1234", "v1.2.3"}
+
+
+def test_exact_tokens_ignore_plain_words_and_single_characters() -> None:
+    assert text.exact_tokens("retry the webhook a few times 5") == set()
+
+
+def test_key_tokens_tell_numbers_apart() -> None:
+    five = text.key_tokens("The billing service retries webhooks 5 times")
+    three = text.key_tokens("The billing service retries webhooks 3 times")
+    assert five == frozenset({"5"})
+    assert three == frozenset({"3"})
+
+
+@pytest.mark.parametrize(
+    ("sentence", "negation"),
+    [
+        ("The deploy does not run migrations", "not"),
+        ("The deploy doesn't run migrations", "doesn't"),
+        ("The deploy never runs migrations", "never"),
+        ("The deploy runs without migrations", "without"),
+    ],
+)
+def test_key_tokens_include_negations(sentence: str, negation: str) -> None:
+    assert negation in text.key_tokens(sentence)
+    assert text.key_tokens("The deploy runs migrations") == frozenset()
+
+
+def test_key_tokens_include_exact_tokens() -> None:
+    keys = text.key_tokens("Pin node-gyp to v9.4.1")
+    assert {"node-gyp", "v9.4.1"} <= keys
+    assert not {"pin", "node", "gyp"} & keys
+
+
+def test_key_tokens_include_a_negation_typed_with_a_typographic_apostrophe() -> None:
+    assert text.key_tokens("The deploy doesn\u2019t run migrations") != frozenset()
