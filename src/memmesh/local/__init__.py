@@ -6,6 +6,7 @@ Nothing in this package knows about the network.
 from memmesh.local.errors import (
     AmbiguousId,
     CorruptDatabase,
+    DamagedVector,
     EmbedderMismatch,
     ForeignDatabase,
     InvalidInput,
@@ -23,6 +24,7 @@ __all__ = [
     "KINDS",
     "AmbiguousId",
     "CorruptDatabase",
+    "DamagedVector",
     "EmbedderMismatch",
     "ForeignDatabase",
     "Hit",

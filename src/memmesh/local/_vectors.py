@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memmesh.embed import Vectors
+from memmesh.local.errors import DamagedVector
 
 __all__ = ["VectorIndex"]
 
@@ -53,9 +54,9 @@ class VectorIndex:
                 self._size += 1
                 self._row_of[seq] = row
                 self._seqs[row] = seq
+            if not isinstance(blob, bytes) or len(blob) != self.dim * 4:
+                raise DamagedVector(seq)
             vector = np.frombuffer(blob, dtype=np.float32)
-            if vector.shape[0] != self.dim:
-                raise ValueError(f"item {seq} has a {vector.shape[0]}-d vector, not {self.dim}")
             self._matrix[row] = vector
             self._projects[row] = self._code(project)
             self._active[row] = bool(active)

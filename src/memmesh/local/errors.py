@@ -17,6 +17,7 @@ from memmesh.errors import MemmeshError
 __all__ = [
     "AmbiguousId",
     "CorruptDatabase",
+    "DamagedVector",
     "EmbedderMismatch",
     "ForeignDatabase",
     "InvalidInput",
@@ -108,7 +109,18 @@ class EmbedderMismatch(StoreError):
         super().__init__(
             f"this store's vectors come from embedder {stored!r}, not {requested!r}; "
             "vectors from different embedders cannot be mixed "
-            f"(run `mem reindex --embedder NAME` to switch the store)"
+            "(run `mem reindex` to rebuild the vectors, or `mem reindex --embedder NAME` to "
+            "switch the store)"
         )
         self.stored = stored
         self.requested = requested
+
+
+class DamagedVector(StoreError):
+    """A stored vector is not the size the store's embedder makes; a reindex rebuilds it."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(
+            f"item #{seq} has a damaged vector; run `mem reindex` to rebuild the vectors"
+        )
+        self.seq = seq

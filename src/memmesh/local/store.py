@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memmesh import text as _text
-from memmesh.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from memmesh.embed import DEFAULT_EMBEDDER, EMBEDDER_NAMES, Embedder, get_embedder
 from memmesh.local import journal, outcomes
 from memmesh.local._db import Database
 from memmesh.local._vectors import VectorIndex
@@ -74,6 +74,9 @@ class Store:
       raises :class:`EmbedderMismatch`.
     * ``author`` - the name recorded on new items (default :func:`default_author`).
     * ``clock`` - returns Unix seconds; tests pass a fake one to age outcomes.
+    * ``repair`` - open even when the stored vectors do not match the embedder (or their
+      embedder is unknown), so that :meth:`reindex` can repair the store. Reads and writes
+      other than ``reindex`` still refuse until it has run.
 
     Raises :class:`CorruptDatabase`, :class:`ForeignDatabase` or :class:`SchemaTooNew` when
     the file cannot be used, and never changes such a file.
@@ -86,6 +89,7 @@ class Store:
         embedder: str | None = None,
         author: str | None = None,
         clock: Clock = time.time,
+        repair: bool = False,
     ) -> None:
         try:
             home.mkdir(parents=True, exist_ok=True)
@@ -97,7 +101,7 @@ class Store:
         self.clock = clock
         self.db = Database(self.path)
         try:
-            self.embedder = self._choose_embedder(embedder)
+            self.embedder = self._choose_embedder(embedder, repair=repair)
         except BaseException:
             self.db.close()
             raise
@@ -365,7 +369,7 @@ class Store:
             self.vectors.refresh(conn)
             yield conn
 
-    def _choose_embedder(self, requested: str | None) -> Embedder:
+    def _choose_embedder(self, requested: str | None, *, repair: bool) -> Embedder:
         with self.db.write() as conn:
             stored_name = _meta(conn, "embedder")
             stored_print = _meta(conn, "embedder_fingerprint")
@@ -375,8 +379,14 @@ class Store:
                 _set_meta(conn, "embedder_fingerprint", embedder.fingerprint)
                 _set_meta(conn, "created_at", str(self.clock()))
                 return embedder
+        if repair:
+            if requested is not None or stored_name not in EMBEDDER_NAMES:
+                return get_embedder(requested or DEFAULT_EMBEDDER)
+            return get_embedder(stored_name)
         if requested is not None and requested != stored_name:
             raise EmbedderMismatch(stored_print, get_embedder(requested).fingerprint)
+        if stored_name not in EMBEDDER_NAMES:
+            raise EmbedderMismatch(stored_print, f"one of {', '.join(EMBEDDER_NAMES)}")
         embedder = get_embedder(stored_name)
         if embedder.fingerprint != stored_print:
             raise EmbedderMismatch(stored_print, embedder.fingerprint)

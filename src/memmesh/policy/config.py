@@ -38,27 +38,27 @@ class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """Base of the policy structs: frozen, keyword-only, unknown keys refused."""
 
 
-class Identity(_Strict):
+class Identity(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Who this member is called (keys, not names, are identity)."""
 
     name: str
 
 
-class Member(_Strict):
+class Member(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A roster entry: a teammate's name and public key (base64 or member id)."""
 
     name: str
     key: str
 
 
-class ProjectRule(_Strict):
+class ProjectRule(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Share settings for one project that override the team-wide ones."""
 
     kinds: tuple[Kind, ...] | None = None
     min_reinforcements: int | None = None
 
 
-class Share(_Strict):
+class Share(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What is eligible to leave: kinds, a reinforcement floor, and per-project rules.
 
     A project mapped to ``false`` is never shared; ``true`` uses the team-wide settings.
@@ -69,14 +69,14 @@ class Share(_Strict):
     projects: dict[str, bool | ProjectRule] = {}
 
 
-class Never(_Strict):
+class Never(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The user's never rules; they add to the built-in secret detectors."""
 
     tags: tuple[str, ...] = ("private", "secret", "personal")
     patterns: tuple[str, ...] = ()
 
 
-class Policy(_Strict):
+class Policy(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole of ``team.yaml``."""
 
     version: int = 1

@@ -1,10 +1,10 @@
 """Errors of the team policy.
 
-    MemmeshError
-    └── PolicyError                 exit 3: refused by policy
-        ├── PolicyInvalid           team.yaml is broken; names file, line and key
-        ├── PolicyMissing           no team.yaml yet (run `mem team init`)
-        └── PublishRefused          the policy withholds an item (names the rule)
+MemmeshError
+└── PolicyError                 exit 3: refused by policy
+    ├── PolicyInvalid           team.yaml is broken; names file, line and key
+    ├── PolicyMissing           no team.yaml yet (run `mem team init`)
+    └── PublishRefused          the policy withholds an item (names the rule)
 """
 
 from memmesh.errors import MemmeshError

