@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from memmesh import __version__
-from memmesh.cli import demo, local
+from memmesh.cli import demo, local, team
 from memmesh.cli._common import nonempty
 from memmesh.errors import MemmeshError
 
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_subparsers(title="commands", metavar="COMMAND"),
     )
     local.register(commands)
+    team.register(commands)
     demo.register(commands)
     return parser
 

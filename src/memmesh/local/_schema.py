@@ -71,5 +71,26 @@ CREATE TABLE reindex_vectors (
 );
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1}
+# The registry's append-only log lives in the same file, so that an item's change and the
+# retraction it causes commit together. ``local`` stores the rows; ``registry`` gives them
+# meaning (payloads are signed envelopes it alone reads).
+_V2 = """
+CREATE TABLE registry (
+    seq         INTEGER PRIMARY KEY,
+    kind        TEXT NOT NULL CHECK (kind IN ('publication', 'retraction')),
+    item_id     TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    payload     BLOB NOT NULL,
+    signature   BLOB NOT NULL,
+    forced_rule TEXT,
+    recorded_at REAL NOT NULL,
+    prev_hash   TEXT NOT NULL,
+    entry_hash  TEXT NOT NULL UNIQUE,
+    acked       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX registry_item ON registry (item_id, version);
+CREATE INDEX registry_unacked ON registry (acked, seq);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -201,7 +201,7 @@ class Store:
             raise InvalidInput(f"outcome must be worked, failed or partial, not {result!r}")
         now = self.clock()
         with self.writing() as conn:
-            item = self._find(conn, item_id)
+            item = self.find(conn, item_id)
             row = conn.execute(
                 "SELECT worked, failed, partial, outcomes_at FROM items WHERE id = ?", (item.id,)
             ).fetchone()
@@ -227,7 +227,7 @@ class Store:
     def get(self, item_id: str) -> Item:
         """The item with this id, or with this unique id prefix (at least 4 characters)."""
         with self.db.read() as conn:
-            return self._find(conn, item_id)
+            return self.find(conn, item_id)
 
     def items(
         self,
@@ -257,14 +257,22 @@ class Store:
 
     def items_by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, Item]:
         """Items for the given row numbers, keyed by row number."""
-        out: dict[int, Item] = {}
-        for start in range(0, len(seqs), 500):
-            chunk = seqs[start : start + 500]
+        return dict(self._items_in(conn, "seq", seqs))
+
+    def items_by_id(self, conn: sqlite3.Connection, item_ids: list[str]) -> dict[str, Item]:
+        """The items among ``item_ids`` that exist, keyed by id."""
+        return {item.id: item for _, item in self._items_in(conn, "id", item_ids)}
+
+    def _items_in(
+        self, conn: sqlite3.Connection, column: str, values: list[int] | list[str]
+    ) -> list[tuple[int, Item]]:
+        """(row number, item) for rows whose ``column`` is among ``values``, in chunks."""
+        out: list[tuple[int, Item]] = []
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM items WHERE seq IN ({marks})", chunk
-            ):
-                out[row[0]] = self._item(row)
+            sql = f"SELECT {_ITEM_COLUMNS} FROM items WHERE {column} IN ({marks})"
+            out.extend((row[0], self._item(row)) for row in conn.execute(sql, chunk))
         return out
 
     def counts(self) -> dict[str, Any]:
@@ -453,7 +461,8 @@ class Store:
             ),
         )  # fmt: skip
 
-    def _find(self, conn: sqlite3.Connection, item_id: str) -> Item:
+    def find(self, conn: sqlite3.Connection, item_id: str) -> Item:
+        """The item with this id or unique prefix, read through ``conn``."""
         wanted = item_id.strip().upper()
         if not _ID_PREFIX.fullmatch(wanted):
             raise ItemNotFound(item_id)
@@ -472,7 +481,7 @@ class Store:
         return self._item(rows[0])
 
     def _active(self, conn: sqlite3.Connection, item_id: str) -> Item:
-        item = self._find(conn, item_id)
+        item = self.find(conn, item_id)
         if item.status != "active":
             raise NotActive(item.id, item.status)
         return item

@@ -1,0 +1,57 @@
+"""The commented ``team.yaml`` that `mem team init` writes: it shares nothing until edited."""
+
+import json
+
+__all__ = ["policy_template"]
+
+
+def policy_template(*, name: str, team: str, coordinator: str | None) -> str:
+    """A valid, commented policy for a new member."""
+    coordinator_line = (
+        f"coordinator: {json.dumps(coordinator)}"
+        if coordinator
+        else "# coordinator: http://team-host:8400   # absent = nothing ever leaves this laptop"
+    )
+    return f"""\
+# memmesh team policy. Nothing leaves this laptop unless you publish it on purpose
+# (`mem team publish ID`) AND this file allows it. Check it with `mem team policy check`.
+# Reference: docs/policy.md
+version: 1
+team: {json.dumps(team)}
+identity:
+  name: {json.dumps(name)}
+
+# The team host. While it is absent, nothing is ever published or sent (the kill switch).
+{coordinator_line}
+
+# The environment variable holding the shared team token.
+token_env: MEM_TEAM_TOKEN
+
+# Teammates' peer daemons to ask directly, and LAN discovery (zeroconf).
+peers: []
+discovery: false
+
+# The roster: when set, items signed by other keys are dropped.
+# members:
+#   - name: bob
+#     key: <bob's public key from `mem team status`>
+members: []
+
+share:
+  # Kinds eligible for publishing. Until you list some, nothing is eligible.
+  kinds: []
+  # Publish only items reinforced at least this many times.
+  min_reinforcements: 0
+  # Per-project rules: false = never share that project; or override kinds / the floor.
+  projects: {{}}
+  #   billing: false
+  #   web: {{kinds: [decision, gotcha], min_reinforcements: 1}}
+
+# Never rules add to the built-in secret detectors, which are always on.
+never:
+  tags: [private, secret, personal]
+  patterns: []
+
+# Push to the coordinator after every publish and retract.
+auto_sync: false
+"""

@@ -1,0 +1,40 @@
+"""Identity keys, signed publications and tombstones, and the append-only registry log."""
+
+from memmesh.registry.envelopes import Envelope, Publication, Retraction, open_envelope, seal
+from memmesh.registry.errors import (
+    BadSignature,
+    IdentityExists,
+    IdentityMissing,
+    NotPublished,
+    NotYourItem,
+    RegistryError,
+)
+from memmesh.registry.identity import Identity, create_identity, load_identity
+from memmesh.registry.log import Entry, Live, Registry
+from memmesh.registry.publish import Planned, plan, publish, reconcile, retract, withheld
+
+__all__ = [
+    "BadSignature",
+    "Entry",
+    "Envelope",
+    "Identity",
+    "IdentityExists",
+    "IdentityMissing",
+    "Live",
+    "NotPublished",
+    "NotYourItem",
+    "Planned",
+    "Publication",
+    "Registry",
+    "RegistryError",
+    "Retraction",
+    "create_identity",
+    "load_identity",
+    "open_envelope",
+    "plan",
+    "publish",
+    "reconcile",
+    "retract",
+    "seal",
+    "withheld",
+]

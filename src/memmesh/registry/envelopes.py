@@ -1,0 +1,108 @@
+"""Signed publications and retractions: the only things that ever leave a laptop.
+
+An envelope is the canonical msgspec JSON of a :class:`Publication` or :class:`Retraction`
+(the *payload*, exact bytes) and the author's Ed25519 signature over those bytes. Whoever
+receives one - the coordinator, a teammate's client - calls :func:`open_envelope`, which checks
+the signature against the key inside the payload and the key id against that key, then decodes
+the payload strictly. Vectors travel beside envelopes, never inside the signature.
+"""
+
+import hashlib
+
+import msgspec
+
+from memmesh.registry.errors import BadSignature
+from memmesh.registry.identity import Identity, key_id, public_key_from_text, verify_signature
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Envelope",
+    "Publication",
+    "Retraction",
+    "open_envelope",
+    "seal",
+    "text_hash",
+]
+
+FORMAT_VERSION = 1
+_MAX_PAYLOAD = 16 * 1024
+
+
+class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    format: int
+    team: str
+    item_id: str
+    version: int
+    author_key: str
+    key_id: str
+    seq: int
+
+
+class Publication(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="publication"):
+    """One version of a published item, as signed by its author."""
+
+    author: str
+    published_at: float
+    text: str
+    kind: str
+    project: str
+    tags: tuple[str, ...]
+    content_hash: str
+    embedder: str
+
+
+class Retraction(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="retraction"):
+    """A tombstone: beats every publication of ``item_id`` with version <= ``version``."""
+
+    retracted_at: float
+
+
+Body = Publication | Retraction
+
+
+class Envelope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The signed form on disk and on the wire (bytes are base64 in JSON)."""
+
+    payload: bytes
+    signature: bytes
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of payload and signature: the envelope's identity."""
+        return hashlib.sha256(self.payload + self.signature).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    """The content hash carried in a publication: SHA-256 of the exact text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def seal(body: Body, identity: Identity) -> Envelope:
+    """Sign ``body`` with ``identity``; the body must carry that identity's key."""
+    assert body.author_key == identity.public_key_text, "signing another member's body"
+    payload = msgspec.json.encode(body)
+    return Envelope(payload=payload, signature=identity.sign(payload))
+
+
+_decoder = msgspec.json.Decoder(Body, strict=True)
+
+
+def open_envelope(envelope: Envelope) -> Body:
+    """The verified body of ``envelope``; raises :class:`BadSignature` on any defect."""
+    if len(envelope.payload) > _MAX_PAYLOAD:
+        raise BadSignature("the payload is too large")
+    try:
+        body = _decoder.decode(envelope.payload)
+    except msgspec.DecodeError as exc:
+        raise BadSignature(f"the payload is malformed: {exc}") from None
+    if body.format != FORMAT_VERSION:
+        raise BadSignature(f"unsupported envelope format {body.format}")
+    public_key = public_key_from_text(body.author_key)
+    if key_id(public_key) != body.key_id:
+        raise BadSignature("the key id does not match the author's key")
+    verify_signature(public_key, envelope.signature, envelope.payload)
+    if isinstance(body, Publication) and text_hash(body.text) != body.content_hash:
+        raise BadSignature("the content hash does not match the text")
+    if body.version < 1 or body.seq < 1:
+        raise BadSignature("version and sequence numbers start at 1")
+    return body

@@ -1,0 +1,73 @@
+"""Errors of identity and the registry.
+
+MemmeshError
+└── RegistryError
+    ├── IdentityExists        `mem team init` would overwrite a key
+    ├── IdentityMissing       no key yet (run `mem team init`)
+    ├── BadSignature          an envelope does not verify (status 400)
+    ├── NotPublished          retracting an item that is not published
+    └── NotYourItem           retracting an item another key published (status 403)
+"""
+
+from memmesh.errors import MemmeshError
+
+__all__ = [
+    "BadSignature",
+    "IdentityExists",
+    "IdentityMissing",
+    "NotPublished",
+    "NotYourItem",
+    "RegistryError",
+]
+
+
+class RegistryError(MemmeshError):
+    """The registry or the member's identity refused or failed an operation."""
+
+
+class IdentityExists(RegistryError):
+    """A key pair is already there; memmesh never overwrites one."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"an identity key already exists at {path}; refusing to overwrite it")
+        self.path = path
+
+
+class IdentityMissing(RegistryError):
+    """No key pair yet."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"no identity key at {path}; run `mem team init --name NAME` first")
+        self.path = path
+
+
+class BadSignature(RegistryError):
+    """An envelope's signature, key or shape does not check out."""
+
+    status = 400
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"envelope rejected: {reason}")
+        self.reason = reason
+
+
+class NotPublished(RegistryError):
+    """The item has no live publication to retract."""
+
+    status = 404
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(f"item {item_id} is not published")
+        self.item_id = item_id
+
+
+class NotYourItem(RegistryError):
+    """Only the key that published an item can retract it."""
+
+    status = 403
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(
+            f"item {item_id} was published by another key; only its author can retract it"
+        )
+        self.item_id = item_id

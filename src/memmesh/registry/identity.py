@@ -1,0 +1,114 @@
+"""A member's identity: an Ed25519 key pair in the memmesh home.
+
+The member id is a short base32 fingerprint of the public key. Names are labels; keys are
+identity. The private key file is created with mode 0600 and never overwritten.
+"""
+
+import base64
+import hashlib
+import os
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from memmesh.registry.errors import BadSignature, IdentityExists, IdentityMissing, RegistryError
+
+__all__ = [
+    "KEY_FILENAME",
+    "Identity",
+    "create_identity",
+    "key_id",
+    "load_identity",
+    "public_key_from_text",
+    "public_key_text",
+    "verify_signature",
+]
+
+KEY_FILENAME = "identity.key"
+
+
+def key_id(public_key: bytes) -> str:
+    """The member id: 16 lower-case base32 characters of the public key's SHA-256."""
+    digest = hashlib.sha256(public_key).digest()
+    return base64.b32encode(digest[:10]).decode("ascii").lower()
+
+
+def public_key_text(public_key: bytes) -> str:
+    """A raw 32-byte public key as URL-safe base64 without padding (for team.yaml and envelopes)."""
+    return base64.urlsafe_b64encode(public_key).decode("ascii").rstrip("=")
+
+
+def public_key_from_text(text: str) -> bytes:
+    """The raw key from :func:`public_key_text`; raises :class:`BadSignature` if malformed."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError):
+        raise BadSignature("the public key is not base64") from None
+    if len(raw) != 32:
+        raise BadSignature("the public key is not 32 bytes")
+    return raw
+
+
+def verify_signature(public_key: bytes, signature: bytes, message: bytes) -> None:
+    """Raise :class:`BadSignature` unless ``signature`` is the key's signature of ``message``."""
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+    except (InvalidSignature, ValueError):
+        raise BadSignature("the signature does not verify") from None
+
+
+class Identity:
+    """This member's key pair."""
+
+    def __init__(self, private_key: Ed25519PrivateKey) -> None:
+        self._private = private_key
+        self.public_key = private_key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        self.key_id = key_id(self.public_key)
+        self.public_key_text = public_key_text(self.public_key)
+
+    def sign(self, message: bytes) -> bytes:
+        """The Ed25519 signature of ``message``."""
+        return self._private.sign(message)
+
+    def __repr__(self) -> str:
+        return f"Identity(key_id={self.key_id!r})"
+
+
+def create_identity(home: Path) -> Identity:
+    """Create and store a new key pair; refuses if one exists (:class:`IdentityExists`)."""
+    path = home / KEY_FILENAME
+    private = Ed25519PrivateKey.generate()
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        # O_EXCL: never overwrite, even if two inits race; 0600 from the first byte.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise IdentityExists(str(path)) from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(pem)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return Identity(private)
+
+
+def load_identity(home: Path) -> Identity:
+    """This member's key pair from ``home``."""
+    path = home / KEY_FILENAME
+    try:
+        pem = path.read_bytes()
+    except FileNotFoundError:
+        raise IdentityMissing(str(path)) from None
+    try:
+        private = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise RegistryError(f"{path} is not a usable private key: {exc}") from None
+    if not isinstance(private, Ed25519PrivateKey):
+        raise RegistryError(f"{path} is not an Ed25519 private key")
+    return Identity(private)

@@ -1,0 +1,193 @@
+"""Publishing and retracting: the policy decides, the registry records.
+
+A batch is all or nothing: if the policy refuses any item, nothing is appended. Publishing an
+item whose live publication already says the same thing is a no-op. Retracting covers every
+version up to the live one; a later publish is a new version.
+"""
+
+import sqlite3
+from typing import Literal
+
+import msgspec
+
+from memmesh.local.errors import ItemNotFound
+from memmesh.local.items import Item
+from memmesh.policy.config import Policy
+from memmesh.policy.decide import Decision, decide
+from memmesh.policy.errors import PublishRefused
+from memmesh.registry.envelopes import FORMAT_VERSION, Publication, Retraction, text_hash
+from memmesh.registry.errors import NotPublished, NotYourItem
+from memmesh.registry.log import Entry, Live, Registry
+
+__all__ = ["Planned", "plan", "publish", "reconcile", "retract", "withheld"]
+
+Action = Literal["publish", "unchanged", "refused"]
+
+
+class Planned(msgspec.Struct, frozen=True, kw_only=True):
+    """What publishing one item would do, and the rule that decides it."""
+
+    item: Item
+    decision: Decision
+    action: Action
+    version: int
+
+
+def plan(
+    registry: Registry, policy: Policy, item_ids: list[str], *, force: bool = False
+) -> list[Planned]:
+    """What ``publish`` would do for each item, without doing it (``--dry-run``)."""
+    with registry.store.db.read() as conn:
+        return _plan(registry, conn, policy, item_ids, force)
+
+
+def publish(
+    registry: Registry, policy: Policy, item_ids: list[str], *, force: bool = False
+) -> list[Planned]:
+    """Publish the items, all or nothing; raises :class:`PublishRefused` naming each refusal."""
+    with registry.store.db.write() as conn:
+        planned = _plan(registry, conn, policy, item_ids, force)
+        refused = [(p.item.id, p.decision.rule) for p in planned if p.action == "refused"]
+        if refused:
+            raise PublishRefused(refused)
+        for entry in planned:
+            if entry.action != "publish":
+                continue
+            item = entry.item
+            body = Publication(
+                format=FORMAT_VERSION,
+                team=registry.team,
+                item_id=item.id,
+                version=entry.version,
+                author_key=registry.identity.public_key_text,
+                key_id=registry.identity.key_id,
+                seq=registry.next_seq(conn),
+                author=item.author,
+                published_at=registry.store.clock(),
+                text=item.text,
+                kind=item.kind,
+                project=item.project,
+                tags=item.tags,
+                content_hash=text_hash(item.text),
+                embedder=registry.store.embedder.fingerprint,
+            )
+            forced = entry.decision.rule if entry.decision.forced else None
+            registry.append(conn, body, forced_rule=forced)
+        return planned
+
+
+def retract(registry: Registry, item_ids: list[str]) -> list[Entry]:
+    """Retract each item's live publication, all or nothing."""
+    with registry.store.db.write() as conn:
+        live = registry.live(conn)
+        targets: list[Live] = []
+        for raw in item_ids:
+            item_id = _resolve(registry, conn, raw)
+            current = live.get(item_id)
+            if current is None:
+                raise NotPublished(item_id)
+            if current.publication.author_key != registry.identity.public_key_text:
+                raise NotYourItem(item_id)
+            targets.append(current)
+        return [_retract(registry, conn, target) for target in dict.fromkeys(targets)]
+
+
+def reconcile(registry: Registry) -> list[Entry]:
+    """Retract live publications whose local item was forgotten or revised since."""
+    with registry.store.db.write() as conn:
+        live = registry.live(conn)
+        if not live:
+            return []
+        items = _items(registry, conn, list(live))
+        stale = [
+            target
+            for item_id, target in live.items()
+            if target.publication.author_key == registry.identity.public_key_text
+            and (item_id not in items or items[item_id].status != "active")
+        ]
+        return [_retract(registry, conn, target) for target in stale]
+
+
+def withheld(registry: Registry, policy: Policy) -> dict[str, Decision]:
+    """Live publications the policy (or a local change) would withhold now, with the reason."""
+    with registry.store.db.read() as conn:
+        live = registry.live(conn)
+        items = _items(registry, conn, list(live))
+    out: dict[str, Decision] = {}
+    for item_id, target in live.items():
+        item = items.get(item_id)
+        if item is None:
+            out[item_id] = Decision(item_id=item_id, allowed=False, rule="item is gone")
+            continue
+        decision = decide(item, policy, forced_rule=target.forced_rule)
+        if not decision.allowed:
+            out[item_id] = decision
+        elif text_hash(item.text) != target.publication.content_hash:
+            out[item_id] = Decision(
+                item_id=item_id, allowed=False, rule="text changed since publish"
+            )
+    return out
+
+
+def _retract(registry: Registry, conn: sqlite3.Connection, target: Live) -> Entry:
+    publication = target.publication
+    body = Retraction(
+        format=FORMAT_VERSION,
+        team=publication.team,
+        item_id=publication.item_id,
+        version=publication.version,
+        author_key=registry.identity.public_key_text,
+        key_id=registry.identity.key_id,
+        seq=registry.next_seq(conn),
+        retracted_at=registry.store.clock(),
+    )
+    return registry.append(conn, body)
+
+
+def _plan(
+    registry: Registry, conn: sqlite3.Connection, policy: Policy, item_ids: list[str], force: bool
+) -> list[Planned]:
+    live = registry.live(conn)
+    out: list[Planned] = []
+    seen: set[str] = set()
+    for raw in item_ids:
+        item = registry.store.find(conn, raw)
+        if item.id in seen:
+            continue
+        seen.add(item.id)
+        decision = decide(item, policy, force=force)
+        version = registry.latest_version(conn, item.id) + 1
+        current = live.get(item.id)
+        if not decision.allowed:
+            action: Action = "refused"
+        elif current is not None and _same(current.publication, item, registry):
+            action, version = "unchanged", current.publication.version
+        else:
+            action = "publish"
+        out.append(Planned(item=item, decision=decision, action=action, version=version))
+    return out
+
+
+def _same(publication: Publication, item: Item, registry: Registry) -> bool:
+    """Whether publishing ``item`` again would say nothing new."""
+    return (
+        publication.content_hash == text_hash(item.text)
+        and publication.kind == item.kind
+        and publication.project == item.project
+        and publication.tags == item.tags
+        and publication.embedder == registry.store.embedder.fingerprint
+    )
+
+
+def _resolve(registry: Registry, conn: sqlite3.Connection, raw: str) -> str:
+    """The full item id for an id or prefix; a published id that is gone locally still counts."""
+    try:
+        return registry.store.find(conn, raw).id
+    except ItemNotFound:
+        if registry.latest_version(conn, raw):
+            return raw
+        raise
+
+
+def _items(registry: Registry, conn: sqlite3.Connection, item_ids: list[str]) -> dict[str, Item]:
+    return registry.store.items_by_id(conn, item_ids)
