@@ -26,17 +26,21 @@ def _load_generator() -> ModuleType:
     return module
 
 
-def _subcommands() -> list[tuple[str, argparse.ArgumentParser, str | None]]:
-    """Each subcommand of `mem`: its name, its parser, and its one-line help in `mem --help`."""
+def _subcommands(
+    parser: argparse.ArgumentParser, prefix: str = ""
+) -> list[tuple[str, argparse.ArgumentParser, str | None]]:
+    """Each (nested) subcommand: its name, its parser, and its one-line help in its parent."""
     found = []
-    for action in build_parser()._actions:
+    for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             summaries = {choice.dest: choice.help for choice in action._choices_actions}
-            found += [(name, sub, summaries.get(name)) for name, sub in action.choices.items()]
+            for name, sub in action.choices.items():
+                found.append((prefix + name, sub, summaries.get(name)))
+                found += _subcommands(sub, prefix + name + " ")
     return found
 
 
-SUBCOMMANDS = _subcommands()
+SUBCOMMANDS = _subcommands(build_parser())
 
 
 def test_cli_reference_is_what_the_generator_writes_now() -> None:
@@ -76,7 +80,7 @@ def test_every_subcommand_has_help_and_a_working_example(
     assert examples, f"`mem {name}` has an empty example"
     for example in examples:
         words = shlex.split(example)
-        assert words[:2] == ["mem", name], example
+        assert words[: 1 + len(name.split())] == ["mem", *name.split()], example
         # The example must be a command line that `mem` accepts.
         build_parser().parse_args(words[1:])
 
