@@ -35,6 +35,10 @@ class Embedder(Protocol):
     def min_cosine(self) -> float:
         """Cosine from which a query and a text are plausibly about the same thing."""
 
+    @property
+    def duplicate_cosine(self) -> float:
+        """Cosine from which two stored texts say the same thing (the novelty gate)."""
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed stored ``texts`` as an ``(len(texts), dim)`` array of unit (or zero) rows."""
 

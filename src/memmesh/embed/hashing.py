@@ -80,6 +80,10 @@ class HashingEmbedder:
     def min_cosine(self) -> float:
         return 0.35
 
+    @property
+    def duplicate_cosine(self) -> float:
+        return 0.9
+
     def embed_query(self, query: str) -> Vectors:
         vector: Vectors = self.embed([query])[0]
         return vector

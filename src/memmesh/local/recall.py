@@ -7,7 +7,7 @@
 2. Relevance is ``W_VECTOR * cosine + W_LEXICAL * bm25 / best_bm25``, plus ``W_EXACT`` when
    the item holds one of the query's exact tokens verbatim.
 3. A candidate counts only when it passes an absolute gate: the embedder's ``min_cosine``,
-   or enough of the query's content words, or one of its exact tokens. With no candidate
+   or a quarter of the query's content words, or one of its exact tokens. With no candidate
    left, recall abstains.
 4. Items whose track record is at or below :data:`memmesh.local.outcomes.EXCLUDE_AT` are left
    out; the rest are multiplied by :func:`memmesh.local.outcomes.rank_factor`.
@@ -42,11 +42,11 @@ __all__ = [
 
 Mode = Literal["hybrid", "lexical", "vector"]
 MAX_K = 100
-W_VECTOR = 0.5
-W_LEXICAL = 0.5
+W_VECTOR = 0.4
+W_LEXICAL = 0.6
 # Sharing an exact token with the query (``node-gyp`` itself, not ``node-gyp-build``).
-W_EXACT = 0.1
-MIN_COVERAGE = 0.5
+W_EXACT = 0.2
+MIN_COVERAGE = 0.25
 _POOL = 50
 _MAX_QUERY_TERMS = 32
 

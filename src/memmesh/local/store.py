@@ -37,10 +37,9 @@ from memmesh.local.items import (
     check_text,
 )
 
-__all__ = ["DB_FILENAME", "NEAR_DUPLICATE_COSINE", "Remembered", "Store", "default_author"]
+__all__ = ["DB_FILENAME", "Remembered", "Store", "default_author"]
 
 DB_FILENAME = "memory.db"
-NEAR_DUPLICATE_COSINE = 0.9
 _REINDEX_BATCH = 256
 _ITEM_COLUMNS = (
     "seq, id, text, kind, project, tags, author, created_at, updated_at, reinforcements, "
@@ -130,7 +129,8 @@ class Store:
         """Store a new item, or reinforce the one that already says the same thing.
 
         The same text in the same project (any author), or a near-duplicate by the same author
-        (cosine >= 0.9 with the same numbers, exact tokens and negations), reinforces the
+        (cosine at least the embedder's ``duplicate_cosine`` - 0.9 for the hashing embedder -
+        with the same numbers, exact tokens and negations), reinforces the
         existing item instead of adding a copy.
         """
         clean = check_text(text)
@@ -424,7 +424,7 @@ class Store:
         near = [
             seq
             for seq, cosine in self.vectors.search(vector, self.vectors.scope([project]), 5)
-            if cosine >= NEAR_DUPLICATE_COSINE
+            if cosine >= self.embedder.duplicate_cosine
         ]
         if not near:
             return None

@@ -4,12 +4,19 @@ Each detector names what it found (``github-token``, ``password-in-url``) and wh
 secret itself, so a refusal can be shown and logged without leaking what it refused.
 Placeholders (``<YOUR_TOKEN>``, ``${API_KEY}``, ``xxxx``), commit SHAs, UUIDs and image digests
 are not secrets, and prose about security is not either.
+
+Every pattern is written to stay linear on hostile input: a match may only start where the
+run of characters it scans begins (a negative lookbehind on the same class), repetitions are
+bounded, and runs followed by a character outside their class are possessive.
 """
 
+import base64
+import binascii
 import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from urllib.parse import unquote
 
 import msgspec
 
@@ -27,24 +34,77 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
 class _Detector(msgspec.Struct, frozen=True):
     name: str
     pattern: re.Pattern[str]
-    # Decides on the captured value (group "v" if present, else the whole match).
-    accept: Callable[[str], bool] | None = None
+    # Decides on the match; ``None`` accepts every match.
+    accept: Callable[[re.Match[str]], bool] | None = None
 
+
+# --- what a value looks like ---------------------------------------------------------------
 
 _PLACEHOLDER = re.compile(
     r"""^(?:
-        <[^<>]*> | \$\{[^}]*\} | \$\(?[A-Za-z_][A-Za-z0-9_]*\)? | \{\{.*\}\} | %[sd] | %\([a-z_]+\)s
-      | (?i:.*(?:example|placeholder|redacted|your[_-]|dummy|sample|changeme|replace[_-]?me).*)
-      | .*\.\.\..*
+        <[^<>]*> | \[[^\[\]]*\] | \$\{[^}]*\} | \$\(.*\) | `.*` | \$[A-Za-z_][A-Za-z0-9_]*
+      | \{\{.*\}\} | \{[A-Za-z_][A-Za-z0-9_.]*\} | %[sd] | %\([a-z_]+\)s | %[A-Z_]+%
+      | (?i:.*(?:example|placeholder|redacted|your[_-]|dummy|sample|changeme|changeit
+                |replace[_-]?(?:me|with)|insert[_-]|[_-]here$|not[_-]?a[_-]?real|fake).*)
+      | .*(?:\.\.\.|…|xxxx|XXXX|\*\*\*|•••).*
       | (.)\1{3,}
       | [*xX•.]+
     )$""",
     re.VERBOSE,
 )
 
+# Documentation defaults: never a real credential worth refusing.
+_DEFAULT_PASSWORDS = frozenset(
+    {
+        "admin",
+        "changeit",
+        "changeme",
+        "default",
+        "guest",
+        "mypassword",
+        "mysql",
+        "pass",
+        "passwd",
+        "password",
+        "postgres",
+        "pw",
+        "pwd",
+        "redis",
+        "root",
+        "secret",
+        "test",
+        "user",
+        "yourpassword",
+    }
+)
+_NOT_PASSWORDS = _DEFAULT_PASSWORDS | {
+    "disabled",
+    "empty",
+    "false",
+    "nil",
+    "none",
+    "null",
+    "optional",
+    "prompt",
+    "required",
+    "true",
+    "undefined",
+}
+
+_WORD_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_CONSONANT_CLUSTER = re.compile(r"[^aeiouy]{5}")
+# Code that reads a value rather than spelling it: calls, indexing, dotted attributes.
+_CODE_REFERENCE = re.compile(
+    r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[].*|[A-Za-z_]+(?:\.[A-Za-z_]+)+[)\]]*"
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_]+[)\]]*")
+# YAML tags and aliases (``!vault``, ``*db_password``), file paths (``pwd: /srv/app``).
+_YAML_TAG = re.compile(r"[!*][A-Za-z_][A-Za-z0-9_]*")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@~+-]+(?:/[\w.@~+-]*)*")
+
 
 def _is_placeholder(value: str) -> bool:
-    return bool(_PLACEHOLDER.match(value.strip("\"'`")))
+    return bool(_PLACEHOLDER.match(value.strip("\"'")))
 
 
 def _entropy(value: str) -> float:
@@ -65,83 +125,394 @@ def _classes(value: str) -> int:
     )
 
 
+def _word_fraction(value: str) -> float:
+    """The share of ``value``'s letters and digits that spell pronounceable words."""
+    alnum = sum(c.isalnum() for c in value)
+    if not alnum:
+        return 1.0
+    wordy = 0
+    for run in _WORD_RUN.findall(value):
+        lower = run.lower()
+        if (
+            len(lower) >= 3
+            and any(c in "aeiouy" for c in lower)
+            and not _CONSONANT_CLUSTER.search(lower)
+        ):
+            wordy += len(run)
+    return wordy / alnum
+
+
 def _random_looking(value: str) -> bool:
-    """A token-like value: long, mixed, high entropy, and not a placeholder."""
-    if _is_placeholder(value) or len(value) < 16:
+    """A token-like value: long, mixed, high entropy, not words, not a placeholder or URL."""
+    if not 16 <= len(value) <= 1024 or any(c.isspace() for c in value):
         return False
-    return _entropy(value) >= 3.0 and _classes(value) >= 2
+    if _is_placeholder(value) or "://" in value:
+        return False
+    return (
+        sum(c.isalnum() for c in value) >= 12
+        and _classes(value) >= 2
+        and _entropy(value) >= 3.0
+        and _word_fraction(value) <= 0.5
+    )
 
 
-def _password_like(value: str) -> bool:
-    """A value assigned to a password: anything but a placeholder, a variable or a plain word."""
-    if _is_placeholder(value) or len(value) < 6:
+def _token_body(value: str) -> bool:
+    """The random part after a provider's prefix: not a placeholder, not words, not a pattern."""
+    return not _is_placeholder(value) and _entropy(value) >= 3.0 and _word_fraction(value) <= 0.5
+
+
+def _password_value(value: str, *, literal: bool) -> bool:
+    """A value given to a password: anything but a placeholder, a default, code or a word.
+
+    ``literal`` is false where an unquoted identifier is more likely a variable (``password=pw``
+    in code) than the password itself.
+    """
+    if not value or any(c.isspace() for c in value) or _is_placeholder(value):
         return False
-    if value.lower() in {"none", "null", "true", "false", "required", "optional", "secret"}:
+    if value.lower() in _NOT_PASSWORDS or _YAML_TAG.fullmatch(value) or _PATH.fullmatch(value):
+        return False
+    if _CODE_REFERENCE.fullmatch(value) or (not literal and _IDENTIFIER.fullmatch(value)):
+        return False
+    if len(value) < 6:
         return False
     return _classes(value) >= 2 or len(value) >= 12
 
 
-def _not_placeholder(value: str) -> bool:
-    return not _is_placeholder(value)
+def _url_password(value: str) -> bool:
+    """The password part of ``scheme://user:password@host``."""
+    value = unquote(value)
+    return bool(value) and not _is_placeholder(value) and value.lower() not in _NOT_PASSWORDS
 
 
-def _d(name: str, pattern: str, accept: Callable[[str], bool] | None = None) -> _Detector:
+# --- what a name looks like ----------------------------------------------------------------
+
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pass", "pwd", "pw"})
+_SECRET_WORDS = frozenset({"secret", "token", "credential", "credentials", "apikey", "bearer"})
+_SECRET_ENDINGS = ("token", "secret", "apikey", "secretkey", "privatekey", "accesskey")
+_KEY_QUALIFIERS = frozenset(
+    {
+        "access",
+        "account",
+        "admin",
+        "api",
+        "app",
+        "auth",
+        "client",
+        "encryption",
+        "hmac",
+        "jwt",
+        "license",
+        "master",
+        "private",
+        "secret",
+        "service",
+        "session",
+        "shared",
+        "signing",
+        "storage",
+        "subscription",
+        "webhook",
+    }
+)
+# A name ending in one of these describes a secret (where it is, how long it lives), it is
+# not the secret: ``token_url``, ``secret_name``, ``max_tokens``, ``private_key_path``.
+_DESCRIBING = frozenset(
+    {
+        "age",
+        "algorithm",
+        "arn",
+        "backend",
+        "count",
+        "dir",
+        "duration",
+        "enabled",
+        "endpoint",
+        "env",
+        "expiration",
+        "expires",
+        "expiry",
+        "field",
+        "file",
+        "format",
+        "hash",
+        "header",
+        "id",
+        "interval",
+        "kind",
+        "label",
+        "len",
+        "length",
+        "lifetime",
+        "limit",
+        "location",
+        "max",
+        "method",
+        "min",
+        "mode",
+        "mount",
+        "name",
+        "param",
+        "path",
+        "policy",
+        "prefix",
+        "provider",
+        "ref",
+        "region",
+        "required",
+        "rotation",
+        "scope",
+        "scopes",
+        "size",
+        "source",
+        "store",
+        "ttl",
+        "type",
+        "uri",
+        "url",
+        "usage",
+        "var",
+        "version",
+    }
+)
+
+
+def _name_words(name: str) -> list[str]:
+    """``dbPassword`` -> ``["db", "password"]``, without trailing numbers (``api_key2``)."""
+    words = [w.lower() for w in _NAME_WORD.findall(name)]
+    while words and words[-1].isdigit():
+        words.pop()
+    return words
+
+
+def _is_password_name(name: str) -> bool:
+    words = _name_words(name)
+    return bool(words) and (
+        words[-1] in _PASSWORD_WORDS or words[-1].endswith(("password", "passwd"))
+    )
+
+
+def _is_secret_name(name: str) -> bool:
+    words = _name_words(name)
+    if not words or words[-1] in _DESCRIBING:
+        return False
+    if any(w in _SECRET_WORDS or w.endswith(_SECRET_ENDINGS) for w in words):
+        return True
+    if words[-1] == "auth":
+        return True
+    return words[-1] == "key" and (
+        (len(words) >= 2 and words[-2] in _KEY_QUALIFIERS) or name.isupper()
+    )
+
+
+# --- matches -------------------------------------------------------------------------------
+
+
+def _value(match: re.Match[str]) -> str:
+    """The captured value: the first group named ``v…`` that took part, else the whole match."""
+    for key, group in match.groupdict().items():
+        if key.startswith("v") and group is not None:
+            return group
+    return match.group()
+
+
+_QUOTED_GROUPS = ("v_d", "v_s", "v_b", "v_x")
+
+
+def _quoted(match: re.Match[str]) -> bool:
+    """Whether the value was spelled out in quotes (or as an XML element's text)."""
+    groups = match.groupdict()
+    return any(groups.get(key) is not None for key in _QUOTED_GROUPS)
+
+
+def _unquoted_value(match: re.Match[str]) -> str:
+    """The value, without the sentence punctuation an unquoted value may have picked up."""
+    value = _value(match)
+    return value if _quoted(match) else value.rstrip(".,:)")
+
+
+def _body(check: Callable[[str], bool]) -> Callable[[re.Match[str]], bool]:
+    return lambda match: check(_value(match))
+
+
+def _password_assignment(match: re.Match[str]) -> bool:
+    name = match["n"] or match["n_x"] or ""
+    if not _is_password_name(name):
+        return False
+    # ``password=pw`` in code names a variable; in ``.env`` (upper-case names), YAML or JSON
+    # (``:``) and XML the value is spelled out.
+    literal = _quoted(match) or match["op"] != "=" or name.isupper() or match["n_x"] is not None
+    return _password_value(_unquoted_value(match), literal=literal)
+
+
+def _secret_assignment(match: re.Match[str]) -> bool:
+    name = match["n"] or match["n_x"] or ""
+    return _is_secret_name(name) and _random_looking(_unquoted_value(match))
+
+
+def _cli_flag(match: re.Match[str]) -> bool:
+    value = _unquoted_value(match)
+    if match["kind"] is not None:  # --token, --api-key, --secret ...
+        return _random_looking(value)
+    return _password_value(value, literal=True)
+
+
+def _authorization(match: re.Match[str]) -> bool:
+    value = _value(match)
+    if match["scheme"].lower() == "bearer":
+        return _random_looking(value)
+    if len(value) % 4:
+        return False
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(colon and user and decoded.isprintable() and _url_password(password))
+
+
+def _d(
+    name: str, pattern: str, accept: Callable[[re.Match[str]], bool] | None = None
+) -> _Detector:
     return _Detector(name, re.compile(pattern), accept)
 
 
-_SECRET_NAME = (
-    r"(?:[A-Za-z0-9]+[_.-])*(?:secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|"
-    r"private[_-]?key|client[_-]?secret|credentials?|signing[_-]?key|session[_-]?key|"
-    r"encryption[_-]?key|bearer)(?:[_.-][A-Za-z0-9]+)*"
+# A quoted value up to its closing quote, or an unquoted run.
+_VALUE = (
+    r"""(?:"(?P<v_d>[^"\n]{1,512}+)"|'(?P<v_s>[^'\n]{1,512}+)'|`(?P<v_b>[^`\n]{1,512}+)`"""
+    r"""|(?P<v>[^\s"'`,;<>]{1,512}+))"""
 )
-_ASSIGN = r"""\s*(?:=|:=|:|=>)\s*["'`]?(?P<v>[^\s"'`,;]+)"""
+# ``name = value``, ``name: value``, ``"name": "value"``, ``name := value``, ``<name>value</``.
+_ASSIGNMENT = (
+    r"(?<![A-Za-z0-9_.-])(?P<n>[A-Za-z_][A-Za-z0-9_.-]{0,63}+)[\"'\]]{0,2}+[ \t]{0,8}+"
+    r"(?P<op>:=|=>|=|:)(?![=/])[ \t]{0,8}+" + _VALUE + r"|<(?P<n_x>[A-Za-z_][A-Za-z0-9_.-]{0,63}+)>"
+    r"(?P<v_x>[^<\s]{1,512}+)</"
+)
+_FLAG_VALUE = r"(?:[= ][ \t]{0,8}+)" + _VALUE
+_NO_RUN_BEFORE = r"(?<![A-Za-z0-9_-])"
 
 DETECTORS: tuple[_Detector, ...] = (
-    _d("private-key-block", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    _d("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
+    _d(
+        "private-key-block",
+        # A header and, before any END line, the base64 of a body.
+        r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?s:(?:(?!-----END).){0,400}?)[A-Za-z0-9+/]{40}",
+    ),
+    _d(
+        "aws-access-key-id",
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)(?P<v>[0-9A-Z]{16}+)(?![A-Za-z0-9])",
+        lambda m: _token_body(m["v"]) and not _is_placeholder(m.group()),
+    ),
     _d(
         "aws-secret-access-key",
-        r"(?i:aws_?secret_?(?:access_?)?key)" + _ASSIGN,
-        lambda v: len(v) >= 30 and _not_placeholder(v),
+        r"(?i:(?<![A-Za-z0-9])(?:aws_?)?secret_?(?:access_?)?key)[\"']?[ \t]{0,8}+(?:=|:|=>)"
+        r"[ \t]{0,8}+[\"']?(?P<v>[A-Za-z0-9/+=]{40}+)(?![A-Za-z0-9/+=])",
+        _body(_token_body),
     ),
-    _d("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    _d("google-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
+    _d(
+        "google-api-key",
+        _NO_RUN_BEFORE + r"AIza(?P<v>[0-9A-Za-z_-]{35}+)(?![0-9A-Za-z_-])",
+        _body(_token_body),
+    ),
+    _d(
+        "google-oauth-secret",
+        _NO_RUN_BEFORE + r"(?:GOCSPX-(?P<v>[A-Za-z0-9_-]{24,64}+)"
+        r"|ya29\.(?P<v_t>[A-Za-z0-9_-]{30,4096}+)|1//0(?P<v_r>[A-Za-z0-9_-]{40,1024}+))",
+        _body(_token_body),
+    ),
     _d(
         "azure-connection-string",
-        r"(?i:AccountKey|SharedAccessKey)\s*=\s*(?P<v>[A-Za-z0-9+/=]{20,})",
-        _not_placeholder,
+        r"(?i:AccountKey|SharedAccessKey)[ \t]{0,8}+=[ \t]{0,8}+(?P<v>[A-Za-z0-9+/]{20,512}+={0,2})",
+        _body(_token_body),
     ),
-    _d("azure-sas-signature", r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{30,})", _not_placeholder),
-    _d("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
-    _d("github-fine-grained-token", r"\bgithub_pat_[A-Za-z0-9_]{50,}\b"),
-    _d("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{20,}\b"),
-    _d("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
-    _d("slack-webhook", r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{16,}"),
-    _d("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b"),
-    _d("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    _d("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    _d("anthropic-api-key", r"\bsk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}"),
+    _d(
+        "azure-sas-signature",
+        r"[?&;]sig=(?P<v>[A-Za-z0-9%+/=]{30,512}+)",
+        _body(_token_body),
+    ),
+    _d(
+        "github-token",
+        _NO_RUN_BEFORE + r"gh[pousr]_(?P<v>[A-Za-z0-9]{36,251}+)(?![A-Za-z0-9_])",
+        _body(_token_body),
+    ),
+    _d(
+        "github-fine-grained-token",
+        _NO_RUN_BEFORE + r"github_pat_(?P<v>[A-Za-z0-9_]{50,255}+)",
+        _body(_token_body),
+    ),
+    _d(
+        "gitlab-token",
+        _NO_RUN_BEFORE + r"(?:gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-"
+        r"(?P<v>[A-Za-z0-9_.-]{20,255}+)|GR1348941(?P<v_r>[A-Za-z0-9_-]{20,255}+))",
+        _body(_token_body),
+    ),
+    _d(
+        "slack-token",
+        _NO_RUN_BEFORE + r"(?:xox[abposre]|xoxe\.xox[bp]|xapp)-(?P<v>[A-Za-z0-9-]{10,255}+)",
+        lambda m: any(c.isdigit() for c in m["v"]) and _token_body(m["v"]),
+    ),
+    _d(
+        "slack-webhook",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{6,16}+/[AB][A-Z0-9]{6,16}+/"
+        r"(?:[0-9]{6,24}+/)?(?P<v>[A-Za-z0-9]{20,64}+)",
+        _body(_token_body),
+    ),
+    _d(
+        "stripe-key",
+        _NO_RUN_BEFORE
+        + r"(?:(?:sk|rk|pk)_(?:live|test)|whsec)_(?P<v>[A-Za-z0-9]{16,255}+)(?![A-Za-z0-9])",
+        _body(_token_body),
+    ),
+    _d(
+        "npm-token",
+        _NO_RUN_BEFORE + r"npm_(?P<v>[A-Za-z0-9]{36}+)(?![A-Za-z0-9])",
+        _body(_token_body),
+    ),
+    _d(
+        "pypi-token",
+        _NO_RUN_BEFORE + r"pypi-AgE(?P<v>[A-Za-z0-9_-]{50,1024}+)",
+        _body(_token_body),
+    ),
+    _d(
+        "anthropic-api-key",
+        _NO_RUN_BEFORE + r"sk-ant-[a-z]{2,10}+[0-9]{0,4}+-(?P<v>[A-Za-z0-9_-]{20,255}+)",
+        _body(_token_body),
+    ),
     _d(
         "openai-api-key",
-        r"\bsk-(?:proj-|svcacct-|admin-|None-)?(?P<v>[A-Za-z0-9_-]{20,})",
-        lambda v: _classes(v) >= 2 and _entropy(v) >= 3.0,
+        _NO_RUN_BEFORE
+        + r"sk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?(?P<v>[A-Za-z0-9_-]{20,255}+)",
+        _body(_random_looking),
     ),
-    _d("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    _d(
+        "jwt",
+        _NO_RUN_BEFORE
+        + r"eyJ[A-Za-z0-9_-]{8,2048}+\.eyJ[A-Za-z0-9_-]{8,8192}+\.[A-Za-z0-9_-]{8,2048}+",
+    ),
     _d(
         "password-in-url",
-        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\"]+:(?P<v>[^\s/@'\"]+)@",
-        _not_placeholder,
+        r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}+://[^\s:/@'\"]{0,128}+:"
+        r"(?P<v>[^\s/@'\"]{1,256}+)@",
+        _body(_url_password),
     ),
-    _d(
-        "password-assignment",
-        r"(?i:\b(?:[A-Za-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|db_pass|pass))" + _ASSIGN,
-        _password_like,
-    ),
-    _d("secret-assignment", r"(?i:\b" + _SECRET_NAME + ")" + _ASSIGN, _random_looking),
+    _d("password-assignment", _ASSIGNMENT, _password_assignment),
+    _d("secret-assignment", _ASSIGNMENT, _secret_assignment),
     _d(
         "cli-password-flag",
-        r"(?:--password|--token|--api-key|--secret)[= ](?P<v>[^\s\"'`]+)",
-        _password_like,
+        r"(?<![A-Za-z0-9_-])--(?:(?:[a-z0-9]+-){0,3}+(?:password|passwd|pass)"
+        r"|(?P<kind>(?:[a-z0-9]+-){0,3}+(?:token|api-key|apikey|secret|access-key|secret-key)))"
+        + _FLAG_VALUE
+        + r"|(?<![A-Za-z0-9_-])-pass(?:in|out)?[ \t]{1,8}+pass:(?P<v_o>[^\s\"'`]{1,256}+)"
+        r"|\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?[ \t]-p(?P<v_m>[^\s\"'`-][^\s\"'`]{0,255}+)"
+        r"|\bcurl\b[^\n]{0,200}?[ \t](?:-u|--user)[ \t]{1,8}+[\"']?[^\s:\"'@]{1,64}+:"
+        r"(?P<v_c>[^\s\"'`@]{1,256}+)",
+        _cli_flag,
+    ),
+    _d(
+        "authorization-header",
+        r"(?<![A-Za-z0-9_-])(?P<scheme>(?i:bearer)|Basic)[ \t]{1,8}+"
+        r"(?P<v>[A-Za-z0-9._~+/-]{8,4096}+=*)",
+        _authorization,
     ),
 )
 
@@ -151,8 +522,7 @@ def find_secrets(text: str) -> list[Finding]:
     findings: list[Finding] = []
     for detector in DETECTORS:
         for match in detector.pattern.finditer(text):
-            value = match.groupdict().get("v") or match.group()
-            if detector.accept is None or detector.accept(value):
+            if detector.accept is None or detector.accept(match):
                 findings.append(
                     Finding(detector=detector.name, start=match.start(), end=match.end())
                 )
