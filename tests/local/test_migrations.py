@@ -12,7 +12,7 @@ from memmesh.local.store import DB_FILENAME, Store
 def _version_one_store(home: Path) -> Path:
     """A real schema-1 store holding one item, made as the first release made it."""
     with Store(home, author="tester") as store:
-        item, _ = store.remember("The billing service retries webhooks 5 times")
+        store.remember("The billing service retries webhooks 5 times")
     path = home / DB_FILENAME
     conn = sqlite3.connect(path)
     with conn:
