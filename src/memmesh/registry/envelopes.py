@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-_MAX_PAYLOAD = 16 * 1024
+# 8 KiB of text can grow six-fold as JSON escapes (control characters become \u00XX).
+_MAX_PAYLOAD = 64 * 1024
 
 
 class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -105,6 +105,8 @@ def load_identity(home: Path) -> Identity:
         pem = path.read_bytes()
     except FileNotFoundError:
         raise IdentityMissing(str(path)) from None
+    except OSError as exc:
+        raise RegistryError(f"cannot read the identity key {path}: {exc.strerror}") from None
     try:
         private = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as exc:

@@ -22,7 +22,7 @@ from memmesh.registry.envelopes import (
     open_envelope,
     seal,
 )
-from memmesh.registry.errors import BadSignature
+from memmesh.registry.errors import BadSignature, RegistryError
 from memmesh.registry.identity import Identity
 
 __all__ = ["GENESIS", "Entry", "Live", "Registry", "fold", "verify_entries"]
@@ -89,6 +89,12 @@ class Registry:
         """Sign ``body`` and append it; call inside the caller's write transaction."""
         envelope = seal(body, self.identity)
         seq, prev = _head(conn)
+        # Build only on an intact tail: a removed last entry must not be papered over.
+        if _stored_head(conn) != (f"{seq}:{prev}" if seq else None):
+            raise RegistryError(
+                "the registry log does not end where it should (an entry was removed or "
+                "added); run `mem team verify`"
+            )
         seq += 1
         assert body.seq == seq, "a body's sequence number is its position in the log"
         recorded_at = time.time()
