@@ -24,8 +24,9 @@ BUSY_TIMEOUT_SECONDS = 30.0
 class Database:
     """One connection to the store file, guarded for use from several threads."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, durable: bool = False) -> None:
         self.path = path
+        self._synchronous = "FULL" if durable else "NORMAL"
         self._lock = threading.RLock()
         self._check_header()
         try:
@@ -93,7 +94,8 @@ class Database:
         if version > SCHEMA_VERSION:
             raise SchemaTooNew(str(self.path), version, SCHEMA_VERSION)
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+        # NORMAL survives a killed process; FULL also survives losing power mid-write.
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
         if version < SCHEMA_VERSION:
             self._migrate(version)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from memmesh import text as _text
+from memmesh.embed import Vectors
 from memmesh.local import journal, outcomes
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import GLOBAL, MAX_TEXT_BYTES, Item, check_name
@@ -84,11 +85,14 @@ def recall(
     project: str = GLOBAL,
     mode: Mode = "hybrid",
     record: bool = True,
+    query_vector: Vectors | None = None,
 ) -> Recall:
     """The ``k`` most relevant active items for ``query`` in ``project`` plus global.
 
     ``mode`` picks the fused ranking or one half alone (used by benchmarks and by callers
     whose query vector is not comparable). ``record`` writes the recall to the journal.
+    ``query_vector`` is the query already embedded by this store's embedder (a caller that
+    embedded once for several stores passes it).
     """
     started = time.perf_counter()
     clean = query.strip()
@@ -102,7 +106,7 @@ def recall(
     query_tokens = set(_text.tokens(clean))
     hits: list[Hit] = []
     if query_tokens:
-        hits = _ranked(store, clean, query_tokens, projects, k, mode)
+        hits = _ranked(store, clean, query_tokens, projects, k, mode, query_vector)
     latency = (time.perf_counter() - started) * 1000
     if record:
         with store.db.write() as conn:
@@ -127,9 +131,11 @@ def _ranked(
     projects: list[str],
     k: int,
     mode: Mode,
+    query_vector: Vectors | None,
 ) -> list[Hit]:
     pool = max(_POOL, 4 * k)
-    query_vector = store.embedder.embed_query(query)
+    if query_vector is None or query_vector.shape != (store.embedder.dim,):
+        query_vector = store.embedder.embed_query(query)
     with store.reading() as conn:
         vector_hits = (
             store.vectors.search(query_vector, store.vectors.scope(projects), pool)

@@ -76,6 +76,8 @@ class Store:
     * ``repair`` - open even when the stored vectors do not match the embedder (or their
       embedder is unknown), so that :meth:`reindex` can repair the store. Reads and writes
       other than ``reindex`` still refuse until it has run.
+    * ``durable`` - commit with a full sync, so that an acknowledged write survives power
+      loss too (the coordinator's cache uses it).
 
     Raises :class:`CorruptDatabase`, :class:`ForeignDatabase` or :class:`SchemaTooNew` when
     the file cannot be used, and never changes such a file.
@@ -89,6 +91,7 @@ class Store:
         author: str | None = None,
         clock: Clock = time.time,
         repair: bool = False,
+        durable: bool = False,
     ) -> None:
         try:
             home.mkdir(parents=True, exist_ok=True)
@@ -98,7 +101,7 @@ class Store:
         self.path = home / DB_FILENAME
         self.author = check_name(author or default_author(), "author")
         self.clock = clock
-        self.db = Database(self.path)
+        self.db = Database(self.path, durable=durable)
         try:
             self.embedder = self._choose_embedder(embedder, repair=repair)
         except BaseException:
@@ -156,6 +159,51 @@ class Store:
             self._insert(conn, item_id, clean, kind, project, tag_list, vector, digest, now)
             journal.log(conn, now, "remember", item_id, kind=kind, project=project)
             return self._row(conn, "id = ?", item_id), "created"
+
+    def put(
+        self,
+        *,
+        item_id: str,
+        text: str,
+        kind: str,
+        project: str,
+        tags: tuple[str, ...],
+        author: str,
+        created_at: float,
+        vector: np.ndarray[Any, np.dtype[np.float32]] | None,
+    ) -> None:
+        """Insert or replace a copy of someone's item under its own id, without the novelty gate.
+
+        For caches of other members' published items (the coordinator's). Without a vector (or
+        with one of the wrong size) the store's embedder computes it.
+        """
+        clean = check_text(text)
+        if vector is None or vector.shape != (self.embedder.dim,):
+            vector = self.embedder.embed([clean])[0]
+        now = self.clock()
+        with self.writing() as conn:
+            conn.execute("DELETE FROM items WHERE id = ?", (item_id,))
+            self._insert(
+                conn, item_id, clean, check_kind(kind), check_name(project, "project"),
+                check_tags(tags), vector, content_hash(clean), created_at, author=author,
+            )  # fmt: skip
+            journal.log(conn, now, "put", item_id)
+
+    def purge(self, item_id: str) -> bool:
+        """Erase an item's text, tags and vector, keeping only an archived husk with its id.
+
+        Returns whether there was anything to erase.
+        """
+        now = self.clock()
+        with self.writing() as conn:
+            cursor = conn.execute(
+                "UPDATE items SET text = '', tags = '[]', vector = ?, status = 'archived', "
+                "content_hash = '', updated_at = ?, rev = ? WHERE id = ? AND text != ''",
+                (bytes(self.embedder.dim * 4), now, _next_rev(conn), item_id),
+            )
+            if cursor.rowcount:
+                journal.log(conn, now, "purge", item_id)
+            return cursor.rowcount > 0
 
     def forget(self, item_id: str) -> Item:
         """Archive an active item: it stays in history but is no longer recalled."""

@@ -94,9 +94,7 @@ _NOT_PASSWORDS = _DEFAULT_PASSWORDS | {
 _WORD_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _CONSONANT_CLUSTER = re.compile(r"[^aeiouy]{5}")
 # Code that reads a value rather than spelling it: calls, indexing, dotted attributes.
-_CODE_REFERENCE = re.compile(
-    r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[].*|[A-Za-z_]+(?:\.[A-Za-z_]+)+[)\]]*"
-)
+_CODE_REFERENCE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[].*|[A-Za-z_]+(?:\.[A-Za-z_]+)+[)\]]*")
 _IDENTIFIER = re.compile(r"[A-Za-z_]+[)\]]*")
 # YAML tags and aliases (``!vault``, ``*db_password``), file paths (``pwd: /srv/app``).
 _YAML_TAG = re.compile(r"[!*][A-Za-z_][A-Za-z0-9_]*")
@@ -133,11 +131,8 @@ def _word_fraction(value: str) -> float:
     wordy = 0
     for run in _WORD_RUN.findall(value):
         lower = run.lower()
-        if (
-            len(lower) >= 3
-            and any(c in "aeiouy" for c in lower)
-            and not _CONSONANT_CLUSTER.search(lower)
-        ):
+        vowels = sum(c in "aeiouy" for c in lower)
+        if len(lower) >= 3 and vowels >= len(lower) / 4 and not _CONSONANT_CLUSTER.search(lower):
             wordy += len(run)
     return wordy / alnum
 
@@ -371,9 +366,7 @@ def _authorization(match: re.Match[str]) -> bool:
     return bool(colon and user and decoded.isprintable() and _url_password(password))
 
 
-def _d(
-    name: str, pattern: str, accept: Callable[[re.Match[str]], bool] | None = None
-) -> _Detector:
+def _d(name: str, pattern: str, accept: Callable[[re.Match[str]], bool] | None = None) -> _Detector:
     return _Detector(name, re.compile(pattern), accept)
 
 

@@ -8,6 +8,7 @@ the payload strictly. Vectors travel beside envelopes, never inside the signatur
 """
 
 import hashlib
+from typing import Annotated
 
 import msgspec
 
@@ -17,6 +18,7 @@ from memmesh.registry.identity import Identity, key_id, public_key_from_text, ve
 __all__ = [
     "FORMAT_VERSION",
     "Envelope",
+    "Presence",
     "Publication",
     "Retraction",
     "open_envelope",
@@ -58,14 +60,23 @@ class Retraction(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, t
     retracted_at: float
 
 
-Body = Publication | Retraction
+class Presence(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="presence"):
+    """A signed, short-lived "I am online here": ``item_id`` is empty, version and seq are 1."""
+
+    name: str
+    peer_url: str
+    embedder: str
+    expires_at: float
+
+
+Body = Publication | Retraction | Presence
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The signed form on disk and on the wire (bytes are base64 in JSON)."""
 
-    payload: bytes
-    signature: bytes
+    payload: Annotated[bytes, msgspec.Meta(min_length=2, max_length=_MAX_PAYLOAD)]
+    signature: Annotated[bytes, msgspec.Meta(min_length=64, max_length=64)]
 
     @property
     def digest(self) -> str:

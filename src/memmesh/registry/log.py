@@ -153,7 +153,7 @@ def fold(entries: Iterator[Entry] | list[Entry]) -> dict[str, Live]:
         body = open_envelope(entry.envelope)
         if isinstance(body, Retraction):
             retracted[body.item_id] = max(retracted.get(body.item_id, 0), body.version)
-        else:
+        elif isinstance(body, Publication):
             current = newest.get(body.item_id)
             if current is None or body.version > current.publication.version:
                 newest[body.item_id] = Live(
@@ -188,7 +188,7 @@ def verify_entries(entries: list[Entry], head: str | None, identity: Identity) -
         else:
             if body.author_key != identity.public_key_text:
                 problems.append(f"{where}: signed by another key ({body.key_id})")
-            kind = "publication" if isinstance(body, Publication) else "retraction"
+            kind = type(body).__name__.lower()
             if (kind, body.item_id, body.version, body.seq) != (
                 entry.kind,
                 entry.item_id,

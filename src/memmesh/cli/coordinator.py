@@ -1,0 +1,82 @@
+"""`mem coordinator serve`: run the passive team host."""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from memmesh.cli._common import add_common, nonempty
+from memmesh.coordinator import Coordinator, coordinator_app
+from memmesh.net.server import DEFAULT_CONCURRENCY, ServeSettings, check_bind, serve
+from memmesh.policy.config import DEFAULT_TOKEN_ENV
+
+__all__ = ["register"]
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add `mem coordinator` to the `mem` parser."""
+    group = commands.add_parser(
+        "coordinator",
+        help="Run the team host's coordinator.",
+        description="Run the team host's coordinator.",
+        epilog="example:\n  mem coordinator serve --data /var/lib/memmesh",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common(group, json_output=False)
+    group.set_defaults(handler=lambda args: _usage(group))
+    sub = group.add_subparsers(title="coordinator commands", metavar="COMMAND")
+    p = sub.add_parser(
+        "serve",
+        help="Serve the coordinator until interrupted.",
+        description="Serve the coordinator until interrupted. It stores only published, "
+        "signed envelopes (with their vectors), tombstones and short-lived presence. "
+        "It refuses to listen beyond loopback without a team token.",
+        epilog="example:\n  MEM_TEAM_TOKEN=s3cret mem coordinator serve --data /var/lib/memmesh "
+        "--host 0.0.0.0 --team acme",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common(p, json_output=False)
+    p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    p.add_argument("--port", type=int, default=8400, help="port to listen on (8400)")
+    p.add_argument(
+        "--token-env",
+        default=DEFAULT_TOKEN_ENV,
+        metavar="VAR",
+        help=f"environment variable holding the team token ({DEFAULT_TOKEN_ENV})",
+    )
+    p.add_argument("--team", help="accept envelopes for this team only")
+    p.add_argument(
+        "--embedder", help="vector space to search in (default: the data folder's, else hashing)"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"requests at once before answering 503 ({DEFAULT_CONCURRENCY})",
+    )
+    p.set_defaults(handler=_serve)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    token = os.environ.get(args.token_env) or None
+    settings = ServeSettings(host=args.host, port=args.port, limit_concurrency=args.concurrency)
+    check_bind(settings.host, token)
+    coordinator = Coordinator(Path(args.data).expanduser(), team=args.team, embedder=args.embedder)
+    try:
+        print(
+            f"memmesh coordinator on http://{settings.host}:{settings.port} "
+            f"(data {args.data}, embedder {coordinator.store.embedder.fingerprint}"
+            f"{', no token: loopback only' if not token else ''})",
+            file=sys.stderr,
+            flush=True,
+        )
+        serve(coordinator_app(coordinator, token=token), settings, token=token)
+    finally:
+        coordinator.close()
+    return 0

@@ -1,0 +1,178 @@
+"""The Starlette application factory both daemons use.
+
+Every route is an :class:`Endpoint`: a typed request struct (or none), a typed response struct,
+a body limit, and a plain function that runs in a bounded worker pool (SQLite and numpy work
+must not block the event loop). The app adds, around every route:
+
+* bearer-token authentication on everything but the public paths (constant-time comparison;
+  a missing and a wrong token get the same 401);
+* the protocol version header on every response;
+* error rendering: a :class:`~memmesh.errors.MemmeshError` becomes its status with a JSON
+  ``{"error": {"code", "message"}}``; anything else becomes a 500 that says nothing more.
+"""
+
+import hmac
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memmesh.errors import MemmeshError
+from memmesh.net.errors import NotFound, Unauthorized
+from memmesh.net.limits import BodyLimit, read_body
+from memmesh.net.wire import PROTOCOL_VERSION, decode_request, encode
+
+__all__ = ["DEFAULT_WORKERS", "PROTOCOL_HEADER", "Endpoint", "create_app", "error_body"]
+
+PROTOCOL_HEADER = "x-memmesh-protocol"
+DEFAULT_WORKERS = 4
+_log = logging.getLogger("memmesh.net")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """One route: ``handler(request_struct)`` (or ``handler()`` for GET) returns a struct."""
+
+    path: str
+    handler: Callable[..., Any]
+    response: type
+    request: type | None = None
+    limit: BodyLimit = field(default_factory=BodyLimit)
+    summary: str = ""
+
+    @property
+    def method(self) -> str:
+        return "GET" if self.request is None else "POST"
+
+
+def error_body(code: str, message: str) -> bytes:
+    """The JSON error document every failure carries."""
+    return encode({"error": {"code": code, "message": message}})
+
+
+def _json_response(status: int, body: bytes) -> Response:
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter) -> Route:
+    async def run(request: Request) -> Response:
+        if endpoint.request is None:
+            result = await anyio.to_thread.run_sync(endpoint.handler, limiter=limiter)
+        else:
+            body = await read_body(request, endpoint.limit)
+            parsed: Any = decode_request(body, endpoint.request)
+            result = await anyio.to_thread.run_sync(endpoint.handler, parsed, limiter=limiter)
+        return _json_response(200, encode(result))
+
+    return Route(endpoint.path, run, methods=[endpoint.method], name=endpoint.path)
+
+
+class _Armour:
+    """Pure ASGI middleware: protocol header, token check, and error rendering."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, public: frozenset[str]) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.public = public
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_with_version(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = list(message.get("headers", []))
+                headers.append((PROTOCOL_HEADER.encode(), PROTOCOL_VERSION.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            if self.token is not None and scope["path"] not in self.public:
+                self._authorize(scope)
+            await self.app(scope, receive, send_with_version)
+        except MemmeshError as exc:
+            if started:
+                raise
+            response = _json_response(
+                exc.status, error_body(getattr(exc, "code", "error"), exc.message)
+            )
+            if exc.status == 401:
+                response.headers["www-authenticate"] = "Bearer"
+            await response(scope, receive, send_with_version)
+        except Exception:
+            _log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            response = _json_response(500, error_body("internal", "internal error"))
+            await response(scope, receive, send_with_version)
+
+    def _authorize(self, scope: Scope) -> None:
+        assert self.token is not None
+        presented = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                presented = value
+                break
+        scheme, _, credential = presented.partition(b" ")
+        expected = self.token
+        # compare_digest on the whole credential: the time taken says nothing about the token.
+        if not (scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), expected)):
+            raise Unauthorized()
+
+
+async def _memmesh_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, MemmeshError)
+    return _json_response(exc.status, error_body(getattr(exc, "code", "error"), exc.message))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code in (404, 405):
+        return await _memmesh_error(
+            request, NotFound(f"no route {request.method} {request.url.path}")
+        )
+    return _json_response(exc.status_code, error_body("error", str(exc.detail)))
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    # Starlette logs and re-raises after this response; the client learns nothing more.
+    return _json_response(500, error_body("internal", "internal error"))
+
+
+def create_app(
+    endpoints: Sequence[Endpoint],
+    *,
+    token: str | None,
+    workers: int = DEFAULT_WORKERS,
+    public_paths: Sequence[str] = ("/healthz",),
+) -> ASGIApp:
+    """An ASGI app serving ``endpoints`` behind the shared armour.
+
+    * ``token`` - the team token every non-public path requires; ``None`` disables the check
+      (only allowed on loopback: see :func:`memmesh.net.server.serve`).
+    * ``workers`` - the size of the worker pool for handlers.
+    """
+    limiter = anyio.CapacityLimiter(workers)
+    routes = [_route(endpoint, limiter) for endpoint in endpoints]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            MemmeshError: _memmesh_error,
+            HTTPException: _http_error,
+            Exception: _internal_error,
+        },
+    )
+    return _Armour(app, token=token, public=frozenset(public_paths))

@@ -1,0 +1,112 @@
+"""The client side of the protocol: timeouts, a response size cap, typed responses."""
+
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+from memmesh.net.errors import BadResponse, Refused, Unreachable
+from memmesh.net.wire import encode
+
+__all__ = ["DEFAULT_MAX_RESPONSE", "DEFAULT_TIMEOUT", "Client"]
+
+DEFAULT_TIMEOUT = 5.0
+DEFAULT_MAX_RESPONSE = 8 * 1024 * 1024
+
+T = TypeVar("T")
+
+
+class _ErrorDetail(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+
+
+class _ErrorBody(msgspec.Struct, frozen=True):
+    error: _ErrorDetail
+
+
+class Client:
+    """Talks to one memmesh service.
+
+    * ``base_url`` - the service, e.g. ``http://127.0.0.1:8400``.
+    * ``token`` - the team token, sent as a bearer token (``None`` sends none).
+    * ``timeout`` - seconds for connecting and for each read.
+    * ``max_response`` - bytes of response body read at most; more is a :class:`BadResponse`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_response: int = DEFAULT_MAX_RESPONSE,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        self.max_response = max_response
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def post(self, path: str, body: Any, response: type[T]) -> T:
+        """POST ``body`` as JSON and decode the answer as ``response``."""
+        return self._call("POST", path, response, content=encode(body))
+
+    def get(self, path: str, response: type[T]) -> T:
+        """GET ``path`` and decode the answer as ``response``."""
+        return self._call("GET", path, response)
+
+    def _call(self, method: str, path: str, response: type[T], content: bytes | None = None) -> T:
+        headers = {"content-type": "application/json"} if content is not None else {}
+        try:
+            with self._http.stream(method, path, content=content, headers=headers) as answer:
+                body = self._read(answer)
+                status = answer.status_code
+        except httpx.TimeoutException:
+            raise Unreachable(f"{self.base_url} did not answer in time") from None
+        except httpx.TransportError as exc:
+            raise Unreachable(f"{self.base_url} is unreachable: {exc}") from None
+        if status != 200:
+            try:
+                detail = msgspec.json.decode(body, type=_ErrorBody).error.message
+            except msgspec.MsgspecError:
+                detail = "an error without a readable explanation"
+            raise Refused(status, detail[:300])
+        try:
+            return msgspec.json.decode(body, type=response, strict=True)
+        except msgspec.MsgspecError as exc:
+            raise BadResponse(f"{self.base_url}{path} answered out of protocol: {exc}") from None
+
+    def _read(self, answer: httpx.Response) -> bytes:
+        """The body, refusing to read more than the cap."""
+        declared = answer.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > self.max_response:
+            raise BadResponse(
+                f"{self.base_url} sent a response larger than {self.max_response} bytes"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in answer.iter_bytes():
+            size += len(chunk)
+            if size > self.max_response:
+                raise BadResponse(
+                    f"{self.base_url} sent a response larger than {self.max_response} bytes"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
