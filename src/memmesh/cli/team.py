@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from memmesh.cli._common import add_common, emit, home_of, nonempty, open_store
+from memmesh.errors import MemmeshError
 from memmesh.local.items import iso
 from memmesh.local.store import Store
 from memmesh.policy import (
@@ -31,6 +32,7 @@ from memmesh.registry import (
     withheld,
 )
 from memmesh.registry.identity import KEY_FILENAME
+from memmesh.team.sync import coordinator_client, sync
 
 __all__ = ["register", "retract_changed"]
 
@@ -106,6 +108,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         _status,
         "Per project: private, eligible, published, blocked (by which rule), awaiting sync.",
         "mem team status",
+    )
+    command(
+        "sync",
+        _sync,
+        "Push every registry entry the coordinator has not acknowledged, re-checking the "
+        "policy first. Safe to interrupt and run again.",
+        "mem team sync",
     )
     command("log", _log, "Show the registry log, oldest first.", "mem team log --json")
     command(
@@ -208,6 +217,7 @@ def _publish(args: argparse.Namespace) -> int:
             planned = plan(team.registry, team.policy, args.ids, force=args.force)
         else:
             planned = publish(team.registry, team.policy, args.ids, force=args.force)
+            _auto_sync(team)
     rows = [
         {
             "id": p.item.id,
@@ -230,9 +240,40 @@ def _publish(args: argparse.Namespace) -> int:
     return 3 if refused else 0
 
 
+def _auto_sync(team: "_Team") -> None:
+    """After publish or retract, push at once if the policy asks for it; failure only warns."""
+    if team.policy is None or not team.policy.auto_sync or team.policy.coordinator is None:
+        return
+    try:
+        with coordinator_client(team.policy) as client:
+            sync(team.registry, team.policy, client)
+    except MemmeshError as exc:
+        print(
+            f"mem: warning: auto-sync failed ({exc.message}); run `mem team sync`", file=sys.stderr
+        )
+
+
+def _sync(args: argparse.Namespace) -> int:
+    with _Team(args) as team:
+        assert team.policy is not None
+        with coordinator_client(team.policy) as client:
+            report = sync(team.registry, team.policy, client)
+    data = msgspec.to_builtins(report)
+    lines = [
+        f"sent {report.sent} in {report.batches} batches: {report.accepted} accepted, "
+        f"{report.already_known} already known, {report.stale} stale; "
+        f"{report.skipped} no longer live, not sent"
+    ]
+    lines += [f"withheld by policy: {item} [{rule}]" for item, rule in report.withheld]
+    lines += [f"rejected by the coordinator: {item}: {why}" for item, why in report.rejected]
+    emit(args, data, "\n".join(lines))
+    return 1 if report.rejected else 0
+
+
 def _retract(args: argparse.Namespace) -> int:
     with _Team(args, need_policy=False) as team:
         entries = retract(team.registry, args.ids)
+        _auto_sync(team)
     rows = [{"id": e.item_id, "version": e.version, "seq": e.seq} for e in entries]
     emit(
         args,

@@ -1,0 +1,95 @@
+"""Real servers for tests: uvicorn in a thread, or `mem coordinator serve` as a process."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import uvicorn
+from starlette.types import ASGIApp
+
+from memmesh.net.server import free_port
+
+
+@contextmanager
+def running(app: ASGIApp, *, limit_concurrency: int | None = None) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 (a free port) in a thread; yields its URL."""
+    port = free_port()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="error",
+        access_log=False,
+        limit_concurrency=limit_concurrency,
+        lifespan="off",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+class CoordinatorProcess:
+    """`mem coordinator serve` in a real process, which tests may kill and restart."""
+
+    def __init__(self, data: Path, *, token: str | None, port: int | None = None) -> None:
+        self.data = data
+        self.token = token
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "CoordinatorProcess":
+        env = {**os.environ}
+        if self.token:
+            env["MEM_TEAM_TOKEN"] = self.token
+        else:
+            env.pop("MEM_TEAM_TOKEN", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(self.data),
+             "--port", str(self.port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the coordinator exited with {self.process.returncode}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=0.5).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("the coordinator did not start within 20 s")
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to clean up, as in a crash."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        """SIGTERM and wait."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
