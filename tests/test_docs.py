@@ -88,3 +88,16 @@ def test_every_subcommand_has_help_and_a_working_example(
 @pytest.mark.parametrize("name", [s[0] for s in SUBCOMMANDS])
 def test_every_subcommand_is_in_the_cli_reference(name: str) -> None:
     assert f"\n## mem {name}\n" in CLI_DOCS.read_text(encoding="utf-8")
+
+
+def test_protocol_reference_is_what_the_structs_generate() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "gen_protocol_docs", ROOT / "scripts" / "gen_protocol_docs.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8") == module.render(), (
+        "docs/protocol.md is out of date: run `python scripts/gen_protocol_docs.py`"
+    )
