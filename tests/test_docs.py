@@ -80,6 +80,9 @@ def test_every_subcommand_has_help_and_a_working_example(
     assert examples, f"`mem {name}` has an empty example"
     for example in examples:
         words = shlex.split(example)
+        # An example may set environment variables first: `VAR=value mem ...`.
+        while words and "=" in words[0] and words[0].split("=")[0].isupper():
+            words = words[1:]
         assert words[: 1 + len(name.split())] == ["mem", *name.split()], example
         # The example must be a command line that `mem` accepts.
         build_parser().parse_args(words[1:])
