@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from memmesh.local.store import Store
+from memmesh.policy.config import POLICY_FILENAME, load_policy
+from memmesh.policy.errors import PolicyError
 
 __all__ = ["add_common", "emit", "home_of", "nonempty", "open_store", "positive_int"]
 
@@ -42,8 +44,24 @@ def home_of(args: argparse.Namespace) -> Path:
 
 
 def open_store(args: argparse.Namespace, *, repair: bool = False) -> Store:
-    """The member's store in the chosen home (``repair``: see :class:`Store`)."""
-    return Store(home_of(args), embedder=os.environ.get("MEM_EMBEDDER") or None, repair=repair)
+    """The member's store in the chosen home (``repair``: see :class:`Store`).
+
+    New items are signed with the member's team name when team.yaml gives one.
+    """
+    home = home_of(args)
+    embedder = os.environ.get("MEM_EMBEDDER") or None
+    return Store(home, embedder=embedder, author=_team_name(home), repair=repair)
+
+
+def _team_name(home: Path) -> str | None:
+    """``identity.name`` from a valid team.yaml; ``MEM_AUTHOR`` wins over it."""
+    if os.environ.get("MEM_AUTHOR") or not (home / POLICY_FILENAME).exists():
+        return None
+    try:
+        policy = load_policy(home)
+    except PolicyError:
+        return None
+    return policy.identity.name if policy.identity else None
 
 
 def nonempty(value: str) -> str:

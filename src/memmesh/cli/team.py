@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from memmesh.cli._common import add_common, emit, home_of, nonempty, open_store
+from memmesh.cli._team_net import add_network_commands
 from memmesh.errors import MemmeshError
 from memmesh.local.items import iso
 from memmesh.local.store import Store
@@ -116,6 +117,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "policy first. Safe to interrupt and run again.",
         "mem team sync",
     )
+    add_network_commands(command)
     command("log", _log, "Show the registry log, oldest first.", "mem team log --json")
     command(
         "verify",

@@ -63,14 +63,16 @@ class VectorIndex:
             self.last_rev = max(self.last_rev, rev)
         return len(rows)
 
-    def scope(self, projects: list[str]) -> npt.NDArray[np.bool_]:
-        """Mask of active rows in any of ``projects``."""
+    def scope(self, projects: list[str], only: list[int] | None = None) -> npt.NDArray[np.bool_]:
+        """Mask of active rows in any of ``projects`` (and among the ``only`` seqs, if given)."""
         codes = [self._project_codes[p] for p in projects if p in self._project_codes]
         n = self._size
         mask = np.zeros(n, dtype=bool)
         for code in codes:
             mask |= self._projects[:n] == code
         mask &= self._active[:n]
+        if only is not None:
+            mask &= np.isin(self._seqs[:n], np.asarray(only, dtype=np.int64))
         return mask
 
     def search(

@@ -13,8 +13,10 @@
    out; the rest are multiplied by :func:`memmesh.local.outcomes.rank_factor`.
 """
 
+import json
 import sqlite3
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -86,13 +88,15 @@ def recall(
     mode: Mode = "hybrid",
     record: bool = True,
     query_vector: Vectors | None = None,
+    restrict: Collection[str] | None = None,
 ) -> Recall:
     """The ``k`` most relevant active items for ``query`` in ``project`` plus global.
 
     ``mode`` picks the fused ranking or one half alone (used by benchmarks and by callers
     whose query vector is not comparable). ``record`` writes the recall to the journal.
     ``query_vector`` is the query already embedded by this store's embedder (a caller that
-    embedded once for several stores passes it).
+    embedded once for several stores passes it). ``restrict`` limits the candidates to those
+    item ids (a peer answers only from its published items).
     """
     started = time.perf_counter()
     clean = query.strip()
@@ -106,7 +110,7 @@ def recall(
     query_tokens = set(_text.tokens(clean))
     hits: list[Hit] = []
     if query_tokens:
-        hits = _ranked(store, clean, query_tokens, projects, k, mode, query_vector)
+        hits = _ranked(store, clean, query_tokens, projects, k, mode, query_vector, restrict)
     latency = (time.perf_counter() - started) * 1000
     if record:
         with store.db.write() as conn:
@@ -132,17 +136,21 @@ def _ranked(
     k: int,
     mode: Mode,
     query_vector: Vectors | None,
+    restrict: Collection[str] | None,
 ) -> list[Hit]:
     pool = max(_POOL, 4 * k)
     if query_vector is None or query_vector.shape != (store.embedder.dim,):
         query_vector = store.embedder.embed_query(query)
     with store.reading() as conn:
+        only = _seqs_of(conn, restrict) if restrict is not None else None
+        if only == []:
+            return []
         vector_hits = (
-            store.vectors.search(query_vector, store.vectors.scope(projects), pool)
+            store.vectors.search(query_vector, store.vectors.scope(projects, only), pool)
             if mode != "lexical"
             else []
         )
-        lexical = _bm25(conn, query, projects, pool) if mode != "vector" else {}
+        lexical = _bm25(conn, query, projects, pool, only) if mode != "vector" else {}
         seqs = list(dict.fromkeys([seq for seq, _ in vector_hits] + list(lexical)))
         cosines = store.vectors.cosine(query_vector, seqs)
         items = store.items_by_seq(conn, seqs)
@@ -182,18 +190,31 @@ def _relevant(close: bool, exact: bool, item_text: str, query_words: set[str]) -
     return covered / len(query_words) >= MIN_COVERAGE
 
 
-def _bm25(conn: sqlite3.Connection, query: str, projects: list[str], pool: int) -> dict[int, float]:
+def _seqs_of(conn: sqlite3.Connection, item_ids: Collection[str]) -> list[int]:
+    """Row numbers of the given item ids."""
+    rows = conn.execute(
+        "SELECT seq FROM items WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(item_ids)),),
+    )
+    return [int(seq) for (seq,) in rows]
+
+
+def _bm25(
+    conn: sqlite3.Connection, query: str, projects: list[str], pool: int, only: list[int] | None
+) -> dict[int, float]:
     """BM25 (higher is better) of the best FTS5 matches among active items in scope."""
     match = fts_query(query)
     if not match:
         return {}
     marks = ",".join("?" * len(projects))
+    restriction = "AND i.seq IN (SELECT value FROM json_each(?)) " if only is not None else ""
+    extra = (json.dumps(only),) if only is not None else ()
     rows = conn.execute(
         "SELECT f.rowid, -bm25(items_fts, 1.0, 0.5) AS s FROM items_fts f "
         "JOIN items i ON i.seq = f.rowid "
         f"WHERE items_fts MATCH ? AND i.status = 'active' AND i.project IN ({marks}) "
-        "ORDER BY s DESC LIMIT ?",
-        (match, *projects, pool),
+        f"{restriction}ORDER BY s DESC LIMIT ?",
+        (match, *projects, *extra, pool),
     ).fetchall()
     return {int(seq): max(float(s), 0.0) for seq, s in rows}
 

@@ -40,12 +40,48 @@ class _Detector(msgspec.Struct, frozen=True):
 
 # --- what a value looks like ---------------------------------------------------------------
 
+# Words that mark a documentation value. They count in lower, UPPER or Capitalized form only,
+# so that random mixed-case text (``…fQfDuMMYw…``) does not spell them by chance.
+_PLACEHOLDER_WORDS = (
+    "changeit",
+    "changeme",
+    "dummy",
+    "example",
+    "insert_",
+    "insert-",
+    "not_a_real",
+    "not-a-real",
+    "placeholder",
+    "redacted",
+    "replace_me",
+    "replace-me",
+    "replaceme",
+    "replace_with",
+    "sample",
+    "your_",
+    "your-",
+)
+
+
+def _forms(*words: str) -> str:
+    return "|".join(
+        re.escape(form) for word in words for form in (word, word.upper(), word.capitalize())
+    )
+
+
 _PLACEHOLDER = re.compile(
     r"""^(?:
         <[^<>]*> | \[[^\[\]]*\] | \$\{[^}]*\} | \$\(.*\) | `.*` | \$[A-Za-z_][A-Za-z0-9_]*
       | \{\{.*\}\} | \{[A-Za-z_][A-Za-z0-9_.]*\} | %[sd] | %\([a-z_]+\)s | %[A-Z_]+%
-      | (?i:.*(?:example|placeholder|redacted|your[_-]|dummy|sample|changeme|changeit
-                |replace[_-]?(?:me|with)|insert[_-]|[_-]here$|not[_-]?a[_-]?real|fake).*)
+      | .*(?:"""
+    + _forms(*_PLACEHOLDER_WORDS)
+    + r""").*
+      | .*(?<![A-Za-z])(?:"""
+    + _forms("fake")
+    + r""")(?![A-Za-z]).*
+      | .*[_-](?:"""
+    + _forms("here")
+    + r""")
       | .*(?:\.\.\.|…|xxxx|XXXX|\*\*\*|•••).*
       | (.)\1{3,}
       | [*xX•.]+
@@ -92,7 +128,16 @@ _NOT_PASSWORDS = _DEFAULT_PASSWORDS | {
 }
 
 _WORD_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-_CONSONANT_CLUSTER = re.compile(r"[^aeiouy]{5}")
+# The letter pairs most frequent in English text, in order.
+_COMMON_PAIRS = frozenset(
+    """th he in er an re on at en nd ti es or te of ed is it al ar st to nt ng se ha as ou io le
+    ve co me de hi ri ro ic ne ea ra ce li ch ll be ma si om ur ca el ta la ns di fo ho pe ec pr
+    no ct us ac ot il tr ly nc et ut ss so rs un lo wa ge ie wh ee wi em ad ol rt po we na ul ni
+    ts mo ow pa im mi ai sh ir su id os iv ia am fi ci vi pl ig tu ev ld ry mp fe bl ab gh ty op
+    wo sa ay ex ke fr oo av ag if ap gr od bo sp rd do uc bu ei ov by rm ep tt oc fa ef cu rn sc
+    gi da yo cr cl du ga qu ue ff ba ey ls va um pp ua up lu go ht ru ug ds lt pi rc rr eg au ck
+    ew mu br bi pt ak pu ui rg ib tl ny ki rk ys ob mm fu ph og ms ye ud mb ip ub oi rl gu dr""".split()
+)
 # Code that reads a value rather than spelling it: calls, indexing, dotted attributes.
 _CODE_REFERENCE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[].*|[A-Za-z_]+(?:\.[A-Za-z_]+)+[)\]]*")
 _IDENTIFIER = re.compile(r"[A-Za-z_]+[)\]]*")
@@ -123,18 +168,29 @@ def _classes(value: str) -> int:
     )
 
 
-def _word_fraction(value: str) -> float:
-    """The share of ``value``'s letters and digits that spell pronounceable words."""
-    alnum = sum(c.isalnum() for c in value)
-    if not alnum:
-        return 1.0
-    wordy = 0
-    for run in _WORD_RUN.findall(value):
-        lower = run.lower()
-        vowels = sum(c in "aeiouy" for c in lower)
-        if len(lower) >= 3 and vowels >= len(lower) / 4 and not _CONSONANT_CLUSTER.search(lower):
-            wordy += len(run)
-    return wordy / alnum
+def _word_score(value: str) -> float:
+    """Common English letter pairs per letter or digit: 0.6+ for words, ~0.15 for random."""
+    pairs = sum(
+        run[i : i + 2].lower() in _COMMON_PAIRS
+        for run in _WORD_RUN.findall(value)
+        for i in range(len(run) - 1)
+    )
+    return pairs / max(sum(c.isalnum() for c in value) - 1, 1)
+
+
+def _case_changes(value: str) -> float:
+    """How often consecutive letters and digits switch between lower, upper and digit."""
+    chars = [0 if c.islower() else 1 if c.isupper() else 2 for c in value if c.isalnum()]
+    return sum(a != b for a, b in zip(chars, chars[1:], strict=False)) / max(len(chars) - 1, 1)
+
+
+def _looks_like_words(value: str) -> bool:
+    """Identifiers, paths and prose (``payments-tls-2024``, ``settings.SECRET_KEY``).
+
+    Random base62, base64 or hex of 16+ characters looks like words well under 0.1% of the time.
+    """
+    score = _word_score(value)
+    return score >= 0.65 or (score >= 0.45 and _case_changes(value) < 0.25)
 
 
 def _random_looking(value: str) -> bool:
@@ -146,14 +202,16 @@ def _random_looking(value: str) -> bool:
     return (
         sum(c.isalnum() for c in value) >= 12
         and _classes(value) >= 2
-        and _entropy(value) >= 3.0
-        and _word_fraction(value) <= 0.5
+        and _entropy(value) >= 2.5
+        and not _looks_like_words(value)
     )
 
 
 def _token_body(value: str) -> bool:
     """The random part after a provider's prefix: not a placeholder, not words, not a pattern."""
-    return not _is_placeholder(value) and _entropy(value) >= 3.0 and _word_fraction(value) <= 0.5
+    if _is_placeholder(value) or _entropy(value) < 3.0:
+        return False
+    return _word_score(value) < 0.6 or _case_changes(value) >= 0.15
 
 
 def _password_value(value: str, *, literal: bool) -> bool:
@@ -378,7 +436,10 @@ _VALUE = (
 # ``name = value``, ``name: value``, ``"name": "value"``, ``name := value``, ``<name>value</``.
 _ASSIGNMENT = (
     r"(?<![A-Za-z0-9_.-])(?P<n>[A-Za-z_][A-Za-z0-9_.-]{0,63}+)[\"'\]]{0,2}+[ \t]{0,8}+"
-    r"(?P<op>:=|=>|=|:)(?![=/])[ \t]{0,8}+" + _VALUE + r"|<(?P<n_x>[A-Za-z_][A-Za-z0-9_.-]{0,63}+)>"
+    # The value is only looked at, so that it can be the next assignment's name: ``a: b: c``.
+    r"(?P<op>:=|=>|=|:)(?!=|//)(?=[ \t]{0,8}+"
+    + _VALUE
+    + r")|<(?P<n_x>[A-Za-z_][A-Za-z0-9_.-]{0,63}+)>"
     r"(?P<v_x>[^<\s]{1,512}+)</"
 )
 _FLAG_VALUE = r"(?:[= ][ \t]{0,8}+)" + _VALUE
@@ -394,7 +455,7 @@ DETECTORS: tuple[_Detector, ...] = (
     _d(
         "aws-access-key-id",
         r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)(?P<v>[0-9A-Z]{16}+)(?![A-Za-z0-9])",
-        lambda m: _token_body(m["v"]) and not _is_placeholder(m.group()),
+        lambda m: not _is_placeholder(m.group()),
     ),
     _d(
         "aws-secret-access-key",
@@ -492,8 +553,8 @@ DETECTORS: tuple[_Detector, ...] = (
     _d("secret-assignment", _ASSIGNMENT, _secret_assignment),
     _d(
         "cli-password-flag",
-        r"(?<![A-Za-z0-9_-])--(?:(?:[a-z0-9]+-){0,3}+(?:password|passwd|pass)"
-        r"|(?P<kind>(?:[a-z0-9]+-){0,3}+(?:token|api-key|apikey|secret|access-key|secret-key)))"
+        r"(?<![A-Za-z0-9_-])--(?:(?:[a-z0-9]+-){0,3}(?:password|passwd|pass)"
+        r"|(?P<kind>(?:[a-z0-9]+-){0,3}(?:token|api-key|apikey|secret|access-key|secret-key)))"
         + _FLAG_VALUE
         + r"|(?<![A-Za-z0-9_-])-pass(?:in|out)?[ \t]{1,8}+pass:(?P<v_o>[^\s\"'`]{1,256}+)"
         r"|\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?[ \t]-p(?P<v_m>[^\s\"'`-][^\s\"'`]{0,255}+)"
@@ -510,6 +571,12 @@ DETECTORS: tuple[_Detector, ...] = (
 )
 
 
+def _end(match: re.Match[str]) -> int:
+    """Where the finding ends: the match, or its value if the value was only looked ahead at."""
+    ends = [match.end(key) for key, group in match.groupdict().items() if group is not None]
+    return max([match.end(), *ends])
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Every secret the built-in detectors find in ``text``, in order of position."""
     findings: list[Finding] = []
@@ -517,7 +584,7 @@ def find_secrets(text: str) -> list[Finding]:
         for match in detector.pattern.finditer(text):
             if detector.accept is None or detector.accept(match):
                 findings.append(
-                    Finding(detector=detector.name, start=match.start(), end=match.end())
+                    Finding(detector=detector.name, start=match.start(), end=_end(match))
                 )
     findings.sort(key=lambda f: (f.start, f.detector))
     return findings

@@ -1,0 +1,148 @@
+"""The peer daemon's state: answering from its owner's published items only.
+
+A peer answers recall from the items its owner has *currently* published and that still pass
+the policy, read afresh for every request: tightening ``team.yaml`` or retracting withholds an
+item at once. A private item is never a candidate, not even an identical copy of a published
+one. The peer is the authority over cached copies: :meth:`Peer.confirm` tells a client which of
+its owner's items are still published.
+"""
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from memmesh.coordinator.protocol import SearchHit, SearchRequest, SearchResponse
+from memmesh.local.recall import recall
+from memmesh.local.store import Store
+from memmesh.peer.protocol import Confirmation, ConfirmRequest, ConfirmResponse, PeerPresence
+from memmesh.policy.config import Policy, load_policy
+from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Presence, seal
+from memmesh.registry.identity import Identity
+from memmesh.registry.log import Live, Registry
+from memmesh.registry.publish import withheld
+
+__all__ = ["PRESENCE_TTL", "Peer"]
+
+PRESENCE_TTL = 90.0
+
+
+class Peer:
+    """What `mem team serve` serves, for the member whose home is ``home``.
+
+    * ``url`` - where teammates reach this peer (written into its signed presence).
+    """
+
+    def __init__(self, home: Path, store: Store, identity: Identity, *, url: str) -> None:
+        self.home = home
+        self.store = store
+        self.identity = identity
+        self.url = url
+        self._lock = threading.Lock()
+        self._cache_key: tuple[str | None, float] | None = None
+        self._cache: tuple[Policy, dict[str, Live]] | None = None
+
+    def shareable(self) -> tuple[Policy, dict[str, Live]]:
+        """The policy now, and the owner's live publications that still pass it."""
+        path = self.home / "team.yaml"
+        with self.store.db.read() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'registry_head'").fetchone()
+            (items_rev,) = conn.execute("SELECT coalesce(max(rev), 0) FROM items").fetchone()
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            mtime = -1
+        key = (f"{row[0] if row else None}:{items_rev}", float(mtime))
+        with self._lock:
+            if self._cache is not None and self._cache_key == key:
+                return self._cache
+        policy = load_policy(self.home)  # invalid now: raise, and serve nothing
+        registry = Registry(self.store, self.identity, policy.team)
+        with self.store.db.read() as conn:
+            live = registry.live(conn)
+        held = withheld(registry, policy)
+        mine = {
+            item_id: entry
+            for item_id, entry in live.items()
+            if item_id not in held and entry.publication.author_key == self.identity.public_key_text
+        }
+        with self._lock:
+            self._cache_key, self._cache = key, (policy, mine)
+        return policy, mine
+
+    def recall(self, request: SearchRequest) -> SearchResponse:
+        """The best of the owner's shareable items for the query."""
+        _, mine = self.shareable()
+        fingerprint = self.store.embedder.fingerprint
+        lexical_only = request.embedder != fingerprint or request.vector is None
+        vector = None
+        if not lexical_only and request.vector is not None:
+            vector = np.asarray(request.vector, dtype=np.float32)
+            lexical_only = vector.shape != (self.store.embedder.dim,)
+        hits: list[SearchHit] = []
+        if mine:
+            answer = recall(
+                self.store,
+                request.query,
+                k=request.k,
+                project=request.project,
+                mode="lexical" if lexical_only else "hybrid",
+                record=False,
+                query_vector=vector,
+                restrict=list(mine),
+            )
+            authors = set(request.authors)
+            for hit in answer.hits:
+                live = mine.get(hit.item.id)
+                if live is None or (authors and live.publication.author not in authors):
+                    continue
+                hits.append(
+                    SearchHit(
+                        envelope=live.envelope,
+                        score=hit.score,
+                        cosine=hit.cosine,
+                        lexical=hit.lexical,
+                    )
+                )
+        return SearchResponse(
+            hits=hits, abstained=not hits, lexical_only=lexical_only, embedder=fingerprint
+        )
+
+    def confirm(self, request: ConfirmRequest) -> ConfirmResponse:
+        """For each id: whether the owner still publishes it, and at which version."""
+        _, mine = self.shareable()
+        out = []
+        for item_id in request.item_ids:
+            live = mine.get(item_id)
+            out.append(
+                Confirmation(
+                    item_id=item_id,
+                    published=live is not None,
+                    version=live.publication.version if live else 0,
+                )
+            )
+        return ConfirmResponse(items=out)
+
+    def presence(self, ttl: float = PRESENCE_TTL) -> Envelope:
+        """A freshly signed presence for this peer."""
+        policy, _ = self.shareable()
+        name = policy.identity.name if policy.identity else self.store.author
+        body = Presence(
+            format=FORMAT_VERSION,
+            team=policy.team,
+            item_id="",
+            version=1,
+            author_key=self.identity.public_key_text,
+            key_id=self.identity.key_id,
+            seq=1,
+            name=name,
+            peer_url=self.url,
+            embedder=self.store.embedder.fingerprint,
+            expires_at=time.time() + ttl,
+        )
+        return seal(body, self.identity)
+
+    def presence_document(self) -> PeerPresence:
+        """What ``GET /v1/presence`` answers."""
+        return PeerPresence(envelope=self.presence())
