@@ -135,7 +135,9 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 class _Team:
     """What a team command works with: the store, this member's key, the policy."""
 
-    def __init__(self, args: argparse.Namespace, *, need_policy: bool = True) -> None:
+    def __init__(
+        self, args: argparse.Namespace, *, need_policy: bool = True, reconcile_first: bool = True
+    ) -> None:
         home = home_of(args)
         # The policy first: while it is invalid, no team command does anything (exit 3).
         self.policy: Policy | None = load_policy(home) if need_policy else _try_policy(args)
@@ -143,7 +145,10 @@ class _Team:
         self.store: Store = open_store(args)
         team = self.policy.team if self.policy else "default"
         self.registry = Registry(self.store, self.identity, team)
-        reconcile(self.registry)
+        if reconcile_first:
+            # Retract what was forgotten or revised before doing anything else; `log` and
+            # `verify` skip this so that they can still show a damaged log.
+            reconcile(self.registry)
 
     def __enter__(self) -> "_Team":
         return self
@@ -340,7 +345,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _log(args: argparse.Namespace) -> int:
-    with _Team(args, need_policy=False) as team:
+    with _Team(args, need_policy=False, reconcile_first=False) as team:
         entries = team.registry.entries()
     rows = [
         {
@@ -365,7 +370,7 @@ def _log(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    with _Team(args, need_policy=False) as team:
+    with _Team(args, need_policy=False, reconcile_first=False) as team:
         problems = team.registry.verify()
         count = len(team.registry.entries())
     emit(

@@ -117,14 +117,19 @@ def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise PolicyInvalid(path, line, "(yaml)", f"broken YAML: {problem}") from None
-    if node is None:
-        data: Any = {}
-        lines: dict[str, int] = {}
-    else:
-        lines = {}
-        data = _plain(node, "$", lines, path)
+    lines: dict[str, int] = {}
+    data: Any = {}
+    if node is not None:
+        try:
+            data = _plain(node, "$", lines, path)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise PolicyInvalid(path, line, "(yaml)", f"unsupported YAML: {problem}") from None
     if not isinstance(data, dict):
-        raise PolicyInvalid(path, 1, "$", "the file must be a mapping of keys to values")
+        raise PolicyInvalid(path, 1, "(top level)", "the file must be a mapping of keys to values")
+    _check_project_rules(data, path, lines)
     try:
         policy = msgspec.convert(data, Policy, strict=True)
     except msgspec.ValidationError as exc:
@@ -138,6 +143,36 @@ def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
         raise PolicyInvalid(path, _line_of(lines, key), _dotted(key), problem) from None
     _check(policy, path, lines)
     return policy
+
+
+def _check_project_rules(data: dict[str, Any], path: str, lines: dict[str, int]) -> None:
+    """Check each ``share.projects`` entry on its own, so an error names the project's key."""
+    share = data.get("share")
+    projects = share.get("projects") if isinstance(share, dict) else None
+    if not isinstance(projects, dict):
+        return
+    for name, rule in projects.items():
+        key = f"$.share.projects.{name}"
+        if isinstance(rule, bool):
+            continue
+        if not isinstance(rule, dict):
+            kind = {int: "int", float: "float", str: "str", list: "array"}.get(type(rule), "null")
+            problem = f"Expected `bool | object`, got `{kind}`"
+            raise PolicyInvalid(path, _line_of(lines, key), _dotted(key), problem)
+        try:
+            msgspec.convert(rule, ProjectRule, strict=True)
+        except msgspec.ValidationError as exc:
+            message, _, where = str(exc).rpartition(" - at `")
+            inner = where.rstrip("`").removeprefix("$") if message else ""
+            problem = message or str(exc)
+            unknown = re.match(r"Object contains unknown field `([^`]+)`", problem)
+            if unknown:
+                inner, problem = f"{inner}.{unknown.group(1)}", "unknown key"
+            full = key + inner
+            raise PolicyInvalid(path, _line_of(lines, full), _dotted(full), problem) from None
+
+
+_URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(?::\d{1,5})?(?:/[^\s]*)?")
 
 
 def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
@@ -158,10 +193,10 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
             re.compile(pattern)
         except re.error as exc:
             fail(f"$.never.patterns[{index}]", f"bad regular expression: {exc}")
-    if policy.coordinator is not None and not re.match(r"https?://[^\s/]+", policy.coordinator):
+    if policy.coordinator is not None and not _URL.fullmatch(policy.coordinator):
         fail("$.coordinator", "must be an http:// or https:// URL")
     for index, peer in enumerate(policy.peers):
-        if not re.match(r"https?://[^\s/]+", peer):
+        if not _URL.fullmatch(peer):
             fail(f"$.peers[{index}]", "must be an http:// or https:// URL")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", policy.token_env):
         fail("$.token_env", "must be an environment variable name")
@@ -192,7 +227,13 @@ def _plain(node: yaml.Node, key: str, lines: dict[str, int], path: str) -> Any:
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_plain(item, f"{key}[{i}]", lines, path) for i, item in enumerate(node.value)]
-    return yaml.SafeLoader("").construct_object(node)
+    try:
+        return yaml.SafeLoader("").construct_object(node)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PolicyInvalid(
+            path, lines[key], _dotted(key), f"unsupported YAML: {problem}"
+        ) from None
 
 
 def _line_of(lines: dict[str, int], key: str) -> int | None:

@@ -11,7 +11,7 @@ from memmesh.local.items import Item
 from memmesh.policy.config import Policy, ProjectRule
 from memmesh.policy.secrets import find_secrets
 
-__all__ = ["Decision", "decide", "effective_share"]
+__all__ = ["Decision", "decide", "effective_share", "rule_key"]
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,6 +45,12 @@ def effective_share(policy: Policy, project: str) -> tuple[tuple[str, ...], int]
     return kinds, floor
 
 
+def rule_key(rule: str) -> str:
+    """The rule's name without the values it saw: ``share.min_reinforcements: 0 < 3`` ->
+    ``share.min_reinforcements``. A forced rule stays overridden when only its values change."""
+    return rule.split(":", 1)[0]
+
+
 def decide(
     item: Item, policy: Policy, *, force: bool = False, forced_rule: str | None = None
 ) -> Decision:
@@ -59,7 +65,7 @@ def decide(
     soft, allowed_by = _soft_check(item, policy)
     if soft is None:
         return Decision(item_id=item.id, allowed=True, rule=allowed_by)
-    if force or soft == forced_rule:
+    if force or (forced_rule is not None and rule_key(soft) == rule_key(forced_rule)):
         return Decision(item_id=item.id, allowed=True, rule=soft, overridable=True, forced=True)
     return Decision(item_id=item.id, allowed=False, rule=soft, overridable=True)
 
@@ -88,9 +94,13 @@ def _soft_check(item: Item, policy: Policy) -> tuple[str | None, str]:
         if pattern.search(item.text):
             return f"never.patterns[{index}]", ""
     kinds, floor = share
-    where = f"share.projects.{item.project}" if item.project in policy.share.projects else "share"
+    rule = policy.share.projects.get(item.project)
+    own = rule if isinstance(rule, ProjectRule) else None
+    project_key = f"share.projects.{item.project}"
+    kinds_key = project_key if own is not None and own.kinds is not None else "share"
+    floor_key = project_key if own is not None and own.min_reinforcements is not None else "share"
     if item.kind not in kinds:
-        return f"{where}.kinds: {item.kind} is not shared", ""
+        return f"{kinds_key}.kinds: {item.kind} is not shared", ""
     if item.reinforcements < floor:
-        return f"{where}.min_reinforcements: {item.reinforcements} < {floor}", ""
-    return None, f"{where}.kinds: {item.kind}"
+        return f"{floor_key}.min_reinforcements: {item.reinforcements} < {floor}", ""
+    return None, f"{kinds_key}.kinds: {item.kind}"
