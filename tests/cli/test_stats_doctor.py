@@ -1,10 +1,7 @@
-"""`mem stats`, `mem doctor`, `mem reindex` and `mem demo` through the real command line."""
+"""`mem stats`, `mem doctor` and `mem reindex` through the real command line."""
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 from memmesh.embed import get_embedder
@@ -192,54 +189,3 @@ def test_reindex_repairs_a_store_from_an_older_embedder_version(mem: MemRunner, 
     repaired = mem("reindex")
     assert repaired.returncode == 0, repaired.stderr
     assert _hit_ids(mem, "webhooks") == [first]
-
-
-# -- demo ------------------------------------------------------------------------------------
-
-
-def test_demo_walks_through_and_leaves_nothing_behind(mem: MemRunner, tmp_path: Path) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    demo = mem("demo", env={"TMPDIR": str(scratch)})
-    assert demo.returncode == 0
-    assert demo.stderr == ""
-    lines = demo.stdout.splitlines()
-    assert lines[0].startswith(f"memmesh demo: a private store in {scratch}/memmesh-demo-")
-    assert "the same fact again is not a copy: reinforced (1x)" in lines
-    assert "  nothing relevant (abstained)" in lines
-    e1234 = lines.index('$ mem recall "E1234" --project shop')
-    assert "[gotcha]  npm install fails with node-gyp error E1234" in lines[e1234 + 1]
-    assert lines[-1] == "done; the temporary home is removed."
-    assert list(scratch.iterdir()) == []
-    assert not (mem.home / "memory.db").exists()  # the demo never touches the member's home
-
-
-def test_demo_keep_leaves_the_home_and_says_where(mem: MemRunner, tmp_path: Path) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    demo = mem("demo", "--keep", env={"TMPDIR": str(scratch)})
-    assert demo.returncode == 0
-    (kept,) = scratch.iterdir()
-    assert kept.name.startswith("memmesh-demo-")
-    assert (kept / "memory.db").is_file()
-    assert demo.stdout.splitlines()[-1] == f"the demo home is kept at {kept}"
-
-
-def test_demo_cleans_up_when_its_reader_goes_away(tmp_path: Path) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    # Close the pipe before the demo prints its first line, as `mem demo | head -0` would.
-    process = subprocess.Popen(
-        [sys.executable, "-m", "memmesh", "demo"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "TMPDIR": str(scratch)},
-    )
-    assert process.stdout is not None
-    assert process.stderr is not None
-    process.stdout.close()
-    stderr = process.stderr.read().decode()
-    process.stderr.close()
-    assert process.wait(timeout=60) == 1
-    assert "Traceback" not in stderr
-    assert list(scratch.iterdir()) == []

@@ -4,21 +4,18 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from memmesh.cli._common import emit, home_of, open_store
 from memmesh.local.project import resolve_project
-from memmesh.net.client import Client
-from memmesh.net.server import ServeSettings, check_bind, serve
-from memmesh.peer.app import peer_app
-from memmesh.peer.discovery import Advertiser, local_address
-from memmesh.peer.heartbeat import Heartbeat
-from memmesh.peer.service import Peer
+from memmesh.net.settings import ServeSettings
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
-from memmesh.team.recall import TeamAnswer, list_peers, recall_team
+
+if TYPE_CHECKING:
+    from memmesh.team.recall import TeamAnswer
 
 __all__ = ["add_network_commands"]
 
@@ -70,6 +67,14 @@ def add_network_commands(command: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # The server stack is imported only by the commands that use it.
+    from memmesh.net.client import Client
+    from memmesh.net.server import check_bind, serve
+    from memmesh.peer.app import peer_app
+    from memmesh.peer.discovery import Advertiser, local_address
+    from memmesh.peer.heartbeat import Heartbeat
+    from memmesh.peer.service import Peer
+
     home = home_of(args)
     policy = load_policy(home)  # invalid: exit 3, nothing starts
     identity = load_identity(home)
@@ -109,6 +114,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _peers(args: argparse.Namespace) -> int:
+    from memmesh.team.recall import list_peers
+
     home = home_of(args)
     policy = load_policy(home)
     identity = load_identity(home)
@@ -126,6 +133,8 @@ def _peers(args: argparse.Namespace) -> int:
 
 
 def _recall_team(args: argparse.Namespace) -> int:
+    from memmesh.team.recall import recall_team
+
     home = home_of(args)
     policy = load_policy(home)
     identity = load_identity(home)
@@ -149,7 +158,7 @@ def _recall_team(args: argparse.Namespace) -> int:
     return 0
 
 
-def answer_json(answer: TeamAnswer) -> dict[str, Any]:
+def answer_json(answer: "TeamAnswer") -> dict[str, Any]:
     """The ``--json`` shape of recall-team."""
     return {
         "query": answer.query,
@@ -161,7 +170,7 @@ def answer_json(answer: TeamAnswer) -> dict[str, Any]:
     }
 
 
-def _answer_text(answer: TeamAnswer) -> str:
+def _answer_text(answer: "TeamAnswer") -> str:
     lines = [
         f"{hit.score:.3f}  {hit.author:<10} {hit.id}  [{hit.kind}, {hit.project}] {hit.text}"
         f"  (via {hit.source})"

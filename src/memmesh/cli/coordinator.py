@@ -6,8 +6,7 @@ import sys
 from pathlib import Path
 
 from memmesh.cli._common import add_common, nonempty
-from memmesh.coordinator import Coordinator, coordinator_app
-from memmesh.net.server import DEFAULT_CONCURRENCY, ServeSettings, check_bind, serve
+from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 from memmesh.policy.config import DEFAULT_TOKEN_ENV
 
 __all__ = ["register"]
@@ -64,6 +63,10 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # Imported here: the server stack is heavy, and every other command starts faster for it.
+    from memmesh.coordinator import Coordinator, coordinator_app
+    from memmesh.net.server import check_bind, serve
+
     token = os.environ.get(args.token_env) or None
     settings = ServeSettings(host=args.host, port=args.port, limit_concurrency=args.concurrency)
     check_bind(settings.host, token)

@@ -33,7 +33,6 @@ from memmesh.registry import (
     withheld,
 )
 from memmesh.registry.identity import KEY_FILENAME
-from memmesh.team.sync import coordinator_client, sync
 
 __all__ = ["register", "retract_changed"]
 
@@ -251,6 +250,8 @@ def _auto_sync(team: "_Team") -> None:
     """After publish or retract, push at once if the policy asks for it; failure only warns."""
     if team.policy is None or not team.policy.auto_sync or team.policy.coordinator is None:
         return
+    from memmesh.team.sync import coordinator_client, sync
+
     try:
         with coordinator_client(team.policy) as client:
             sync(team.registry, team.policy, client)
@@ -261,6 +262,8 @@ def _auto_sync(team: "_Team") -> None:
 
 
 def _sync(args: argparse.Namespace) -> int:
+    from memmesh.team.sync import coordinator_client, sync
+
     with _Team(args) as team:
         assert team.policy is not None
         with coordinator_client(team.policy) as client:

@@ -1,8 +1,11 @@
-"""The HTTP harness both daemons share, and the client side of the protocol."""
+"""The HTTP harness both daemons share, and the client side of the protocol.
 
-from memmesh.net.app import Endpoint, create_app
-from memmesh.net.client import Client
+The harness (``memmesh.net.app``), server (``memmesh.net.server``) and client
+(``memmesh.net.client``) are imported from their modules, so that importing the package (as
+every `mem` command does, for the defaults) does not load the server stack.
+"""
+
 from memmesh.net.errors import NetError
-from memmesh.net.server import ServeSettings, serve
+from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 
-__all__ = ["Client", "Endpoint", "NetError", "ServeSettings", "create_app", "serve"]
+__all__ = ["DEFAULT_CONCURRENCY", "NetError", "ServeSettings"]

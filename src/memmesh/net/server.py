@@ -3,11 +3,11 @@
 import ipaddress
 import socket
 
-import msgspec
 import uvicorn
 from starlette.types import ASGIApp
 
 from memmesh.net.errors import NetError
+from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -17,22 +17,6 @@ __all__ = [
     "is_loopback",
     "serve",
 ]
-
-DEFAULT_CONCURRENCY = 64
-
-
-class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Where and how a daemon listens.
-
-    * ``limit_concurrency`` - connections and tasks at once; beyond it uvicorn answers 503.
-    * ``timeout_keep_alive`` - seconds an idle keep-alive connection is kept.
-    """
-
-    host: str = "127.0.0.1"
-    port: int = 8400
-    limit_concurrency: int = DEFAULT_CONCURRENCY
-    timeout_keep_alive: int = 5
-    log_level: str = "warning"
 
 
 def is_loopback(host: str) -> bool:

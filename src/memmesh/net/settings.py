@@ -1,0 +1,21 @@
+"""Where and how a daemon listens (no server imports, so the CLI can read the defaults)."""
+
+import msgspec
+
+__all__ = ["DEFAULT_CONCURRENCY", "ServeSettings"]
+
+DEFAULT_CONCURRENCY = 64
+
+
+class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Where and how a daemon listens.
+
+    * ``limit_concurrency`` - connections and tasks at once; beyond it uvicorn answers 503.
+    * ``timeout_keep_alive`` - seconds an idle keep-alive connection is kept.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8400
+    limit_concurrency: int = DEFAULT_CONCURRENCY
+    timeout_keep_alive: int = 5
+    log_level: str = "warning"

@@ -1,0 +1,80 @@
+"""`mem demo`: a whole team on loopback, through the real command line, and nothing left behind."""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import MemRunner
+
+
+def _port_is_closed(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_demo_shows_the_team_at_work_and_leaves_nothing_behind(
+    mem: MemRunner, tmp_path: Path
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    demo = mem("demo", env={"TMPDIR": str(scratch)})
+    assert demo.returncode == 0, demo.stderr
+    assert "Traceback" not in demo.stdout + demo.stderr
+    out = demo.stdout
+    lines = out.splitlines()
+    assert lines[0].startswith(f"memmesh demo: a team of three on loopback, in {scratch}/")
+
+    # A teammate's answer, attributed, from the live peer.
+    scheduler = lines.index(
+        '$ mem --home bob team recall-team "which lock does the job scheduler use?"'
+    )
+    assert re.match(r"  \d\.\d\d  ada +We chose Postgres advisory locks", lines[scheduler + 1])
+    assert "[via peer ada]" in lines[scheduler + 1]
+    # Private notes never leave.
+    private = lines.index('$ mem --home bob team recall-team "my quarterly self-review"')
+    assert lines[private + 1] == "  (nothing relevant from the team)"
+    # A secret is refused even with --force.
+    assert "secret detected: password-in-url" in out
+    # A retraction vanishes from every answer.
+    asked = [i for i, line in enumerate(lines) if line.endswith('recall-team "node-gyp E1234"')]
+    assert len(asked) == 2
+    assert "node-gyp error E1234" in lines[asked[0] + 1]
+    assert lines[asked[1] + 1] == "  (nothing relevant from the team)"
+    # Carol offline: the coordinator's cache answers, and her source is reported failed.
+    webhooks = lines.index(
+        '$ mem --home bob team recall-team "how often are failed webhooks retried?"'
+    )
+    assert "carol" in lines[webhooks + 1]
+    assert "[via coordinator]" in lines[webhooks + 1]
+    assert "carol failed" in lines[webhooks + 2]
+
+    assert lines[-1] == "done: every process stopped; the temporary homes are removed."
+    assert list(scratch.iterdir()) == []
+    assert not (mem.home / "memory.db").exists()  # the demo never touches the member's home
+    ports = [int(p) for p in re.findall(r"--port (\d+)", out)]
+    assert len(ports) == 4  # the coordinator and three peer daemons
+    assert all(_port_is_closed(port) for port in ports)
+
+
+def test_demo_cleans_up_when_its_reader_goes_away(tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    # Close the pipe before the demo prints its first line, as `mem demo | head -0` would.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memmesh", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 1
+    assert "Traceback" not in stderr
+    assert list(scratch.iterdir()) == []
