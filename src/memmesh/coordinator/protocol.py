@@ -146,7 +146,7 @@ class PresenceList(msgspec.Struct, frozen=True, kw_only=True):
 class ChangesRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``POST /v1/changes``: the feed after ``cursor`` (0 = from the start)."""
 
-    cursor: Annotated[int, msgspec.Meta(ge=0)] = 0
+    cursor: Annotated[int, msgspec.Meta(ge=0, le=2**53)] = 0
     limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 100
 
 

@@ -118,34 +118,38 @@ class Coordinator:
         vector = None
         if item.vector is not None and body.embedder == self.store.embedder.fingerprint:
             vector = np.asarray(item.vector, dtype=np.float32)
-        with self.store.db.write() as conn:
-            current = _current(conn, body.item_id)
-            if current is not None:
-                kind, version, author_key, payload = current
-                if author_key != body.author_key:
-                    return _rejected(body.item_id, body.version, "the item belongs to another key")
-                if kind == "retraction" and body.version <= version:
-                    return _stale(body.item_id, body.version, "retracted")
-                if kind == "publication" and body.version < version:
-                    return _stale(body.item_id, body.version, "a newer version is published")
-                if kind == "publication" and body.version == version:
-                    if payload == item.envelope.payload:
-                        return Outcome(
-                            item_id=body.item_id, version=body.version, status="duplicate"
-                        )
-                    return _rejected(
-                        body.item_id, body.version, "a different envelope has this version"
-                    )
-            _save(conn, "publication", body.item_id, body.version, body.author_key, item.envelope)
         try:
-            self.store.put(
-                item_id=body.item_id, text=body.text, kind=body.kind, project=body.project,
-                tags=body.tags, author=body.author, created_at=body.published_at, vector=vector,
-            )  # fmt: skip
+            # The envelope and the searchable copy commit together, or not at all.
+            with self.store.writing() as conn:
+                current = _current(conn, body.item_id)
+                if current is not None:
+                    kind, version, author_key, payload = current
+                    if author_key != body.author_key:
+                        return _rejected(
+                            body.item_id, body.version, "the item belongs to another key"
+                        )
+                    if kind == "retraction" and body.version <= version:
+                        return _stale(body.item_id, body.version, "retracted")
+                    if kind == "publication" and body.version < version:
+                        return _stale(body.item_id, body.version, "a newer version is published")
+                    if kind == "publication" and body.version == version:
+                        if payload == item.envelope.payload:
+                            return Outcome(
+                                item_id=body.item_id, version=body.version, status="duplicate"
+                            )
+                        return _rejected(
+                            body.item_id, body.version, "a different envelope has this version"
+                        )
+                self.store.put(
+                    item_id=body.item_id, text=body.text, kind=body.kind, project=body.project,
+                    tags=body.tags, author=body.author, created_at=body.published_at,
+                    vector=vector, conn=conn,
+                )  # fmt: skip
+                _save(
+                    conn, "publication", body.item_id, body.version, body.author_key, item.envelope
+                )
         except StoreError as exc:
-            # The envelope verified but its fields are not a valid item: take it back out.
-            with self.store.db.write() as conn:
-                conn.execute("DELETE FROM coord_envelopes WHERE item_id = ?", (body.item_id,))
+            # The envelope verified but does not make a valid item; nothing was written.
             return _rejected(body.item_id, body.version, exc.message)
         return Outcome(item_id=body.item_id, version=body.version, status="accepted")
 
@@ -159,7 +163,8 @@ class Coordinator:
         refusal = self._refusal(body.team, body.author_key)
         if refusal:
             return _rejected(body.item_id, body.version, refusal)
-        with self.store.db.write() as conn:
+        # The tombstone and the purge commit together.
+        with self.store.writing() as conn:
             current = _current(conn, body.item_id)
             if current is not None:
                 kind, version, author_key, _ = current
@@ -172,7 +177,7 @@ class Coordinator:
                 if kind == "publication" and body.version < version:
                     return _stale(body.item_id, body.version, "a newer version is published")
             _save(conn, "retraction", body.item_id, body.version, body.author_key, envelope)
-        self.store.purge(body.item_id)
+            self.store.purge(body.item_id, conn=conn)
         return Outcome(item_id=body.item_id, version=body.version, status="accepted")
 
     def _refusal(self, team: str, author_key: str) -> str | None:

@@ -2,7 +2,7 @@
 
 from collections.abc import Callable
 
-from memmesh.embed.base import Embedder, Vectors
+from memmesh.embed.base import Embedder, Vectors, unit_vector
 from memmesh.embed.errors import EmbedderUnavailable, EmbedError, UnknownEmbedder
 from memmesh.embed.hashing import HashingEmbedder
 
@@ -16,6 +16,7 @@ __all__ = [
     "UnknownEmbedder",
     "Vectors",
     "get_embedder",
+    "unit_vector",
 ]
 
 DEFAULT_EMBEDDER = "hashing"

@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Vectors"]
+__all__ = ["Embedder", "Vectors", "unit_vector"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -44,3 +44,18 @@ class Embedder(Protocol):
 
     def embed_query(self, query: str) -> Vectors:
         """Embed one search query as a ``(dim,)`` vector comparable with :meth:`embed` rows."""
+
+
+def unit_vector(vector: Vectors, dim: int) -> Vectors | None:
+    """``vector`` scaled to unit length, or ``None`` if it cannot be (wrong size, zero, or not
+    finite). Vectors from the network go through this before any cosine is taken."""
+    if vector.shape != (dim,):
+        return None
+    wide = vector.astype(np.float64)
+    if not np.all(np.isfinite(wide)):
+        return None
+    norm = float(np.linalg.norm(wide))
+    if not np.isfinite(norm) or norm == 0.0:
+        return None
+    unit: Vectors = (wide / norm).astype(np.float32)
+    return unit

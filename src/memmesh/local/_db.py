@@ -97,6 +97,9 @@ class Database:
         # NORMAL survives a killed process; FULL also survives losing power mid-write.
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted and overwritten content is zeroed, not left in free pages: a purged item's
+        # text must not survive in the file, whatever this SQLite build's default is.
+        conn.execute("PRAGMA secure_delete = ON")
         if version < SCHEMA_VERSION:
             self._migrate(version)
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from memmesh import text as _text
-from memmesh.embed import Vectors
+from memmesh.embed import Vectors, unit_vector
 from memmesh.local import journal, outcomes
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import GLOBAL, MAX_TEXT_BYTES, Item, check_name
@@ -139,7 +139,9 @@ def _ranked(
     restrict: Collection[str] | None,
 ) -> list[Hit]:
     pool = max(_POOL, 4 * k)
-    if query_vector is None or query_vector.shape != (store.embedder.dim,):
+    if query_vector is not None:
+        query_vector = unit_vector(query_vector, store.embedder.dim)
+    if query_vector is None:
         query_vector = store.embedder.embed_query(query)
     with store.reading() as conn:
         only = _seqs_of(conn, restrict) if restrict is not None else None

@@ -15,7 +15,13 @@ from typing import Any, Literal
 import numpy as np
 
 from memmesh import text as _text
-from memmesh.embed import DEFAULT_EMBEDDER, EMBEDDER_NAMES, Embedder, get_embedder
+from memmesh.embed import (
+    DEFAULT_EMBEDDER,
+    EMBEDDER_NAMES,
+    Embedder,
+    get_embedder,
+    unit_vector,
+)
 from memmesh.local import journal, outcomes
 from memmesh.local._db import Database
 from memmesh.local._vectors import VectorIndex
@@ -171,31 +177,37 @@ class Store:
         author: str,
         created_at: float,
         vector: np.ndarray[Any, np.dtype[np.float32]] | None,
+        conn: sqlite3.Connection | None = None,
     ) -> None:
         """Insert or replace a copy of someone's item under its own id, without the novelty gate.
 
         For caches of other members' published items (the coordinator's). Without a vector (or
-        with one of the wrong size) the store's embedder computes it.
+        with one of the wrong size) the store's embedder computes it. With ``conn`` it writes
+        inside the caller's transaction (from :meth:`writing`), so that the copy commits - or
+        not - together with the caller's own rows.
         """
         clean = check_text(text)
-        if vector is None or vector.shape != (self.embedder.dim,):
+        kind, project, tags = check_kind(kind), check_name(project, "project"), check_tags(tags)
+        # A vector from elsewhere is only a hint: scaled to unit length, or recomputed.
+        vector = None if vector is None else unit_vector(vector, self.embedder.dim)
+        if vector is None:
             vector = self.embedder.embed([clean])[0]
         now = self.clock()
-        with self.writing() as conn:
-            conn.execute("DELETE FROM items WHERE id = ?", (item_id,))
+        with self._transaction(conn) as writer:
+            writer.execute("DELETE FROM items WHERE id = ?", (item_id,))
             self._insert(
-                conn, item_id, clean, check_kind(kind), check_name(project, "project"),
-                check_tags(tags), vector, content_hash(clean), created_at, author=author,
+                writer, item_id, clean, kind, project, tags, vector, content_hash(clean),
+                created_at, author=author,
             )  # fmt: skip
-            journal.log(conn, now, "put", item_id)
+            journal.log(writer, now, "put", item_id)
 
-    def purge(self, item_id: str) -> bool:
+    def purge(self, item_id: str, conn: sqlite3.Connection | None = None) -> bool:
         """Erase an item's text, tags and vector, keeping only an archived husk with its id.
 
-        Returns whether there was anything to erase.
+        Returns whether there was anything to erase. ``conn``: as for :meth:`put`.
         """
         now = self.clock()
-        with self.writing() as conn:
+        with self._transaction(conn) as conn:
             cursor = conn.execute(
                 "UPDATE items SET text = '', tags = '[]', vector = ?, status = 'archived', "
                 "content_hash = '', updated_at = ?, rev = ? WHERE id = ? AND text != ''",
@@ -416,6 +428,15 @@ class Store:
                 self._check_embedder(conn)
                 self.vectors.refresh(conn)
             yield conn
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection | None) -> Iterator[sqlite3.Connection]:
+        """The caller's transaction if it passed one, else a new one."""
+        if conn is not None:
+            yield conn
+        else:
+            with self.writing() as writer:
+                yield writer
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

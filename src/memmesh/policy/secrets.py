@@ -128,6 +128,8 @@ _NOT_PASSWORDS = _DEFAULT_PASSWORDS | {
 }
 
 _WORD_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+# Words of a name or identifier: ``HTTPBasicAuth2`` -> ``HTTP``, ``Basic``, ``Auth``, ``2``.
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # The letter pairs most frequent in English text, in order.
 _COMMON_PAIRS = frozenset(
     """th he in er an re on at en nd ti es or te of ed is it al ar st to nt ng se ha as ou io le
@@ -190,7 +192,18 @@ def _looks_like_words(value: str) -> bool:
     Random base62, base64 or hex of 16+ characters looks like words well under 0.1% of the time.
     """
     score = _word_score(value)
-    return score >= 0.65 or (score >= 0.45 and _case_changes(value) < 0.25)
+    return (
+        score >= 0.65
+        or (score >= 0.45 and _case_changes(value) < 0.25)
+        or (score >= 0.4 and _is_type_name(value))
+    )
+
+
+def _is_type_name(value: str) -> bool:
+    """A CamelCase name (``Ed25519PrivateKey``, ``HTTPBasicCredentials``): no one-letter words."""
+    if not value.isalnum() or not value[0].isalpha() or value.islower() or value.isupper():
+        return False
+    return all(len(word) >= 2 or word.isdigit() for word in _NAME_WORD.findall(value))
 
 
 def _random_looking(value: str) -> bool:
@@ -239,7 +252,6 @@ def _url_password(value: str) -> bool:
 
 # --- what a name looks like ----------------------------------------------------------------
 
-_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pass", "pwd", "pw"})
 _SECRET_WORDS = frozenset({"secret", "token", "credential", "credentials", "apikey", "bearer"})
 _SECRET_ENDINGS = ("token", "secret", "apikey", "secretkey", "privatekey", "accesskey")

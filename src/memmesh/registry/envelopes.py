@@ -31,14 +31,18 @@ FORMAT_VERSION = 1
 _MAX_PAYLOAD = 64 * 1024
 
 
+# Counters stay within what SQLite and JSON carry exactly.
+Counter = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
+
+
 class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     format: int
     team: str
     item_id: str
-    version: int
+    version: Counter
     author_key: str
     key_id: str
-    seq: int
+    seq: Counter
 
 
 class Publication(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="publication"):

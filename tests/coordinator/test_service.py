@@ -1,0 +1,796 @@
+"""The coordinator's rules, called directly on a real `Coordinator` over a real SQLite file."""
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from memmesh.coordinator import Coordinator
+from memmesh.coordinator.protocol import (
+    ChangesRequest,
+    ChangesResponse,
+    Info,
+    Outcome,
+    PresenceRequest,
+    PublishItem,
+    PublishRequest,
+    RetractRequest,
+    SearchRequest,
+    SearchResponse,
+)
+from memmesh.coordinator.service import MAX_PRESENCE_TTL
+from memmesh.registry import Identity, create_identity
+from memmesh.registry.envelopes import (
+    FORMAT_VERSION,
+    Envelope,
+    Presence,
+    Publication,
+    open_envelope,
+    seal,
+    text_hash,
+)
+from tests.registry._helpers import TEAM, flip_bit, publication, retraction
+
+NOW = 1_700_000_000.0
+ITEM = "01JABCDEFGHJKMNPQRSTVWXYZ0"
+QUOKKA = "The quokka ledger rotates its signing keys every Tuesday at noon"
+QUOKKA_PHRASE = b"quokka ledger rotates its signing keys"
+SIGNATURE_FAILS = "envelope rejected: the signature does not verify"
+TEXTS = (
+    "The billing service retries webhooks five times with exponential backoff",
+    "Deploys to the marmot cluster need the canary flag set first",
+    "The flaky pelican test suite must run with a fixed random seed",
+    "Our axolotl queue drops messages larger than one megabyte",
+    "Always pin the narwhal SDK to the exact patch version",
+)
+Row = tuple[Any, ...]
+Snapshot = tuple[Info, ChangesResponse, list[Row], list[Row]]
+
+
+class _Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: float = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Killed(BaseException):
+    """Stands for the process dying at this exact instant (nothing below catches it)."""
+
+
+@pytest.fixture
+def identity(tmp_path: Path) -> Identity:
+    return create_identity(tmp_path / "ada")
+
+
+@pytest.fixture
+def other_identity(tmp_path: Path) -> Identity:
+    return create_identity(tmp_path / "mallory")
+
+
+@pytest.fixture
+def clock() -> _Clock:
+    return _Clock()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return tmp_path / "coordinator"
+
+
+@pytest.fixture
+def coordinator(data: Path, clock: _Clock) -> Iterator[Coordinator]:
+    opened = Coordinator(data, clock=clock)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _item_id(n: int) -> str:
+    return f"01JABCDEFGHJKMNPQRSTVWX{n:03d}"
+
+
+def _pub(c: Coordinator, identity: Identity, *, text: str = QUOKKA, **changes: Any) -> Publication:
+    """A publication in the coordinator's own vector space (so its vector is used)."""
+    return publication(identity, text=text, embedder=c.store.embedder.fingerprint, **changes)
+
+
+def _vector(c: Coordinator, text: str) -> list[float]:
+    vector: list[float] = c.store.embedder.embed([text])[0].tolist()
+    return vector
+
+
+def _publish(c: Coordinator, envelope: Envelope, vector: list[float] | None = None) -> Outcome:
+    (outcome,) = c.publish(
+        PublishRequest(items=[PublishItem(envelope=envelope, vector=vector)])
+    ).results
+    return outcome
+
+
+def _retract(c: Coordinator, envelope: Envelope) -> Outcome:
+    (outcome,) = c.retract(RetractRequest(envelopes=[envelope])).results
+    return outcome
+
+
+def _search(c: Coordinator, query: str, **fields: Any) -> SearchResponse:
+    return c.search(SearchRequest(query=query, project="billing", **fields))
+
+
+def _found(c: Coordinator, query: str) -> list[str]:
+    """Item ids a lexical search returns, each checked against its signature."""
+    return [open_envelope(hit.envelope).item_id for hit in _search(c, query).hits]
+
+
+def _snapshot(c: Coordinator) -> Snapshot:
+    """Everything a request could have changed: counts, the feed, the cache, presence."""
+    with c.store.db.read() as conn:
+        items = conn.execute(
+            "SELECT id, text, kind, project, tags, author, status, content_hash, vector "
+            "FROM items ORDER BY id"
+        ).fetchall()
+        presence = conn.execute(
+            "SELECT key_id, payload, signature, expires_at FROM coord_presence ORDER BY key_id"
+        ).fetchall()
+    return c.info(), c.changes(ChangesRequest(limit=500)), items, presence
+
+
+def _presence(identity: Identity, *, expires_at: float, team: str = TEAM) -> Envelope:
+    body = Presence(
+        format=FORMAT_VERSION,
+        team=team,
+        item_id="",
+        version=1,
+        author_key=identity.public_key_text,
+        key_id=identity.key_id,
+        seq=1,
+        name="ada",
+        peer_url="http://127.0.0.1:8410",
+        embedder="hashing-v1-d384",
+        expires_at=expires_at,
+    )
+    return seal(body, identity)
+
+
+def _database_bytes(c: Coordinator) -> bytes:
+    """The database file after a checkpoint has moved every WAL page into it."""
+    with c.store.db.read() as conn:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    assert busy == 0
+    wal = c.store.path.with_name(c.store.path.name + "-wal")
+    return c.store.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+# -- publish and search ----------------------------------------------------------------------
+
+
+def test_valid_publication_is_accepted_and_found_by_hybrid_search(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    # The vector beside the envelope is stored as sent: here, the embedding of another text.
+    sent_vector = _vector(coordinator, TEXTS[1])
+
+    outcome = _publish(coordinator, envelope, sent_vector)
+
+    assert outcome == Outcome(item_id=ITEM, version=1, status="accepted")
+    answer = _search(
+        coordinator,
+        "quokka ledger signing keys",
+        vector=sent_vector,
+        embedder=coordinator.store.embedder.fingerprint,
+    )
+    assert answer.lexical_only is False
+    assert answer.abstained is False
+    assert answer.embedder == coordinator.store.embedder.fingerprint
+    (hit,) = answer.hits
+    assert hit.envelope == envelope
+    assert open_envelope(hit.envelope) == _pub(coordinator, identity)
+    # The query vector is the item's stored vector: the cosine half saw both.
+    assert hit.cosine == pytest.approx(1.0, abs=1e-5)
+    assert hit.lexical > 0
+    info = coordinator.info()
+    assert (info.published, info.tombstones, info.online) == (1, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({"embedder": "some-model-v3-d768"}, id="another-embedder"),
+        pytest.param({}, id="no-vector"),
+    ],
+)
+def test_search_without_a_usable_query_vector_is_lexical_only(
+    coordinator: Coordinator, identity: Identity, fields: dict[str, Any]
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    _publish(coordinator, envelope, _vector(coordinator, TEXTS[1]))
+    if fields:
+        fields["vector"] = _vector(coordinator, TEXTS[1])
+
+    answer = _search(coordinator, "quokka ledger signing keys", **fields)
+
+    assert answer.lexical_only is True
+    (hit,) = answer.hits
+    assert hit.envelope == envelope
+    # The foreign vector was not used: it is the item's own vector, so it would score 1.0.
+    assert hit.cosine < 0.99
+
+
+def test_search_with_a_vector_of_the_wrong_size_is_lexical_only(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    _publish(coordinator, seal(_pub(coordinator, identity), identity))
+
+    answer = _search(
+        coordinator,
+        "quokka ledger",
+        vector=[0.5] * 7,
+        embedder=coordinator.store.embedder.fingerprint,
+    )
+
+    assert answer.lexical_only is True
+    assert [open_envelope(h.envelope).item_id for h in answer.hits] == [ITEM]
+
+
+def test_search_filters_by_author_name(coordinator: Coordinator, identity: Identity) -> None:
+    _publish(coordinator, seal(_pub(coordinator, identity, author="ada"), identity))
+
+    assert _found(coordinator, "quokka ledger") == [ITEM]
+    assert _search(coordinator, "quokka ledger", authors=["ada"]).hits != []
+    answer = _search(coordinator, "quokka ledger", authors=["grace"])
+    assert answer.hits == []
+    assert answer.abstained is True
+
+
+# -- rejections change nothing -----------------------------------------------------------------
+
+
+def test_forged_signature_is_rejected_and_changes_nothing(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    other = _pub(coordinator, identity, item_id=_item_id(1), text=TEXTS[0])
+    _publish(coordinator, seal(other, identity))
+    before = _snapshot(coordinator)
+    genuine = seal(_pub(coordinator, identity), identity)
+    forged = Envelope(payload=genuine.payload, signature=flip_bit(genuine.signature, 7))
+
+    outcome = _publish(coordinator, forged)
+
+    assert outcome.status == "rejected"
+    assert outcome.reason == SIGNATURE_FAILS
+    assert _snapshot(coordinator) == before
+    assert _found(coordinator, "quokka ledger") == []
+
+
+def test_altered_text_under_the_old_signature_is_rejected_and_changes_nothing(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    genuine = seal(_pub(coordinator, identity), identity)
+    assert _publish(coordinator, genuine).status == "accepted"
+    before = _snapshot(coordinator)
+    altered_text = "The quokka ledger never rotates its signing keys"
+    # Version 2 with a matching content hash: only the signature can tell it was not signed.
+    altered = msgspec.structs.replace(
+        _pub(coordinator, identity),
+        version=2,
+        text=altered_text,
+        content_hash=text_hash(altered_text),
+    )
+    tampered = Envelope(payload=msgspec.json.encode(altered), signature=genuine.signature)
+
+    outcome = _publish(coordinator, tampered)
+
+    assert outcome.status == "rejected"
+    assert outcome.reason == SIGNATURE_FAILS
+    assert _snapshot(coordinator) == before
+    (hit,) = _search(coordinator, "quokka ledger").hits
+    assert hit.envelope == genuine
+
+
+def test_retraction_signed_by_another_key_is_rejected_and_changes_nothing(
+    coordinator: Coordinator, identity: Identity, other_identity: Identity
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    _publish(coordinator, envelope)
+    before = _snapshot(coordinator)
+
+    outcome = _retract(coordinator, seal(retraction(other_identity), other_identity))
+
+    assert outcome == Outcome(
+        item_id=ITEM,
+        version=1,
+        status="rejected",
+        reason="only the item's author can retract it",
+    )
+    assert _snapshot(coordinator) == before
+    assert _found(coordinator, "quokka ledger") == [ITEM]
+
+
+@pytest.mark.parametrize("version", [1, 2], ids=["same-version", "newer-version"])
+def test_publication_of_an_existing_item_by_another_key_is_rejected(
+    coordinator: Coordinator, identity: Identity, other_identity: Identity, version: int
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    _publish(coordinator, envelope)
+    before = _snapshot(coordinator)
+    hijack_text = "The quokka ledger keys are stored in the wiki"
+    hijack = _pub(coordinator, other_identity, text=hijack_text, version=version)
+
+    outcome = _publish(coordinator, seal(hijack, other_identity))
+
+    assert outcome.status == "rejected"
+    assert outcome.reason == "the item belongs to another key"
+    assert _snapshot(coordinator) == before
+    (hit,) = _search(coordinator, "quokka ledger").hits
+    assert hit.envelope == envelope
+
+
+def test_replayed_older_version_is_stale_and_changes_nothing(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    first = seal(_pub(coordinator, identity), identity)
+    newer_text = "The quokka ledger rotates its signing keys every Friday at dawn"
+    second = seal(_pub(coordinator, identity, text=newer_text, version=2, seq=2), identity)
+    assert _publish(coordinator, first).status == "accepted"
+    assert _publish(coordinator, second).status == "accepted"
+    before = _snapshot(coordinator)
+
+    outcome = _publish(coordinator, first)
+
+    assert outcome.status == "stale"
+    assert outcome.version == 1
+    assert _snapshot(coordinator) == before
+    (hit,) = _search(coordinator, "quokka ledger").hits
+    assert hit.envelope == second
+    assert [(c.item_id, c.version) for c in coordinator.changes(ChangesRequest()).changes] == [
+        (ITEM, 2)
+    ]
+
+
+def test_same_envelope_twice_is_a_duplicate_and_changes_nothing(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    assert _publish(coordinator, envelope).status == "accepted"
+    before = _snapshot(coordinator)
+
+    again = coordinator.publish(
+        PublishRequest(items=[PublishItem(envelope=envelope), PublishItem(envelope=envelope)])
+    )
+
+    assert [o.status for o in again.results] == ["duplicate", "duplicate"]
+    assert _snapshot(coordinator) == before
+
+
+def test_another_envelope_with_the_same_version_is_rejected(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    _publish(coordinator, envelope)
+    before = _snapshot(coordinator)
+    other_text = "The quokka ledger rotates nothing at all"
+
+    outcome = _publish(coordinator, seal(_pub(coordinator, identity, text=other_text), identity))
+
+    assert outcome.status == "rejected"
+    assert outcome.reason == "a different envelope has this version"
+    assert _snapshot(coordinator) == before
+
+
+def test_retraction_sent_to_the_publish_route_is_rejected(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    before = _snapshot(coordinator)
+
+    outcome = _publish(coordinator, seal(retraction(identity), identity))
+
+    assert (outcome.status, outcome.reason) == ("rejected", "not a publication")
+    assert _snapshot(coordinator) == before
+
+
+def test_new_version_the_cache_refuses_keeps_the_live_version(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    _publish(coordinator, envelope)
+    before = _snapshot(coordinator)
+
+    outcome = _publish(
+        coordinator, seal(_pub(coordinator, identity, version=2, kind="bogus"), identity)
+    )
+
+    assert outcome.status == "rejected"
+    assert _snapshot(coordinator) == before
+
+
+def test_new_version_the_cache_refuses_never_lifts_a_tombstone(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    first = seal(_pub(coordinator, identity), identity)
+    _publish(coordinator, first)
+    _retract(coordinator, seal(retraction(identity), identity))
+    refused = seal(_pub(coordinator, identity, version=2, seq=3, kind="bogus"), identity)
+    assert _publish(coordinator, refused).status == "rejected"
+
+    replay = _publish(coordinator, first)
+
+    assert replay.status == "stale"
+    assert _found(coordinator, "quokka ledger") == []
+    assert coordinator.info().tombstones == 1
+
+
+# -- retraction ------------------------------------------------------------------------------
+
+
+def test_retraction_purges_text_and_vector_and_keeps_only_the_tombstone(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    _publish(coordinator, envelope, _vector(coordinator, QUOKKA))
+    # The check below can see the text: it is in the file while the item is published.
+    assert QUOKKA_PHRASE in _database_bytes(coordinator)
+    tombstone = seal(retraction(identity), identity)
+
+    outcome = _retract(coordinator, tombstone)
+
+    assert outcome == Outcome(item_id=ITEM, version=1, status="accepted")
+    with coordinator.store.db.read() as conn:
+        text, tags, status, vector = conn.execute(
+            "SELECT text, tags, status, vector FROM items WHERE id = ?", (ITEM,)
+        ).fetchone()
+        (fts_matches,) = conn.execute(
+            "SELECT count(*) FROM items_fts WHERE items_fts MATCH 'quokka'"
+        ).fetchone()
+    assert (text, tags, status) == ("", "[]", "archived")
+    assert not any(bytes(vector))
+    assert fts_matches == 0
+    answer = _search(
+        coordinator,
+        "quokka ledger signing keys",
+        vector=_vector(coordinator, QUOKKA),
+        embedder=coordinator.store.embedder.fingerprint,
+    )
+    assert (answer.hits, answer.abstained) == ([], True)
+    (change,) = coordinator.changes(ChangesRequest()).changes
+    assert (change.kind, change.item_id, change.version) == ("retraction", ITEM, 1)
+    assert change.envelope == tombstone
+    info = coordinator.info()
+    assert (info.published, info.tombstones) == (0, 1)
+    stored = _database_bytes(coordinator)
+    assert QUOKKA_PHRASE not in stored
+    assert envelope.payload not in stored
+
+
+def test_retraction_purges_the_text_whatever_the_sqlite_build_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, identity: Identity
+) -> None:
+    real_connect = sqlite3.connect
+
+    def connect_as_a_default_build(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = real_connect(*args, **kwargs)
+        conn.execute("PRAGMA secure_delete = OFF")  # SQLite's compile-time default
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect_as_a_default_build)
+    coordinator = Coordinator(tmp_path / "default-build")
+    try:
+        _publish(coordinator, seal(_pub(coordinator, identity), identity))
+        _retract(coordinator, seal(retraction(identity), identity))
+        assert QUOKKA_PHRASE not in _database_bytes(coordinator)
+    finally:
+        coordinator.close()
+
+
+def test_replayed_publication_after_the_tombstone_is_stale_and_never_returns(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    envelope = seal(_pub(coordinator, identity), identity)
+    _publish(coordinator, envelope)
+    _retract(coordinator, seal(retraction(identity), identity))
+    before = _snapshot(coordinator)
+
+    replays = [_publish(coordinator, envelope) for _ in range(2)]
+
+    assert [(o.status, o.reason) for o in replays] == [("stale", "retracted")] * 2
+    assert _snapshot(coordinator) == before
+    assert _found(coordinator, "quokka ledger") == []
+
+
+def test_retraction_of_an_older_version_is_stale(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    _publish(coordinator, seal(_pub(coordinator, identity), identity))
+    newer = seal(_pub(coordinator, identity, text=TEXTS[0] + " quokka", version=2), identity)
+    _publish(coordinator, newer)
+    before = _snapshot(coordinator)
+
+    outcome = _retract(coordinator, seal(retraction(identity, version=1), identity))
+
+    assert outcome.status == "stale"
+    assert _snapshot(coordinator) == before
+
+
+def test_same_retraction_twice_is_a_duplicate(coordinator: Coordinator, identity: Identity) -> None:
+    _publish(coordinator, seal(_pub(coordinator, identity), identity))
+    tombstone = seal(retraction(identity), identity)
+    assert _retract(coordinator, tombstone).status == "accepted"
+    before = _snapshot(coordinator)
+
+    assert _retract(coordinator, tombstone).status == "duplicate"
+    assert _snapshot(coordinator) == before
+
+
+def test_republishing_after_a_retraction_is_a_new_version(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    _publish(coordinator, seal(_pub(coordinator, identity), identity))
+    _retract(coordinator, seal(retraction(identity), identity))
+    again = seal(_pub(coordinator, identity, version=2, seq=3), identity)
+
+    assert _publish(coordinator, again).status == "accepted"
+    (hit,) = _search(coordinator, "quokka ledger").hits
+    assert hit.envelope == again
+    info = coordinator.info()
+    assert (info.published, info.tombstones) == (1, 0)
+
+
+def test_crash_between_storing_the_envelope_and_the_cache_heals_on_resend(
+    monkeypatch: pytest.MonkeyPatch, data: Path, identity: Identity
+) -> None:
+    coordinator = Coordinator(data)
+    envelope = seal(_pub(coordinator, identity), identity)
+
+    def die(**fields: Any) -> None:
+        raise _Killed
+
+    monkeypatch.setattr(coordinator.store, "put", die)
+    with pytest.raises(_Killed):
+        _publish(coordinator, envelope)
+    coordinator.close()
+    restarted = Coordinator(data)
+    try:
+        assert _publish(restarted, envelope).status in ("accepted", "duplicate")
+        assert _found(restarted, "quokka ledger") == [ITEM]
+    finally:
+        restarted.close()
+
+
+def test_crash_between_storing_the_tombstone_and_the_purge_heals_on_resend(
+    monkeypatch: pytest.MonkeyPatch, data: Path, identity: Identity
+) -> None:
+    coordinator = Coordinator(data)
+    _publish(coordinator, seal(_pub(coordinator, identity), identity))
+    tombstone = seal(retraction(identity), identity)
+
+    def die(item_id: str, conn: object = None) -> bool:
+        raise _Killed
+
+    monkeypatch.setattr(coordinator.store, "purge", die)
+    with pytest.raises(_Killed):
+        _retract(coordinator, tombstone)
+    coordinator.close()
+    restarted = Coordinator(data)
+    try:
+        assert _retract(restarted, tombstone).status in ("accepted", "duplicate")
+        with restarted.store.db.read() as conn:
+            (text,) = conn.execute("SELECT text FROM items WHERE id = ?", (ITEM,)).fetchone()
+        assert text == ""
+        assert QUOKKA_PHRASE not in _database_bytes(restarted)
+    finally:
+        restarted.close()
+
+
+# -- team and roster -------------------------------------------------------------------------
+
+
+def test_coordinator_for_one_team_refuses_every_envelope_of_another(
+    tmp_path: Path, identity: Identity, clock: _Clock
+) -> None:
+    coordinator = Coordinator(tmp_path / "acme", team="acme", clock=clock)
+    try:
+        before = _snapshot(coordinator)
+        expected = f"this coordinator serves team 'acme', not {TEAM!r}"
+
+        published = _publish(coordinator, seal(_pub(coordinator, identity), identity))
+        retracted = _retract(coordinator, seal(retraction(identity), identity))
+        heartbeat = coordinator.heartbeat(
+            PresenceRequest(envelope=_presence(identity, expires_at=NOW + 60))
+        )
+
+        assert (published.status, published.reason) == ("rejected", expected)
+        assert (retracted.status, retracted.reason) == ("rejected", expected)
+        assert (heartbeat.status, heartbeat.reason) == ("rejected", expected)
+        assert _snapshot(coordinator) == before
+        assert coordinator.info().team == "acme"
+
+        ours = _pub(coordinator, identity, team="acme")
+        assert _publish(coordinator, seal(ours, identity)).status == "accepted"
+    finally:
+        coordinator.close()
+
+
+def test_roster_refuses_keys_outside_it(
+    tmp_path: Path, identity: Identity, other_identity: Identity
+) -> None:
+    coordinator = Coordinator(tmp_path / "rostered", roster=frozenset({identity.public_key_text}))
+    try:
+        before = _snapshot(coordinator)
+        stranger = _pub(coordinator, other_identity, item_id=_item_id(9))
+
+        outcome = _publish(coordinator, seal(stranger, other_identity))
+
+        assert (outcome.status, outcome.reason) == (
+            "rejected",
+            "the signing key is not in the team's roster",
+        )
+        assert _snapshot(coordinator) == before
+        member = seal(_pub(coordinator, identity), identity)
+        assert _publish(coordinator, member).status == "accepted"
+        assert _found(coordinator, "quokka ledger") == [ITEM]
+    finally:
+        coordinator.close()
+
+
+# -- presence --------------------------------------------------------------------------------
+
+
+def test_heartbeat_is_listed_until_it_expires(
+    coordinator: Coordinator, identity: Identity, clock: _Clock
+) -> None:
+    beat = _presence(identity, expires_at=NOW + 90)
+
+    answer = coordinator.heartbeat(PresenceRequest(envelope=beat))
+
+    assert (answer.status, answer.expires_at) == ("accepted", NOW + 90)
+    assert coordinator.presence().members == [beat]
+    assert coordinator.info().online == 1
+    clock.now = NOW + 89.5
+    assert coordinator.presence().members == [beat]
+    clock.now = NOW + 90
+    assert coordinator.presence().members == []
+    assert coordinator.info().online == 0
+
+
+def test_heartbeat_ttl_is_capped(
+    coordinator: Coordinator, identity: Identity, clock: _Clock
+) -> None:
+    beat = _presence(identity, expires_at=NOW + 10 * MAX_PRESENCE_TTL)
+
+    answer = coordinator.heartbeat(PresenceRequest(envelope=beat))
+
+    assert (answer.status, answer.expires_at) == ("accepted", NOW + MAX_PRESENCE_TTL)
+    clock.now = NOW + MAX_PRESENCE_TTL - 1
+    assert coordinator.presence().members == [beat]
+    clock.now = NOW + MAX_PRESENCE_TTL
+    assert coordinator.presence().members == []
+
+
+def test_expired_or_forged_heartbeat_is_not_listed(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    expired = coordinator.heartbeat(
+        PresenceRequest(envelope=_presence(identity, expires_at=NOW - 1))
+    )
+    genuine = _presence(identity, expires_at=NOW + 60)
+    forged = coordinator.heartbeat(
+        PresenceRequest(
+            envelope=Envelope(payload=genuine.payload, signature=flip_bit(genuine.signature, 3))
+        )
+    )
+    publication_as_presence = coordinator.heartbeat(
+        PresenceRequest(envelope=seal(_pub(coordinator, identity), identity))
+    )
+
+    assert (expired.status, expired.reason) == ("stale", "already expired")
+    assert (forged.status, forged.reason) == ("rejected", SIGNATURE_FAILS)
+    assert (publication_as_presence.status, publication_as_presence.reason) == (
+        "rejected",
+        "not a presence",
+    )
+    assert coordinator.presence().members == []
+    assert coordinator.info().online == 0
+
+
+def test_newer_heartbeat_replaces_the_member_s_older_one(
+    coordinator: Coordinator, identity: Identity, other_identity: Identity, clock: _Clock
+) -> None:
+    first = _presence(identity, expires_at=NOW + 30)
+    second = _presence(identity, expires_at=NOW + 120)
+    other = _presence(other_identity, expires_at=NOW + 60)
+    for beat in (first, other, second):
+        assert coordinator.heartbeat(PresenceRequest(envelope=beat)).status == "accepted"
+
+    listed = coordinator.presence().members
+    assert sorted(e.digest for e in listed) == sorted([second.digest, other.digest])
+    clock.now = NOW + 90
+    assert coordinator.presence().members == [second]
+
+
+# -- the changes feed ------------------------------------------------------------------------
+
+
+def test_changes_pages_with_cursor_limit_and_more(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    envelopes = [
+        seal(_pub(coordinator, identity, item_id=_item_id(n), text=text, seq=n + 1), identity)
+        for n, text in enumerate(TEXTS)
+    ]
+    for envelope in envelopes:
+        assert _publish(coordinator, envelope).status == "accepted"
+
+    pages: list[ChangesResponse] = []
+    cursor = 0
+    while True:
+        page = coordinator.changes(ChangesRequest(cursor=cursor, limit=2))
+        pages.append(page)
+        cursor = page.next_cursor
+        if not page.more:
+            break
+
+    assert [len(p.changes) for p in pages] == [2, 2, 1]
+    assert [p.more for p in pages] == [True, True, False]
+    feed = [change for page in pages for change in page.changes]
+    assert [c.envelope for c in feed] == envelopes
+    assert [c.kind for c in feed] == ["publication"] * 5
+    cursors = [c.cursor for c in feed]
+    assert cursors == sorted(set(cursors))
+    assert [p.next_cursor for p in pages] == [cursors[1], cursors[3], cursors[4]]
+    tail = coordinator.changes(ChangesRequest(cursor=cursors[-1], limit=2))
+    assert (tail.changes, tail.next_cursor, tail.more) == ([], cursors[-1], False)
+    exact = coordinator.changes(ChangesRequest(cursor=cursors[2], limit=2))
+    assert ([c.cursor for c in exact.changes], exact.more) == (cursors[3:], False)
+
+    # A retraction moves its item to the end of the feed, as a tombstone.
+    tombstone = seal(retraction(identity, item_id=_item_id(0), seq=9), identity)
+    _retract(coordinator, tombstone)
+    (moved,) = coordinator.changes(ChangesRequest(cursor=cursors[-1])).changes
+    assert (moved.kind, moved.item_id, moved.envelope) == ("retraction", _item_id(0), tombstone)
+    whole = coordinator.changes(ChangesRequest(limit=500)).changes
+    assert [c.item_id for c in whole] == [_item_id(n) for n in (1, 2, 3, 4, 0)]
+
+
+# -- restart ---------------------------------------------------------------------------------
+
+
+def test_restart_keeps_everything_acknowledged(
+    data: Path, identity: Identity, clock: _Clock
+) -> None:
+    first = Coordinator(data, clock=clock)
+    envelopes = [
+        seal(_pub(first, identity, item_id=_item_id(n), text=text, seq=n + 1), identity)
+        for n, text in enumerate(TEXTS[:3])
+    ]
+    for envelope, text in zip(envelopes, TEXTS, strict=False):
+        _publish(first, envelope, _vector(first, text))
+    _retract(first, seal(retraction(identity, item_id=_item_id(1), seq=7), identity))
+    beat = _presence(identity, expires_at=NOW + 90)
+    first.heartbeat(PresenceRequest(envelope=beat))
+    query = "exponential backoff five times"
+    query_fields: dict[str, Any] = {
+        "vector": _vector(first, query),
+        "embedder": first.store.embedder.fingerprint,
+    }
+    before = _snapshot(first)
+    answer_before = _search(first, query, **query_fields)
+    first.close()
+
+    restarted = Coordinator(data, clock=clock)
+    try:
+        assert _snapshot(restarted) == before
+        assert _search(restarted, query, **query_fields) == answer_before
+        assert [open_envelope(h.envelope).item_id for h in answer_before.hits] == [_item_id(0)]
+        assert restarted.presence().members == [beat]
+        assert _publish(restarted, envelopes[0]).status == "duplicate"
+        assert _publish(restarted, envelopes[1]).status == "stale"
+        info = restarted.info()
+        assert (info.published, info.tombstones, info.online) == (2, 1, 1)
+    finally:
+        restarted.close()

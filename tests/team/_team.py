@@ -1,0 +1,360 @@
+"""A team on loopback for end-to-end tests: member homes, a coordinator URL, real peer daemons.
+
+Members are built through the Python API (identity, team.yaml, remember, publish, retract,
+sync); peer daemons are real `mem team serve` processes. :meth:`Team.close` stops every
+process the team started.
+"""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import yaml
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from memmesh.coordinator import Coordinator, coordinator_app
+from memmesh.coordinator.protocol import PresenceList, SearchHit, SearchResponse
+from memmesh.embed import HashingEmbedder
+from memmesh.local.store import Store
+from memmesh.net.client import Client
+from memmesh.net.server import free_port
+from memmesh.net.wire import encode
+from memmesh.peer.app import peer_app
+from memmesh.peer.protocol import PeerPresence
+from memmesh.peer.service import Peer
+from memmesh.policy.config import Policy, load_policy
+from memmesh.registry import Envelope, Identity, Registry, create_identity, publish, retract
+from memmesh.registry.envelopes import FORMAT_VERSION, Presence, open_envelope, seal
+from memmesh.team.sync import SyncReport, coordinator_client, sync
+from tests._servers import running
+
+TOKEN = "loopback-team-token"
+FINGERPRINT = HashingEmbedder().fingerprint
+TEAM = "acme"
+SHARED_KINDS = ["decision", "convention", "gotcha", "command", "incident"]
+# Nothing listens on the discard port: a coordinator URL that is set (so publishing is allowed)
+# but never answers.
+NOWHERE = "http://127.0.0.1:9"
+
+
+class Member:
+    """One member's home: an identity key, a team.yaml, a private store and a registry."""
+
+    def __init__(self, name: str, home: Path, *, team: str, coordinator: str | None) -> None:
+        self.name = name
+        self.home = home
+        self.team = team
+        self.coordinator = coordinator
+        self.identity: Identity = create_identity(home)
+        self.write_policy()
+
+    @property
+    def key_id(self) -> str:
+        return self.identity.key_id
+
+    def write_policy(self, **overrides: Any) -> None:
+        """Write team.yaml: this member's team, coordinator and shared kinds, plus ``overrides``.
+
+        A top-level key given as ``None`` is left out of the file.
+        """
+        data: dict[str, Any] = {
+            "version": 1,
+            "team": self.team,
+            "identity": {"name": self.name},
+            "coordinator": self.coordinator,
+            "share": {"kinds": SHARED_KINDS},
+        }
+        data.update(overrides)
+        text = yaml.safe_dump({k: v for k, v in data.items() if v is not None}, sort_keys=False)
+        (self.home / "team.yaml").write_text(text, encoding="utf-8")
+
+    def policy(self) -> Policy:
+        return load_policy(self.home)
+
+    @contextmanager
+    def registry(self) -> Iterator[Registry]:
+        with Store(self.home, author=self.name) as store:
+            yield Registry(store, self.identity, self.team)
+
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "decision",
+        project: str = "global",
+        tags: tuple[str, ...] = (),
+    ) -> str:
+        """A new private item (never a reinforcement of an existing one)."""
+        with Store(self.home, author=self.name) as store:
+            item, status = store.remember(text, kind=kind, project=project, tags=tags)
+        assert status == "created", f"{text!r} merged into {item.id}"
+        return item.id
+
+    def publish(self, *item_ids: str) -> None:
+        with self.registry() as registry:
+            publish(registry, self.policy(), list(item_ids))
+
+    def retract(self, *item_ids: str) -> None:
+        with self.registry() as registry:
+            retract(registry, list(item_ids))
+
+    def sync(self) -> SyncReport:
+        policy = self.policy()
+        with self.registry() as registry, coordinator_client(policy) as client:
+            report = sync(registry, policy, client)
+        assert not report.rejected, report.rejected
+        return report
+
+    def share(self, text: str, **item: Any) -> str:
+        """Remember, publish and sync one item."""
+        item_id = self.remember(text, **item)
+        self.publish(item_id)
+        self.sync()
+        return item_id
+
+    def envelope(self, item_id: str) -> Envelope:
+        """The item's live publication envelope, as this member signed it."""
+        with self.registry() as registry, registry.store.db.read() as conn:
+            return registry.live(conn)[item_id].envelope
+
+
+def presence_for(
+    identity: Identity, url: str, *, team: str, name: str, expires_in: float = 60.0
+) -> Envelope:
+    """A presence for ``url`` signed by ``identity``, valid for ``expires_in`` seconds."""
+    body = Presence(
+        format=FORMAT_VERSION,
+        team=team,
+        item_id="",
+        version=1,
+        author_key=identity.public_key_text,
+        key_id=identity.key_id,
+        seq=1,
+        name=name,
+        peer_url=url,
+        embedder=FINGERPRINT,
+        expires_at=time.time() + expires_in,
+    )
+    return seal(body, identity)
+
+
+@contextmanager
+def peer_in_thread(member: Member) -> Iterator[str]:
+    """``member``'s real :class:`Peer` app, served by uvicorn in this process; yields its URL."""
+    with Store(member.home, author=member.name) as store:
+        peer = Peer(member.home, store, member.identity, url="http://unknown.invalid")
+        with running(peer_app(peer, token=TOKEN)) as url:
+            peer.url = url  # its presence names where it really listens
+            yield url
+
+
+class PeerDaemon:
+    """`mem team serve` for one member, in a real process."""
+
+    def __init__(self, member: Member, *, port: int | None = None, heartbeat: float = 0.5) -> None:
+        self.member = member
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.heartbeat = heartbeat
+        self.log = member.home / f"serve-{self.port}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def launch(self) -> None:
+        """Start the process; :meth:`wait_ready` waits for it to answer."""
+        command = [
+            sys.executable, "-m", "memmesh", "--home", str(self.member.home), "team", "serve",
+            "--port", str(self.port), "--heartbeat", str(self.heartbeat),
+        ]  # fmt: skip
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, env={**os.environ}, stdout=subprocess.DEVNULL, stderr=log
+            )
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.member.name}'s peer exited with {self.process.returncode}: "
+                    + self.log.read_text(encoding="utf-8", errors="replace")
+                )
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=0.5).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.member.name}'s peer did not answer within {timeout} s")
+
+    def stop(self) -> None:
+        """SIGTERM and wait (SIGKILL if it hangs)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL, as in a crash."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+class Team:
+    """Members of one team sharing a coordinator URL, and the peer daemons started for them."""
+
+    def __init__(self, root: Path, coordinator: str | None, *, team: str = TEAM) -> None:
+        self.root = root
+        self.coordinator = coordinator
+        self.team = team
+        self.members: dict[str, Member] = {}
+        self.daemons: list[PeerDaemon] = []
+
+    def add(self, name: str, **policy: Any) -> Member:
+        member = Member(name, self.root / name, team=self.team, coordinator=self.coordinator)
+        if policy:
+            member.write_policy(**policy)
+        self.members[name] = member
+        return member
+
+    def serve(self, *members: Member, ports: dict[str, int] | None = None) -> list[PeerDaemon]:
+        """Start the members' peer daemons at once, and wait until each answers."""
+        daemons = [PeerDaemon(m, port=(ports or {}).get(m.name)) for m in members]
+        self.daemons += daemons
+        for daemon in daemons:
+            daemon.launch()
+        for daemon in daemons:
+            daemon.wait_ready()
+        return daemons
+
+    def online(self) -> set[str]:
+        """Key ids whose presence the coordinator lists now."""
+        assert self.coordinator is not None
+        with Client(self.coordinator, token=TOKEN, timeout=5) as client:
+            listing = client.get("/v1/presence/list", PresenceList)
+        return {body.key_id for body in map(open_envelope, listing.members)}
+
+    def wait_for_presence(self, *members: Member, timeout: float = 15.0) -> None:
+        """Until the coordinator lists every one of ``members`` as online."""
+        wanted = {m.key_id for m in members}
+        deadline = time.monotonic() + timeout
+        while not wanted <= self.online():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no presence from {wanted - self.online()}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        for daemon in self.daemons:
+            daemon.stop()
+
+
+@contextmanager
+def team_on_loopback(root: Path, *, team: str = TEAM) -> Iterator[Team]:
+    """A coordinator for ``team`` served on 127.0.0.1 (in a thread) and a :class:`Team` using it.
+
+    The caller puts :data:`TOKEN` into the environment first (members and daemons read it).
+    """
+    coordinator = Coordinator(root / "coordinator", team=team)
+    try:
+        with running(coordinator_app(coordinator, token=TOKEN)) as url:
+            members = Team(root, url, team=team)
+            try:
+                yield members
+            finally:
+                members.close()
+    finally:
+        coordinator.close()
+
+
+def answer(*envelopes: Envelope, cosine: float = 0.9) -> SearchResponse:
+    """A search or recall answer carrying ``envelopes`` as hits."""
+    hits = [SearchHit(envelope=e, score=cosine, cosine=cosine, lexical=1.0) for e in envelopes]
+    return SearchResponse(hits=hits, abstained=not hits, lexical_only=False, embedder=FINGERPRINT)
+
+
+class FakeSource:
+    """A tiny stand-in for a peer or a coordinator: canned answers, every request recorded.
+
+    * ``presence`` - the body of ``GET /v1/presence`` (set it once the URL is known).
+    * ``hits`` - what ``POST /v1/recall`` and ``POST /v1/search`` answer.
+    * ``stall`` - recall and search hold their answer until :meth:`release` (at most 20 s).
+    """
+
+    def __init__(self) -> None:
+        self.presence: bytes = b"{}"
+        self.hits = answer()
+        self.presences: list[Envelope] = []
+        self.stall = False
+        self.requests: list[tuple[str, str | None]] = []
+        self._released = threading.Event()
+
+    def set_presence(self, envelope: Envelope) -> None:
+        self.presence = encode(PeerPresence(envelope=envelope))
+
+    def release(self) -> None:
+        self._released.set()
+
+    def authorized(self, path: str) -> list[str | None]:
+        """The Authorization header of each request to ``path``."""
+        return [auth for asked, auth in self.requests if asked == path]
+
+    def app(self) -> Starlette:
+        async def presence(request: Request) -> Response:
+            self._record(request)
+            return Response(self.presence, media_type="application/json")
+
+        async def listing(request: Request) -> Response:
+            self._record(request)
+            return Response(
+                encode(PresenceList(members=self.presences)), media_type="application/json"
+            )
+
+        async def search(request: Request) -> Response:
+            self._record(request)
+            for _ in range(400):
+                if not self.stall or self._released.is_set():
+                    break
+                await anyio.sleep(0.05)
+            return Response(encode(self.hits), media_type="application/json")
+
+        async def health(request: Request) -> Response:
+            return Response(b'{"status":"ok"}', media_type="application/json")
+
+        return Starlette(
+            routes=[
+                Route("/healthz", health),
+                Route("/v1/presence", presence),
+                Route("/v1/presence/list", listing),
+                Route("/v1/recall", search, methods=["POST"]),
+                Route("/v1/search", search, methods=["POST"]),
+                Route("/v1/confirm", search, methods=["POST"]),
+            ]
+        )
+
+    def _record(self, request: Request) -> None:
+        self.requests.append((request.url.path, request.headers.get("authorization")))
+
+
+@contextmanager
+def serving(fake: FakeSource) -> Iterator[str]:
+    """``fake`` on 127.0.0.1; whatever it still holds back is released before it stops."""
+    with running(fake.app()) as url:
+        try:
+            yield url
+        finally:
+            fake.release()

@@ -1,0 +1,555 @@
+"""`sync`: what reaches the coordinator, in which batches, and what a kill -9 on either side
+leaves behind once sync has run again (real coordinator, real store and registry)."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import httpx
+import pytest
+from starlette.types import Receive, Scope, Send
+
+from memmesh.coordinator import Coordinator, coordinator_app
+from memmesh.coordinator.protocol import (
+    ChangesRequest,
+    ChangesResponse,
+    PublishRequest,
+    RetractRequest,
+    SearchRequest,
+    SearchResponse,
+)
+from memmesh.local.store import Store
+from memmesh.net.client import Client
+from memmesh.policy.config import Policy, load_policy
+from memmesh.registry import Identity, Registry, create_identity, load_identity, publish, retract
+from memmesh.registry.envelopes import Envelope, open_envelope
+from memmesh.team.sync import SyncReport, sync
+from tests._servers import CoordinatorProcess, running
+from tests.registry._helpers import TEAM, make_policy
+
+TOKEN = "t"
+T = TypeVar("T")
+# item id -> (kind, version, envelope): an item's one current state on the coordinator.
+State = dict[str, tuple[str, int, Envelope]]
+Posted = tuple[str, list[tuple[str, int]]]
+
+
+class _RecordingClient(Client):
+    """The real client, noting which envelopes each request carried."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, token=TOKEN)
+        self.posted: list[Posted] = []
+
+    def post(self, path: str, body: Any, response: type[T]) -> T:
+        if isinstance(body, PublishRequest):
+            envelopes = [item.envelope for item in body.items]
+        elif isinstance(body, RetractRequest):
+            envelopes = list(body.envelopes)
+        else:
+            envelopes = []
+        opened = [open_envelope(e) for e in envelopes]
+        self.posted.append((path, [(b.item_id, b.version) for b in opened]))
+        return super().post(path, body, response)
+
+
+@pytest.fixture
+def identity(home: Path) -> Identity:
+    return create_identity(home)
+
+
+@pytest.fixture
+def registry(store: Store, identity: Identity) -> Registry:
+    return Registry(store, identity, TEAM)
+
+
+@pytest.fixture
+def policy() -> Policy:
+    return make_policy()
+
+
+@pytest.fixture
+def coordinator(tmp_path: Path) -> Iterator[Coordinator]:
+    opened = Coordinator(tmp_path / "coordinator")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def client(coordinator: Coordinator) -> Iterator[_RecordingClient]:
+    with running(coordinator_app(coordinator, token=TOKEN)) as url:
+        recording = _RecordingClient(url)
+        try:
+            yield recording
+        finally:
+            recording.close()
+
+
+def _remember(store: Store, text: str, kind: str = "fact") -> str:
+    item, status = store.remember(text, kind=kind, project="billing")
+    assert status == "created"
+    return item.id
+
+
+def _texts(count: int, start: int = 0) -> list[str]:
+    return [
+        f"Billing note {n}: the invoice job number {n} must run after export batch {n * 7}"
+        for n in range(start, start + count)
+    ]
+
+
+def _acked(store: Store) -> list[tuple[int, str, str, bool]]:
+    with store.db.read() as conn:
+        rows = conn.execute("SELECT seq, kind, item_id, acked FROM registry ORDER BY seq")
+        return [(seq, kind, item, bool(acked)) for seq, kind, item, acked in rows]
+
+
+def _feed(coordinator: Coordinator) -> State:
+    changes = coordinator.changes(ChangesRequest(limit=500)).changes
+    state: State = {c.item_id: (c.kind, c.version, c.envelope) for c in changes}
+    assert len(state) == len(changes), "an item appears twice in the feed"
+    return state
+
+
+def _search_ids(coordinator: Coordinator, query: str) -> list[str]:
+    hits = coordinator.search(SearchRequest(query=query, project="billing", k=50)).hits
+    return [open_envelope(hit.envelope).item_id for hit in hits]
+
+
+# -- what is sent ----------------------------------------------------------------------------
+
+
+def test_sync_pushes_exactly_the_unacked_entries_in_bounded_batches(
+    store: Store,
+    registry: Registry,
+    policy: Policy,
+    coordinator: Coordinator,
+    client: _RecordingClient,
+) -> None:
+    early = [_remember(store, text) for text in _texts(2)]
+    publish(registry, policy, early)
+    first = sync(registry, policy, client, batch_size=2)
+    assert (first.sent, first.batches, first.accepted) == (2, 1, 2)
+    later = [_remember(store, text) for text in _texts(5, start=2)]
+    publish(registry, policy, later)
+    client.posted.clear()
+
+    report = sync(registry, policy, client, batch_size=2)
+
+    assert report == SyncReport(sent=5, accepted=5, batches=3)
+    assert client.posted == [
+        ("/v1/publish", [(later[0], 1), (later[1], 1)]),
+        ("/v1/publish", [(later[2], 1), (later[3], 1)]),
+        ("/v1/publish", [(later[4], 1)]),
+    ]
+    assert all(acked for *_, acked in _acked(store))
+    with store.db.read() as conn:
+        live = registry.live(conn)
+    assert _feed(coordinator) == {
+        item: ("publication", 1, live[item].envelope) for item in early + later
+    }
+    # The vector travelled beside each envelope and is the member's own.
+    with store.db.read() as conn:
+        mine = dict(conn.execute("SELECT id, vector FROM items"))
+    with coordinator.store.db.read() as conn:
+        cached = dict(conn.execute("SELECT id, vector FROM items"))
+    assert cached == mine
+
+
+def test_second_sync_sends_nothing(
+    store: Store, registry: Registry, policy: Policy, client: _RecordingClient
+) -> None:
+    publish(registry, policy, [_remember(store, text) for text in _texts(3)])
+    sync(registry, policy, client)
+    client.posted.clear()
+
+    report = sync(registry, policy, client)
+
+    assert report == SyncReport()
+    assert client.posted == []
+
+
+def test_retraction_after_sync_removes_the_item_from_search(
+    store: Store,
+    registry: Registry,
+    policy: Policy,
+    coordinator: Coordinator,
+    client: _RecordingClient,
+) -> None:
+    keep, drop = (_remember(store, text) for text in _texts(2))
+    publish(registry, policy, [keep, drop])
+    sync(registry, policy, client)
+    assert sorted(_search_ids(coordinator, "invoice job export batch")) == sorted([keep, drop])
+    (tombstone,) = retract(registry, [drop])
+    client.posted.clear()
+
+    report = sync(registry, policy, client)
+
+    assert report == SyncReport(sent=1, accepted=1, batches=1)
+    assert client.posted == [("/v1/retract", [(drop, 1)])]
+    assert _search_ids(coordinator, "invoice job export batch") == [keep]
+    assert _feed(coordinator)[drop] == ("retraction", 1, tombstone.envelope)
+
+
+def test_publication_no_longer_live_is_not_sent(
+    store: Store,
+    registry: Registry,
+    policy: Policy,
+    coordinator: Coordinator,
+    client: _RecordingClient,
+) -> None:
+    again, gone = (_remember(store, text) for text in _texts(2))
+    publish(registry, policy, [again, gone])
+    retract(registry, [again, gone])
+    (republished,) = [p for p in publish(registry, policy, [again]) if p.action == "publish"]
+    assert republished.version == 2
+
+    report = sync(registry, policy, client)
+
+    assert report == SyncReport(sent=3, accepted=3, skipped=2, batches=2)
+    assert client.posted == [
+        ("/v1/retract", [(again, 1), (gone, 1)]),
+        ("/v1/publish", [(again, 2)]),
+    ]
+    feed = _feed(coordinator)
+    assert {item: (kind, version) for item, (kind, version, _) in feed.items()} == {
+        gone: ("retraction", 1),
+        again: ("publication", 2),
+    }
+    assert all(acked for *_, acked in _acked(store))
+
+
+def test_item_the_policy_now_withholds_stays_unsent_and_unacked(
+    store: Store,
+    registry: Registry,
+    policy: Policy,
+    coordinator: Coordinator,
+    client: _RecordingClient,
+) -> None:
+    fact = _remember(store, _texts(1)[0], kind="fact")
+    decision = _remember(store, "We decided the quokka exporter writes Parquet", kind="decision")
+    publish(registry, policy, [fact, decision])
+    narrower = make_policy(("decision",))
+
+    report = sync(registry, narrower, client)
+    again = sync(registry, narrower, client)
+
+    held = [(fact, "share.kinds: fact is not shared")]
+    assert report == SyncReport(sent=1, accepted=1, batches=1, withheld=held)
+    assert again == SyncReport(withheld=held)
+    assert client.posted == [("/v1/publish", [(decision, 1)])]
+    assert {item: acked for _, _, item, acked in _acked(store)} == {fact: False, decision: True}
+    assert set(_feed(coordinator)) == {decision}
+    assert _search_ids(coordinator, "invoice job export batch") == []
+
+    # Once the policy allows it again, the same entry goes out.
+    allowed = sync(registry, policy, client)
+    assert allowed == SyncReport(sent=1, accepted=1, batches=1)
+    assert set(_feed(coordinator)) == {fact, decision}
+    assert all(acked for *_, acked in _acked(store))
+
+
+def test_entry_the_coordinator_rejects_stays_unacked(
+    tmp_path: Path, store: Store, registry: Registry, policy: Policy
+) -> None:
+    item = _remember(store, _texts(1)[0])
+    publish(registry, policy, [item])
+    other_team = Coordinator(tmp_path / "other-team", team="elsewhere")
+    try:
+        with (
+            running(coordinator_app(other_team, token=TOKEN)) as url,
+            Client(url, token=TOKEN) as client,
+        ):
+            report = sync(registry, policy, client)
+        assert report.rejected == [
+            (item, f"this coordinator serves team 'elsewhere', not {TEAM!r}")
+        ]
+        assert (report.sent, report.accepted, report.batches) == (1, 0, 1)
+        assert _acked(store)[0][3] is False
+        assert other_team.info().published == 0
+    finally:
+        other_team.close()
+
+
+# -- kill -9 on either side, then sync again -------------------------------------------------
+
+
+class _Severed(Exception):
+    """Raised after the response head: uvicorn then drops the connection mid-answer."""
+
+
+Hook = Callable[[], None]
+
+
+class _Proxy:
+    """Forwards requests to ``upstream``; around the n-th POST it can run a hook (a kill).
+
+    ``on_arrival[n]`` runs before the n-th POST would be forwarded, which it then is not;
+    ``on_answer[n]`` runs once the upstream has answered it, and that answer is lost. In both
+    cases the client's connection is dropped, as if the coordinator had died under it.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.posts = 0
+        self.on_arrival: dict[int, Hook] = {}
+        self.on_answer: dict[int, Hook] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http"
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        number = 0
+        if scope["method"] == "POST":
+            self.posts += 1
+            number = self.posts
+        if number in self.on_arrival:
+            await anyio.to_thread.run_sync(self.on_arrival.pop(number))
+            await self._sever(send)
+        headers = {
+            name.decode(): value.decode()
+            for name, value in scope["headers"]
+            if name in (b"authorization", b"content-type")
+        }
+        async with httpx.AsyncClient(base_url=self.upstream) as upstream:
+            answer = await upstream.request(
+                scope["method"], scope["path"], content=body, headers=headers
+            )
+        if number in self.on_answer:
+            await anyio.to_thread.run_sync(self.on_answer.pop(number))
+            await self._sever(send)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": answer.status_code,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(answer.content)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer.content})
+
+    async def _sever(self, send: Send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", b"4096")],
+            }
+        )
+        raise _Severed("the connection dies mid-answer")
+
+
+class _Member:
+    """A member's home, its log prepared in-process, synced by the real `mem team sync`."""
+
+    ROUNDS = 3
+    PER_ROUND = 13
+    RETRACTED_PER_ROUND = 2
+
+    def __init__(self, home: Path, coordinator_url: str) -> None:
+        self.home = home
+        self.sync_process: subprocess.Popen[str] | None = None
+        identity = create_identity(home)
+        (home / "team.yaml").write_text(
+            f"version: 1\nteam: {TEAM}\ncoordinator: {coordinator_url}\nshare:\n  kinds: [fact]\n",
+            encoding="utf-8",
+        )
+        policy = load_policy(home)
+        with Store(home, author="tester") as store:
+            registry = Registry(store, identity, policy.team)
+            texts = _texts(self.ROUNDS * self.PER_ROUND)
+            for round_ in range(self.ROUNDS):
+                chunk = texts[round_ * self.PER_ROUND : (round_ + 1) * self.PER_ROUND]
+                ids = [_remember(store, text) for text in chunk]
+                publish(registry, policy, ids)
+                retract(registry, ids[: self.RETRACTED_PER_ROUND])
+
+    def sync(self) -> subprocess.CompletedProcess[str]:
+        """Run `mem team sync --json` to the end (or until a hook kills it)."""
+        command = [sys.executable, "-m", "memmesh", "--home", str(self.home), "--json"]
+        process = subprocess.Popen(
+            [*command, "team", "sync"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "MEM_TEAM_TOKEN": TOKEN},
+        )
+        self.sync_process = process
+        try:
+            stdout, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+    def kill_sync(self) -> None:
+        assert self.sync_process is not None
+        self.sync_process.send_signal(signal.SIGKILL)
+
+    def acked(self) -> int:
+        with closing(sqlite3.connect(self.home / "memory.db")) as conn:
+            (count,) = conn.execute("SELECT count(*) FROM registry WHERE acked = 1").fetchone()
+        return int(count)
+
+    def expected(self) -> State:
+        """What the coordinator must hold: each live item's publication, else its tombstone."""
+        identity = load_identity(self.home)
+        with Store(self.home, author="tester") as store:
+            registry = Registry(store, identity, TEAM)
+            entries = registry.entries()
+            with store.db.read() as conn:
+                live = registry.live(conn)
+        state: State = {}
+        for entry in entries:
+            if entry.kind == "retraction" and entry.item_id not in live:
+                state[entry.item_id] = ("retraction", entry.version, entry.envelope)
+        for item_id, current in live.items():
+            state[item_id] = ("publication", current.publication.version, current.envelope)
+        return state
+
+    def unsent_now(self) -> SyncReport:
+        """Sync once more in-process: nothing may be left to send."""
+        identity = load_identity(self.home)
+        policy = load_policy(self.home)
+        assert policy.coordinator is not None
+        with (
+            Store(self.home, author="tester") as store,
+            Client(policy.coordinator, token=TOKEN) as c,
+        ):
+            return sync(Registry(store, identity, policy.team), policy, c)
+
+
+# Sendable batches in log order, per round: 11 live publications, then 2 retractions (the
+# 2 retracted items' publications are no longer live and never sent); 45 entries in all.
+TOTAL_ENTRIES = 45
+SKIPPED = 6
+
+
+def _coordinator_state(url: str) -> State:
+    """The coordinator's whole feed, read page by page over HTTP."""
+    state: State = {}
+    cursor = 0
+    with Client(url, token=TOKEN) as client:
+        while True:
+            page = client.post(
+                "/v1/changes", ChangesRequest(cursor=cursor, limit=7), ChangesResponse
+            )
+            for change in page.changes:
+                assert change.item_id not in state, f"{change.item_id} is in the feed twice"
+                state[change.item_id] = (change.kind, change.version, change.envelope)
+            cursor = page.next_cursor
+            if not page.more:
+                return state
+
+
+def _assert_converged(member: _Member, url: str, final: subprocess.CompletedProcess[str]) -> None:
+    assert final.returncode == 0, final.stderr
+    assert json.loads(final.stdout) == {
+        "sent": 26,
+        "accepted": 15,
+        "already_known": 11,
+        "stale": 0,
+        "skipped": 0,
+        "withheld": [],
+        "rejected": [],
+        "batches": 4,
+    }
+    expected = member.expected()
+    assert len(expected) == 39
+    assert sum(kind == "retraction" for kind, _, _ in expected.values()) == 6
+    assert _coordinator_state(url) == expected
+    assert member.acked() == TOTAL_ENTRIES
+    assert member.unsent_now() == SyncReport()
+    with Client(url, token=TOKEN) as client:
+        hits = client.post(
+            "/v1/search",
+            SearchRequest(query="invoice job export batch", project="billing", k=100),
+            SearchResponse,
+        ).hits
+    found = {open_envelope(hit.envelope).item_id for hit in hits}
+    assert found <= {item for item, (kind, _, _) in expected.items() if kind == "publication"}
+    assert found
+
+
+def _assert_interrupted(result: subprocess.CompletedProcess[str]) -> None:
+    """The killed coordinator is reported as unreachable, in one line, without a traceback."""
+    assert result.returncode == 4, result.stderr
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("mem: error: ")
+    assert "unreachable" in line
+
+
+def test_kill_9_of_the_coordinator_at_several_points_then_sync_again_converges(
+    tmp_path: Path,
+) -> None:
+    process = CoordinatorProcess(tmp_path / "coordinator-data", token=TOKEN)
+    proxy = _Proxy(process.url)
+    try:
+        process.start()
+        with running(proxy) as url:
+            member = _Member(tmp_path / "member", url)
+
+            # 1. Killed after the first batch was acknowledged and recorded, as batch 2 arrives.
+            proxy.on_arrival[2] = process.kill
+            _assert_interrupted(member.sync())
+            assert member.acked() == SKIPPED + 11
+            process.start()
+            assert len(_coordinator_state(process.url)) == 11
+
+            # 2. Killed after committing a batch, before its answer reached the member.
+            proxy.on_answer[4] = process.kill
+            _assert_interrupted(member.sync())
+            assert member.acked() == SKIPPED + 11 + 2
+            process.start()
+            state = _coordinator_state(process.url)
+            assert len(state) == 24
+            assert sum(kind == "retraction" for kind, _, _ in state.values()) == 2
+
+            _assert_converged(member, process.url, member.sync())
+    finally:
+        process.kill()
+
+
+def test_kill_9_of_the_syncing_client_then_sync_again_converges(tmp_path: Path) -> None:
+    coordinator = Coordinator(tmp_path / "coordinator-data")
+    try:
+        with running(coordinator_app(coordinator, token=TOKEN)) as upstream:
+            proxy = _Proxy(upstream)
+            with running(proxy) as url:
+                member = _Member(tmp_path / "member", url)
+
+                # 1. The client dies after batch 1 was acked, as batch 2 leaves it.
+                proxy.on_arrival[2] = member.kill_sync
+                killed = member.sync()
+                assert killed.returncode == -signal.SIGKILL
+                assert member.acked() == SKIPPED + 11
+                assert len(_feed(coordinator)) == 11
+
+                # 2. The client dies after the coordinator committed a batch, before the answer.
+                proxy.on_answer[4] = member.kill_sync
+                killed = member.sync()
+                assert killed.returncode == -signal.SIGKILL
+                assert member.acked() == SKIPPED + 11 + 2
+                assert len(_feed(coordinator)) == 24
+
+                _assert_converged(member, upstream, member.sync())
+    finally:
+        coordinator.close()
