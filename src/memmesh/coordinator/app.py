@@ -23,6 +23,7 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
             path="/healthz",
             handler=lambda: p.Health(),
             response=p.Health,
+            inline=True,
             summary="Liveness; the only route without a token.",
         ),
         Endpoint(

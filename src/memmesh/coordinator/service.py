@@ -117,7 +117,7 @@ class Coordinator:
             return _rejected(body.item_id, body.version, refusal)
         vector = None
         if item.vector is not None and body.embedder == self.store.embedder.fingerprint:
-            vector = np.asarray(item.vector, dtype=np.float32)
+            vector = np.asarray(item.vector, dtype=np.float64)
         try:
             # The envelope and the searchable copy commit together, or not at all.
             with self.store.writing() as conn:
@@ -194,7 +194,7 @@ class Coordinator:
         lexical_only = request.embedder != self.store.embedder.fingerprint or request.vector is None
         vector = None
         if not lexical_only and request.vector is not None:
-            vector = np.asarray(request.vector, dtype=np.float32)
+            vector = np.asarray(request.vector, dtype=np.float64)
             lexical_only = vector.shape != (self.store.embedder.dim,)
         wanted = request.k * 3 if request.authors else request.k
         answer = recall(

@@ -1,7 +1,7 @@
 """The embedder protocol every vector source implements."""
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +46,7 @@ class Embedder(Protocol):
         """Embed one search query as a ``(dim,)`` vector comparable with :meth:`embed` rows."""
 
 
-def unit_vector(vector: Vectors, dim: int) -> Vectors | None:
+def unit_vector(vector: npt.NDArray[np.floating[Any]], dim: int) -> Vectors | None:
     """``vector`` scaled to unit length, or ``None`` if it cannot be (wrong size, zero, or not
     finite). Vectors from the network go through this before any cosine is taken."""
     if vector.shape != (dim,):
@@ -54,6 +54,10 @@ def unit_vector(vector: Vectors, dim: int) -> Vectors | None:
     wide = vector.astype(np.float64)
     if not np.all(np.isfinite(wide)):
         return None
+    largest = float(np.max(np.abs(wide))) if wide.size else 0.0
+    if largest == 0.0:
+        return None
+    wide = wide / largest  # now the norm cannot overflow, however large the values were
     norm = float(np.linalg.norm(wide))
     if not np.isfinite(norm) or norm == 0.0:
         return None

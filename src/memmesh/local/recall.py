@@ -17,12 +17,14 @@ import json
 import sqlite3
 import time
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from memmesh import text as _text
-from memmesh.embed import Vectors, unit_vector
+from memmesh.embed import unit_vector
 from memmesh.local import journal, outcomes
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import GLOBAL, MAX_TEXT_BYTES, Item, check_name
@@ -87,7 +89,7 @@ def recall(
     project: str = GLOBAL,
     mode: Mode = "hybrid",
     record: bool = True,
-    query_vector: Vectors | None = None,
+    query_vector: npt.NDArray[np.floating[Any]] | None = None,
     restrict: Collection[str] | None = None,
 ) -> Recall:
     """The ``k`` most relevant active items for ``query`` in ``project`` plus global.
@@ -135,7 +137,7 @@ def _ranked(
     projects: list[str],
     k: int,
     mode: Mode,
-    query_vector: Vectors | None,
+    query_vector: npt.NDArray[np.floating[Any]] | None,
     restrict: Collection[str] | None,
 ) -> list[Hit]:
     pool = max(_POOL, 4 * k)

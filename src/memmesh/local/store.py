@@ -176,7 +176,7 @@ class Store:
         tags: tuple[str, ...],
         author: str,
         created_at: float,
-        vector: np.ndarray[Any, np.dtype[np.float32]] | None,
+        vector: np.ndarray[Any, np.dtype[np.floating[Any]]] | None,
         conn: sqlite3.Connection | None = None,
     ) -> None:
         """Insert or replace a copy of someone's item under its own id, without the novelty gate.
@@ -189,14 +189,14 @@ class Store:
         clean = check_text(text)
         kind, project, tags = check_kind(kind), check_name(project, "project"), check_tags(tags)
         # A vector from elsewhere is only a hint: scaled to unit length, or recomputed.
-        vector = None if vector is None else unit_vector(vector, self.embedder.dim)
-        if vector is None:
-            vector = self.embedder.embed([clean])[0]
+        unit = None if vector is None else unit_vector(vector, self.embedder.dim)
+        if unit is None:
+            unit = self.embedder.embed([clean])[0]
         now = self.clock()
         with self._transaction(conn) as writer:
             writer.execute("DELETE FROM items WHERE id = ?", (item_id,))
             self._insert(
-                writer, item_id, clean, kind, project, tags, vector, content_hash(clean),
+                writer, item_id, clean, kind, project, tags, unit, content_hash(clean),
                 created_at, author=author,
             )  # fmt: skip
             journal.log(writer, now, "put", item_id)

@@ -48,6 +48,9 @@ class Endpoint:
     request: type | None = None
     limit: BodyLimit = field(default_factory=BodyLimit)
     summary: str = ""
+    # Trivial handlers (health, presence) run on the event loop, so that they answer even
+    # while every worker is busy.
+    inline: bool = False
 
     @property
     def method(self) -> str:
@@ -64,13 +67,26 @@ def _json_response(status: int, body: bytes) -> Response:
 
 
 def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter) -> Route:
+    async def call(*args: Any) -> Any:
+        if endpoint.inline:
+            return endpoint.handler(*args)
+        return await anyio.to_thread.run_sync(endpoint.handler, *args, limiter=limiter)
+
     async def run(request: Request) -> Response:
         if endpoint.request is None:
-            result = await anyio.to_thread.run_sync(endpoint.handler, limiter=limiter)
+            args: tuple[Any, ...] = ()
         else:
             body = await read_body(request, endpoint.limit)
-            parsed: Any = decode_request(body, endpoint.request)
-            result = await anyio.to_thread.run_sync(endpoint.handler, parsed, limiter=limiter)
+            args = (decode_request(body, endpoint.request),)
+        try:
+            result = await call(*args)
+        except MemmeshError:
+            raise
+        except Exception:
+            # Answer here, not in Starlette's error middleware, which would re-raise and make
+            # uvicorn drop a healthy keep-alive connection.
+            _log.exception("unhandled error in %s", endpoint.path)
+            return _json_response(500, error_body("internal", "internal error"))
         return _json_response(200, encode(result))
 
     return Route(endpoint.path, run, methods=[endpoint.method], name=endpoint.path)
@@ -135,7 +151,11 @@ class _Armour:
 
 async def _memmesh_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, MemmeshError)
-    return _json_response(exc.status, error_body(getattr(exc, "code", "error"), exc.message))
+    response = _json_response(exc.status, error_body(getattr(exc, "code", "error"), exc.message))
+    if exc.status in (408, 413):
+        # The rest of the body was never read: this connection cannot carry another request.
+        response.headers["connection"] = "close"
+    return response
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -47,6 +47,8 @@ def decode_request(body: bytes, kind: type[T]) -> T:
         raise BadRequest(f"the body is not JSON: {exc.msg} (line {exc.lineno})") from None
     except RecursionError:
         raise BadRequest(f"the body nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # e.g. an integer longer than Python converts (4,300 digits)
+        raise BadRequest(f"the body has a value out of range: {str(exc)[:120]}") from None
     if _depth(tree) > MAX_DEPTH:
         raise BadRequest(f"the body nests deeper than {MAX_DEPTH} levels")
     try:

@@ -21,6 +21,7 @@ def peer_endpoints(peer: Peer) -> list[Endpoint]:
             path="/healthz",
             handler=lambda: Health(),
             response=Health,
+            inline=True,
             summary="Liveness (no token).",
         ),
         Endpoint(

@@ -78,7 +78,7 @@ class Peer:
         lexical_only = request.embedder != fingerprint or request.vector is None
         vector = None
         if not lexical_only and request.vector is not None:
-            vector = np.asarray(request.vector, dtype=np.float32)
+            vector = np.asarray(request.vector, dtype=np.float64)
             lexical_only = vector.shape != (self.store.embedder.dim,)
         hits: list[SearchHit] = []
         if mine:

@@ -140,9 +140,11 @@ _COMMON_PAIRS = frozenset(
     gi da yo cr cl du ga qu ue ff ba ey ls va um pp ua up lu go ht ru ug ds lt pi rc rr eg au ck
     ew mu br bi pt ak pu ui rg ib tl ny ki rk ys ob mm fu ph og ms ye ud mb ip ub oi rl gu dr""".split()
 )
-# Code that reads a value rather than spelling it: calls, indexing, dotted attributes.
-_CODE_REFERENCE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[].*|[A-Za-z_]+(?:\.[A-Za-z_]+)+[)\]]*")
-_IDENTIFIER = re.compile(r"[A-Za-z_]+[)\]]*")
+# Code that reads a value rather than spelling it: calls, indexing, expressions, f-string
+# fields, dotted attributes (``settings.DB_PASSWORD``, ``ed25519.Ed25519PrivateKey``).
+_EXPRESSION = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[].*|[(\[{|\\].*")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_IDENTIFIER = re.compile(r"[A-Za-z_]+")
 # YAML tags and aliases (``!vault``, ``*db_password``), file paths (``pwd: /srv/app``).
 _YAML_TAG = re.compile(r"[!*][A-Za-z_][A-Za-z0-9_]*")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@~+-]+(?:/[\w.@~+-]*)*")
@@ -206,11 +208,29 @@ def _is_type_name(value: str) -> bool:
     return all(len(word) >= 2 or word.isdigit() for word in _NAME_WORD.findall(value))
 
 
+def _is_code(value: str) -> bool:
+    """An expression or a dotted name, whose parts are short, words or digit-free."""
+    if _EXPRESSION.fullmatch(value):
+        return True
+    return bool(_DOTTED.fullmatch(value)) and all(
+        len(part) <= 8
+        or not any(c.isdigit() for c in part)
+        or _looks_like_words(part)
+        or _is_type_name(part)
+        for part in value.split(".")
+    )
+
+
+def _is_reference(value: str) -> bool:
+    """A URL or an ARN: where a secret is kept, not the secret."""
+    return "://" in value or value.startswith("arn:")
+
+
 def _random_looking(value: str) -> bool:
-    """A token-like value: long, mixed, high entropy, not words, not a placeholder or URL."""
+    """A token-like value: long, mixed, high entropy, not words, code, a placeholder or URL."""
     if not 16 <= len(value) <= 1024 or any(c.isspace() for c in value):
         return False
-    if _is_placeholder(value) or "://" in value:
+    if _is_placeholder(value) or _is_reference(value) or _is_code(value):
         return False
     return (
         sum(c.isalnum() for c in value) >= 12
@@ -235,9 +255,14 @@ def _password_value(value: str, *, literal: bool) -> bool:
     """
     if not value or any(c.isspace() for c in value) or _is_placeholder(value):
         return False
-    if value.lower() in _NOT_PASSWORDS or _YAML_TAG.fullmatch(value) or _PATH.fullmatch(value):
+    lower = value.lower()
+    # Documentation values and enum members spell the word out: ``mynewpassword``,
+    # ``FORCE_CHANGE_PASSWORD``, ``no-password-required``.
+    if lower in _NOT_PASSWORDS or "password" in lower or "passwd" in lower:
         return False
-    if _CODE_REFERENCE.fullmatch(value) or (not literal and _IDENTIFIER.fullmatch(value)):
+    if _YAML_TAG.fullmatch(value) or _PATH.fullmatch(value) or _is_reference(value):
+        return False
+    if _is_code(value) or (not literal and _IDENTIFIER.fullmatch(value)):
         return False
     if len(value) < 6:
         return False
@@ -287,8 +312,12 @@ _DESCRIBING = frozenset(
         "age",
         "algorithm",
         "arn",
+        "at",
         "backend",
+        "callback",
+        "class",
         "count",
+        "date",
         "dir",
         "duration",
         "enabled",
@@ -297,12 +326,15 @@ _DESCRIBING = frozenset(
         "expiration",
         "expires",
         "expiry",
+        "factory",
         "field",
         "file",
         "format",
+        "handler",
         "hash",
         "header",
         "id",
+        "index",
         "interval",
         "kind",
         "label",
@@ -317,12 +349,15 @@ _DESCRIBING = frozenset(
         "mode",
         "mount",
         "name",
+        "offset",
         "param",
         "path",
+        "pattern",
         "policy",
         "prefix",
         "provider",
         "ref",
+        "regex",
         "region",
         "required",
         "rotation",
@@ -330,14 +365,49 @@ _DESCRIBING = frozenset(
         "scopes",
         "size",
         "source",
+        "state",
+        "status",
         "store",
+        "time",
+        "timeout",
+        "timestamp",
         "ttl",
         "type",
         "uri",
         "url",
         "usage",
+        "validator",
         "var",
         "version",
+    }
+)
+
+
+# Tokens that page, deduplicate or verify, and are not credentials: ``NextToken``,
+# ``ClientToken`` (AWS idempotency), ``publicKeyToken``, ``--starting-token``.
+_NOT_SECRET_TOKENS = frozenset(
+    {
+        "cancel",
+        "cancellation",
+        "change",
+        "client",
+        "continuation",
+        "csrf",
+        "cursor",
+        "idempotency",
+        "key",
+        "marker",
+        "next",
+        "page",
+        "pagination",
+        "request",
+        "resume",
+        "start",
+        "starting",
+        "sync",
+        "update",
+        "verification",
+        "xsrf",
     }
 )
 
@@ -361,8 +431,11 @@ def _is_secret_name(name: str) -> bool:
     words = _name_words(name)
     if not words or words[-1] in _DESCRIBING:
         return False
-    if any(w in _SECRET_WORDS or w.endswith(_SECRET_ENDINGS) for w in words):
-        return True
+    for i, word in enumerate(words):
+        if word in _SECRET_WORDS or word.endswith(_SECRET_ENDINGS):
+            if word.endswith("token") and i > 0 and words[i - 1] in _NOT_SECRET_TOKENS:
+                continue
+            return True
     if words[-1] == "auth":
         return True
     return words[-1] == "key" and (
@@ -393,7 +466,7 @@ def _quoted(match: re.Match[str]) -> bool:
 def _unquoted_value(match: re.Match[str]) -> str:
     """The value, without the sentence punctuation an unquoted value may have picked up."""
     value = _value(match)
-    return value if _quoted(match) else value.rstrip(".,:)")
+    return value if _quoted(match) else value.rstrip(".,:;)]}")
 
 
 def _body(check: Callable[[str], bool]) -> Callable[[re.Match[str]], bool]:
@@ -406,8 +479,13 @@ def _password_assignment(match: re.Match[str]) -> bool:
         return False
     # ``password=pw`` in code names a variable; in ``.env`` (upper-case names), YAML or JSON
     # (``:``) and XML the value is spelled out.
-    literal = _quoted(match) or match["op"] != "=" or name.isupper() or match["n_x"] is not None
-    return _password_value(_unquoted_value(match), literal=literal)
+    quoted = _quoted(match)
+    value = _unquoted_value(match)
+    # ``password: SecretStr`` is a type annotation.
+    if not quoted and match["op"] == ":" and value.isalpha() and _is_type_name(value):
+        return False
+    literal = quoted or match["op"] != "=" or name.isupper() or match["n_x"] is not None
+    return _password_value(value, literal=literal)
 
 
 def _secret_assignment(match: re.Match[str]) -> bool:
@@ -418,7 +496,7 @@ def _secret_assignment(match: re.Match[str]) -> bool:
 def _cli_flag(match: re.Match[str]) -> bool:
     value = _unquoted_value(match)
     if match["kind"] is not None:  # --token, --api-key, --secret ...
-        return _random_looking(value)
+        return _is_secret_name(match["kind"]) and _random_looking(value)
     return _password_value(value, literal=True)
 
 

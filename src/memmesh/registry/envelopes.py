@@ -121,4 +121,6 @@ def open_envelope(envelope: Envelope) -> Body:
         raise BadSignature("the content hash does not match the text")
     if body.version < 1 or body.seq < 1:
         raise BadSignature("version and sequence numbers start at 1")
+    if not isinstance(body, Presence) and not 1 <= len(body.item_id) <= 64:
+        raise BadSignature("the item id must be 1 to 64 characters")
     return body
