@@ -31,7 +31,7 @@ from memmesh.net.client import Client
 from memmesh.net.server import free_port
 from memmesh.net.wire import encode
 from memmesh.peer.app import peer_app
-from memmesh.peer.protocol import PeerPresence
+from memmesh.peer.protocol import ConfirmResponse, PeerPresence
 from memmesh.peer.service import Peer
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry import Envelope, Identity, Registry, create_identity, publish, retract
@@ -291,8 +291,10 @@ class FakeSource:
     """A tiny stand-in for a peer or a coordinator: canned answers, every request recorded.
 
     * ``presence`` - the body of ``GET /v1/presence`` (set it once the URL is known).
+    * ``presences`` - what ``GET /v1/presence/list`` lists.
     * ``hits`` - what ``POST /v1/recall`` and ``POST /v1/search`` answer.
     * ``stall`` - recall and search hold their answer until :meth:`release` (at most 20 s).
+    * ``POST /v1/confirm`` confirms nothing.
     """
 
     def __init__(self) -> None:
@@ -332,6 +334,10 @@ class FakeSource:
                 await anyio.sleep(0.05)
             return Response(encode(self.hits), media_type="application/json")
 
+        async def confirm(request: Request) -> Response:
+            self._record(request)
+            return Response(encode(ConfirmResponse(items=[])), media_type="application/json")
+
         async def health(request: Request) -> Response:
             return Response(b'{"status":"ok"}', media_type="application/json")
 
@@ -342,7 +348,7 @@ class FakeSource:
                 Route("/v1/presence/list", listing),
                 Route("/v1/recall", search, methods=["POST"]),
                 Route("/v1/search", search, methods=["POST"]),
-                Route("/v1/confirm", search, methods=["POST"]),
+                Route("/v1/confirm", confirm, methods=["POST"]),
             ]
         )
 

@@ -7,6 +7,7 @@ one. The peer is the authority over cached copies: :meth:`Peer.confirm` tells a 
 its owner's items are still published.
 """
 
+import hashlib
 import threading
 import time
 from pathlib import Path
@@ -40,7 +41,7 @@ class Peer:
         self.identity = identity
         self.url = url
         self._lock = threading.Lock()
-        self._cache_key: tuple[str | None, float] | None = None
+        self._cache_key: tuple[str, str] | None = None
         self._cache: tuple[Policy, dict[str, Live]] | None = None
 
     def shareable(self) -> tuple[Policy, dict[str, Live]]:
@@ -50,10 +51,11 @@ class Peer:
             row = conn.execute("SELECT value FROM meta WHERE key = 'registry_head'").fetchone()
             (items_rev,) = conn.execute("SELECT coalesce(max(rev), 0) FROM items").fetchone()
         try:
-            mtime = path.stat().st_mtime_ns
+            # The file's bytes, not its mtime: an edit within a timestamp tick must count.
+            policy_digest = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
-            mtime = -1
-        key = (f"{row[0] if row else None}:{items_rev}", float(mtime))
+            policy_digest = ""
+        key = (f"{row[0] if row else None}:{items_rev}", policy_digest)
         with self._lock:
             if self._cache is not None and self._cache_key == key:
                 return self._cache

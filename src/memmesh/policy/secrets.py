@@ -142,7 +142,7 @@ _COMMON_PAIRS = frozenset(
 )
 # Code that reads a value rather than spelling it: calls, indexing, expressions, f-string
 # fields, dotted attributes (``settings.DB_PASSWORD``, ``ed25519.Ed25519PrivateKey``).
-_EXPRESSION = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[].*|[(\[{|\\].*")
+_EXPRESSION = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[].*|[()\[\]{}|\\].*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")
 # YAML tags and aliases (``!vault``, ``*db_password``), file paths (``pwd: /srv/app``).
@@ -203,7 +203,7 @@ def _looks_like_words(value: str) -> bool:
 
 def _is_type_name(value: str) -> bool:
     """A CamelCase name (``Ed25519PrivateKey``, ``HTTPBasicCredentials``): no one-letter words."""
-    if not value.isalnum() or not value[0].isalpha() or value.islower() or value.isupper():
+    if not value[:1].isalpha() or value.islower() or value.isupper():
         return False
     return all(len(word) >= 2 or word.isdigit() for word in _NAME_WORD.findall(value))
 
@@ -387,15 +387,18 @@ _DESCRIBING = frozenset(
 # ``ClientToken`` (AWS idempotency), ``publicKeyToken``, ``--starting-token``.
 _NOT_SECRET_TOKENS = frozenset(
     {
+        "action",
         "cancel",
         "cancellation",
         "change",
         "client",
         "continuation",
         "csrf",
+        "export",
         "cursor",
         "idempotency",
         "key",
+        "lock",
         "marker",
         "next",
         "page",
@@ -473,9 +476,15 @@ def _body(check: Callable[[str], bool]) -> Callable[[re.Match[str]], bool]:
     return lambda match: check(_value(match))
 
 
+def _in_colon_chain(match: re.Match[str]) -> bool:
+    """``a:b:c`` is an ARN, a resource type or a time, not ``name: value``."""
+    start = match.start()
+    return match["op"] == ":" and start > 0 and match.string[start - 1] == ":"
+
+
 def _password_assignment(match: re.Match[str]) -> bool:
     name = match["n"] or match["n_x"] or ""
-    if not _is_password_name(name):
+    if not _is_password_name(name) or _in_colon_chain(match):
         return False
     # ``password=pw`` in code names a variable; in ``.env`` (upper-case names), YAML or JSON
     # (``:``) and XML the value is spelled out.
@@ -490,7 +499,9 @@ def _password_assignment(match: re.Match[str]) -> bool:
 
 def _secret_assignment(match: re.Match[str]) -> bool:
     name = match["n"] or match["n_x"] or ""
-    return _is_secret_name(name) and _random_looking(_unquoted_value(match))
+    if not _is_secret_name(name) or _in_colon_chain(match):
+        return False
+    return _random_looking(_unquoted_value(match))
 
 
 def _cli_flag(match: re.Match[str]) -> bool:

@@ -57,6 +57,7 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_DEADLINE = 3.0
+DISCOVERY_SECONDS = 2.0
 _POOL = 3
 
 T = TypeVar("T")
@@ -193,15 +194,18 @@ class _Fanout:
         self.make = make
         self.token = os.environ.get(policy.token_env) or None
         self.fingerprint = store.embedder.fingerprint
+        self.roster = _roster(policy)
+        self.author = author
+        # A roster name is not what publications carry: filter by it here, on every hit.
+        by_roster = author is not None and author in self.roster.values()
         self.request = SearchRequest(
             query=query,
-            k=min(k * _POOL, 100),
+            k=100 if by_roster else min(k * _POOL, 100),
             project=project,
-            authors=[author] if author else [],
+            authors=[author] if author and not by_roster else [],
             vector=store.embedder.embed_query(query).tolist(),
             embedder=self.fingerprint,
         )
-        self.roster = _roster(policy)
         self.dropped: Counter[str] = Counter()
         self.warnings: list[str] = []
         self.reports: list[SourceReport] = []
@@ -252,7 +256,8 @@ class _Fanout:
             jobs[self._submit(presence)] = "presence"
         hints: dict[str, str] = dict.fromkeys(self.policy.peers, "team.yaml")
         if self.policy.discovery:
-            listen = partial(browse, self.interfaces, min(0.5, self.deadline / 3))
+            # Zeroconf answers take about a second on loopback: listen for up to half the time.
+            listen = partial(browse, self.interfaces, min(DISCOVERY_SECONDS, self.deadline / 2))
             jobs[self._submit(listen)] = "zeroconf"
         for future in self._finished(jobs):
             outcome = future.result()
@@ -285,6 +290,15 @@ class _Fanout:
             url, source = checks[future]
             outcome = future.result()
             if not isinstance(outcome.value, PeerPresence):
+                if source == "team.yaml":
+                    # A peer the member listed is a source that failed, not a silent absence.
+                    self.reports.append(
+                        SourceReport(
+                            name=url, kind="peer", url=url, status="failed",
+                            error=outcome.error or "no verifiable presence",
+                            latency_ms=round(outcome.latency_ms, 2), learned_from=source,
+                        )
+                    )  # fmt: skip
                 continue
             peer = _verified_presence(
                 outcome.value.envelope, self.policy, self.roster, self.dropped, source
@@ -389,6 +403,9 @@ class _Fanout:
         hits: list[TeamHit] = []
         for candidate in candidates.values():
             body = candidate.publication
+            shown = self.roster.get(body.author_key, body.author)
+            if self.author is not None and self.author not in (shown, body.author, body.key_id):
+                continue
             score = team_score(terms, body.text, body.tags, candidate.cosine, min_cosine)
             if score is None:
                 continue
@@ -397,7 +414,7 @@ class _Fanout:
                     id=body.item_id,
                     text=body.text,
                     score=score,
-                    author=self.roster.get(body.author_key, body.author),
+                    author=shown,
                     key_id=body.key_id,
                     source=candidate.source,
                     version=body.version,
@@ -563,7 +580,8 @@ def list_peers(
             problems.append(f"coordinator: {exc.message}")
     hints = dict.fromkeys(policy.peers, "team.yaml")
     if policy.discovery:
-        hints.update({h.url: "zeroconf" for h in browse(interfaces or ["127.0.0.1"], 1.0)})
+        heard = browse(interfaces or ["127.0.0.1"], DISCOVERY_SECONDS)
+        hints.update({h.url: "zeroconf" for h in heard})
     for hint, source in hints.items():
         try:
             with make(hint, None, timeout) as client:

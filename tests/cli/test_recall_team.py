@@ -1,0 +1,305 @@
+"""`mem team recall-team` end to end: the real command line against a real coordinator and
+real peer daemons (`mem team serve` processes) on 127.0.0.1, plus tiny fakes where a source
+must misbehave (too slow, tampered answers)."""
+
+import json
+import subprocess
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memmesh.coordinator import Coordinator, coordinator_app
+from memmesh.coordinator.protocol import PublishItem, PublishRequest, PublishResponse
+from memmesh.local.recall import recall
+from memmesh.local.store import Store
+from memmesh.net.client import Client
+from memmesh.net.server import free_port
+from memmesh.registry import Envelope, create_identity
+from memmesh.team.recall import recall_team
+from tests._servers import running
+from tests.cli._output import error_line, json_of
+from tests.conftest import MemRunner
+from tests.team._team import (
+    NOWHERE,
+    TEAM,
+    TOKEN,
+    FakeSource,
+    Member,
+    Team,
+    answer,
+    presence_for,
+    serving,
+    team_on_loopback,
+)
+
+LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
+LOCKS_QUERY = "which locks does the job scheduler use"
+REVIEW = "Decided to move the quarterly review of the job scheduler to Thursdays"
+PRIVATE_LOCKS = "Decided the job scheduler locks expire after thirty seconds"
+WEBHOOKS = "The billing service retries failed webhooks 5 times with exponential backoff"
+INVOICES = "The billing service sends invoices on the first day of every month"
+BILLING_QUERY = "what does the billing service do"
+GYP = "npm install fails with node-gyp error E1234 unless python3-dev is installed"
+
+
+@pytest.fixture(autouse=True)
+def token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Iterator[Team]:
+    """A coordinator on 127.0.0.1 and members using it; every daemon is stopped afterwards."""
+    with team_on_loopback(tmp_path) as members:
+        yield members
+
+
+def _recall_team(member: Member, query: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`mem --home H team recall-team QUERY ARGS --json`, run for real."""
+    return MemRunner(member.home, Path.cwd())("team", "recall-team", query, *args, "--json")
+
+
+def _ask(member: Member, query: str, *args: str) -> dict[str, Any]:
+    """The JSON answer of a recall-team that must succeed."""
+    data = json_of(_recall_team(member, query, *args))
+    assert data["query"] == query
+    return data
+
+
+def _hits(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(hit["id"], hit["author"], hit["source"]) for hit in data["hits"]]
+
+
+def _python_hits(member: Member, query: str) -> list[tuple[str, str, str]]:
+    """The same question through the Python API: a cheaper control than another process."""
+    with Store(member.home, author=member.name) as store:
+        result = recall_team(store, member.policy(), query, own_key=member.key_id, deadline=10)
+    return [(hit.id, hit.author, hit.source) for hit in result.hits]
+
+
+def _source(data: dict[str, Any], name: str) -> dict[str, Any]:
+    [source] = [s for s in data["sources"] if s["name"] == name]
+    assert isinstance(source, dict)
+    return source
+
+
+def _outcomes(data: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    return {s["name"]: (s["status"], s["hits"]) for s in data["sources"]}
+
+
+def test_answer_json_has_the_documented_shape(team: Team) -> None:
+    ada, bob = team.add("ada"), team.add("bob")
+    locks = ada.share(LOCKS, project="shop", tags=("postgres",))
+
+    data = _ask(bob, LOCKS_QUERY, "--project", "shop", "-k", "3")
+
+    assert set(data) == {"query", "hits", "abstained", "sources", "dropped", "warnings"}
+    assert data["abstained"] is False
+    assert (data["dropped"], data["warnings"]) == ({}, [])
+    [hit] = data["hits"]
+    assert {"id", "text", "score", "author", "source"} <= set(hit)
+    assert (hit["id"], hit["text"], hit["author"], hit["source"]) == (
+        locks, LOCKS, "ada", "coordinator"
+    )  # fmt: skip
+    assert (hit["kind"], hit["project"], hit["tags"], hit["version"]) == (
+        "decision", "shop", ["postgres"], 1
+    )  # fmt: skip
+    assert hit["key_id"] == ada.key_id
+    assert isinstance(hit["score"], float)
+    assert hit["score"] > 0
+    [source] = data["sources"]
+    assert {"name", "kind", "url", "status", "error", "hits"} <= set(source)
+    assert (source["name"], source["kind"], source["url"]) == (
+        "coordinator", "coordinator", team.coordinator
+    )  # fmt: skip
+    assert (source["status"], source["error"], source["hits"]) == ("ok", "", 1)
+
+
+def test_published_item_is_found_through_the_live_peer_then_the_coordinator(team: Team) -> None:
+    ada, bob = team.add("ada"), team.add("bob")
+    locks = ada.share(LOCKS)
+    # Just as relevant and eligible by the policy, but never published.
+    private = ada.remember(PRIVATE_LOCKS, kind="decision")
+    with Store(ada.home) as store:  # the control: ada's own recall finds both
+        assert {h.item.id for h in recall(store, LOCKS_QUERY, record=False).hits} == {
+            locks, private
+        }  # fmt: skip
+    [daemon] = team.serve(ada)
+    team.wait_for_presence(ada)
+
+    live = _ask(bob, LOCKS_QUERY, "-k", "10")
+    assert _hits(live) == [(locks, "ada", "peer ada")]
+    assert _outcomes(live) == {"coordinator": ("ok", 1), "ada": ("ok", 1)}
+    assert _source(live, "ada")["url"] == daemon.url
+    assert _source(live, "ada")["learned_from"] == "presence"
+
+    daemon.kill()  # a crash: its presence is still listed, but it answers no more
+    cached = _ask(bob, LOCKS_QUERY, "-k", "10")
+    assert _hits(cached) == [(locks, "ada", "coordinator")]
+    assert _source(cached, "ada")["status"] == "failed"
+    assert _source(cached, "ada")["error"]
+    for data in (live, cached):
+        assert private not in json.dumps(data)
+        assert PRIVATE_LOCKS not in json.dumps(data)
+
+
+def test_retracted_item_is_gone_from_every_answer_and_never_comes_back(team: Team) -> None:
+    ada, bob = team.add("ada"), team.add("bob")
+    gyp = ada.share(GYP, kind="gotcha")
+    publication = ada.envelope(gyp)
+    [daemon] = team.serve(ada)
+    team.wait_for_presence(ada)
+    assert _python_hits(bob, "node-gyp E1234") == [(gyp, "ada", "peer ada")]  # the control
+
+    # Retracted but not synced: the coordinator still holds a copy, and the live author's
+    # word (confirm) withdraws it.
+    ada.retract(gyp)
+    stale_copy = _ask(bob, "node-gyp E1234")
+    assert stale_copy["hits"] == []
+    assert stale_copy["abstained"] is True
+    assert _outcomes(stale_copy) == {"coordinator": ("ok", 1), "ada": ("ok", 0)}
+    assert stale_copy["dropped"] == {"withdrawn_by_author": 1}
+
+    # One sync: the tombstone reaches the coordinator; nobody serves the item any more.
+    assert ada.sync().accepted == 1
+    assert _python_hits(bob, "node-gyp E1234") == []
+
+    # A replay of the old, validly signed publication is stale against the tombstone.
+    assert team.coordinator is not None
+    with Client(team.coordinator, token=TOKEN) as client:
+        replay = client.post(
+            "/v1/publish",
+            PublishRequest(items=[PublishItem(envelope=publication)]),
+            PublishResponse,
+        )
+    assert [(r.item_id, r.status) for r in replay.results] == [(gyp, "stale")]
+
+    daemon.stop()  # without the author online, only the coordinator's word is left
+    offline = _ask(bob, "node-gyp E1234")
+    assert offline["hits"] == []
+    assert _source(offline, "coordinator")["status"] == "ok"
+    assert _source(offline, "coordinator")["hits"] == 0
+    assert "E1234" not in json.dumps(offline["hits"])
+
+
+def test_slow_peer_is_reported_and_the_answer_still_comes(tmp_path: Path, team: Team) -> None:
+    ada = team.add("ada")
+    locks = ada.share(LOCKS)
+    carol = create_identity(tmp_path / "carol")
+    slow = FakeSource()
+    slow.stall = True  # /v1/recall answers only when released, long after --timeout
+    with serving(slow) as url:
+        slow.set_presence(presence_for(carol, url, team=team.team, name="carol"))
+        bob = team.add("bob", peers=[url])
+        # The runner's own timeout (60 s) bounds this call; the command must return by itself.
+        data = _ask(bob, LOCKS_QUERY, "--timeout", "1")
+
+    assert _hits(data) == [(locks, "ada", "coordinator")]
+    carol_source = _source(data, "carol")
+    assert carol_source["status"] in ("timeout", "failed")
+    assert carol_source["error"]
+    assert carol_source["hits"] == 0
+    assert slow.authorized("/v1/recall") == [f"Bearer {TOKEN}"]  # asked, verified first
+
+
+def test_live_peers_answer_while_the_coordinator_is_down(tmp_path: Path) -> None:
+    coordinator = Coordinator(tmp_path / "coordinator", team=TEAM)
+    with ExitStack() as stack:
+        stack.callback(coordinator.close)
+        up = stack.enter_context(ExitStack())
+        team = Team(tmp_path, up.enter_context(running(coordinator_app(coordinator, token=TOKEN))))
+        stack.callback(team.close)
+        ada, carol = team.add("ada"), team.add("carol")
+        locks = ada.share(LOCKS)
+        review = carol.share(REVIEW)
+        ports = {"ada": free_port(), "carol": free_port()}
+        bob = team.add("bob", peers=[f"http://127.0.0.1:{port}" for port in ports.values()])
+        team.serve(ada, carol, ports=ports)
+        up.close()  # the coordinator goes down; the peers' heartbeats now fail
+        assert team.coordinator is not None
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{team.coordinator}/healthz", timeout=2)
+
+        data = _ask(bob, "the job scheduler")
+
+    assert sorted(_hits(data)) == sorted(
+        [(locks, "ada", "peer ada"), (review, "carol", "peer carol")]
+    )
+    assert _source(data, "coordinator")["status"] == "failed"
+    assert _source(data, "coordinator")["error"]
+    for name in ("ada", "carol"):
+        assert (_source(data, name)["status"], _source(data, name)["learned_from"]) == (
+            "ok", "team.yaml"
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ({"coordinator": NOWHERE, "peers": ["http://127.0.0.1:7"]}, "no team source answered"),
+        ({"coordinator": None, "peers": []}, "no team source is configured"),
+    ],
+    ids=["unreachable", "none-configured"],
+)
+def test_no_source_reachable_exits_4_with_one_line(
+    tmp_path: Path, policy: dict[str, Any], message: str
+) -> None:
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    bob.write_policy(**policy)
+
+    result = _recall_team(bob, LOCKS_QUERY, "--timeout", "1")
+
+    assert result.returncode == 4
+    line = error_line(result)
+    assert line.startswith(f"mem: error: {message}")
+    if policy["coordinator"]:
+        assert f"coordinator: {NOWHERE} is unreachable" in line
+
+
+def test_items_signed_outside_the_roster_are_dropped_and_counted(team: Team) -> None:
+    ada, bob, carol = team.add("ada"), team.add("bob"), team.add("carol")
+    webhooks = ada.share(WEBHOOKS, kind="gotcha")
+    invoices = bob.share(INVOICES)
+    # Without a roster, both items answer.
+    assert {hit[0] for hit in _python_hits(carol, BILLING_QUERY)} == {webhooks, invoices}
+
+    carol.write_policy(
+        members=[
+            {"name": "ada", "key": ada.identity.public_key_text},
+            {"name": "carol", "key": carol.identity.public_key_text},
+        ]
+    )
+    data = _ask(carol, BILLING_QUERY)
+
+    assert _hits(data) == [(webhooks, "ada", "coordinator")]
+    assert data["dropped"] == {"outside_roster": 1}
+    assert _source(data, "coordinator")["hits"] == 2
+
+
+def _tampered(envelope: Envelope, old: bytes, new: bytes) -> Envelope:
+    """The envelope with ``old`` replaced by ``new`` in its payload, the signature kept."""
+    assert old in envelope.payload
+    return Envelope(payload=envelope.payload.replace(old, new), signature=envelope.signature)
+
+
+def test_hit_with_a_bad_signature_is_dropped_and_counted(tmp_path: Path) -> None:
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    webhooks, invoices = ada.remember(WEBHOOKS), ada.remember(INVOICES)
+    ada.publish(webhooks, invoices)
+    fake = FakeSource()
+    fake.hits = answer(
+        ada.envelope(webhooks), _tampered(ada.envelope(invoices), b"first day", b"fifth day")
+    )
+    with serving(fake) as url:
+        bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
+        data = _ask(bob, BILLING_QUERY)
+
+    assert _hits(data) == [(webhooks, "ada", "coordinator")]
+    assert data["dropped"] == {"bad_signature": 1}
+    assert _outcomes(data) == {"coordinator": ("ok", 2)}
+    assert "fifth day" not in json.dumps(data)
+    assert fake.authorized("/v1/search") == [f"Bearer {TOKEN}"]

@@ -1,0 +1,169 @@
+"""Zeroconf discovery on loopback: what is heard is a hint, verified before the token is sent.
+
+Advertisers and browsers are real zeroconf instances bound to 127.0.0.1. This module's team
+has a name of its own, so that other advertisers on this machine cannot pass for its members.
+Two are announced for the whole module (announcing and withdrawing take seconds): ada's real
+peer, and a fake "carol" whose presence each test chooses.
+"""
+
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import memmesh.team.recall as recall_module
+from memmesh.local.store import Store
+from memmesh.net.errors import Unreachable
+from memmesh.net.server import free_port
+from memmesh.peer.discovery import Advertiser, Hint, browse
+from memmesh.registry import Identity, create_identity
+from memmesh.team.recall import TeamAnswer, recall_team
+from tests.team._team import (
+    NOWHERE,
+    TOKEN,
+    FakeSource,
+    Member,
+    peer_in_thread,
+    presence_for,
+    serving,
+    team_on_loopback,
+)
+
+LOOPBACK = ["127.0.0.1"]
+LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
+QUERY = "which locks does the job scheduler use"
+# The first browse answer on loopback arrives after about 1.2 s (zeroconf's second query);
+# a busy machine needs some slack on top.
+PATIENCE = 2.0
+
+
+@dataclass
+class Lan:
+    team: str
+    ada: Member
+    ada_item: str
+    ada_url: str
+    carol: Identity
+    fake: FakeSource
+    fake_url: str
+
+
+@contextmanager
+def _advertised(name: str, key_id: str, url: str) -> Iterator[None]:
+    port = int(url.rsplit(":", 1)[1])
+    advertiser = Advertiser(interfaces=LOOPBACK, name=name, key_id=key_id, port=port).start()
+    try:
+        yield
+    finally:
+        advertiser.stop()
+
+
+@pytest.fixture(scope="module")
+def lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
+    root = tmp_path_factory.mktemp("lan")
+    team = f"zc-{uuid.uuid4().hex[:10]}"
+    # A coordinator must be named for anything to be shareable; ada's peer never calls it.
+    ada = Member("ada", root / "ada", team=team, coordinator=NOWHERE)
+    item = ada.remember(LOCKS, kind="decision")
+    ada.publish(item)
+    fake = FakeSource()
+    with ExitStack() as stack:
+        ada_url = stack.enter_context(peer_in_thread(ada))
+        fake_url = stack.enter_context(serving(fake))
+        carol = create_identity(root / "carol")
+        stack.enter_context(_advertised("ada", ada.key_id, ada_url))
+        stack.enter_context(_advertised("carol", carol.key_id, fake_url))
+        yield Lan(
+            team=team, ada=ada, ada_item=item, ada_url=ada_url, carol=carol, fake=fake,
+            fake_url=fake_url,
+        )  # fmt: skip
+
+
+@pytest.fixture
+def patient_browse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """recall-team listens on zeroconf long enough to hear a loopback answer (see the xfail)."""
+    monkeypatch.setattr(
+        recall_module, "browse", lambda interfaces, seconds: browse(interfaces, PATIENCE)
+    )
+
+
+@pytest.fixture(autouse=True)
+def token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+
+
+def _ask(member: Member) -> TeamAnswer:
+    with Store(member.home, author=member.name) as store:
+        return recall_team(
+            store, member.policy(), QUERY, own_key=member.key_id, interfaces=LOOPBACK, deadline=5
+        )
+
+
+def _zeroconf_only(tmp_path: Path, lan: Lan) -> Member:
+    """Bob knows no coordinator and no peer address: only zeroconf can lead him to ada."""
+    bob = Member("bob", tmp_path / "bob", team=lan.team, coordinator=None)
+    bob.write_policy(discovery=True, peers=[])
+    return bob
+
+
+def test_advertiser_is_found_by_browse_with_its_key_id(lan: Lan) -> None:
+    heard: list[Hint] = []
+    for _ in range(3):  # multicast may lose an answer; what is heard must still be exact
+        heard += browse(LOOPBACK, PATIENCE)
+        if {lan.ada_url, lan.fake_url} <= {h.url for h in heard}:
+            break
+
+    assert Hint(url=lan.ada_url, key_id=lan.ada.key_id, name="ada") in heard
+    assert Hint(url=lan.fake_url, key_id=lan.carol.key_id, name="carol") in heard
+
+
+@pytest.mark.usefixtures("patient_browse")
+def test_recall_team_asks_a_peer_heard_only_on_zeroconf(tmp_path: Path, lan: Lan) -> None:
+    answer = _ask(_zeroconf_only(tmp_path, lan))
+
+    assert [(h.id, h.author, h.source) for h in answer.hits] == [(lan.ada_item, "ada", "peer ada")]
+    [source] = [s for s in answer.sources if s.url == lan.ada_url]
+    assert (source.kind, source.status, source.learned_from) == ("peer", "ok", "zeroconf")
+    assert source.hits == 1
+
+
+def test_recall_team_hears_a_zeroconf_peer_within_its_own_listening_window(
+    tmp_path: Path, lan: Lan
+) -> None:
+    answer = _ask(_zeroconf_only(tmp_path, lan))
+
+    assert [h.id for h in answer.hits] == [lan.ada_item]
+
+
+@pytest.mark.usefixtures("patient_browse")
+@pytest.mark.parametrize("presence", ["valid", "for_another_url"])
+def test_token_goes_to_a_zeroconf_peer_only_after_its_presence_verifies(
+    tmp_path: Path, lan: Lan, presence: str
+) -> None:
+    fake = lan.fake
+    if presence == "valid":
+        fake.set_presence(presence_for(lan.carol, lan.fake_url, team=lan.team, name="carol"))
+    else:
+        # Carol's real signature, but for an address other than where it was heard.
+        elsewhere = f"http://127.0.0.1:{free_port()}"
+        fake.set_presence(presence_for(lan.carol, elsewhere, team=lan.team, name="carol"))
+    fake.requests.clear()
+    with team_on_loopback(tmp_path, team=lan.team) as members:
+        answer = _ask(members.add("bob", discovery=True))
+
+    # The presence was fetched, and never with the token.
+    assert fake.authorized("/v1/presence")
+    assert set(fake.authorized("/v1/presence")) == {None}
+    assert [s.status for s in answer.sources if s.kind == "coordinator"] == ["ok"]
+    if presence == "valid":
+        assert fake.authorized("/v1/recall") == [f"Bearer {TOKEN}"]
+        [source] = [s for s in answer.sources if s.url == lan.fake_url]
+        assert (source.name, source.status, source.learned_from) == ("carol", "ok", "zeroconf")
+        return
+    assert fake.authorized("/v1/recall") == []
+    assert fake.authorized("/v1/confirm") == []
+    assert all(s.url != lan.fake_url for s in answer.sources)
+    assert answer.dropped.get("presence_url_mismatch", 0) >= 1
