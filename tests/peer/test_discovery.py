@@ -16,7 +16,6 @@ import pytest
 
 import memmesh.team.recall as recall_module
 from memmesh.local.store import Store
-from memmesh.net.errors import Unreachable
 from memmesh.net.server import free_port
 from memmesh.peer.discovery import Advertiser, Hint, browse
 from memmesh.registry import Identity, create_identity
