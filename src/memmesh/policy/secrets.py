@@ -12,6 +12,7 @@ bounded, and runs followed by a character outside their class are possessive.
 
 import base64
 import binascii
+import itertools
 import math
 import re
 from collections import Counter
@@ -138,7 +139,8 @@ _COMMON_PAIRS = frozenset(
     ts mo ow pa im mi ai sh ir su id os iv ia am fi ci vi pl ig tu ev ld ry mp fe bl ab gh ty op
     wo sa ay ex ke fr oo av ag if ap gr od bo sp rd do uc bu ei ov by rm ep tt oc fa ef cu rn sc
     gi da yo cr cl du ga qu ue ff ba ey ls va um pp ua up lu go ht ru ug ds lt pi rc rr eg au ck
-    ew mu br bi pt ak pu ui rg ib tl ny ki rk ys ob mm fu ph og ms ye ud mb ip ub oi rl gu dr""".split()
+    ew mu br bi pt ak pu ui rg ib tl ny ki rk ys ob mm fu ph og ms ye ud mb ip ub oi rl gu dr
+    """.split()
 )
 # Code that reads a value rather than spelling it: calls, indexing, expressions, f-string
 # fields, dotted attributes (``settings.DB_PASSWORD``, ``ed25519.Ed25519PrivateKey``).
@@ -185,7 +187,7 @@ def _word_score(value: str) -> float:
 def _case_changes(value: str) -> float:
     """How often consecutive letters and digits switch between lower, upper and digit."""
     chars = [0 if c.islower() else 1 if c.isupper() else 2 for c in value if c.isalnum()]
-    return sum(a != b for a, b in zip(chars, chars[1:], strict=False)) / max(len(chars) - 1, 1)
+    return sum(a != b for a, b in itertools.pairwise(chars)) / max(len(chars) - 1, 1)
 
 
 def _looks_like_words(value: str) -> bool:
@@ -388,21 +390,26 @@ _DESCRIBING = frozenset(
 _NOT_SECRET_TOKENS = frozenset(
     {
         "action",
+        "backward",
         "cancel",
         "cancellation",
         "change",
         "client",
         "continuation",
         "csrf",
-        "export",
         "cursor",
+        "export",
+        "forward",
         "idempotency",
+        "import",
         "key",
         "lock",
         "marker",
         "next",
         "page",
         "pagination",
+        "prev",
+        "previous",
         "request",
         "resume",
         "start",
@@ -577,7 +584,8 @@ DETECTORS: tuple[_Detector, ...] = (
     ),
     _d(
         "azure-connection-string",
-        r"(?i:AccountKey|SharedAccessKey)[ \t]{0,8}+=[ \t]{0,8}+(?P<v>[A-Za-z0-9+/]{20,512}+={0,2})",
+        r"(?i:AccountKey|SharedAccessKey)[ \t]{0,8}+=[ \t]{0,8}+"
+        r"(?P<v>[A-Za-z0-9+/]{20,512}+={0,2})",
         _body(_token_body),
     ),
     _d(
@@ -672,6 +680,11 @@ DETECTORS: tuple[_Detector, ...] = (
 )
 
 
+_GENERIC = frozenset(
+    {"authorization-header", "cli-password-flag", "password-assignment", "secret-assignment"}
+)
+
+
 def _end(match: re.Match[str]) -> int:
     """Where the finding ends: the match, or its value if the value was only looked ahead at."""
     ends = [match.end(key) for key, group in match.groupdict().items() if group is not None]
@@ -687,5 +700,14 @@ def find_secrets(text: str) -> list[Finding]:
                 findings.append(
                     Finding(detector=detector.name, start=match.start(), end=_end(match))
                 )
+    # ``GITHUB_TOKEN=ghp_…`` is a GitHub token: a provider's detector names it better than the
+    # generic one that saw a secret-looking assignment around it.
+    specific = [f for f in findings if f.detector not in _GENERIC]
+    findings = [
+        f
+        for f in findings
+        if f.detector not in _GENERIC
+        or not any(s.start < f.end and f.start < s.end for s in specific)
+    ]
     findings.sort(key=lambda f: (f.start, f.detector))
     return findings
