@@ -17,6 +17,7 @@
 
 import concurrent.futures
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -213,6 +214,8 @@ class _Fanout:
         self.peers: dict[str, _Peer] = {}
         self.peer_reports: dict[str, SourceReport] = {}
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=16)
+        self.clients: dict[tuple[str, bool], Client] = {}
+        self.clients_lock = threading.Lock()
 
     def run(self) -> TeamAnswer:
         try:
@@ -228,8 +231,12 @@ class _Fanout:
             candidates = self._merge_answers()
             self._defer_to_live_authors(candidates)
         finally:
-            # Abandon whatever is still running after the deadline; never wait for it.
+            # Abandon whatever is still running after the deadline; never wait for it. Its
+            # client is closed under it, which ends it promptly.
             self.pool.shutdown(wait=False, cancel_futures=True)
+            with self.clients_lock:
+                for client in self.clients.values():
+                    client.close()
         hits = self._rank(candidates)
         return TeamAnswer(
             query=self.query,
@@ -440,13 +447,21 @@ class _Fanout:
         done, _ = concurrent.futures.wait(list(jobs), timeout=remaining)
         return list(done)
 
+    def _client(self, url: str, with_token: bool) -> Client:
+        """One client (and its connections) per source and token use, for the whole run."""
+        key = (url, with_token)
+        with self.clients_lock:
+            client = self.clients.get(key)
+            if client is None:
+                token = self.token if with_token else None
+                client = self.clients[key] = self.make(url, token, self.timeout)
+            return client
+
     def _post(self, url: str, path: str, body: object, kind: type[T]) -> T:
-        with self.make(url, self.token, self.timeout) as client:
-            return client.post(path, body, kind)
+        return self._client(url, True).post(path, body, kind)
 
     def _get(self, url: str, path: str, kind: type[T], with_token: bool) -> T:
-        with self.make(url, self.token if with_token else None, self.timeout) as client:
-            return client.get(path, kind)
+        return self._client(url, with_token).get(path, kind)
 
 
 class _Outcome(msgspec.Struct, kw_only=True):
