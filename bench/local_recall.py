@@ -18,7 +18,10 @@ open of the store, are timed as well.
 Quality: every conversation of the LoCoMo dev split (read from ``shared/eval`` beside the
 repository, never copied into it) becomes its own store, one item per turn; each question is
 recalled with k=10 in lexical, vector and hybrid mode, and is answered at k when an item of
-one of its evidence turns is among the first k hits. An abstention counts as a miss.
+one of its evidence turns is among the first k hits. An abstention counts as a miss. The
+stores are built twice: by remember() per turn (the real path, whose novelty gate may fold a
+turn into an earlier turn's item) and with one item per turn by direct SQL, so that retrieval
+quality can be told apart from what the gate merged.
 """
 
 import argparse
@@ -160,6 +163,7 @@ PREFERENCES = (
     "descriptive commit messages",
 )  # fmt: skip
 PROTOCOLS = ("gRPC", "HTTP/2", "AMQP", "Kafka", "plain TCP", "WebSockets")
+TICKET_PREFIXES = ("PLAT", "BILL", "OPS", "SEC", "WEB", "DATA")
 TOPIC_TAGS = ("ci", "deploy", "db", "perf", "security", "flaky", "oncall", "build", "infra")
 
 TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -169,8 +173,8 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "On {env}, `{cmd}` hangs if {pkg} is older than {ver}.",
     ),
     "command": (
-        "To {task} in {svc}, run `{cmd}`.",
-        "`{cmd}` is the quickest way to {task} on {env}.",
+        "To {task} in {svc}, run `{cmd}` ({ticket}).",
+        "`{cmd}` is the quickest way to {task} on {env}; it takes about {n} minutes.",
     ),
     "decision": (
         "We decided to {decision} for {svc} because {reason}.",
@@ -180,10 +184,13 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "{svc} returned {code} in {env} on {date}; root cause was {cause}, fixed by {fix}.",
         "Outage on {date}: {svc} was down {n} minutes because of {cause}.",
     ),
-    "convention": ("In {svc}, {convention}.", "Team convention for {svc2}: {convention}."),
+    "convention": (
+        "In {svc}, {convention} (agreed in {ticket}).",
+        "Team convention for {svc2} since {date}: {convention}.",
+    ),
     "preference": (
-        "{person} prefers {pref} when reviewing {svc} changes.",
-        "{person} asked for {pref} in {svc2}.",
+        "{person} prefers {pref} when reviewing {svc} changes, see {ticket}.",
+        "{person} asked for {pref} in {svc2} on {date}.",
     ),
     "fact": (
         "{svc} talks to {svc2} over {proto} on port {port}; the timeout is {n}s.",
@@ -245,6 +252,7 @@ class Corpus:
             "person": r.choice(PEOPLE).capitalize(), "pref": r.choice(PREFERENCES),
             "proto": r.choice(PROTOCOLS), "port": str(r.randint(1024, 9999)),
             "date": f"2024-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+            "ticket": f"{r.choice(TICKET_PREFIXES)}-{r.randint(100, 9999)}",
         }  # fmt: skip
         # Slots whose own text has slots are filled from the ones above.
         slots["cmd"] = r.choice(COMMANDS).format(**slots)
@@ -368,16 +376,24 @@ def remember_all(
     return phase, done
 
 
-def bulk_insert(store: Store, items: Sequence[Synthetic]) -> InsertPhase:
+def bulk_insert(store: Store, items: Sequence[Synthetic]) -> tuple[InsertPhase, list[str]]:
     """Write items straight into ``items`` (and the journal) with SQL, skipping the novelty gate.
 
-    Exact repeats (same normalised text in the same project) are still folded away, as
-    remember() would; near-duplicates are not looked for. Vectors come from the store's own
-    embedder in batches; ``rev`` continues the store's sequence, as each write must.
+    Exact repeats (same normalised text in the same project) are still folded into the first
+    item, as remember() would; near-duplicates are not looked for. Vectors come from the
+    store's own embedder in batches; ``rev`` continues the store's sequence, as each write
+    must. Returns the phase and the id of the item that holds each input, in order.
     """
     started = time.perf_counter()
     with store.db.read() as conn:
-        seen = set(conn.execute("SELECT content_hash, project FROM items WHERE status = 'active'"))
+        seen: dict[tuple[str, str], str] = {
+            (digest, project): item_id
+            for digest, project, item_id in conn.execute(
+                "SELECT content_hash, project, id FROM items WHERE status = 'active' "
+                "ORDER BY seq DESC"
+            )
+        }
+    ids: list[str] = []
     created = skipped = 0
     for start in range(0, len(items), _BULK_BATCH):
         batch = items[start : start + _BULK_BATCH]
@@ -388,12 +404,14 @@ def bulk_insert(store: Store, items: Sequence[Synthetic]) -> InsertPhase:
             rev = int(conn.execute("SELECT coalesce(max(rev), 0) FROM items").fetchone()[0])
             for item, vector in zip(batch, vectors, strict=True):
                 digest = content_hash(item.text)
-                if (digest, item.project) in seen:
+                known = seen.get((digest, item.project))
+                if known is not None:
+                    ids.append(known)
                     skipped += 1
                     continue
-                seen.add((digest, item.project))
                 rev += 1
-                item_id = new_id(now)
+                item_id = seen[digest, item.project] = new_id(now)
+                ids.append(item_id)
                 tags = json.dumps(list(check_tags(item.tags)))
                 rows.append(
                     (
@@ -415,13 +433,14 @@ def bulk_insert(store: Store, items: Sequence[Synthetic]) -> InsertPhase:
         created += len(rows)
         if (start // _BULK_BATCH) % 10 == 9:
             log(f"  bulk SQL: {start + len(batch):,} of {len(items):,}")
-    return InsertPhase(
+    phase = InsertPhase(
         path="bulk SQL (see note)",
         items=len(items),
         created=created,
         reinforced=skipped,
         seconds=time.perf_counter() - started,
     )
+    return phase, ids
 
 
 def time_recalls(store: Store, queries: Sequence[tuple[str, str]], mode: Mode) -> list[float]:
@@ -549,7 +568,7 @@ def run_speed(
             result.inserts.append(phase)
             if done < len(items):
                 log(f"[speed {size:,}] over budget after {done:,}: bulk SQL for the rest")
-                result.inserts.append(bulk_insert(store, items[done:]))
+                result.inserts.append(bulk_insert(store, items[done:])[0])
             with store.db.read() as conn:
                 result.active_items = int(
                     conn.execute("SELECT count(*) FROM items WHERE status = 'active'").fetchone()[0]
@@ -604,14 +623,30 @@ class QualityRow:
 
 @dataclass
 class QualityResult:
-    """The quality part, with how the stores were built."""
+    """The quality part for one way of building the stores."""
 
     embedder: str
+    build: str
     turns: int
     items_created: int
-    turns_reinforced: int
-    remember_seconds: float
+    turns_folded: int  # turns that went into an item made for an earlier turn
+    build_seconds: float
     rows: list[QualityRow] = field(default_factory=list)
+
+
+QUALITY_BUILDS = {
+    "remember": "remember() per turn (the real path, novelty gate included)",
+    "sql": "one item per turn by direct SQL (novelty gate bypassed, exact repeats folded)",
+}
+
+
+def build_conversation(store: Store, turns: Sequence[dict[str, Any]], build: str) -> list[str]:
+    """Store each turn as ``speaker: text``; returns the id of the item holding each turn."""
+    texts = [f"{turn['speaker']}: {turn['text']}".strip() for turn in turns]
+    if build == "sql":
+        entries = [Synthetic(text=text, kind="fact", project="global", tags=()) for text in texts]
+        return bulk_insert(store, entries)[1]
+    return [store.remember(text)[0].id for text in texts]
 
 
 def first_rank(hit_ids: Sequence[str], wanted: set[str]) -> int | None:
@@ -622,7 +657,7 @@ def first_rank(hit_ids: Sequence[str], wanted: set[str]) -> int | None:
     return None
 
 
-def run_quality(path: Path, embedder: str) -> QualityResult:
+def run_quality(path: Path, embedder: str, build: str) -> QualityResult:
     """R@5, R@10, MRR@10 and abstentions per mode, one store per conversation."""
     data = json.loads(path.read_text(encoding="utf-8"))
     turns: list[dict[str, Any]] = data["turns"]
@@ -631,8 +666,8 @@ def run_quality(path: Path, embedder: str) -> QualityResult:
     latencies: dict[Mode, list[float]] = {mode: [] for mode in MODES}
     abstained: Counter[Mode] = Counter()
     categories: list[str] = []
-    created = reinforced = 0
-    remember_seconds = 0.0
+    created = 0
+    build_seconds = 0.0
     for conv in sorted({turn["conv"] for turn in turns}):
         conv_turns = [turn for turn in turns if turn["conv"] == conv]
         conv_queries = [query for query in queries if query["conv"] == conv]
@@ -640,18 +675,18 @@ def run_quality(path: Path, embedder: str) -> QualityResult:
             tempfile.TemporaryDirectory(prefix="memmesh-locomo-") as tmp,
             Store(Path(tmp), embedder=embedder, author="bench") as store,
         ):
-            item_of: dict[str, str] = {}
             started = time.perf_counter()
-            for turn in conv_turns:
-                item, how = store.remember(f"{turn['speaker']}: {turn['text']}")
-                item_of[turn["id"]] = item.id
-                created += how == "created"
-                reinforced += how == "reinforced"
+            item_ids = build_conversation(store, conv_turns, build)
             seconds = time.perf_counter() - started
-            remember_seconds += seconds
+            build_seconds += seconds
+            item_of = {
+                turn["id"]: item_id for turn, item_id in zip(conv_turns, item_ids, strict=True)
+            }
+            created += len(set(item_ids))
             log(
-                f"[quality {embedder}] conv {conv}: {len(conv_turns)} turns in {seconds:.1f}s "
-                f"({len(conv_turns) / seconds:.0f}/s); {len(conv_queries)} queries x {len(MODES)}"
+                f"[quality {embedder}/{build}] conv {conv}: {len(conv_turns)} turns -> "
+                f"{len(set(item_ids))} items in {seconds:.1f}s ({len(conv_turns) / seconds:.0f}/s);"
+                f" {len(conv_queries)} queries x {len(MODES)} modes"
             )
             for query in conv_queries:
                 wanted = {item_of[turn_id] for turn_id in query["evidence"]}
@@ -664,10 +699,11 @@ def run_quality(path: Path, embedder: str) -> QualityResult:
                     abstained[mode] += answer.abstained
     result = QualityResult(
         embedder=embedder,
+        build=build,
         turns=len(turns),
         items_created=created,
-        turns_reinforced=reinforced,
-        remember_seconds=remember_seconds,
+        turns_folded=len(turns) - created,
+        build_seconds=build_seconds,
     )
     for mode in MODES:
         found = ranks[mode]
@@ -752,7 +788,23 @@ def machine_info(embedder: str) -> dict[str, str]:
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "(unset)"),
         "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "(unset)"),
         "loadavg": load_average(),
+        "commit": source_revision(),
     }
+
+
+def source_revision() -> str:
+    """The commit measured, marked ``+changes`` when ``src`` differs from it."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        return "?"
+    return f"{head or '?'}{' +changes in src' if dirty else ''}"
 
 
 def load_average() -> str:
@@ -799,10 +851,10 @@ def print_speed(results: Sequence[SpeedResult]) -> None:
 
 
 def print_quality(result: QualityResult) -> None:
+    print(f"\n== Quality: LoCoMo dev, embedder {result.embedder}; {QUALITY_BUILDS[result.build]}")
     print(
-        f"\n== Quality: LoCoMo dev, embedder {result.embedder}: {result.turns:,} turns -> "
-        f"{result.items_created:,} items ({result.turns_reinforced} turns reinforced an "
-        f"existing item), remember() {result.turns / result.remember_seconds:.0f} turns/s"
+        f"{result.turns:,} turns -> {result.items_created:,} items ({result.turns_folded:,} turns "
+        f"folded into an earlier turn's item), {result.turns / result.build_seconds:.0f} turns/s"
     )
     rows = [
         [row.mode, row.queries, row.r_at_5, row.r_at_10, row.mrr_at_10, row.abstention_rate,
@@ -858,14 +910,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     info = machine_info(args.embedder)
     print("== memmesh local recall benchmark")
-    print("  ".join(f"{key}: {value}" for key, value in info.items()))
+    pairs = [f"{key}: {value}" for key, value in info.items()]
+    for start in range(0, len(pairs), 6):
+        print("  ".join(pairs[start : start + 6]))
     report: dict[str, Any] = {"machine": info}
 
     if not args.speed_only:
         if args.locomo.is_file():
-            quality = run_quality(args.locomo, args.embedder)
-            print_quality(quality)
-            report["quality"] = asdict(quality)
+            report["quality"] = {}
+            for build in QUALITY_BUILDS:
+                quality = run_quality(args.locomo, args.embedder, build)
+                print_quality(quality)
+                report["quality"][build] = asdict(quality)
         else:
             print(f"\n== Quality: skipped, {args.locomo} not found")
             report["quality"] = None
