@@ -3,31 +3,43 @@
 import sqlite3
 from pathlib import Path
 
+from memmesh.embed import HashingEmbedder
 from memmesh.local._db import _statements
 from memmesh.local._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from memmesh.local.ids import new_id
 from memmesh.local.recall import recall
-from memmesh.local.store import DB_FILENAME, Store
+from memmesh.local.store import DB_FILENAME, Store, content_hash
 
 
 def _version_one_store(home: Path) -> Path:
     """A real schema-1 store holding one item, made as the first release made it."""
-    with Store(home, author="tester") as store:
-        store.remember("The billing service retries webhooks 5 times")
+    home.mkdir(parents=True)
     path = home / DB_FILENAME
+    embedder = HashingEmbedder()
+    text = "The billing service retries webhooks 5 times"
     conn = sqlite3.connect(path)
     with conn:
-        for version in range(SCHEMA_VERSION, 1, -1):
-            assert version == 2, "teach this test how to undo the newer migration"
-            conn.execute("DROP TABLE registry")
+        for statement in _statements(MIGRATIONS[1]):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute("PRAGMA user_version = 1")
+        conn.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [("embedder", embedder.name), ("embedder_fingerprint", embedder.fingerprint)],
+        )
+        conn.execute(
+            "INSERT INTO items (id, text, kind, project, author, created_at, updated_at, "
+            "content_hash, vector, rev) VALUES (?, ?, 'fact', 'global', 'tester', 0, 0, ?, ?, 1)",
+            (new_id(), text, content_hash(text), embedder.embed([text])[0].tobytes()),
+        )
     conn.close()
     return path
 
 
-def test_the_registry_migration_exists() -> None:
-    assert SCHEMA_VERSION >= 2
+def test_every_version_up_to_the_current_one_has_a_migration() -> None:
+    assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
     assert "CREATE TABLE registry" in MIGRATIONS[2]
-    assert len(_statements(MIGRATIONS[2])) == 3
+    assert "scope" in MIGRATIONS[3]
 
 
 def test_a_version_one_store_is_backed_up_then_migrated(home: Path) -> None:
@@ -42,6 +54,7 @@ def test_a_version_one_store_is_backed_up_then_migrated(home: Path) -> None:
 
     assert [hit.item.text for hit in found.hits] == ["The billing service retries webhooks 5 times"]
     assert "registry" in tables
+    assert "items_au_new" in tables  # the scoped full-text index of version 3
     assert (version, app_id) == (SCHEMA_VERSION, APPLICATION_ID)
     backups = sorted(home.glob(f"{DB_FILENAME}.v1-*.bak"))
     assert len(backups) == 1

@@ -92,5 +92,41 @@ CREATE INDEX registry_item ON registry (item_id, version);
 CREATE INDEX registry_unacked ON registry (acked, seq);
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+# The full-text index holds only active items and knows each one's project (as the single
+# token "p" + hex of its UTF-8 name), so a recall scores only the matches in its own scope
+# instead of every match in the store. It is contentless: the triggers hand it the exact old
+# values to delete, which the items table still has.
+_V3 = """
+DROP TRIGGER items_ai;
+DROP TRIGGER items_ad;
+DROP TRIGGER items_au;
+DROP TABLE items_fts;
+CREATE VIRTUAL TABLE items_fts USING fts5 (
+    text, tags, scope,
+    content = '',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER items_ai AFTER INSERT ON items WHEN new.status = 'active' BEGIN
+    INSERT INTO items_fts (rowid, text, tags, scope)
+    VALUES (new.seq, new.text, new.tags, 'p' || hex(new.project));
+END;
+CREATE TRIGGER items_ad AFTER DELETE ON items WHEN old.status = 'active' BEGIN
+    INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
+    VALUES ('delete', old.seq, old.text, old.tags, 'p' || hex(old.project));
+END;
+CREATE TRIGGER items_au_old AFTER UPDATE OF text, tags, project, status ON items
+WHEN old.status = 'active' BEGIN
+    INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
+    VALUES ('delete', old.seq, old.text, old.tags, 'p' || hex(old.project));
+END;
+CREATE TRIGGER items_au_new AFTER UPDATE OF text, tags, project, status ON items
+WHEN new.status = 'active' BEGIN
+    INSERT INTO items_fts (rowid, text, tags, scope)
+    VALUES (new.seq, new.text, new.tags, 'p' || hex(new.project));
+END;
+INSERT INTO items_fts (rowid, text, tags, scope)
+SELECT seq, text, tags, 'p' || hex(project) FROM items WHERE status = 'active';
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -43,6 +43,7 @@ __all__ = [
     "Recall",
     "recall",
     "scope_of",
+    "scope_token",
 ]
 
 Mode = Literal["hybrid", "lexical", "vector"]
@@ -206,21 +207,28 @@ def _seqs_of(conn: sqlite3.Connection, item_ids: Collection[str]) -> list[int]:
 def _bm25(
     conn: sqlite3.Connection, query: str, projects: list[str], pool: int, only: list[int] | None
 ) -> dict[int, float]:
-    """BM25 (higher is better) of the best FTS5 matches among active items in scope."""
+    """BM25 (higher is better) of the best FTS5 matches among active items in scope.
+
+    The index holds only active items, and the scope is part of the MATCH, so FTS5 scores
+    only the matches in these projects.
+    """
     match = fts_query(query)
     if not match:
         return {}
-    marks = ",".join("?" * len(projects))
-    restriction = "AND i.seq IN (SELECT value FROM json_each(?)) " if only is not None else ""
+    scopes = " OR ".join(f'scope : "{scope_token(project)}"' for project in projects)
+    restriction = "AND rowid IN (SELECT value FROM json_each(?)) " if only is not None else ""
     extra = (json.dumps(only),) if only is not None else ()
     rows = conn.execute(
-        "SELECT f.rowid, -bm25(items_fts, 1.0, 0.5) AS s FROM items_fts f "
-        "JOIN items i ON i.seq = f.rowid "
-        f"WHERE items_fts MATCH ? AND i.status = 'active' AND i.project IN ({marks}) "
-        f"{restriction}ORDER BY s DESC LIMIT ?",
-        (match, *projects, *extra, pool),
+        "SELECT rowid, -bm25(items_fts, 1.0, 0.5, 0.0) AS s FROM items_fts "
+        f"WHERE items_fts MATCH ? {restriction}ORDER BY s DESC LIMIT ?",
+        (f"({match}) AND ({scopes})", *extra, pool),
     ).fetchall()
     return {int(seq): max(float(s), 0.0) for seq, s in rows}
+
+
+def scope_token(project: str) -> str:
+    """The one-token form of a project name in the full-text index (see the v3 migration)."""
+    return "p" + project.encode("utf-8").hex()
 
 
 def fts_query(query: str) -> str:
