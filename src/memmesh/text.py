@@ -11,7 +11,16 @@ developers search for verbatim.
 import re
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "Token", "exact_tokens", "key_tokens", "stem", "tokens", "words"]
+__all__ = [
+    "STOPWORDS",
+    "Token",
+    "exact_tokens",
+    "key_tokens",
+    "shares_exact_token",
+    "stem",
+    "tokens",
+    "words",
+]
 
 STOPWORDS = frozenset(
     """
@@ -114,6 +123,19 @@ def exact_tokens(text: str) -> set[str]:
         if _is_exact(raw, _PART.findall(raw)):
             found.add(raw)
     return found
+
+
+def shares_exact_token(wanted: set[str], text: str) -> bool:
+    """Whether ``text`` holds one of the ``wanted`` exact tokens (as from :func:`exact_tokens`).
+
+    A substring test first: most texts hold none of them, and tokenizing is the costly part.
+    """
+    if not wanted:
+        return False
+    lowered = _normal(text)
+    if not any(token in lowered for token in wanted):
+        return False
+    return bool(wanted & exact_tokens(text))
 
 
 def _is_exact(raw: str, parts: list[str]) -> bool:

@@ -172,7 +172,7 @@ def _ranked(
         cosine = cosines.get(seq, 0.0)
         lex = lexical.get(seq, 0.0) / best_bm25 if best_bm25 > 0 else 0.0
         item_text = item.text + " " + " ".join(item.tags)
-        exact = bool(query_exact) and bool(query_exact & _text.exact_tokens(item_text))
+        exact = _text.shares_exact_token(query_exact, item_text)
         if not _relevant(cosine >= min_cosine, exact, item_text, query_words):
             continue
         if mode == "hybrid":

@@ -35,7 +35,7 @@ def team_score(
         return None
     item_text = text + " " + " ".join(tags)
     coverage = len(terms.words & set(_text.tokens(item_text))) / len(terms.words)
-    exact = bool(terms.exact) and bool(terms.exact & _text.exact_tokens(item_text))
+    exact = _text.shares_exact_token(terms.exact, item_text)
     close = cosine is not None and cosine >= min_cosine
     if not (close or exact or coverage >= MIN_COVERAGE):
         return None
