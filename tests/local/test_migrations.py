@@ -54,7 +54,7 @@ def test_a_version_one_store_is_backed_up_then_migrated(home: Path) -> None:
 
     assert [hit.item.text for hit in found.hits] == ["The billing service retries webhooks 5 times"]
     assert "registry" in tables
-    assert "items_au_new" in tables  # the scoped full-text index of version 3
+    assert "items_fts" in tables  # the scoped full-text index of version 3
     assert (version, app_id) == (SCHEMA_VERSION, APPLICATION_ID)
     backups = sorted(home.glob(f"{DB_FILENAME}.v1-*.bak"))
     assert len(backups) == 1

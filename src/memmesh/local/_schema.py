@@ -114,15 +114,14 @@ CREATE TRIGGER items_ad AFTER DELETE ON items WHEN old.status = 'active' BEGIN
     INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
     VALUES ('delete', old.seq, old.text, old.tags, 'p' || hex(old.project));
 END;
-CREATE TRIGGER items_au_old AFTER UPDATE OF text, tags, project, status ON items
-WHEN old.status = 'active' BEGIN
+-- One trigger, so the old entry is always deleted before the new one is added.
+CREATE TRIGGER items_au AFTER UPDATE OF text, tags, project, status ON items BEGIN
     INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
-    VALUES ('delete', old.seq, old.text, old.tags, 'p' || hex(old.project));
-END;
-CREATE TRIGGER items_au_new AFTER UPDATE OF text, tags, project, status ON items
-WHEN new.status = 'active' BEGIN
+    SELECT 'delete', old.seq, old.text, old.tags, 'p' || hex(old.project)
+    WHERE old.status = 'active';
     INSERT INTO items_fts (rowid, text, tags, scope)
-    VALUES (new.seq, new.text, new.tags, 'p' || hex(new.project));
+    SELECT new.seq, new.text, new.tags, 'p' || hex(new.project)
+    WHERE new.status = 'active';
 END;
 INSERT INTO items_fts (rowid, text, tags, scope)
 SELECT seq, text, tags, 'p' || hex(project) FROM items WHERE status = 'active';
