@@ -41,7 +41,12 @@ def live_versions(registry: Registry) -> dict[str, int]:
 
 
 def bodies(registry: Registry) -> list[Publication | Retraction]:
-    return [open_envelope(entry.envelope) for entry in registry.entries()]
+    out: list[Publication | Retraction] = []
+    for entry in registry.entries():
+        body = open_envelope(entry.envelope)
+        assert isinstance(body, Publication | Retraction), "the log holds no presence"
+        out.append(body)
+    return out
 
 
 def test_publish_appends_one_signed_publication_per_item(
