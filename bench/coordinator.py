@@ -1,0 +1,1302 @@
+"""Benchmark of the coordinator: publish throughput, search under load, and the HTTP floor.
+
+Run from the repository root::
+
+    .venv/bin/python bench/coordinator.py                          # 10k and 100k items
+    .venv/bin/python bench/coordinator.py --sizes 10000 --clients 8 --seconds 10 --json out.json
+
+For each size N a coordinator gets a fresh data folder in a temporary directory and N signed
+publications from a few members (Ed25519 identities created in temporary homes): synthetic
+developer memories over 20 projects plus ``global``, each with its hashing-embedder vector.
+
+* Publish: the batches (256 items, as ``mem team sync`` sends them) go to ``POST /v1/publish``
+  of ``mem coordinator serve`` running in its own process, one batch at a time, with the team
+  token. When pushing all N that way would take longer than ``--publish-budget`` seconds, the
+  first 10,000 go through HTTP (the throughput figure) and the rest are handed to
+  ``Coordinator.publish`` in this process with the server stopped; the output says so.
+* Search: the server is (re)started, every query is asked once (warm-up; it also checks the
+  answers are hybrid, not lexical-only), then ``--clients`` concurrent keep-alive clients
+  (asyncio + ``httpx.AsyncClient``, one connection each) post ``/v1/search`` bodies (query,
+  k=10, project, the query's hashing vector and the coordinator's embedder fingerprint) for
+  ``--seconds``, after a short unmeasured warm-up.
+* HTTP floor: the same load, the same bodies, against two constant servers run by this file
+  in its own process under the same ``serve()`` settings: ``harness`` is ``create_app`` with a
+  ``/v1/search`` endpoint (token check, body limit, strict two-pass decode of the request,
+  worker thread, encode) whose handler returns one real search answer captured from the
+  coordinator; ``raw`` is a bare Starlette route that reads the body and returns the same
+  answer's bytes. search req/s over floor req/s says what share of the serving capacity the
+  search itself leaves.
+* In process: decode, ``Coordinator.search``, ``recall()`` alone and encode are timed without
+  HTTP, and at the largest size the search handler is profiled with cProfile.
+
+Everything listens on 127.0.0.1 only; every process started here is stopped before exit.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import hashlib
+import importlib.metadata
+import io
+import json
+import math
+import os
+import platform
+import pstats
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, NoReturn
+
+import httpx
+import msgspec
+import numpy as np
+import numpy.typing as npt
+import starlette
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+import memmesh
+from memmesh.coordinator import Coordinator
+from memmesh.coordinator.protocol import (
+    MAX_BATCH,
+    Health,
+    Info,
+    PublishItem,
+    PublishRequest,
+    PublishResponse,
+    SearchRequest,
+    SearchResponse,
+)
+from memmesh.embed import HashingEmbedder
+from memmesh.local.ids import new_id
+from memmesh.local.recall import recall
+from memmesh.net.app import Endpoint, create_app
+from memmesh.net.limits import QUERY_BODY_LIMIT, BodyLimit
+from memmesh.net.server import ServeSettings, free_port, serve
+from memmesh.net.wire import decode_request, encode
+from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Publication, seal, text_hash
+from memmesh.registry.identity import Identity, create_identity
+
+SEED = 20240917
+TEAM = "acme"
+TOKEN = "bench-team-token-not-a-secret"
+TOKEN_ENV = "MEM_TEAM_TOKEN"
+K = 10
+WARMUP_SECONDS = 2.0
+REQUEST_TIMEOUT = 30.0
+START_TIMEOUT = 120.0
+FLOOR_KINDS = ("harness", "raw")
+
+Vectors = npt.NDArray[np.float32]
+
+
+def log(message: str) -> None:
+    """Progress goes to stderr so that stdout holds only the tables."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def ms_since(started: float) -> float:
+    """Milliseconds of wall time since ``started`` (a ``time.perf_counter()`` reading)."""
+    return (time.perf_counter() - started) * 1000
+
+
+# -- synthetic team memories -----------------------------------------------------------------
+
+MEMBERS = ("ada", "bruno", "chioma", "dmitri", "esra", "farid")
+PROJECTS = (
+    "atlas", "billing", "checkout", "data-platform", "design-system", "docs-site", "growth",
+    "infra", "ios-app", "android-app", "ledger", "mlops", "monorepo", "notifications",
+    "payments", "platform-api", "search", "security", "support-tools", "warehouse",
+)  # fmt: skip
+SERVICES = (
+    "billing-api", "auth-service", "payments-gateway", "search-indexer", "notification-worker",
+    "user-profile", "inventory-sync", "report-builder", "checkout-web", "media-transcoder",
+    "ledger-service", "api-gateway", "job-scheduler", "etl-pipeline", "feature-flags",
+    "email-sender", "pdf-renderer", "geo-lookup", "rate-limiter", "session-store", "audit-log",
+    "admin-portal", "mobile-bff", "webhook-relay", "image-resizer", "metrics-exporter",
+    "order-service", "shipping-quotes", "tax-engine", "cart-service",
+)  # fmt: skip
+PACKAGES = (
+    "node-gyp", "psycopg2", "numpy", "pydantic", "sqlalchemy", "react-router", "webpack",
+    "openssl", "grpcio", "protobuf", "redis-py", "celery", "uvicorn", "fastapi", "lodash",
+    "axios", "pandas", "boto3", "requests", "pytest-asyncio", "eslint", "typescript", "prisma",
+    "tokio", "serde", "kafka-python", "alembic", "gunicorn", "jest", "vite", "babel", "helm",
+)  # fmt: skip
+SYMBOLIC_ERRORS = (
+    "ECONNRESET", "ETIMEDOUT", "ENOSPC", "EADDRINUSE", "OOMKilled", "SIGSEGV", "HTTP 502",
+    "HTTP 429", "HTTP 503", "SQLSTATE 40001", "exit code 137",
+)  # fmt: skip
+ENVS = (
+    "staging", "production", "CI", "local dev", "the ARM runners", "macOS laptops",
+    "the canary cluster", "eu-west-1", "us-east-1", "the nightly build", "Windows agents",
+)  # fmt: skip
+COMMANDS = (
+    "make test", "docker compose up -d {svc}", "kubectl rollout restart deploy/{svc}",
+    "kubectl logs -f deploy/{svc} --since=1h", "npm ci --legacy-peer-deps",
+    "pip install -e '.[dev]'", "alembic upgrade head", "terraform plan -out plan.tfplan",
+    "pytest -x -k {table}", "git bisect run make test", "go test ./...",
+    "psql -c 'VACUUM ANALYZE {table}'", "helm upgrade --install {svc} ./chart",
+    "./scripts/seed_db.sh --env staging", "aws s3 sync ./dist s3://{svc}-assets",
+)  # fmt: skip
+TASKS = (
+    "reset the local database", "rotate the API keys", "rebuild the search index",
+    "run the integration tests", "regenerate the gRPC stubs", "deploy a hotfix", "tail the logs",
+    "clear the cache", "seed test data", "bump the version", "profile slow endpoints",
+    "reproduce the flaky test", "update the lockfile", "backfill missing rows",
+)  # fmt: skip
+TABLES = ("orders", "invoices", "users", "sessions", "events", "payments", "shipments", "audit")
+CAUSES = (
+    "a missing index on {table}", "connection pool exhaustion", "a race between two workers",
+    "clock skew between nodes", "an expired TLS certificate", "a stale DNS cache",
+    "the disk filling up with logs", "an unbounded retry loop", "a breaking change in {pkg} {ver}",
+    "a misconfigured feature flag", "N+1 queries in the serializer", "a deadlock on {table}",
+)  # fmt: skip
+FIXES = (
+    "pinning {pkg} to {ver}", "adding exponential backoff", "raising the pool size to {n}",
+    "adding an index on {table}", "rotating the certificate", "increasing the memory limit",
+    "disabling HTTP keep-alive", "moving the job to the batch queue",
+)  # fmt: skip
+DECISIONS = (
+    "use Postgres advisory locks instead of Redis locks", "store money as integer cents",
+    "move {svc} to async workers", "put all secrets in Vault", "use UUIDv7 for primary keys",
+    "run migrations in a separate deploy step", "use OpenTelemetry for tracing",
+    "switch from REST polling to webhooks", "cap API pagination at 500 rows",
+)  # fmt: skip
+REASONS = (
+    "it removes a network hop", "the team already knows it", "it halves p95 latency",
+    "it avoids float rounding errors", "the old approach caused duplicate charges",
+    "security review asked for it", "it simplifies rollbacks", "it cut CI time by {n} minutes",
+)  # fmt: skip
+CONVENTIONS = (
+    "every migration must be reversible", "log lines are JSON with a request_id field",
+    "tests that touch the network are marked slow", "timestamps are stored in UTC",
+    "configuration comes from environment variables only", "PR titles use conventional commits",
+)  # fmt: skip
+PREFERENCES = ("small PRs", "squash merges", "explicit type hints", "table-driven tests")
+PROTOCOLS = ("gRPC", "HTTP/2", "AMQP", "Kafka", "WebSockets")
+TOPIC_TAGS = ("ci", "deploy", "db", "perf", "security", "flaky", "oncall", "build", "infra")
+
+TEMPLATES: dict[str, tuple[str, ...]] = {
+    "gotcha": (
+        "{pkg} {ver} fails on {env} with {code} unless {fix}.",
+        "Watch out: {svc} silently drops messages when {cause}; look for {code} in the logs.",
+        "On {env}, `{cmd}` hangs if {pkg} is older than {ver}.",
+    ),
+    "command": (
+        "To {task} in {svc}, run `{cmd}`.",
+        "`{cmd}` is the quickest way to {task} on {env}.",
+    ),
+    "decision": (
+        "We decided to {decision} for {svc} because {reason}.",
+        "Decision {date}: {decision}; {reason}.",
+    ),
+    "incident": (
+        "{svc} returned {code} in {env} on {date}; root cause was {cause}, fixed by {fix}.",
+        "Outage on {date}: {svc} was down {n} minutes because of {cause}.",
+    ),
+    "convention": ("In {svc}, {convention}.", "Team convention for {svc2}: {convention}."),
+    "preference": ("{person} prefers {pref} when reviewing {svc} changes.",),
+    "fact": (
+        "{svc} talks to {svc2} over {proto} on port {port}; the timeout is {n}s.",
+        "{svc} depends on {pkg} {ver} and is owned by {person}'s team.",
+    ),
+}
+QUERY_TEMPLATES = (
+    "{pkg} {code}",
+    "why does {pkg} fail on {env}",
+    "how do I {task}",
+    "{svc} {code} root cause",
+    "what port does {svc} use",
+    "why did we {decision}",
+    "{svc} outage {cause}",
+    "{code}",
+    "who owns {svc}",
+    "command to {task} in {svc}",
+    "{svc} timeout talking to {svc2}",
+)
+
+
+class Memory(NamedTuple):
+    """One generated memory and who publishes it."""
+
+    text: str
+    kind: str
+    project: str
+    tags: tuple[str, ...]
+    member: int
+
+
+class Query(NamedTuple):
+    """One search as a member asks it from a project."""
+
+    text: str
+    project: str
+
+
+class Corpus:
+    """Seeded generator of team memories and of the questions asked about them."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.codes = [f"E{code}" for code in self.rng.sample(range(1000, 10000), 600)]
+        # Busy projects and a long tail, as in real use; some members publish far more.
+        self.project_weights = [1.0 / (rank + 1) ** 0.8 for rank in range(len(PROJECTS))]
+        self.member_weights = [1.0 / (rank + 1) for rank in range(len(MEMBERS))]
+
+    def _project(self) -> str:
+        return self.rng.choices(PROJECTS, weights=self.project_weights)[0]
+
+    def _slots(self) -> dict[str, str]:
+        r = self.rng
+        svc, svc2 = r.sample(SERVICES, 2)
+        slots = {
+            "svc": svc, "svc2": svc2, "pkg": r.choice(PACKAGES),
+            "ver": f"{r.randint(0, 9)}.{r.randint(0, 30)}.{r.randint(0, 20)}",
+            "table": r.choice(TABLES),
+            "code": r.choice(self.codes) if r.random() < 0.8 else r.choice(SYMBOLIC_ERRORS),
+            "env": r.choice(ENVS), "n": str(r.randint(2, 90)), "task": r.choice(TASKS),
+            "reason": "", "convention": r.choice(CONVENTIONS),
+            "person": r.choice(MEMBERS).capitalize(), "pref": r.choice(PREFERENCES),
+            "proto": r.choice(PROTOCOLS), "port": str(r.randint(1024, 9999)),
+            "date": f"2024-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+        }  # fmt: skip
+        slots["reason"] = r.choice(REASONS).format(**slots)
+        slots["cmd"] = r.choice(COMMANDS).format(**slots)
+        slots["cause"] = r.choice(CAUSES).format(**slots)
+        slots["fix"] = r.choice(FIXES).format(**slots)
+        slots["decision"] = r.choice(DECISIONS).format(**slots)
+        return slots
+
+    def memory(self) -> Memory:
+        r = self.rng
+        kind = r.choice(tuple(TEMPLATES))
+        slots = self._slots()
+        text = r.choice(TEMPLATES[kind]).format(**slots)
+        project = "global" if r.random() < 0.15 else self._project()
+        pool = (slots["svc"], slots["pkg"], *TOPIC_TAGS)
+        tags = tuple(r.sample(pool, r.randint(0, 3)))
+        member = r.choices(range(len(MEMBERS)), weights=self.member_weights)[0]
+        return Memory(text=text, kind=kind, project=project, tags=tags, member=member)
+
+    def memories(self, count: int) -> list[Memory]:
+        return [self.memory() for _ in range(count)]
+
+    def queries(self, count: int) -> list[Query]:
+        """``count`` queries, most asked from a project (which also sees ``global``)."""
+        out = []
+        for _ in range(count):
+            text = self.rng.choice(QUERY_TEMPLATES).format(**self._slots())
+            project = "global" if self.rng.random() < 0.1 else self._project()
+            out.append(Query(text=text, project=project))
+        return out
+
+
+@dataclass
+class Published:
+    """N signed publications and their vectors (rows of one matrix, to keep memory small)."""
+
+    envelopes: list[Envelope]
+    vectors: Vectors
+    seconds: float
+
+    def batches(self, start: int, stop: int) -> Iterator[PublishRequest]:
+        """Publish requests of at most MAX_BATCH items for ``[start, stop)``."""
+        for first in range(start, stop, MAX_BATCH):
+            last = min(first + MAX_BATCH, stop)
+            yield PublishRequest(
+                items=[
+                    PublishItem(envelope=self.envelopes[i], vector=self.vectors[i].tolist())
+                    for i in range(first, last)
+                ]
+            )
+
+
+def build_publications(
+    memories: Sequence[Memory], identities: Sequence[Identity], embedder: HashingEmbedder
+) -> Published:
+    """Sign one publication per memory, by its member, with a vector from ``embedder``."""
+    started = time.perf_counter()
+    vectors = np.empty((len(memories), embedder.dim), dtype=np.float32)
+    for first in range(0, len(memories), 2000):
+        chunk = memories[first : first + 2000]
+        vectors[first : first + len(chunk)] = embedder.embed([m.text for m in chunk])
+    seqs = [0] * len(identities)
+    now = time.time()
+    rng = random.Random(SEED + 7)
+    envelopes = []
+    for memory in memories:
+        identity = identities[memory.member]
+        seqs[memory.member] += 1
+        published_at = now - rng.uniform(0, 365 * 86400)
+        body = Publication(
+            format=FORMAT_VERSION,
+            team=TEAM,
+            item_id=new_id(published_at),
+            version=1,
+            author_key=identity.public_key_text,
+            key_id=identity.key_id,
+            seq=seqs[memory.member],
+            author=MEMBERS[memory.member],
+            published_at=published_at,
+            text=memory.text,
+            kind=memory.kind,
+            project=memory.project,
+            tags=memory.tags,
+            content_hash=text_hash(memory.text),
+            embedder=embedder.fingerprint,
+        )
+        envelopes.append(seal(body, identity))
+    return Published(envelopes=envelopes, vectors=vectors, seconds=time.perf_counter() - started)
+
+
+def search_bodies(queries: Sequence[Query], embedder: HashingEmbedder) -> list[bytes]:
+    """The JSON body of each query's ``/v1/search`` request (hybrid: vector and fingerprint)."""
+    return [
+        encode(
+            SearchRequest(
+                query=query.text,
+                k=K,
+                project=query.project,
+                vector=embedder.embed_query(query.text).tolist(),
+                embedder=embedder.fingerprint,
+            )
+        )
+        for query in queries
+    ]
+
+
+# -- child processes -------------------------------------------------------------------------
+
+
+class Server:
+    """A server in its own process on a free loopback port, stopped by :meth:`stop`."""
+
+    def __init__(self, name: str, command: list[str], port: int, log_path: Path) -> None:
+        self.name = name
+        self.command = command
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, env: dict[str, str]) -> float:
+        """Start it and wait for ``/healthz``; returns the seconds that took."""
+        started = time.perf_counter()
+        with self.log_path.open("ab") as log_file:
+            self.process = subprocess.Popen(
+                self.command, env=env, stdout=log_file, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}"
+                )
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
+                    return time.perf_counter() - started
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.name} did not answer /healthz in {START_TIMEOUT:.0f}s")
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU seconds the process has used so far (Linux; else NaN)."""
+        if self.process is None:
+            return float("nan")
+        try:
+            stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        except OSError:
+            return float("nan")
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 15 s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=15)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+@contextlib.contextmanager
+def running(server: Server, env: dict[str, str]) -> Iterator[float]:
+    """Run ``server`` for the block; yields how long it took to answer."""
+    try:
+        yield server.start(env)
+    finally:
+        server.stop()
+
+
+def child_env(work: Path) -> dict[str, str]:
+    """The environment of every server: the team token, and a home that is not the user's."""
+    return {**os.environ, TOKEN_ENV: TOKEN, "MEM_HOME": str(work / "mem-home")}
+
+
+def coordinator_server(data: Path, work: Path) -> Server:
+    """``mem coordinator serve`` (as ``python -m memmesh``) over ``data``."""
+    port = free_port()
+    command = [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(data),
+               "--port", str(port)]  # fmt: skip
+    return Server("coordinator", command, port, work / "coordinator.log")
+
+
+def floor_server(kind: str, body_file: Path, work: Path) -> Server:
+    """This file's hidden ``--serve-floor`` mode."""
+    port = free_port()
+    command = [sys.executable, str(Path(__file__).resolve()), "--serve-floor", kind,
+               "--port", str(port), "--floor-body", str(body_file)]  # fmt: skip
+    return Server(f"{kind} floor", command, port, work / f"floor-{kind}.log")
+
+
+def serve_floor(kind: str, port: int, body_file: Path) -> None:
+    """Serve a constant ``/v1/search`` on the coordinator's stack until interrupted.
+
+    ``harness``: ``create_app`` with the coordinator's search route shape (token, body limit,
+    strict decode into :class:`SearchRequest`, worker thread, encode of a
+    :class:`SearchResponse`). ``raw``: one Starlette route that reads the body and answers with
+    the same bytes. Both under :func:`memmesh.net.server.serve` with its default settings.
+    """
+    body = body_file.read_bytes()
+    token = os.environ.get(TOKEN_ENV) or None
+    settings = ServeSettings(port=port)
+    if kind == "harness":
+        answer = msgspec.json.decode(body, type=SearchResponse)
+        endpoints = [
+            Endpoint(path="/healthz", handler=lambda: Health(), response=Health),
+            Endpoint(
+                path="/v1/search",
+                handler=lambda request: answer,
+                request=SearchRequest,
+                response=SearchResponse,
+                limit=BodyLimit(max_bytes=QUERY_BODY_LIMIT),
+            ),
+        ]
+        serve(create_app(endpoints, token=token), settings, token=token)
+        return
+
+    async def search(request: Request) -> Response:
+        await request.body()
+        return Response(body, media_type="application/json")
+
+    async def health(request: Request) -> Response:
+        return Response(b'{"status":"ok"}', media_type="application/json")
+
+    app = Starlette(
+        routes=[
+            Route("/v1/search", search, methods=["POST"]),
+            Route("/healthz", health, methods=["GET"]),
+        ]
+    )
+    serve(app, settings, token=None)
+
+
+# -- publish -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishPhase:
+    """One way part of the store was filled."""
+
+    path: str
+    items: int
+    seconds: float  # sum of batch round trips (client-side batch building excluded)
+    wall_seconds: float
+    batch_p50_ms: float
+    batch_p95_ms: float
+    cpu_seconds: float  # of the process doing the publishing (the server, or this one)
+    outcomes: dict[str, int]
+
+    @property
+    def rate(self) -> float:
+        return self.items / self.seconds if self.seconds > 0 else float("nan")
+
+
+def _phase(
+    path: str,
+    items: int,
+    batch_ms: Sequence[float],
+    wall: float,
+    cpu: float,
+    outcomes: Counter[str],
+) -> PublishPhase:
+    values = np.asarray(batch_ms, dtype=np.float64)
+    return PublishPhase(
+        path=path,
+        items=items,
+        seconds=float(values.sum()) / 1000,
+        wall_seconds=wall,
+        batch_p50_ms=float(np.percentile(values, 50)),
+        batch_p95_ms=float(np.percentile(values, 95)),
+        cpu_seconds=cpu,
+        outcomes=dict(outcomes),
+    )
+
+
+def publish_http(
+    server: Server, published: Published, start: int, stop: int, budget_s: float, sample: int
+) -> tuple[PublishPhase, int]:
+    """POST batches in order from ``start``; once ``sample`` items are in, stop when finishing
+    would take more than ``budget_s`` in all. Returns the phase and the index reached."""
+    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
+    batch_ms: list[float] = []
+    outcomes: Counter[str] = Counter()
+    done = start
+    began = time.perf_counter()
+    cpu = server.cpu_seconds()
+    with httpx.Client(base_url=server.url, headers=headers, timeout=300.0) as client:
+        for request in published.batches(start, stop):
+            body = encode(request)
+            sent = time.perf_counter()
+            answer = client.post("/v1/publish", content=body)
+            batch_ms.append(ms_since(sent))
+            if answer.status_code != 200:
+                raise RuntimeError(f"publish answered {answer.status_code}: {answer.text[:300]}")
+            results = msgspec.json.decode(answer.content, type=PublishResponse).results
+            outcomes.update(result.status for result in results)
+            done += len(request.items)
+            elapsed = sum(batch_ms) / 1000
+            sent_here = done - start
+            if sent_here % 5120 < MAX_BATCH:
+                log(f"  HTTP publish: {done:,} of {stop:,}, {sent_here / elapsed:,.0f} items/s")
+            if sent_here >= sample and done < stop:
+                projected = time.perf_counter() - began + (stop - done) * elapsed / sent_here
+                if projected > budget_s:
+                    log(f"  HTTP publish would take ~{projected:.0f}s > {budget_s:.0f}s budget")
+                    break
+    wall = time.perf_counter() - began
+    cpu = server.cpu_seconds() - cpu
+    return _phase("HTTP POST /v1/publish", done - start, batch_ms, wall, cpu, outcomes), done
+
+
+def publish_in_process(data: Path, published: Published, start: int, stop: int) -> PublishPhase:
+    """``Coordinator.publish`` directly, batch by batch (no HTTP, no request decoding).
+
+    This only fills the store, so its connection commits with ``synchronous = NORMAL``: with
+    the coordinator's own FULL, each item waits for two fsyncs and this would take as long as
+    publishing over HTTP (that path is bound by fsync, not by HTTP).
+    """
+    batch_ms: list[float] = []
+    outcomes: Counter[str] = Counter()
+    began = time.perf_counter()
+    cpu = time.process_time()
+    coordinator = Coordinator(data)
+    try:
+        with coordinator.store.db.read() as conn:
+            conn.execute("PRAGMA synchronous = NORMAL")
+        for index, request in enumerate(published.batches(start, stop)):
+            sent = time.perf_counter()
+            results = coordinator.publish(request).results
+            batch_ms.append(ms_since(sent))
+            outcomes.update(result.status for result in results)
+            if index % 40 == 39:
+                log(f"  in-process publish: {start + (index + 1) * MAX_BATCH:,} of {stop:,}")
+    finally:
+        coordinator.close()
+    wall = time.perf_counter() - began
+    cpu = time.process_time() - cpu
+    path = "in-process Coordinator.publish, synchronous=NORMAL"
+    return _phase(path, stop - start, batch_ms, wall, cpu, outcomes)
+
+
+# -- load ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """One closed-loop load run against one server."""
+
+    target: str
+    clients: int
+    seconds: float
+    requests: int
+    errors: dict[str, int]
+    rps: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+    server_cpu_ms_per_request: float
+    server_cpu_share: float  # CPU seconds of the server over wall seconds (1.0 = one core)
+    client_cpu_share: float  # the same for this load generator
+    response_bytes: float
+
+
+class _Run(NamedTuple):
+    latencies: list[float]
+    errors: Counter[str]
+    wall: float
+    received: int
+    server_cpu: float
+    client_cpu: float
+
+
+async def _drive(server: Server, bodies: Sequence[bytes], clients: int, seconds: float) -> _Run:
+    """``clients`` keep-alive clients posting ``bodies`` in turn, closed loop: an unmeasured
+    warm-up, then ``seconds`` in which each request started is measured to its end."""
+    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
+    loop = asyncio.get_running_loop()
+    measure_from = loop.time() + WARMUP_SECONDS
+    deadline = measure_from + seconds
+    latencies: list[float] = []
+    errors: Counter[str] = Counter()
+    received = 0
+    last_done = measure_from
+
+    async def client_loop(index: int) -> None:
+        nonlocal received, last_done
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(
+            base_url=server.url, headers=headers, timeout=REQUEST_TIMEOUT, limits=limits
+        ) as client:
+            turn = index * max(1, len(bodies) // clients)
+            while (sent := loop.time()) < deadline:
+                body = bodies[turn % len(bodies)]
+                turn += 1
+                size = 0
+                try:
+                    answer = await client.post("/v1/search", content=body)
+                    outcome = "ok" if answer.status_code == 200 else f"HTTP {answer.status_code}"
+                    size = len(answer.content)
+                except httpx.HTTPError as exc:
+                    outcome = type(exc).__name__
+                done = loop.time()
+                if sent < measure_from:
+                    continue
+                last_done = max(last_done, done)
+                if outcome == "ok":
+                    latencies.append((done - sent) * 1000)
+                    received += size
+                else:
+                    errors[outcome] += 1
+
+    async def cpu_at_start() -> tuple[float, float]:
+        await asyncio.sleep(max(0.0, measure_from - loop.time()))
+        return server.cpu_seconds(), time.process_time()
+
+    snapshot = asyncio.create_task(cpu_at_start())
+    await asyncio.gather(*(client_loop(i) for i in range(clients)))
+    server_cpu, client_cpu = await snapshot
+    return _Run(
+        latencies=latencies,
+        errors=errors,
+        wall=max(last_done - measure_from, 1e-9),
+        received=received,
+        server_cpu=server.cpu_seconds() - server_cpu,
+        client_cpu=time.process_time() - client_cpu,
+    )
+
+
+def run_load(
+    server: Server, target: str, bodies: Sequence[bytes], clients: int, seconds: float
+) -> LoadResult:
+    """Closed-loop load for ``seconds`` (after warm-up) with CPU accounting on both sides."""
+    log(f"  load: {target}, {clients} clients, {WARMUP_SECONDS:.0f}s warm-up + {seconds:.0f}s")
+    run = asyncio.run(_drive(server, bodies, clients, seconds))
+    count = len(run.latencies)
+    values = np.asarray(run.latencies or [float("nan")], dtype=np.float64)
+    return LoadResult(
+        target=target,
+        clients=clients,
+        seconds=run.wall,
+        requests=count,
+        errors=dict(run.errors),
+        rps=count / run.wall,
+        p50_ms=float(np.percentile(values, 50)),
+        p95_ms=float(np.percentile(values, 95)),
+        p99_ms=float(np.percentile(values, 99)),
+        max_ms=float(values.max()),
+        server_cpu_ms_per_request=run.server_cpu * 1000 / count if count else float("nan"),
+        server_cpu_share=run.server_cpu / run.wall,
+        client_cpu_share=run.client_cpu / run.wall,
+        response_bytes=run.received / count if count else float("nan"),
+    )
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """Every query asked once, one at a time, before the load (what the answers look like)."""
+
+    first_ms: float
+    queries: int
+    p50_ms: float
+    lexical_only: int
+    abstained: int
+    mean_hits: float
+    floor_body: bytes = field(repr=False)
+
+
+def warm_up(url: str, bodies: Sequence[bytes]) -> Warmup:
+    """Ask each query once; the first call loads the vector index of the fresh process."""
+    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
+    times: list[float] = []
+    answers: list[tuple[int, bytes]] = []
+    lexical_only = abstained = hits = 0
+    with httpx.Client(base_url=url, headers=headers, timeout=REQUEST_TIMEOUT) as client:
+        for body in bodies:
+            sent = time.perf_counter()
+            answer = client.post("/v1/search", content=body)
+            times.append(ms_since(sent))
+            if answer.status_code != 200:
+                raise RuntimeError(f"search answered {answer.status_code}: {answer.text[:300]}")
+            decoded = msgspec.json.decode(answer.content, type=SearchResponse)
+            lexical_only += decoded.lexical_only
+            abstained += decoded.abstained
+            hits += len(decoded.hits)
+            answers.append((len(answer.content), answer.content))
+    answers.sort(key=lambda pair: pair[0])
+    return Warmup(
+        first_ms=times[0],
+        queries=len(bodies),
+        p50_ms=float(np.percentile(times[1:] or times, 50)),
+        lexical_only=lexical_only,
+        abstained=abstained,
+        mean_hits=hits / len(bodies),
+        floor_body=answers[len(answers) // 2][1],  # a median-sized real answer
+    )
+
+
+# -- in process ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Milliseconds over repeated runs of one step."""
+
+    what: str
+    n: int
+    p50: float
+    p95: float
+    mean: float
+
+    @classmethod
+    def of(cls, what: str, samples_ms: Sequence[float]) -> "Latency":
+        values = np.asarray(samples_ms, dtype=np.float64)
+        return cls(
+            what=what,
+            n=len(values),
+            p50=float(np.percentile(values, 50)),
+            p95=float(np.percentile(values, 95)),
+            mean=float(values.mean()),
+        )
+
+
+def time_in_process(
+    data: Path, bodies: Sequence[bytes], profile_queries: int
+) -> tuple[list[Latency], str | None]:
+    """Decode, search, recall() alone and encode, one query at a time, with no HTTP; then
+    optionally cProfile ``Coordinator.search`` over ``profile_queries`` queries.
+
+    The steps are interleaved query by query (search and recall taking turns at going first),
+    so that a change in the machine's load during the pass shifts them all alike.
+    """
+    coordinator = Coordinator(data)
+    try:
+        requests = [decode_request(body, SearchRequest) for body in bodies]
+        for request in requests:  # warm-up: loads the vector index, fills caches
+            coordinator.search(request)
+        decode_ms, search_ms, recall_ms, encode_ms = [], [], [], []
+
+        def timed_search(request: SearchRequest) -> SearchResponse:
+            started = time.perf_counter()
+            answer = coordinator.search(request)
+            search_ms.append(ms_since(started))
+            return answer
+
+        def timed_recall(request: SearchRequest) -> None:
+            vector = np.asarray(request.vector, dtype=np.float32)
+            started = time.perf_counter()
+            recall(
+                coordinator.store, request.query, k=request.k, project=request.project,
+                mode="hybrid", record=False, query_vector=vector,
+            )  # fmt: skip
+            recall_ms.append(ms_since(started))
+
+        for turn, body in enumerate(bodies):
+            started = time.perf_counter()
+            request = decode_request(body, SearchRequest)
+            decode_ms.append(ms_since(started))
+            if turn % 2:
+                timed_recall(request)
+                answer = timed_search(request)
+            else:
+                answer = timed_search(request)
+                timed_recall(request)
+            started = time.perf_counter()
+            encode(answer)
+            encode_ms.append(ms_since(started))
+        steps = [
+            Latency.of("decode_request (2-pass strict JSON)", decode_ms),
+            Latency.of("Coordinator.search", search_ms),
+            Latency.of("  of which recall() (hybrid, k=10)", recall_ms),
+            Latency.of("encode(SearchResponse)", encode_ms),
+        ]
+        profile_text = None
+        if profile_queries > 0:
+            chosen = [requests[i % len(requests)] for i in range(profile_queries)]
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for request in chosen:
+                coordinator.search(request)
+            profiler.disable()
+            buffer = io.StringIO()
+            stats = pstats.Stats(profiler, stream=buffer).strip_dirs()
+            buffer.write(f"-- by own time (tottime), {profile_queries} searches\n")
+            stats.sort_stats("tottime").print_stats(22)
+            buffer.write(f"-- by cumulative time, {profile_queries} searches\n")
+            stats.sort_stats("cumulative").print_stats(22)
+            profile_text = _trim_profile(buffer.getvalue())
+        return steps, profile_text
+    finally:
+        coordinator.close()
+
+
+def _trim_profile(text: str) -> str:
+    """pstats output without its blank lines and preamble noise."""
+    keep = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("Ordered by", "List reduced")):
+            continue
+        keep.append(line.rstrip())
+    return "\n".join(keep)
+
+
+# -- one size --------------------------------------------------------------------------------
+
+
+@dataclass
+class SizeResult:
+    """Everything measured at one store size."""
+
+    size: int
+    build_seconds: float = 0.0
+    publish: list[PublishPhase] = field(default_factory=list)
+    published: int = 0
+    db_megabytes: float = 0.0
+    start_seconds: float = 0.0
+    warmup: Warmup | None = None
+    loads: list[LoadResult] = field(default_factory=list)
+    in_process: list[Latency] = field(default_factory=list)
+
+    def load(self, target: str) -> LoadResult | None:
+        return next((run for run in self.loads if run.target == target), None)
+
+    def ratio(self, floor: str) -> float:
+        search, base = self.load("search"), self.load(f"{floor} floor")
+        if search is None or base is None or base.rps == 0:
+            return float("nan")
+        return search.rps / base.rps
+
+
+def run_size(
+    size: int, args: argparse.Namespace, work: Path, profile: bool
+) -> tuple[SizeResult, str | None]:
+    """Fill a coordinator with ``size`` publications, then load it and the floors."""
+    result = SizeResult(size=size)
+    embedder = HashingEmbedder()
+    data = work / f"coordinator-{size}"
+    env = child_env(work)
+    identities = [create_identity(work / f"members-{size}" / name) for name in MEMBERS]
+    log(f"[{size:,}] signing {size:,} publications and embedding them")
+    published = build_publications(Corpus(SEED).memories(size), identities, embedder)
+    result.build_seconds = published.seconds
+    bodies = search_bodies(Corpus(SEED + 1).queries(args.queries), embedder)
+
+    server = coordinator_server(data, work)
+    with running(server, env):
+        log(f"[{size:,}] publishing through {server.url}")
+        phase, done = publish_http(
+            server, published, 0, size, args.publish_budget, args.http_sample
+        )
+    result.publish.append(phase)
+    if done < size:
+        log(f"[{size:,}] the rest ({size - done:,}) through Coordinator.publish in process")
+        result.publish.append(publish_in_process(data, published, done, size))
+    del published
+
+    server = coordinator_server(data, work)
+    with running(server, env) as start_seconds:
+        result.start_seconds = start_seconds
+        info = httpx.get(
+            f"{server.url}/v1/info", headers={"authorization": f"Bearer {TOKEN}"}, timeout=30
+        )
+        result.published = msgspec.json.decode(info.content, type=Info).published
+        log(f"[{size:,}] {result.published:,} published; asking each of {len(bodies)} queries")
+        result.warmup = warm_up(server.url, bodies)
+        result.loads.append(run_load(server, "search", bodies, args.clients, args.seconds))
+    db_files = [data / "memory.db", data / "memory.db-wal"]
+    result.db_megabytes = sum(p.stat().st_size for p in db_files if p.exists()) / 1e6
+
+    body_file = work / f"floor-body-{size}.json"
+    body_file.write_bytes(result.warmup.floor_body)
+    for kind in FLOOR_KINDS:
+        server = floor_server(kind, body_file, work)
+        with running(server, env):
+            result.loads.append(
+                run_load(server, f"{kind} floor", bodies, args.clients, args.seconds)
+            )
+
+    log(f"[{size:,}] in process: decode, search, recall, encode" + (", cProfile" * profile))
+    result.in_process, profile_text = time_in_process(
+        data, bodies, args.profile_queries if profile else 0
+    )
+    return result, profile_text
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain aligned text table; numbers right-aligned."""
+    cells = [[_cell(value) for value in row] for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
+    numeric = [all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) or value is None
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "-"
+        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine_info() -> dict[str, str]:
+    """What the figures were measured on."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        model = platform.processor() or "unknown"
+    return {
+        "cpu": model,
+        "nproc": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"),
+        "python": platform.python_version(),
+        "uvicorn": uvicorn.__version__,
+        "starlette": starlette.__version__,
+        "httpx": httpx.__version__,
+        "msgspec": msgspec.__version__,
+        "numpy": np.__version__,
+        "sqlite": sqlite3.sqlite_version,
+        "uvloop": _version("uvloop"),
+        "httptools": _version("httptools"),
+        "memmesh": getattr(memmesh, "__version__", "?"),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "(unset)"),
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "(unset)"),
+        "loadavg": load_average(),
+        "commit": source_revision(),
+    }
+
+
+def source_revision() -> str:
+    """The commit measured, its ``src`` tree, and a digest of any uncommitted change to it
+    (two readings differ exactly when the code under ``src`` differs)."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True).stdout
+
+    try:
+        head = git("rev-parse", "--short", "HEAD").strip() or "?"
+        tree = git("rev-parse", "--short", "HEAD:src").strip() or "?"
+        changes = git("status", "--porcelain", "--", "src") + git("diff", "HEAD", "--", "src")
+    except OSError:
+        return "?"
+    if not changes.strip():
+        return f"{head} (src {tree})"
+    digest = hashlib.sha256(changes.encode()).hexdigest()[:8]
+    return f"{head} (src {tree} +changes {digest})"
+
+
+def load_average() -> str:
+    """The 1-minute load average: anything else running skews every timing here."""
+    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "?"
+
+
+def print_results(results: Sequence[SizeResult], args: argparse.Namespace) -> None:
+    print(f"\n== Publish (batches of {MAX_BATCH}, one client, one batch at a time, token)")
+    rows: list[list[object]] = []
+    for res in results:
+        for phase in res.publish:
+            others = {k: v for k, v in phase.outcomes.items() if k != "accepted"}
+            rows.append(
+                [res.size, phase.path, phase.items, phase.seconds, phase.rate,
+                 phase.batch_p50_ms, phase.batch_p95_ms, phase.cpu_seconds / phase.wall_seconds,
+                 phase.outcomes.get("accepted", 0),
+                 ", ".join(f"{k} {v}" for k, v in sorted(others.items())) or "-"]
+            )  # fmt: skip
+    print(
+        table(
+            ["N", "path", "items", "seconds", "items/s", "batch p50 ms", "batch p95 ms",
+             "CPU", "accepted", "other"],
+            rows,
+        )
+    )  # fmt: skip
+    print(
+        "items/s = items / sum of batch round trips (building and encoding each batch on the\n"
+        "client is excluded; signing and embedding all N took: "
+        + ", ".join(f"{res.build_seconds:.1f}s at {res.size:,}" for res in results)
+        + ").\nCPU = CPU seconds of the publishing process (the server, or this one in process)\n"
+        "per wall second: well under 1.0 means it waits on the disk (fsync), not on the CPU."
+    )
+    for res in results:
+        if len(res.publish) < 2:
+            continue
+        print(
+            f"note: at N={res.size:,}, publishing all of it through HTTP would have gone over\n"
+            f"      --publish-budget: the first {res.publish[0].items:,} items went through HTTP\n"
+            "      (the publish figure), the rest through Coordinator.publish in this process\n"
+            "      with the server stopped (no HTTP, no request decoding) on a connection set\n"
+            "      to synchronous=NORMAL (no fsync per commit), to fill in minutes: that\n"
+            "      items/s is not a product figure."
+        )
+
+    print("\n== Before the load: each query asked once, one at a time")
+    rows = []
+    for res in results:
+        w = res.warmup
+        if w is None:
+            continue
+        rows.append(
+            [res.size, res.published, res.db_megabytes, res.start_seconds, w.first_ms, w.queries,
+             w.p50_ms, w.lexical_only, w.abstained, w.mean_hits]
+        )  # fmt: skip
+    print(
+        table(
+            ["N", "published", "db MB", "start s", "first search ms", "queries", "p50 ms",
+             "lexical_only", "abstained", "mean hits"],
+            rows,
+        )
+    )  # fmt: skip
+
+    print(
+        f"\n== Search under load: {args.clients} clients, closed loop, keep-alive, "
+        f"{args.seconds:.0f}s after {WARMUP_SECONDS:.0f}s warm-up, k={K}, hybrid"
+    )
+    rows = []
+    for res in results:
+        for run in res.loads:
+            errors = sum(run.errors.values())
+            rows.append(
+                [res.size, run.target, run.requests, run.rps, run.p50_ms, run.p95_ms, run.p99_ms,
+                 run.max_ms, errors, run.server_cpu_ms_per_request, run.server_cpu_share,
+                 run.client_cpu_share, run.response_bytes]
+            )  # fmt: skip
+    print(
+        table(
+            ["N", "target", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "max ms",
+             "errors", "srv CPU ms/req", "srv CPU", "client CPU", "resp bytes"],
+            rows,
+        )
+    )  # fmt: skip
+    print(
+        "srv CPU / client CPU = CPU seconds used per wall second by the server process and by\n"
+        "this load generator (1.0 = one core busy). Floors answer with one median-sized real\n"
+        "answer of the coordinator at that N: 'harness floor' through create_app (token, body\n"
+        "limit, strict decode, worker thread, encode), 'raw floor' from a bare Starlette route."
+    )
+    for res in results:
+        for run in res.loads:
+            if run.errors:
+                print(f"errors at N={res.size:,} {run.target}: {run.errors}")
+    print()
+    for res in results:
+        search = res.load("search")
+        harness = res.load("harness floor")
+        raw = res.load("raw floor")
+        if search is None or harness is None or raw is None:
+            continue
+        goal = ""
+        if res.size == 10_000:
+            goal = f" (goal >= 0.5: {'met' if res.ratio('harness') >= 0.5 else 'NOT met'})"
+        print(
+            f"N={res.size:,}: search {search.rps:,.0f} req/s / harness floor "
+            f"{harness.rps:,.0f} req/s = {res.ratio('harness'):.2f}{goal}; "
+            f"/ raw Starlette floor {raw.rps:,.0f} req/s = {res.ratio('raw'):.2f}"
+        )
+
+    print("\n== In process, no HTTP: one query at a time, after a warm-up pass")
+    rows = []
+    for res in results:
+        for lat in res.in_process:
+            rows.append([res.size, lat.what, lat.n, lat.p50, lat.p95, lat.mean])
+    print(table(["N", "step", "n", "p50 ms", "p95 ms", "mean ms"], rows))
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[10_000, 100_000], help="items (10000 100000)"
+    )
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="seconds per load run (10)")
+    parser.add_argument("--queries", type=int, default=300, help="distinct queries (300)")
+    parser.add_argument(
+        "--publish-budget",
+        type=float,
+        default=480.0,
+        help="seconds of HTTP publishing per size before the rest goes in process (480)",
+    )
+    parser.add_argument(
+        "--http-sample",
+        type=int,
+        default=10_000,
+        help="items published through HTTP before the budget is checked (10000)",
+    )
+    parser.add_argument(
+        "--profile-queries",
+        type=int,
+        default=300,
+        help="searches profiled in process at the largest size; 0 turns it off (300)",
+    )
+    parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument("--serve-floor", choices=FLOOR_KINDS, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-body", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_floor is not None:
+        if args.port is None or args.floor_body is None:
+            parser.error("--serve-floor needs --port and --floor-body")
+        return args
+    if any(size < 100 or size > 1_000_000 for size in args.sizes):
+        parser.error("sizes must be between 100 and 1,000,000")
+    if not 1 <= args.clients <= 64:
+        parser.error("--clients must be between 1 and 64 (the server's concurrency limit)")
+    if not 1 <= args.seconds <= 600:
+        parser.error("--seconds must be between 1 and 600")
+    if not 2 <= args.queries <= 10_000:
+        parser.error("--queries must be between 2 and 10,000")
+    return args
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with NaN and infinities as ``null``, so that the file is strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    return value
+
+
+def _terminate(signum: int, frame: object) -> NoReturn:
+    """SIGTERM unwinds like Ctrl-C, so every ``finally`` stops its child process."""
+    raise SystemExit(128 + signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve_floor is not None:
+        serve_floor(args.serve_floor, args.port, args.floor_body)
+        return 0
+    signal.signal(signal.SIGTERM, _terminate)
+    info = machine_info()
+    print("== memmesh coordinator benchmark")
+    pairs = [f"{key}: {value}" for key, value in info.items()]
+    for start in range(0, len(pairs), 7):
+        print("  ".join(pairs[start : start + 7]))
+    report: dict[str, Any] = {"machine": info, "settings": {
+        "sizes": args.sizes, "clients": args.clients, "seconds": args.seconds,
+        "queries": args.queries, "publish_budget": args.publish_budget,
+        "http_sample": args.http_sample, "k": K,
+        "warmup_seconds": WARMUP_SECONDS, "batch": MAX_BATCH,
+    }}  # fmt: skip
+    results: list[SizeResult] = []
+    profile_text = None
+    with tempfile.TemporaryDirectory(prefix="memmesh-coord-bench-") as tmp:
+        work = Path(tmp)
+        for size in args.sizes:
+            profile = args.profile_queries > 0 and size == max(args.sizes)
+            result, text = run_size(size, args, work, profile)
+            results.append(result)
+            profile_text = text or profile_text
+    print_results(results, args)
+    if profile_text:
+        print(
+            f"\n== cProfile of Coordinator.search in process, {args.profile_queries} queries "
+            f"at N={max(args.sizes):,}"
+        )
+        print(profile_text)
+    print(f"\nload average (1 min) at the end: {load_average()}")
+    revision = source_revision()
+    if revision.partition(" ")[2] != info["commit"].partition(" ")[2]:
+        print(f"WARNING: src changed during the run ({info['commit']} -> {revision})")
+    report["commit_at_end"] = revision
+    report["sizes"] = [
+        {
+            **asdict(res),
+            "warmup": (
+                {k: v for k, v in asdict(res.warmup).items() if k != "floor_body"}
+                if res.warmup
+                else None
+            ),
+            "publish": [{**asdict(p), "rate": p.rate} for p in res.publish],
+            "ratio_harness": res.ratio("harness"),
+            "ratio_raw": res.ratio("raw"),
+        }
+        for res in results
+    ]
+    report["profile"] = profile_text
+    report["loadavg_at_end"] = load_average()
+    if args.json is not None:
+        args.json.write_text(json.dumps(_json_safe(report), indent=2) + "\n", encoding="utf-8")
+        print(f"\nJSON written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
