@@ -22,12 +22,15 @@ BUSY_TIMEOUT_SECONDS = 30.0
 
 
 class Database:
-    """One connection to the store file, guarded for use from several threads."""
+    """The store file: one guarded connection for writes and ordinary reads, plus one read-only
+    connection per thread for searches, which WAL lets run side by side."""
 
     def __init__(self, path: Path, *, durable: bool = False) -> None:
         self.path = path
         self._synchronous = "FULL" if durable else "NORMAL"
         self._lock = threading.RLock()
+        self._readers = threading.local()
+        self._reader_connections: list[sqlite3.Connection] = []
         self._check_header()
         try:
             self._conn = sqlite3.connect(
@@ -48,9 +51,31 @@ class Database:
             raise
 
     def close(self) -> None:
-        """Close the connection; the object is unusable afterwards."""
+        """Close every connection; the object is unusable afterwards."""
         with self._lock:
+            for reader in self._reader_connections:
+                reader.close()
+            self._reader_connections.clear()
             self._conn.close()
+
+    @contextmanager
+    def reader(self) -> Iterator[sqlite3.Connection]:
+        """This thread's own read-only connection, usable beside other threads' reads."""
+        conn: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+        with _translated(self.path):
+            if conn is None:
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=BUSY_TIMEOUT_SECONDS,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+                conn.execute("PRAGMA query_only = ON")
+                self._readers.conn = conn
+                with self._lock:
+                    self._reader_connections.append(conn)
+            yield conn
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -150,14 +150,16 @@ def _ranked(
         only = _seqs_of(conn, restrict) if restrict is not None else None
         if only == []:
             return []
-        vector_hits = (
-            store.vectors.search(query_vector, store.vectors.scope(projects, only), pool)
-            if mode != "lexical"
-            else []
-        )
+        with store.vector_lock:
+            vector_hits = (
+                store.vectors.search(query_vector, store.vectors.scope(projects, only), pool)
+                if mode != "lexical"
+                else []
+            )
         lexical = _bm25(conn, query, projects, pool, only) if mode != "vector" else {}
         seqs = list(dict.fromkeys([seq for seq, _ in vector_hits] + list(lexical)))
-        cosines = store.vectors.cosine(query_vector, seqs)
+        with store.vector_lock:
+            cosines = store.vectors.cosine(query_vector, seqs)
         items = store.items_by_seq(conn, seqs)
     best_bm25 = max(lexical.values(), default=0.0)
     query_exact = _text.exact_tokens(query)

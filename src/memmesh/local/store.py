@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -114,6 +115,8 @@ class Store:
             self.db.close()
             raise
         self.vectors = VectorIndex(self.embedder.dim)
+        # Guards the vector index, which searches read while refreshes grow it.
+        self.vector_lock = threading.RLock()
 
     def close(self) -> None:
         """Release the database connection."""
@@ -414,8 +417,9 @@ class Store:
             _set_meta(conn, "embedder", target.name)
             _set_meta(conn, "embedder_fingerprint", target.fingerprint)
             journal.log(conn, self.clock(), "reindex", None, embedder=target.fingerprint)
-        self.embedder = target
-        self.vectors = VectorIndex(target.dim)
+        with self.vector_lock:
+            self.embedder = target
+            self.vectors = VectorIndex(target.dim)
         return int(total)
 
     # -- internals shared with recall ------------------------------------------------------
@@ -426,7 +430,8 @@ class Store:
         with self.db.write() as conn:
             if check:
                 self._check_embedder(conn)
-                self.vectors.refresh(conn)
+                with self.vector_lock:
+                    self.vectors.refresh(conn)
             yield conn
 
     @contextmanager
@@ -440,10 +445,12 @@ class Store:
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
-        """A read, with the vector index brought up to date first."""
-        with self.db.read() as conn:
+        """A search's reads, on this thread's own connection so that searches run side by side,
+        with the vector index brought up to date first (use it under ``vector_lock``)."""
+        with self.db.reader() as conn:
             self._check_embedder(conn)
-            self.vectors.refresh(conn)
+            with self.vector_lock:
+                self.vectors.refresh(conn)
             yield conn
 
     def _choose_embedder(self, requested: str | None, *, repair: bool) -> Embedder:
@@ -490,11 +497,9 @@ class Store:
         ).fetchone()
         if row:
             return int(row[0])
-        near = [
-            seq
-            for seq, cosine in self.vectors.search(vector, self.vectors.scope([project]), 5)
-            if cosine >= self.embedder.duplicate_cosine
-        ]
+        with self.vector_lock:
+            closest = self.vectors.search(vector, self.vectors.scope([project]), 5)
+        near = [seq for seq, cosine in closest if cosine >= self.embedder.duplicate_cosine]
         if not near:
             return None
         keys = _text.key_tokens(clean)
