@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,16 @@ from memmesh.local.store import Store
 from memmesh.policy.config import POLICY_FILENAME, load_policy
 from memmesh.policy.errors import PolicyError
 
-__all__ = ["add_common", "emit", "home_of", "nonempty", "open_store", "positive_int"]
+__all__ = [
+    "Handler",
+    "add_common",
+    "command_adder",
+    "emit",
+    "home_of",
+    "nonempty",
+    "open_store",
+    "positive_int",
+]
 
 DEFAULT_HOME = Path("~/.memmesh")
 
@@ -35,6 +45,29 @@ def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> 
             default=argparse.SUPPRESS,
             help="print one JSON object instead of text",
         )
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def command_adder(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+) -> Callable[[str, Handler, str, str], argparse.ArgumentParser]:
+    """A helper adding one command: its summary is its help and description, with an example."""
+
+    def command(name: str, handler: Handler, summary: str, example: str) -> argparse.ArgumentParser:
+        parser = commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=f"example:\n  {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        parser.set_defaults(handler=handler)
+        add_common(parser)
+        return parser
+
+    return command
 
 
 def home_of(args: argparse.Namespace) -> Path:

@@ -3,10 +3,15 @@
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from memmesh.cli._common import add_common, emit, nonempty, open_store, positive_int
+from memmesh.cli._common import (
+    command_adder,
+    emit,
+    nonempty,
+    open_store,
+    positive_int,
+)
 from memmesh.cli.team import retract_changed
 from memmesh.local import doctor, journal
 from memmesh.local.items import GLOBAL, KINDS, Item, iso
@@ -15,23 +20,11 @@ from memmesh.local.recall import MAX_K, Recall, recall
 
 __all__ = ["register"]
 
-Handler = Callable[[argparse.Namespace], int]
-
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the local commands to the `mem` parser."""
 
-    def command(name: str, handler: Handler, summary: str, example: str) -> argparse.ArgumentParser:
-        parser = commands.add_parser(
-            name,
-            help=summary,
-            description=summary,
-            epilog=f"example:\n  {example}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        parser.set_defaults(handler=handler)
-        add_common(parser)
-        return parser
+    command = command_adder(commands)
 
     p = command(
         "remember",

@@ -4,12 +4,18 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from memmesh.cli._common import add_common, emit, home_of, nonempty, open_store
+from memmesh.cli._common import (
+    add_common,
+    command_adder,
+    emit,
+    home_of,
+    nonempty,
+    open_store,
+)
 from memmesh.cli._team_net import add_network_commands
 from memmesh.errors import MemmeshError
 from memmesh.local.items import iso
@@ -36,8 +42,6 @@ from memmesh.registry.identity import KEY_FILENAME
 
 __all__ = ["register", "retract_changed"]
 
-Handler = Callable[[argparse.Namespace], int]
-
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `mem team` and its subcommands to the `mem` parser."""
@@ -53,17 +57,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     team.set_defaults(handler=lambda args: _usage(team))
     sub = team.add_subparsers(title="team commands", metavar="COMMAND")
 
-    def command(name: str, handler: Handler, summary: str, example: str) -> argparse.ArgumentParser:
-        parser = sub.add_parser(
-            name,
-            help=summary,
-            description=summary,
-            epilog=f"example:\n  {example}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        parser.set_defaults(handler=handler)
-        add_common(parser)
-        return parser
+    command = command_adder(sub)
 
     p = command(
         "init",
