@@ -13,6 +13,7 @@
    out; the rest are multiplied by :func:`memmesh.local.outcomes.rank_factor`.
 """
 
+import concurrent.futures
 import json
 import sqlite3
 import time
@@ -54,6 +55,10 @@ W_LEXICAL = 0.6
 W_EXACT = 0.2
 MIN_COVERAGE = 0.25
 _POOL = 50
+# Worker threads run the BM25 half of recalls beside the vector half in the caller.
+_LEXICAL_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25")
+# Benchmarks switch this off to measure the gain (docs/benchmarks.md).
+PARALLEL_HALVES = True
 _MAX_QUERY_TERMS = 32
 
 
@@ -150,13 +155,25 @@ def _ranked(
         only = _seqs_of(conn, restrict) if restrict is not None else None
         if only == []:
             return []
-        with store.vector_lock:
-            vector_hits = (
-                store.vectors.search(query_vector, store.vectors.scope(projects, only), pool)
-                if mode != "lexical"
-                else []
-            )
-        lexical = _bm25(conn, query, projects, pool, only) if mode != "vector" else {}
+        # The two halves run at once: SQLite and numpy both release the GIL, so BM25 on a
+        # worker thread overlaps the matrix product here (see docs/benchmarks.md).
+        pending = (
+            _LEXICAL_WORKERS.submit(_bm25, conn, query, projects, pool, only)
+            if mode != "vector" and PARALLEL_HALVES
+            else None
+        )
+        try:
+            with store.vector_lock:
+                vector_hits = (
+                    store.vectors.search(query_vector, store.vectors.scope(projects, only), pool)
+                    if mode != "lexical"
+                    else []
+                )
+        finally:
+            if pending is not None:
+                lexical = pending.result()
+        if pending is None:
+            lexical = _bm25(conn, query, projects, pool, only) if mode != "vector" else {}
         seqs = list(dict.fromkeys([seq for seq, _ in vector_hits] + list(lexical)))
         with store.vector_lock:
             cosines = store.vectors.cosine(query_vector, seqs)
