@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import cProfile
 import hashlib
-import importlib.metadata
 import io
 import json
 import math
@@ -69,6 +68,24 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 import memmesh
+from _common import (
+    ENVS,
+    PROJECTS,
+    REASONS,
+    SERVICES,
+    TABLES,
+    TOPIC_TAGS,
+    Latency,
+    cpu_count,
+    cpu_model,
+    git,
+    load_average,
+    log,
+    ms_since,
+    table,
+    thread_settings,
+    version,
+)
 from memmesh.coordinator import Coordinator
 from memmesh.coordinator.protocol import (
     MAX_BATCH,
@@ -103,32 +120,9 @@ FLOOR_KINDS = ("harness", "raw")
 Vectors = npt.NDArray[np.float32]
 
 
-def log(message: str) -> None:
-    """Progress goes to stderr so that stdout holds only the tables."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def ms_since(started: float) -> float:
-    """Milliseconds of wall time since ``started`` (a ``time.perf_counter()`` reading)."""
-    return (time.perf_counter() - started) * 1000
-
-
 # -- synthetic team memories -----------------------------------------------------------------
 
 MEMBERS = ("ada", "bruno", "chioma", "dmitri", "esra", "farid")
-PROJECTS = (
-    "atlas", "billing", "checkout", "data-platform", "design-system", "docs-site", "growth",
-    "infra", "ios-app", "android-app", "ledger", "mlops", "monorepo", "notifications",
-    "payments", "platform-api", "search", "security", "support-tools", "warehouse",
-)  # fmt: skip
-SERVICES = (
-    "billing-api", "auth-service", "payments-gateway", "search-indexer", "notification-worker",
-    "user-profile", "inventory-sync", "report-builder", "checkout-web", "media-transcoder",
-    "ledger-service", "api-gateway", "job-scheduler", "etl-pipeline", "feature-flags",
-    "email-sender", "pdf-renderer", "geo-lookup", "rate-limiter", "session-store", "audit-log",
-    "admin-portal", "mobile-bff", "webhook-relay", "image-resizer", "metrics-exporter",
-    "order-service", "shipping-quotes", "tax-engine", "cart-service",
-)  # fmt: skip
 PACKAGES = (
     "node-gyp", "psycopg2", "numpy", "pydantic", "sqlalchemy", "react-router", "webpack",
     "openssl", "grpcio", "protobuf", "redis-py", "celery", "uvicorn", "fastapi", "lodash",
@@ -138,10 +132,6 @@ PACKAGES = (
 SYMBOLIC_ERRORS = (
     "ECONNRESET", "ETIMEDOUT", "ENOSPC", "EADDRINUSE", "OOMKilled", "SIGSEGV", "HTTP 502",
     "HTTP 429", "HTTP 503", "SQLSTATE 40001", "exit code 137",
-)  # fmt: skip
-ENVS = (
-    "staging", "production", "CI", "local dev", "the ARM runners", "macOS laptops",
-    "the canary cluster", "eu-west-1", "us-east-1", "the nightly build", "Windows agents",
 )  # fmt: skip
 COMMANDS = (
     "make test", "docker compose up -d {svc}", "kubectl rollout restart deploy/{svc}",
@@ -157,7 +147,6 @@ TASKS = (
     "clear the cache", "seed test data", "bump the version", "profile slow endpoints",
     "reproduce the flaky test", "update the lockfile", "backfill missing rows",
 )  # fmt: skip
-TABLES = ("orders", "invoices", "users", "sessions", "events", "payments", "shipments", "audit")
 CAUSES = (
     "a missing index on {table}", "connection pool exhaustion", "a race between two workers",
     "clock skew between nodes", "an expired TLS certificate", "a stale DNS cache",
@@ -175,11 +164,6 @@ DECISIONS = (
     "run migrations in a separate deploy step", "use OpenTelemetry for tracing",
     "switch from REST polling to webhooks", "cap API pagination at 500 rows",
 )  # fmt: skip
-REASONS = (
-    "it removes a network hop", "the team already knows it", "it halves p95 latency",
-    "it avoids float rounding errors", "the old approach caused duplicate charges",
-    "security review asked for it", "it simplifies rollbacks", "it cut CI time by {n} minutes",
-)  # fmt: skip
 CONVENTIONS = (
     "every migration must be reversible", "log lines are JSON with a request_id field",
     "tests that touch the network are marked slow", "timestamps are stored in UTC",
@@ -187,7 +171,6 @@ CONVENTIONS = (
 )  # fmt: skip
 PREFERENCES = ("small PRs", "squash merges", "explicit type hints", "table-driven tests")
 PROTOCOLS = ("gRPC", "HTTP/2", "AMQP", "Kafka", "WebSockets")
-TOPIC_TAGS = ("ci", "deploy", "db", "perf", "security", "flaky", "oncall", "build", "infra")
 
 TEMPLATES: dict[str, tuple[str, ...]] = {
     "gotcha": (
@@ -780,28 +763,6 @@ def warm_up(url: str, bodies: Sequence[bytes]) -> Warmup:
 # -- in process ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Latency:
-    """Milliseconds over repeated runs of one step."""
-
-    what: str
-    n: int
-    p50: float
-    p95: float
-    mean: float
-
-    @classmethod
-    def of(cls, what: str, samples_ms: Sequence[float]) -> "Latency":
-        values = np.asarray(samples_ms, dtype=np.float64)
-        return cls(
-            what=what,
-            n=len(values),
-            p50=float(np.percentile(values, 50)),
-            p95=float(np.percentile(values, 95)),
-            mean=float(values.mean()),
-        )
-
-
 def time_in_process(
     data: Path, bodies: Sequence[bytes], profile_queries: int
 ) -> tuple[list[Latency], str | None]:
@@ -968,59 +929,11 @@ def run_size(
 # -- output ----------------------------------------------------------------------------------
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain aligned text table; numbers right-aligned."""
-    cells = [[_cell(value) for value in row] for row in rows]
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
-    numeric = [all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
-
-    def line(values: Sequence[str]) -> str:
-        parts = [
-            v.rjust(w) if num else v.ljust(w)
-            for v, w, num in zip(values, widths, numeric, strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) or value is None
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "-"
-        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
-def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
 def machine_info() -> dict[str, str]:
     """What the figures were measured on."""
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        model = platform.processor() or "unknown"
     return {
-        "cpu": model,
-        "nproc": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"),
+        "cpu": cpu_model(),
+        "nproc": cpu_count(),
         "python": platform.python_version(),
         "uvicorn": uvicorn.__version__,
         "starlette": starlette.__version__,
@@ -1028,11 +941,10 @@ def machine_info() -> dict[str, str]:
         "msgspec": msgspec.__version__,
         "numpy": np.__version__,
         "sqlite": sqlite3.sqlite_version,
-        "uvloop": _version("uvloop"),
-        "httptools": _version("httptools"),
+        "uvloop": version("uvloop"),
+        "httptools": version("httptools"),
         "memmesh": getattr(memmesh, "__version__", "?"),
-        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "(unset)"),
-        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "(unset)"),
+        **thread_settings(),
         "loadavg": load_average(),
         "commit": source_revision(),
     }
@@ -1041,11 +953,6 @@ def machine_info() -> dict[str, str]:
 def source_revision() -> str:
     """The commit measured, its ``src`` tree, and a digest of any uncommitted change to it
     (two readings differ exactly when the code under ``src`` differs)."""
-    root = Path(__file__).resolve().parents[1]
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True).stdout
-
     try:
         head = git("rev-parse", "--short", "HEAD").strip() or "?"
         tree = git("rev-parse", "--short", "HEAD:src").strip() or "?"
@@ -1056,11 +963,6 @@ def source_revision() -> str:
         return f"{head} (src {tree})"
     digest = hashlib.sha256(changes.encode()).hexdigest()[:8]
     return f"{head} (src {tree} +changes {digest})"
-
-
-def load_average() -> str:
-    """The 1-minute load average: anything else running skews every timing here."""
-    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "?"
 
 
 def print_results(results: Sequence[SizeResult], args: argparse.Namespace) -> None:

@@ -48,6 +48,33 @@ import numpy as np
 import numpy.typing as npt
 
 import memmesh
+from _common import (
+    CAUSES,
+    COLUMNS,
+    COMMANDS,
+    CONVENTIONS,
+    ENVS,
+    ENVVARS,
+    FIXES,
+    PREFERENCES,
+    PROJECTS,
+    PROTOCOLS,
+    REASONS,
+    SERVICES,
+    TABLES,
+    TASKS,
+    TOPIC_TAGS,
+    Latency,
+    cpu_count,
+    cpu_model,
+    load_average,
+    log,
+    ms_since,
+    share,
+    source_revision,
+    table,
+    thread_settings,
+)
 from memmesh.local.ids import new_id
 from memmesh.local.items import check_tags
 from memmesh.local.recall import Mode, recall
@@ -62,26 +89,8 @@ _WRITER_ROUNDS = 50
 _COLD_ROUNDS = 3
 
 
-def log(message: str) -> None:
-    """Progress goes to stderr so that stdout holds only the tables."""
-    print(message, file=sys.stderr, flush=True)
-
-
 # -- synthetic developer memories ------------------------------------------------------------
 
-PROJECTS = (
-    "atlas", "billing", "checkout", "data-platform", "design-system", "docs-site", "growth",
-    "infra", "ios-app", "android-app", "ledger", "mlops", "monorepo", "notifications",
-    "payments", "platform-api", "search", "security", "support-tools", "warehouse",
-)  # fmt: skip
-SERVICES = (
-    "billing-api", "auth-service", "payments-gateway", "search-indexer", "notification-worker",
-    "user-profile", "inventory-sync", "report-builder", "checkout-web", "media-transcoder",
-    "ledger-service", "api-gateway", "job-scheduler", "etl-pipeline", "feature-flags",
-    "email-sender", "pdf-renderer", "geo-lookup", "rate-limiter", "session-store", "audit-log",
-    "admin-portal", "mobile-bff", "webhook-relay", "image-resizer", "metrics-exporter",
-    "order-service", "shipping-quotes", "tax-engine", "cart-service",
-)  # fmt: skip
 PACKAGES = (
     "node-gyp", "psycopg2", "numpy", "pydantic", "sqlalchemy", "react-router", "webpack",
     "openssl", "grpcio", "protobuf", "redis-py", "celery", "uvicorn", "fastapi", "lodash",
@@ -93,47 +102,8 @@ SYMBOLIC_ERRORS = (
     "ECONNRESET", "ETIMEDOUT", "ENOSPC", "EADDRINUSE", "OOMKilled", "SIGSEGV", "HTTP 502",
     "HTTP 429", "HTTP 503", "ORA-00060", "SQLSTATE 40001", "exit code 137",
 )  # fmt: skip
-ENVS = (
-    "staging", "production", "CI", "local dev", "the ARM runners", "macOS laptops",
-    "the canary cluster", "eu-west-1", "us-east-1", "the nightly build", "Windows agents",
-)  # fmt: skip
-COMMANDS = (
-    "make test", "make lint", "docker compose up -d {svc}", "kubectl rollout restart deploy/{svc}",
-    "kubectl logs -f deploy/{svc} --since=1h", "npm ci --legacy-peer-deps",
-    "pip install -e '.[dev]'", "alembic upgrade head", "terraform plan -out plan.tfplan",
-    "pytest -x -k {table}", "git bisect run make test", "cargo build --release", "go test ./...",
-    "psql -c 'VACUUM ANALYZE {table}'", "redis-cli FLUSHDB", "helm upgrade --install {svc} ./chart",
-    "yarn workspace {svc} build", "./scripts/seed_db.sh --env staging",
-    "aws s3 sync ./dist s3://{svc}-assets", "poetry lock --no-update",
-)  # fmt: skip
-TASKS = (
-    "reset the local database", "rotate the API keys", "rebuild the search index",
-    "run the integration tests", "regenerate the gRPC stubs", "deploy a hotfix", "tail the logs",
-    "clear the cache", "seed test data", "bump the version", "profile slow endpoints",
-    "reproduce the flaky test", "update the lockfile", "backfill missing rows",
-    "run database migrations", "restart the workers", "publish the SDK",
-)  # fmt: skip
-TABLES = ("orders", "invoices", "users", "sessions", "events", "payments", "shipments", "audit")
-COLUMNS = ("created_at", "user_id", "status", "tenant_id", "external_ref")
-CAUSES = (
-    "a missing index on {table}.{col}", "connection pool exhaustion", "a race between two workers",
-    "clock skew between nodes", "an expired TLS certificate", "a stale DNS cache",
-    "the disk filling up with logs", "an unbounded retry loop", "a breaking change in {pkg} {ver}",
-    "a misconfigured feature flag", "N+1 queries in the serializer",
-    "a memory leak in the image decoder", "a deadlock on the {table} table",
-)  # fmt: skip
-FIXES = (
-    "pinning {pkg} to {ver}", "adding exponential backoff", "raising the pool size to {n}",
-    "installing {sysdep}", "setting {envvar}", "adding an index on {table}.{col}",
-    "rotating the certificate", "increasing the memory limit to {n}Gi",
-    "disabling HTTP keep-alive", "moving the job to the batch queue",
-)  # fmt: skip
 SYSDEPS = (
     "python3-dev", "libffi-dev", "build-essential", "libssl-dev", "pkg-config", "libjpeg-dev",
-)  # fmt: skip
-ENVVARS = (
-    "NODE_OPTIONS=--max-old-space-size=4096", "PGSSLMODE=require", "PYTHONHASHSEED=0",
-    "GOFLAGS=-mod=mod", "RUST_BACKTRACE=1", "UV_THREADPOOL_SIZE=16",
 )  # fmt: skip
 DECISIONS = (
     "use Postgres advisory locks instead of Redis locks", "store money as integer cents",
@@ -144,27 +114,8 @@ DECISIONS = (
     "switch from REST polling to webhooks", "cap API pagination at 500 rows",
     "replace {pkg} with a thin in-house wrapper",
 )  # fmt: skip
-REASONS = (
-    "it removes a network hop", "the team already knows it", "it halves p95 latency",
-    "it avoids float rounding errors", "the old approach caused duplicate charges",
-    "security review asked for it", "it simplifies rollbacks", "it cut CI time by {n} minutes",
-)  # fmt: skip
-CONVENTIONS = (
-    "branch names start with the ticket number", "every migration must be reversible",
-    "log lines are JSON with a request_id field", "public functions need docstrings",
-    "tests that touch the network are marked slow", "timestamps are stored in UTC",
-    "feature flags are named team.feature.variant", "errors are wrapped with context",
-    "configuration comes from environment variables only", "PR titles use conventional commits",
-)  # fmt: skip
 PEOPLE = ("alice", "bob", "chen", "dmitri", "emma", "farah", "goran", "hiro", "ines", "jamal")
-PREFERENCES = (
-    "small PRs under 400 lines", "squash merges", "explicit type hints", "table-driven tests",
-    "feature flags over long-lived branches", "structured logging", "early returns",
-    "descriptive commit messages",
-)  # fmt: skip
-PROTOCOLS = ("gRPC", "HTTP/2", "AMQP", "Kafka", "plain TCP", "WebSockets")
 TICKET_PREFIXES = ("PLAT", "BILL", "OPS", "SEC", "WEB", "DATA")
-TOPIC_TAGS = ("ci", "deploy", "db", "perf", "security", "flaky", "oncall", "build", "infra")
 
 TEMPLATES: dict[str, tuple[str, ...]] = {
     "gotcha": (
@@ -287,28 +238,6 @@ class Corpus:
 
 
 @dataclass(frozen=True)
-class Latency:
-    """Milliseconds over repeated runs of one operation."""
-
-    what: str
-    n: int
-    p50: float
-    p95: float
-    mean: float
-
-    @classmethod
-    def of(cls, what: str, samples_ms: Sequence[float]) -> "Latency":
-        values = np.asarray(samples_ms, dtype=np.float64)
-        return cls(
-            what=what,
-            n=len(values),
-            p50=float(np.percentile(values, 50)),
-            p95=float(np.percentile(values, 95)),
-            mean=float(values.mean()),
-        )
-
-
-@dataclass(frozen=True)
 class InsertPhase:
     """How one part of a store was written."""
 
@@ -336,11 +265,6 @@ class SpeedResult:
     latencies: list[Latency] = field(default_factory=list)
     cold_open_ms: list[float] = field(default_factory=list)
     ratio_p50: float = 0.0
-
-
-def ms_since(started: float) -> float:
-    """Milliseconds of wall time since ``started`` (a ``time.perf_counter()`` reading)."""
-    return (time.perf_counter() - started) * 1000
 
 
 def remember_all(
@@ -714,102 +638,36 @@ def run_quality(path: Path, embedder: str, build: str) -> QualityResult:
             QualityRow(
                 mode=mode,
                 queries=len(found),
-                r_at_5=_share([r is not None and r <= 5 for r in found]),
-                r_at_10=_share([r is not None and r <= K for r in found]),
+                r_at_5=share([r is not None and r <= 5 for r in found]),
+                r_at_10=share([r is not None and r <= K for r in found]),
                 mrr_at_10=statistics.fmean(1.0 / r if r is not None else 0.0 for r in found),
                 abstention_rate=abstained[mode] / len(found),
                 p50_ms=float(np.percentile(latencies[mode], 50)),
                 r_at_10_by_category={
-                    category: _share(hits) for category, hits in sorted(by_category.items())
+                    category: share(hits) for category, hits in sorted(by_category.items())
                 },
             )
         )
     return result
 
 
-def _share(flags: Sequence[bool]) -> float:
-    return sum(flags) / len(flags) if flags else 0.0
-
-
 # -- output ----------------------------------------------------------------------------------
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain aligned text table; numbers right-aligned."""
-    cells = [[_cell(value) for value in row] for row in rows]
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
-    numeric = [all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
-
-    def line(values: Sequence[str]) -> str:
-        parts = [
-            v.rjust(w) if num else v.ljust(w)
-            for v, w, num in zip(values, widths, numeric, strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) or value is None
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "-"
-        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
 
 
 def machine_info(embedder: str) -> dict[str, str]:
     """What the figures were measured on."""
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        model = platform.processor() or "unknown"
     return {
-        "cpu": model,
-        "nproc": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"),
+        "cpu": cpu_model(),
+        "nproc": cpu_count(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "sqlite": sqlite3.sqlite_version,
         "memmesh": getattr(memmesh, "__version__", "?"),
         "embedder": embedder,
-        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "(unset)"),
-        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "(unset)"),
+        **thread_settings(),
         "loadavg": load_average(),
         "commit": source_revision(),
     }
-
-
-def source_revision() -> str:
-    """The commit measured, marked ``+changes`` when ``src`` differs from it."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "src"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-    except OSError:
-        return "?"
-    return f"{head or '?'}{' +changes in src' if dirty else ''}"
-
-
-def load_average() -> str:
-    """The 1-minute load average: anything else running skews every timing here."""
-    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "?"
 
 
 def print_speed(results: Sequence[SpeedResult]) -> None:

@@ -68,7 +68,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -80,6 +80,29 @@ import numpy as np
 
 import memmesh
 import memmesh.team.recall as team_recall_module
+from _common import (
+    CAUSES,
+    COLUMNS,
+    COMMANDS,
+    CONVENTIONS,
+    ENVS,
+    ENVVARS,
+    FIXES,
+    PREFERENCES,
+    PROTOCOLS,
+    SERVICES,
+    TABLES,
+    TASKS,
+    cpu_count,
+    cpu_model,
+    load_average,
+    log,
+    mean,
+    ms_since,
+    source_revision,
+    table,
+    timed,
+)
 from memmesh.coordinator.protocol import SearchRequest
 from memmesh.errors import MemmeshError
 from memmesh.local.items import KINDS
@@ -108,29 +131,11 @@ WARMUP_QUERIES = 20
 DIAGNOSIS_K = 100
 
 
-def log(message: str) -> None:
-    """Progress goes to stderr so that stdout holds only the tables."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def ms_since(started: float) -> float:
-    """Milliseconds of wall time since ``started`` (a ``time.perf_counter()`` reading)."""
-    return (time.perf_counter() - started) * 1000
-
-
 # -- synthetic developer memories ------------------------------------------------------------
 
 PROJECTS = (
     "billing", "checkout", "data-platform", "infra", "mobile", "payments", "platform-api",
     "search", "growth", "ledger",
-)  # fmt: skip
-SERVICES = (
-    "billing-api", "auth-service", "payments-gateway", "search-indexer", "notification-worker",
-    "user-profile", "inventory-sync", "report-builder", "checkout-web", "media-transcoder",
-    "ledger-service", "api-gateway", "job-scheduler", "etl-pipeline", "feature-flags",
-    "email-sender", "pdf-renderer", "geo-lookup", "rate-limiter", "session-store", "audit-log",
-    "admin-portal", "mobile-bff", "webhook-relay", "image-resizer", "metrics-exporter",
-    "order-service", "shipping-quotes", "tax-engine", "cart-service",
 )  # fmt: skip
 PACKAGES = (
     "node-gyp", "psycopg2", "numpy", "pydantic", "sqlalchemy", "react-router", "webpack",
@@ -142,46 +147,7 @@ SYMBOLIC_ERRORS = (
     "ECONNRESET", "ETIMEDOUT", "ENOSPC", "EADDRINUSE", "OOMKilled", "SIGSEGV", "HTTP 502",
     "HTTP 429", "HTTP 503", "SQLSTATE 40001", "exit code 137", "ORA-00060",
 )  # fmt: skip
-ENVS = (
-    "staging", "production", "CI", "local dev", "the ARM runners", "macOS laptops",
-    "the canary cluster", "eu-west-1", "us-east-1", "the nightly build", "Windows agents",
-)  # fmt: skip
-COMMANDS = (
-    "make test", "make lint", "docker compose up -d {svc}", "kubectl rollout restart deploy/{svc}",
-    "kubectl logs -f deploy/{svc} --since=1h", "npm ci --legacy-peer-deps",
-    "pip install -e '.[dev]'", "alembic upgrade head", "terraform plan -out plan.tfplan",
-    "pytest -x -k {table}", "git bisect run make test", "cargo build --release", "go test ./...",
-    "psql -c 'VACUUM ANALYZE {table}'", "redis-cli FLUSHDB", "helm upgrade --install {svc} ./chart",
-    "yarn workspace {svc} build", "./scripts/seed_db.sh --env staging",
-    "aws s3 sync ./dist s3://{svc}-assets", "poetry lock --no-update",
-)  # fmt: skip
-TASKS = (
-    "reset the local database", "rotate the API keys", "rebuild the search index",
-    "run the integration tests", "regenerate the gRPC stubs", "deploy a hotfix", "tail the logs",
-    "clear the cache", "seed test data", "bump the version", "profile slow endpoints",
-    "reproduce the flaky test", "update the lockfile", "backfill missing rows",
-    "run database migrations", "restart the workers", "publish the SDK",
-)  # fmt: skip
-TABLES = ("orders", "invoices", "users", "sessions", "events", "payments", "shipments", "audit")
-COLUMNS = ("created_at", "user_id", "status", "tenant_id", "external_ref")
-CAUSES = (
-    "a missing index on {table}.{col}", "connection pool exhaustion", "a race between two workers",
-    "clock skew between nodes", "an expired TLS certificate", "a stale DNS cache",
-    "the disk filling up with logs", "an unbounded retry loop", "a breaking change in {pkg} {ver}",
-    "a misconfigured feature flag", "N+1 queries in the serializer",
-    "a memory leak in the image decoder", "a deadlock on the {table} table",
-)  # fmt: skip
-FIXES = (
-    "pinning {pkg} to {ver}", "adding exponential backoff", "raising the pool size to {n}",
-    "installing {sysdep}", "setting {envvar}", "adding an index on {table}.{col}",
-    "rotating the certificate", "increasing the memory limit to {n}Gi",
-    "disabling HTTP keep-alive", "moving the job to the batch queue",
-)  # fmt: skip
 SYSDEPS = ("python3-dev", "libffi-dev", "build-essential", "libssl-dev", "pkg-config")
-ENVVARS = (
-    "NODE_OPTIONS=--max-old-space-size=4096", "PGSSLMODE=require", "PYTHONHASHSEED=0",
-    "GOFLAGS=-mod=mod", "RUST_BACKTRACE=1", "UV_THREADPOOL_SIZE=16",
-)  # fmt: skip
 DECISIONS = (
     "use Postgres advisory locks instead of Redis locks", "store money as integer cents",
     "move {svc} to async workers", "adopt trunk-based development", "drop support for Python 3.8",
@@ -196,20 +162,7 @@ REASONS = (
     "it avoids float rounding errors", "the old approach caused duplicate charges",
     "the security review asked for it", "it simplifies rollbacks", "it cut CI time by {n} minutes",
 )  # fmt: skip
-CONVENTIONS = (
-    "branch names start with the ticket number", "every migration must be reversible",
-    "log lines are JSON with a request_id field", "public functions need docstrings",
-    "tests that touch the network are marked slow", "timestamps are stored in UTC",
-    "feature flags are named team.feature.variant", "errors are wrapped with context",
-    "configuration comes from environment variables only", "PR titles use conventional commits",
-)  # fmt: skip
 PEOPLE = ("alice", "bruno", "chen", "dmitri", "emma", "farah", "goran", "hiro", "ines", "jamal")
-PREFERENCES = (
-    "small PRs under 400 lines", "squash merges", "explicit type hints", "table-driven tests",
-    "feature flags over long-lived branches", "structured logging", "early returns",
-    "descriptive commit messages",
-)  # fmt: skip
-PROTOCOLS = ("gRPC", "HTTP/2", "AMQP", "Kafka", "plain TCP", "WebSockets")
 TOPIC_TAGS = ("ci", "deploy", "db", "perf", "oncall", "flaky", "build", "infra")
 
 TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -652,18 +605,14 @@ def latency_row(
         p99=float(np.percentile(values, 99)),
         mean=float(values.mean()),
         max=float(values.max()),
-        asked=_mean([len(a.sources) for a in ok]),
-        answered=_mean([a.answered for a in ok]),
-        hits=_mean([len(a.hits) for a in ok]),
+        asked=mean([len(a.sources) for a in ok]),
+        answered=mean([a.answered for a in ok]),
+        hits=mean([len(a.hits) for a in ok]),
         abstained=sum(a.abstained for a in ok),
         errors=len(answers) - len(ok),
         source_p50=float(np.median(per_source)) if per_source else float("nan"),
         slowest_p50=float(np.median(slowest)) if slowest else float("nan"),
     )
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(np.mean(values)) if values else float("nan")
 
 
 @dataclass
@@ -922,12 +871,6 @@ def shared_context_factory() -> ClientFactory:
     return make
 
 
-def timed(call: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    call()
-    return ms_since(started)
-
-
 def search_request(store: Store, query: Query, k: int) -> SearchRequest:
     """The body recall-team sends to every source."""
     return SearchRequest(
@@ -1009,7 +952,7 @@ def agreement(
         compared=len(scores),
         single_abstained=single_abstained,
         federated_abstained=fed_abstained,
-        mean_overlap=_mean(scores),
+        mean_overlap=mean(scores),
         min_overlap=min(scores, default=float("nan")),
         same_set=same_set,
         same_order=same_order,
@@ -1211,54 +1154,11 @@ def open_text(envelope: Any) -> str:
 # -- output ----------------------------------------------------------------------------------
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain aligned text table; numbers right-aligned."""
-    cells = [[_cell(value) for value in row] for row in rows]
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
-    numeric = [all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
-
-    def line(values: Sequence[str]) -> str:
-        parts = [
-            v.rjust(w) if num else v.ljust(w)
-            for v, w, num in zip(values, widths, numeric, strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) or value is None
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "-"
-        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
 def machine_info() -> dict[str, str]:
     """What the figures were measured on."""
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        model = platform.processor() or "unknown"
     return {
-        "cpu": model,
-        "nproc": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"),
+        "cpu": cpu_model(),
+        "nproc": cpu_count(),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
         "numpy": np.__version__,
@@ -1269,26 +1169,6 @@ def machine_info() -> dict[str, str]:
         "commit": source_revision(),
         "loadavg": load_average(),
     }
-
-
-def source_revision() -> str:
-    """The commit measured, marked when ``src`` differs from it."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "src"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-    except OSError:
-        return "?"
-    return f"{head or '?'}{' +changes in src' if dirty else ''}"
-
-
-def load_average() -> str:
-    """The 1-minute load average: anything else running skews every timing here."""
-    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "?"
 
 
 LATENCY_HEADERS = [
@@ -1319,7 +1199,7 @@ def print_latency(result: LatencyResult) -> None:
         f"set-up {result.setup_seconds:.0f} s; all {result.peers} peers in presence "
         f"{result.presence_seconds:.1f} s after start"
     )
-    print(table(LATENCY_HEADERS, [latency_cells(r) for r in result.rows]))
+    print(table(LATENCY_HEADERS, [latency_cells(r) for r in result.rows], yes_no=True))
     print(
         "asked/answered: sources per query (coordinator + peers); hits: mean hits returned;\n"
         "source p50: median latency of one answering source as recall-team timed it (HTTP\n"
@@ -1336,7 +1216,7 @@ def print_latency(result: LatencyResult) -> None:
     if result.parts:
         print("\n== 1b. parts of one recall-team call, each timed alone in this process")
         rows = [[r.what, r.n, r.p50, r.p95, r.mean] for r in result.parts]
-        print(table(["part", "n", "p50 ms", "p95 ms", "mean ms"], rows))
+        print(table(["part", "n", "p50 ms", "p95 ms", "mean ms"], rows, yes_no=True))
     if result.profile:
         print("\n== 1c. cProfile of full-team recall-team calls (k=5), every thread")
         print(result.profile.rstrip())
@@ -1369,6 +1249,7 @@ def print_equivalence(result: EquivalenceResult) -> None:
              "mean overlap", "min overlap", "same set", "same order", "same top-1",
              "differ: fed higher", "differ: single higher"],
             rows,
+            yes_no=True,
         )
     )  # fmt: skip
     for a in result.agreements:
@@ -1377,7 +1258,7 @@ def print_equivalence(result: EquivalenceResult) -> None:
             f"goal mean overlap >= {OVERLAP_GOAL} ({a.variant}): {a.mean_overlap:.3f} -> {verdict}"
         )
     print(f"\nlatency of each set-up (k={K_EQUIVALENCE}):")
-    print(table(LATENCY_HEADERS, [latency_cells(r) for r in result.latencies]))
+    print(table(LATENCY_HEADERS, [latency_cells(r) for r in result.latencies], yes_no=True))
     if result.examples:
         print("\n== 2b. queries whose federated top-10 differs (lowest overlap first)")
         print(
