@@ -228,12 +228,15 @@ def test_slow_sender_connection_is_closed_after_408(server: str) -> None:
         sock.sendall(b"POST /notes HTTP/1.1\r\nhost: t\r\ncontent-length: 100\r\n\r\n")
         response = dribble_until_answered(sock, 100)
         assert status_of(response) == 408
-        sock.sendall(b"x")  # the slow sender carries on
         sock.settimeout(1)
         try:
+            sock.sendall(b"x")  # the slow sender carries on
             rest = sock.recv(1024)
         except TimeoutError:
             rest = b"(still open)"
+        except (ConnectionResetError, BrokenPipeError):
+            # Writing into a connection the server closed may draw a reset: closed all the same.
+            rest = b""
     assert rest == b""
 
 
