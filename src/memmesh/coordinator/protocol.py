@@ -7,6 +7,8 @@ finite. docs/protocol.md shows each endpoint with these shapes.
 from typing import Annotated, Literal
 
 import msgspec
+import numpy as np
+from numpy.typing import NDArray
 
 from memmesh.registry.envelopes import Envelope
 
@@ -30,6 +32,7 @@ __all__ = [
     "SearchHit",
     "SearchRequest",
     "SearchResponse",
+    "usable_vector",
 ]
 
 MAX_BATCH = 256
@@ -103,6 +106,17 @@ class SearchRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=T
     authors: Annotated[list[Name], msgspec.Meta(max_length=32)] = []
     vector: Vector | None = None
     embedder: Fingerprint | None = None
+
+
+def usable_vector(
+    request: "SearchRequest", fingerprint: str, dim: int
+) -> NDArray[np.float64] | None:
+    """The request's query vector if it lies in the answering store's space, else ``None``
+    (the answer is then ranked by words and says ``lexical_only``)."""
+    if request.vector is None or request.embedder != fingerprint:
+        return None
+    vector = np.asarray(request.vector, dtype=np.float64)
+    return vector if vector.shape == (dim,) else None
 
 
 class SearchHit(msgspec.Struct, frozen=True, kw_only=True):

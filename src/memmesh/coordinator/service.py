@@ -33,6 +33,7 @@ from memmesh.coordinator.protocol import (
     SearchHit,
     SearchRequest,
     SearchResponse,
+    usable_vector,
 )
 from memmesh.local.errors import StoreError
 from memmesh.local.recall import recall
@@ -191,11 +192,8 @@ class Coordinator:
 
     def search(self, request: SearchRequest) -> SearchResponse:
         """Hybrid search over live publications, answering with the signed envelopes."""
-        lexical_only = request.embedder != self.store.embedder.fingerprint or request.vector is None
-        vector = None
-        if not lexical_only and request.vector is not None:
-            vector = np.asarray(request.vector, dtype=np.float64)
-            lexical_only = vector.shape != (self.store.embedder.dim,)
+        vector = usable_vector(request, self.store.embedder.fingerprint, self.store.embedder.dim)
+        lexical_only = vector is None
         wanted = request.k * 3 if request.authors else request.k
         answer = recall(
             self.store,

@@ -12,9 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-
-from memmesh.coordinator.protocol import SearchHit, SearchRequest, SearchResponse
+from memmesh.coordinator.protocol import SearchHit, SearchRequest, SearchResponse, usable_vector
 from memmesh.local.recall import recall
 from memmesh.local.store import Store
 from memmesh.peer.protocol import Confirmation, ConfirmRequest, ConfirmResponse, PeerPresence
@@ -77,11 +75,8 @@ class Peer:
         """The best of the owner's shareable items for the query."""
         _, mine = self.shareable()
         fingerprint = self.store.embedder.fingerprint
-        lexical_only = request.embedder != fingerprint or request.vector is None
-        vector = None
-        if not lexical_only and request.vector is not None:
-            vector = np.asarray(request.vector, dtype=np.float64)
-            lexical_only = vector.shape != (self.store.embedder.dim,)
+        vector = usable_vector(request, fingerprint, self.store.embedder.dim)
+        lexical_only = vector is None
         hits: list[SearchHit] = []
         if mine:
             answer = recall(

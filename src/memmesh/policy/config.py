@@ -113,9 +113,7 @@ def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
     try:
         node = yaml.compose(source, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
+        line, problem = _yaml_problem(exc)
         raise PolicyInvalid(path, line, "(yaml)", f"broken YAML: {problem}") from None
     lines: dict[str, int] = {}
     data: Any = {}
@@ -123,9 +121,7 @@ def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
         try:
             data = _plain(node, "$", lines, path)
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            problem = getattr(exc, "problem", None) or str(exc)
+            line, problem = _yaml_problem(exc)
             raise PolicyInvalid(path, line, "(yaml)", f"unsupported YAML: {problem}") from None
     if not isinstance(data, dict):
         raise PolicyInvalid(path, 1, "(top level)", "the file must be a mapping of keys to values")
@@ -133,13 +129,7 @@ def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
     try:
         policy = msgspec.convert(data, Policy, strict=True)
     except msgspec.ValidationError as exc:
-        message, _, where = str(exc).rpartition(" - at `")
-        key = where.rstrip("`") if message else "$"
-        problem = message or str(exc)
-        unknown = re.match(r"Object contains unknown field `([^`]+)`", problem)
-        if unknown:
-            key = f"{key}.{unknown.group(1)}"
-            problem = "unknown key"
+        key, problem = _validation_problem(exc, "$")
         raise PolicyInvalid(path, _line_of(lines, key), _dotted(key), problem) from None
     _check(policy, path, lines)
     return policy
@@ -162,14 +152,27 @@ def _check_project_rules(data: dict[str, Any], path: str, lines: dict[str, int])
         try:
             msgspec.convert(rule, ProjectRule, strict=True)
         except msgspec.ValidationError as exc:
-            message, _, where = str(exc).rpartition(" - at `")
-            inner = where.rstrip("`").removeprefix("$") if message else ""
-            problem = message or str(exc)
-            unknown = re.match(r"Object contains unknown field `([^`]+)`", problem)
-            if unknown:
-                inner, problem = f"{inner}.{unknown.group(1)}", "unknown key"
-            full = key + inner
+            full, problem = _validation_problem(exc, key)
             raise PolicyInvalid(path, _line_of(lines, full), _dotted(full), problem) from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
+    """The 1-based line and the problem PyYAML reports."""
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    return line, getattr(exc, "problem", None) or str(exc)
+
+
+def _validation_problem(exc: msgspec.ValidationError, root: str) -> tuple[str, str]:
+    """The key path (under ``root``) and the problem of a msgspec error, with an unknown field
+    named as the key itself: "Object contains unknown field `x` - at `$.a`" -> ``root.a.x``."""
+    message, _, where = str(exc).rpartition(" - at `")
+    key = root + (where.rstrip("`").removeprefix("$") if message else "")
+    problem = message or str(exc)
+    unknown = re.match(r"Object contains unknown field `([^`]+)`", problem)
+    if unknown:
+        return f"{key}.{unknown.group(1)}", "unknown key"
+    return key, problem
 
 
 _URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(?::\d{1,5})?(?:/[^\s]*)?")
