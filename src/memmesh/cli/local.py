@@ -8,15 +8,16 @@ from typing import Any
 from memmesh.cli._common import (
     command_adder,
     emit,
+    home_of,
     nonempty,
     open_store,
     positive_int,
 )
-from memmesh.cli.team import retract_changed
 from memmesh.local import doctor, journal
 from memmesh.local.items import GLOBAL, KINDS, Item, iso
 from memmesh.local.project import resolve_project
 from memmesh.local.recall import MAX_K, Recall, recall
+from memmesh.team.member import retract_changed
 
 __all__ = ["register"]
 
@@ -228,7 +229,7 @@ def _list(args: argparse.Namespace) -> int:
 def _forget(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         item = store.forget(args.id)
-        retract_changed(store, args)
+        retract_changed(store, home_of(args))
     emit(
         args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"archived {item.id}"
     )
@@ -238,7 +239,7 @@ def _forget(args: argparse.Namespace) -> int:
 def _revise(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         old, new = store.revise(args.id, args.text)
-        retract_changed(store, args)
+        retract_changed(store, home_of(args))
     emit(
         args,
         {"id": new.id, "status": "revised", "superseded": old.id, "item": new.to_dict()},

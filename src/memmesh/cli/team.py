@@ -4,6 +4,8 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -17,30 +19,24 @@ from memmesh.cli._common import (
     open_store,
 )
 from memmesh.cli._team_net import add_network_commands
-from memmesh.errors import MemmeshError
 from memmesh.local.items import iso
-from memmesh.local.store import Store
 from memmesh.policy import (
     POLICY_FILENAME,
-    Policy,
-    PolicyError,
     decide,
     load_policy,
     policy_template,
 )
 from memmesh.registry import (
-    Registry,
     create_identity,
     load_identity,
     plan,
     publish,
-    reconcile,
     retract,
     withheld,
 )
-from memmesh.registry.identity import KEY_FILENAME
+from memmesh.team.member import Member, auto_sync, try_policy
 
-__all__ = ["register", "retract_changed"]
+__all__ = ["register"]
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -125,45 +121,19 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-class _Team:
-    """What a team command works with: the store, this member's key, the policy."""
+@contextmanager
+def _member(
+    args: argparse.Namespace, *, need_policy: bool = True, reconcile_first: bool = True
+) -> Iterator[Member]:
+    """The member this command acts for, on their store; the store is closed afterwards.
 
-    def __init__(
-        self, args: argparse.Namespace, *, need_policy: bool = True, reconcile_first: bool = True
-    ) -> None:
-        home = home_of(args)
-        # The policy first: while it is invalid, no team command does anything (exit 3).
-        self.policy: Policy | None = load_policy(home) if need_policy else _try_policy(args)
-        self.identity = load_identity(home)
-        self.store: Store = open_store(args)
-        team = self.policy.team if self.policy else "default"
-        self.registry = Registry(self.store, self.identity, team)
-        if reconcile_first:
-            # Retract what was forgotten or revised before doing anything else; `log` and
-            # `verify` skip this so that they can still show a damaged log.
-            reconcile(self.registry)
-
-    def __enter__(self) -> "_Team":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.store.close()
-
-
-def _try_policy(args: argparse.Namespace) -> Policy | None:
-    try:
-        return load_policy(home_of(args))
-    except PolicyError:
-        return None
-
-
-def retract_changed(store: Store, args: argparse.Namespace) -> int:
-    """After `forget` or `revise`: retract publications whose item changed, if we have a key."""
+    The policy is read first: while it is invalid, no team command does anything (exit 3).
+    """
     home = home_of(args)
-    if not (home / KEY_FILENAME).exists():
-        return 0
-    registry = Registry(store, load_identity(home), "default")
-    return len(reconcile(registry))
+    policy = load_policy(home) if need_policy else try_policy(home)
+    identity = load_identity(home)
+    with open_store(args) as store:
+        yield Member(store, identity, policy, reconcile_first=reconcile_first)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -211,7 +181,7 @@ def _policy(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    with _Team(args) as team:
+    with _member(args) as team:
         assert team.policy is not None
         if args.dry_run:
             planned = plan(team.registry, team.policy, args.ids, force=args.force)
@@ -240,25 +210,17 @@ def _publish(args: argparse.Namespace) -> int:
     return 3 if refused else 0
 
 
-def _auto_sync(team: "_Team") -> None:
+def _auto_sync(member: Member) -> None:
     """After publish or retract, push at once if the policy asks for it; failure only warns."""
-    if team.policy is None or not team.policy.auto_sync or team.policy.coordinator is None:
-        return
-    from memmesh.team.sync import coordinator_client, sync
-
-    try:
-        with coordinator_client(team.policy) as client:
-            sync(team.registry, team.policy, client)
-    except MemmeshError as exc:
-        print(
-            f"mem: warning: auto-sync failed ({exc.message}); run `mem team sync`", file=sys.stderr
-        )
+    warning = auto_sync(member)
+    if warning:
+        print(f"mem: warning: {warning}", file=sys.stderr)
 
 
 def _sync(args: argparse.Namespace) -> int:
     from memmesh.team.sync import coordinator_client, sync
 
-    with _Team(args) as team:
+    with _member(args) as team:
         assert team.policy is not None
         with coordinator_client(team.policy) as client:
             report = sync(team.registry, team.policy, client)
@@ -275,7 +237,7 @@ def _sync(args: argparse.Namespace) -> int:
 
 
 def _retract(args: argparse.Namespace) -> int:
-    with _Team(args, need_policy=False) as team:
+    with _member(args, need_policy=False) as team:
         entries = retract(team.registry, args.ids)
         _auto_sync(team)
     rows = [{"id": e.item_id, "version": e.version, "seq": e.seq} for e in entries]
@@ -288,7 +250,7 @@ def _retract(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    with _Team(args) as team:
+    with _member(args) as team:
         assert team.policy is not None
         with team.store.db.read() as conn:
             live = team.registry.live(conn)
@@ -342,7 +304,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _log(args: argparse.Namespace) -> int:
-    with _Team(args, need_policy=False, reconcile_first=False) as team:
+    with _member(args, need_policy=False, reconcile_first=False) as team:
         entries = team.registry.entries()
     rows = [
         {
@@ -367,7 +329,7 @@ def _log(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    with _Team(args, need_policy=False, reconcile_first=False) as team:
+    with _member(args, need_policy=False, reconcile_first=False) as team:
         problems = team.registry.verify()
         count = len(team.registry.entries())
     emit(

@@ -1,0 +1,74 @@
+"""A member at work: their store, their key and their policy, with the registry over them.
+
+Every front end that acts for a member (the `mem` command, the MCP server) goes through
+:class:`Member`, so a publish or a retraction is decided and recorded the same way wherever it
+was asked for.
+"""
+
+from pathlib import Path
+
+from memmesh.errors import MemmeshError
+from memmesh.local.store import Store
+from memmesh.policy import Policy, PolicyError, load_policy
+from memmesh.registry import Registry, load_identity, reconcile
+from memmesh.registry.identity import KEY_FILENAME, Identity
+
+__all__ = ["Member", "auto_sync", "retract_changed", "try_policy"]
+
+
+class Member:
+    """A member working on ``store`` (which the caller owns) with their key and policy.
+
+    ``policy`` is ``None`` for operations that work without a usable team.yaml (retract, log,
+    verify). ``reconcile_first`` retracts what was forgotten or revised before anything else.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        identity: Identity,
+        policy: Policy | None,
+        *,
+        reconcile_first: bool = True,
+    ) -> None:
+        self.store = store
+        self.identity = identity
+        self.policy = policy
+        self.registry = Registry(store, identity, policy.team if policy else "default")
+        if reconcile_first:
+            reconcile(self.registry)
+
+
+def try_policy(home: Path) -> Policy | None:
+    """The policy in ``home``, or ``None`` when it is missing or invalid."""
+    try:
+        return load_policy(home)
+    except PolicyError:
+        return None
+
+
+def retract_changed(store: Store, home: Path) -> int:
+    """After a forget or revise: retract publications whose item changed, if we have a key."""
+    if not (home / KEY_FILENAME).exists():
+        return 0
+    registry = Registry(store, load_identity(home), "default")
+    return len(reconcile(registry))
+
+
+def auto_sync(member: Member) -> str | None:
+    """Push at once after a publish or retract when the policy asks for it.
+
+    Returns a warning when the push failed (the entries stay queued for `mem team sync`),
+    else ``None``.
+    """
+    policy = member.policy
+    if policy is None or not policy.auto_sync or policy.coordinator is None:
+        return None
+    from memmesh.team.sync import coordinator_client, sync
+
+    try:
+        with coordinator_client(policy) as client:
+            sync(member.registry, policy, client)
+    except MemmeshError as exc:
+        return f"auto-sync failed ({exc.message}); run `mem team sync`"
+    return None
