@@ -352,3 +352,23 @@ def test_recall_with_record_false_writes_no_event(store: Store, facts: dict[str,
     result = recall(store, "how many times are webhooks retried", record=False)
     assert not result.abstained
     assert recall_events(store) == before
+
+
+def test_a_copy_put_over_the_newest_row_is_searched_by_its_new_vector(store: Store) -> None:
+    copy = "01JC0PY0000000000000000001"
+    store.remember("Deploys to production go through Argo CD")
+    before = "The billing service retries webhooks 5 times"
+    after = "Integration tests need a local Postgres 15 on port 5433"
+    for text in (before, after):
+        store.put(
+            item_id=copy, text=text, kind="fact", project="global", tags=(), author="bob",
+            created_at=0.0, vector=None,
+        )  # fmt: skip
+        recall(store, text, mode="vector", record=False)  # the index loads the row as it is
+
+    # The second copy replaced the newest row: it must not be taken for the row already loaded.
+    query = "Postgres 15 on port 5433 for integration tests"
+    (hit, *_) = recall(store, query, mode="vector", record=False).hits
+    assert hit.item.id == copy
+    expected = float(store.embedder.embed([after])[0] @ store.embedder.embed_query(query))
+    assert hit.cosine == pytest.approx(expected, abs=1e-5)

@@ -197,10 +197,14 @@ class Store:
             unit = self.embedder.embed([clean])[0]
         now = self.clock()
         with self._transaction(conn) as writer:
+            # The rev is taken before the delete: were the replaced row the newest, the new
+            # one could get its row number and its rev back, and the vector index, which loads
+            # only rows with a larger rev than it has seen, would keep the old vector.
+            rev = _next_rev(writer)
             writer.execute("DELETE FROM items WHERE id = ?", (item_id,))
             self._insert(
                 writer, item_id, clean, kind, project, tags, unit, content_hash(clean),
-                created_at, author=author,
+                created_at, author=author, rev=rev,
             )  # fmt: skip
             journal.log(writer, now, "put", item_id)
 
@@ -524,6 +528,7 @@ class Store:
         *,
         supersedes: str | None = None,
         author: str | None = None,
+        rev: int | None = None,
     ) -> None:
         conn.execute(
             "INSERT INTO items (id, text, kind, project, tags, author, created_at, updated_at, "
@@ -531,7 +536,7 @@ class Store:
             (
                 item_id, clean, kind, project, json.dumps(list(tags)), author or self.author,
                 now, now, digest, vector.astype(np.float32).tobytes(), supersedes,
-                _next_rev(conn),
+                _next_rev(conn) if rev is None else rev,
             ),
         )  # fmt: skip
 
