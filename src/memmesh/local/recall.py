@@ -18,6 +18,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Collection
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -60,6 +61,9 @@ _LEXICAL_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_n
 # Benchmarks switch this off to measure the gain (docs/benchmarks.md).
 PARALLEL_HALVES = True
 _MAX_QUERY_TERMS = 32
+# Items whose gate tokens are kept, the candidates of recent recalls: about 1.5 KB each for a
+# typical item, some 25 MB when full.
+_GATE_CACHE_SIZE = 1 << 14
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):
@@ -177,22 +181,25 @@ def _ranked(
         seqs = list(dict.fromkeys([seq for seq, _ in vector_hits] + list(lexical)))
         with store.vector_lock:
             cosines = store.vectors.cosine(query_vector, seqs)
-        items = store.items_by_seq(conn, seqs)
+        rows = store.rows_by_seq(conn, seqs)
+    now = store.clock()
     best_bm25 = max(lexical.values(), default=0.0)
     query_exact = _text.exact_tokens(query)
     # Coverage counts words; a compound like ``text:webhooks`` counts through its parts.
     query_words = {token for token in query_tokens if token.isalnum()} or query_tokens
     min_cosine = store.embedder.min_cosine
-    hits: list[Hit] = []
+    # (-score, id, seq, cosine, lexical): sorting these ranks by score, then by id.
+    kept: list[tuple[float, str, int, float, float]] = []
     for seq in seqs:
-        item = items[seq]
-        if item.outcome_score <= outcomes.EXCLUDE_AT:
+        row = rows[seq]
+        outcome_score = store.outcome_score_of(row, now)
+        if outcome_score <= outcomes.EXCLUDE_AT:
             continue
         cosine = cosines.get(seq, 0.0)
         lex = lexical.get(seq, 0.0) / best_bm25 if best_bm25 > 0 else 0.0
-        item_text = item.text + " " + " ".join(item.tags)
-        exact = _text.shares_exact_token(query_exact, item_text)
-        if not _relevant(cosine >= min_cosine, exact, item_text, query_words):
+        item_exact, item_tokens = _gate_tokens(row.text, row.tags)
+        exact = not query_exact.isdisjoint(item_exact)
+        if not _relevant(cosine >= min_cosine, exact, item_tokens, query_words):
             continue
         if mode == "hybrid":
             relevance = W_VECTOR * cosine + W_LEXICAL * lex + (W_EXACT if exact else 0.0)
@@ -200,18 +207,33 @@ def _ranked(
             relevance = cosine
         else:
             relevance = lex
-        score = relevance * outcomes.rank_factor(item.outcome_score, item.reinforcements)
-        hits.append(Hit(item=item, score=score, cosine=cosine, lexical=lex))
-    hits.sort(key=lambda hit: (-hit.score, hit.item.id))
-    return hits[:k]
+        score = relevance * outcomes.rank_factor(outcome_score, row.reinforcements)
+        kept.append((-score, row.id, seq, cosine, lex))
+    kept.sort()
+    return [
+        Hit(item=store.item_of(rows[seq], now), score=-negative, cosine=cosine, lexical=lex)
+        for negative, _, seq, cosine, lex in kept[:k]
+    ]
 
 
-def _relevant(close: bool, exact: bool, item_text: str, query_words: set[str]) -> bool:
+def _relevant(close: bool, exact: bool, item_tokens: frozenset[str], query_words: set[str]) -> bool:
     """The absolute gate that lets recall abstain instead of returning the least bad items."""
     if close or exact:
         return True
-    covered = len(query_words & set(_text.tokens(item_text)))
+    covered = len(query_words & item_tokens)
     return covered / len(query_words) >= MIN_COVERAGE
+
+
+@lru_cache(maxsize=_GATE_CACHE_SIZE)
+def _gate_tokens(text: str, tags_json: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The exact tokens and the content tokens of an item's text and tags, for the gate.
+
+    Tokenizing is most of a recall's time, and the same items come back as candidates query
+    after query. The key is the text and tags themselves, not the item's id: an item whose
+    text or tags changed has a different key, so no entry can ever be stale.
+    """
+    item_text = text + " " + " ".join(json.loads(tags_json))
+    return frozenset(_text.exact_tokens(item_text)), frozenset(_text.tokens(item_text))
 
 
 def _seqs_of(conn: sqlite3.Connection, item_ids: Collection[str]) -> list[int]:

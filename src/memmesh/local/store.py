@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -38,24 +38,58 @@ from memmesh.local.ids import new_id
 from memmesh.local.items import (
     GLOBAL,
     Item,
+    Kind,
+    Status,
     check_kind,
     check_name,
     check_tags,
     check_text,
 )
 
-__all__ = ["DB_FILENAME", "Remembered", "Store", "default_author"]
+__all__ = ["DB_FILENAME", "ItemRow", "Remembered", "Store", "default_author"]
 
 DB_FILENAME = "memory.db"
 _REINDEX_BATCH = 256
-_ITEM_COLUMNS = (
-    "seq, id, text, kind, project, tags, author, created_at, updated_at, reinforcements, "
-    "worked, failed, partial, outcomes_at, status, superseded_by, supersedes"
-)
 _ID_PREFIX = re.compile(r"[0-9A-HJKMNP-TV-Z]{4,26}")
 
 Remembered = Literal["created", "reinforced"]
 Clock = Callable[[], float]
+
+
+class ItemRow(NamedTuple):
+    """One row of ``items`` as read (``tags`` still JSON, outcome counts not yet decayed);
+    its fields are the columns every item query selects, in this order."""
+
+    seq: int
+    id: str
+    text: str
+    kind: Kind
+    project: str
+    tags: str
+    author: str
+    created_at: float
+    updated_at: float
+    reinforcements: int
+    worked: float
+    failed: float
+    partial: float
+    outcomes_at: float | None
+    status: Status
+    superseded_by: str | None
+    supersedes: str | None
+
+
+_ITEM_COLUMNS = ", ".join(ItemRow._fields)
+
+
+def _decayed(row: ItemRow, now: float) -> tuple[float, float, float]:
+    """The row's worked, failed and partial counts as they stand at ``now``."""
+    since = row.outcomes_at
+    return (
+        outcomes.decay(row.worked, since, now),
+        outcomes.decay(row.failed, since, now),
+        outcomes.decay(row.partial, since, now),
+    )
 
 
 def default_author() -> str:
@@ -324,22 +358,29 @@ class Store:
 
     def items_by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, Item]:
         """Items for the given row numbers, keyed by row number."""
-        return dict(self._items_in(conn, "seq", seqs))
+        now = self.clock()
+        return {row.seq: self.item_of(row, now) for row in self._rows_in(conn, "seq", seqs)}
 
     def items_by_id(self, conn: sqlite3.Connection, item_ids: list[str]) -> dict[str, Item]:
         """The items among ``item_ids`` that exist, keyed by id."""
-        return {item.id: item for _, item in self._items_in(conn, "id", item_ids)}
+        now = self.clock()
+        return {row.id: self.item_of(row, now) for row in self._rows_in(conn, "id", item_ids)}
 
-    def _items_in(
+    def rows_by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, ItemRow]:
+        """The rows for the given row numbers, keyed by row number, with no item built yet:
+        recall scores many candidates and builds items (:meth:`item_of`) for the few it keeps."""
+        return {row.seq: row for row in self._rows_in(conn, "seq", seqs)}
+
+    def _rows_in(
         self, conn: sqlite3.Connection, column: str, values: list[int] | list[str]
-    ) -> list[tuple[int, Item]]:
-        """(row number, item) for rows whose ``column`` is among ``values``, in chunks."""
-        out: list[tuple[int, Item]] = []
+    ) -> list[ItemRow]:
+        """Rows whose ``column`` is among ``values``, read in chunks of 500."""
+        out: list[ItemRow] = []
         for start in range(0, len(values), 500):
             chunk = values[start : start + 500]
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT {_ITEM_COLUMNS} FROM items WHERE {column} IN ({marks})"
-            out.extend((row[0], self._item(row)) for row in conn.execute(sql, chunk))
+            out.extend(ItemRow._make(row) for row in conn.execute(sql, chunk))
         return out
 
     def counts(self) -> dict[str, Any]:
@@ -571,27 +612,35 @@ class Store:
         return self._item(row)
 
     def _item(self, row: tuple[Any, ...]) -> Item:
-        now = self.clock()
-        since = row[13]
-        worked, failed, partial = (outcomes.decay(row[i], since, now) for i in (10, 11, 12))
+        return self.item_of(ItemRow._make(row), self.clock())
+
+    @staticmethod
+    def item_of(row: ItemRow, now: float) -> Item:
+        """The item a row holds, with its outcome counts decayed to ``now``."""
+        worked, failed, partial = _decayed(row, now)
         return Item(
-            id=row[1],
-            text=row[2],
-            kind=row[3],
-            project=row[4],
-            tags=tuple(json.loads(row[5])),
-            author=row[6],
-            created_at=row[7],
-            updated_at=row[8],
-            reinforcements=row[9],
+            id=row.id,
+            text=row.text,
+            kind=row.kind,
+            project=row.project,
+            tags=tuple(json.loads(row.tags)),
+            author=row.author,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            reinforcements=row.reinforcements,
             worked=worked,
             failed=failed,
             partial=partial,
             outcome_score=outcomes.score(worked, failed, partial),
-            status=row[14],
-            superseded_by=row[15],
-            supersedes=row[16],
+            status=row.status,
+            superseded_by=row.superseded_by,
+            supersedes=row.supersedes,
         )
+
+    @staticmethod
+    def outcome_score_of(row: ItemRow, now: float) -> float:
+        """The track record :meth:`item_of` would give the row's item at ``now``."""
+        return outcomes.score(*_decayed(row, now))
 
 
 def content_hash(clean: str) -> str:

@@ -1,0 +1,180 @@
+"""Recall's cached gate tokens and rows: a changed item is always judged by what it says now."""
+
+import importlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memmesh import text as _text
+from memmesh.local import outcomes
+from memmesh.local.recall import W_EXACT, W_LEXICAL, W_VECTOR, Hit, recall
+from memmesh.local.store import Store
+
+# The module, not the function ``memmesh.local.recall`` that the package exports.
+recall_module = importlib.import_module("memmesh.local.recall")
+
+COPY = "01JC0PY0000000000000000001"
+QUERIES = (
+    "error E1234 from the payment provider",
+    "node-gyp build on macOS",
+    "how many times are webhooks retried",
+    "nightly backup host backup-07",
+    "where do feature flags live",
+)
+
+
+class FakeClock:
+    """A clock that only moves when a test moves it."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store(home: Path) -> Iterator[Store]:
+    """A store on a fixed clock, so that two recalls decay outcomes to the same instant."""
+    with Store(home, author="tester", clock=FakeClock()) as opened:
+        yield opened
+
+
+def _put(store: Store, text: str, tags: tuple[str, ...] = ()) -> None:
+    store.put(
+        item_id=COPY, text=text, kind="fact", project="global", tags=tags, author="bob",
+        created_at=0.0, vector=None,
+    )  # fmt: skip
+
+
+def _answers(store: Store) -> list[tuple[Hit, ...]]:
+    return [recall(store, query, k=10, record=False).hits for query in QUERIES]
+
+
+def _assert_warm_equals_cold(store: Store) -> None:
+    """Recall with whatever the cache holds answers exactly as with an empty cache."""
+    warm = _answers(store)
+    recall_module._gate_tokens.cache_clear()
+    assert _answers(store) == warm
+
+
+def _assert_scores_from_current_text(store: Store) -> None:
+    """Every hit's score is what the item's current text and tags give, tokenized afresh."""
+    for query in QUERIES:
+        exact = _text.exact_tokens(query)
+        for hit in recall(store, query, k=10, record=False).hits:
+            item_text = hit.item.text + " " + " ".join(hit.item.tags)
+            bonus = W_EXACT if _text.shares_exact_token(exact, item_text) else 0.0
+            relevance = W_VECTOR * hit.cosine + W_LEXICAL * hit.lexical + bonus
+            factor = outcomes.rank_factor(hit.item.outcome_score, hit.item.reinforcements)
+            assert hit.score == pytest.approx(relevance * factor, rel=1e-12), hit.item.text
+
+
+def _revise_the_oldest(store: Store) -> None:
+    oldest = store.items()[-1]
+    store.revise(oldest.id, "Error E9999 from the payment provider is a timeout")
+
+
+def _forget_the_newest(store: Store) -> None:
+    store.forget(store.items()[0].id)
+
+
+def _purge_the_copy(store: Store) -> None:
+    assert store.purge(COPY)
+
+
+def _put_over_the_newest_row(store: Store) -> None:
+    _put(store, "node-gyp needs python3 on the build host")
+
+
+def _reinforce_with_a_new_tag(store: Store) -> None:
+    store.remember("Feature flags live in config/flags.yaml", tags=["node-gyp"])
+
+
+def _fail_the_newest(store: Store) -> None:
+    store.outcome(store.items()[0].id, "failed")
+
+
+def _reindex(store: Store) -> None:
+    store.reindex()
+
+
+WRITES: dict[str, Callable[[Store], None]] = {
+    "revise": _revise_the_oldest,
+    "forget": _forget_the_newest,
+    "purge": _purge_the_copy,
+    "put over the newest row": _put_over_the_newest_row,
+    "reinforce with a new tag": _reinforce_with_a_new_tag,
+    "outcome": _fail_the_newest,
+    "reindex": _reindex,
+}
+
+
+@pytest.mark.parametrize("write", list(WRITES), ids=list(WRITES))
+def test_recall_after_a_write_answers_as_with_an_empty_cache(store: Store, write: str) -> None:
+    store.remember("Error E1234 from the payment provider means the card was declined")
+    store.remember("The nightly backup runs on backup-07 at 03:00", tags=["ops"])
+    store.remember("Feature flags live in config/flags.yaml", tags=["config"])
+    store.remember("The billing service retries webhooks 5 times")
+    _put(store, "node-gyp fails on macOS until the Xcode tools are installed")
+    _answers(store)  # fills the cache with every item as it was
+
+    WRITES[write](store)
+
+    _assert_scores_from_current_text(store)
+    _assert_warm_equals_cold(store)
+
+
+def test_a_tag_added_by_reinforcement_counts_in_the_gate_at_once(store: Store) -> None:
+    item, _ = store.remember("Use pnpm, not npm, in the frontend monorepo")
+    query = "quokka-ledger rotation"
+    assert recall(store, query, record=False).abstained  # cached: no exact token, no words
+
+    store.remember("Use pnpm, not npm, in the frontend monorepo", tags=["quokka-ledger"])
+
+    (hit,) = recall(store, query, record=False).hits
+    assert hit.item.id == item.id
+    assert hit.item.tags == ("quokka-ledger",)
+
+
+def test_a_revised_text_loses_the_exact_token_it_no_longer_holds(store: Store) -> None:
+    old, _ = store.remember("Error E1234 from the payment provider means the card was declined")
+    store.remember("Invoices are emailed on the first of the month")
+    (hit,) = recall(store, "E1234", record=False).hits
+    assert hit.item.id == old.id
+
+    _, new = store.revise(old.id, "A declined card shows up as a payment provider error")
+
+    for hit in recall(store, "E1234", record=False).hits:
+        assert hit.item.id != old.id
+        if hit.item.id == new.id:  # found by its vector or words, but with no exact bonus
+            assert hit.score == pytest.approx(W_VECTOR * hit.cosine + W_LEXICAL * hit.lexical)
+
+
+def test_a_purged_item_is_never_recalled_again(store: Store) -> None:
+    _put(store, "node-gyp fails on macOS until the Xcode tools are installed")
+    assert [h.item.id for h in recall(store, "node-gyp", record=False).hits] == [COPY]
+
+    assert store.purge(COPY)
+
+    assert recall(store, "node-gyp", record=False).abstained
+
+
+def test_hits_carry_the_stored_items(store: Store) -> None:
+    first, _ = store.remember("The billing service retries webhooks 5 times", tags=["billing"])
+    store.outcome(first.id, "worked")
+    store.clock.now += 30 * 24 * 3600.0  # type: ignore[attr-defined]
+    store.remember("Webhooks are signed with HMAC-SHA256 before they are retried")
+
+    hits = recall(store, "webhooks retried", k=10, record=False).hits
+
+    assert len(hits) == 2
+    for hit in hits:
+        assert hit.item == store.get(hit.item.id)
+
+
+def test_the_gate_cache_is_bounded() -> None:
+    info = recall_module._gate_tokens.cache_info()
+    assert info.maxsize is not None
+    assert 0 < info.maxsize <= 1 << 16
