@@ -16,6 +16,7 @@ from typing import Literal
 import numpy as np
 
 from memmesh import __version__
+from memmesh.coordinator._blas import one_blas_thread
 from memmesh.coordinator.protocol import (
     Change,
     ChangesRequest,
@@ -87,6 +88,8 @@ class Coordinator:
         self.roster = roster
         self.store = Store(data, embedder=embedder, author="coordinator", durable=True)
         self._clock = clock
+        # Searches run side by side on the worker threads; BLAS threads would only slow them.
+        one_blas_thread()
         with self.store.db.write() as conn:
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
