@@ -249,6 +249,33 @@ def test_search_filters_by_author_name(coordinator: Coordinator, identity: Ident
     assert answer.abstained is True
 
 
+def test_search_answers_each_hit_with_its_own_envelope_best_first(
+    coordinator: Coordinator, identity: Identity, other_identity: Identity
+) -> None:
+    sent, by_ada = {}, set()
+    for n, fact in enumerate(TEXTS):
+        text = f"Quokka ledger note: {fact}"
+        signer, author = (identity, "ada") if n % 2 else (other_identity, "grace")
+        body = _pub(coordinator, identity=signer, text=text, item_id=_item_id(n), author=author)
+        sent[body.item_id] = seal(body, signer)
+        _publish(coordinator, sent[body.item_id], _vector(coordinator, text))
+        if author == "ada":
+            by_ada.add(body.item_id)
+    query = "quokka ledger note about the marmot cluster"
+
+    answer = _search(coordinator, query, k=10)
+    only_ada = _search(coordinator, query, k=1, authors=["ada"])
+
+    assert len(answer.hits) == len(TEXTS)
+    assert [hit.score for hit in answer.hits] == sorted(
+        (hit.score for hit in answer.hits), reverse=True
+    )
+    for hit in answer.hits:
+        assert hit.envelope == sent[open_envelope(hit.envelope).item_id]
+    ada_first = next(h for h in answer.hits if open_envelope(h.envelope).item_id in by_ada)
+    assert only_ada.hits == [ada_first]
+
+
 # -- rejections change nothing -----------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ forward; a retraction purges the item's text and vector and leaves the tombstone
 older envelope can never bring the item back.
 """
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -208,31 +209,37 @@ class Coordinator:
             query_vector=vector,
         )
         authors = set(request.authors)
-        hits: list[SearchHit] = []
-        with self.store.db.read() as conn:
-            for hit in answer.hits:
-                if authors and hit.item.author not in authors:
-                    continue
-                row = conn.execute(
-                    "SELECT payload, signature FROM coord_envelopes "
-                    "WHERE item_id = ? AND kind = 'publication'",
-                    (hit.item.id,),
-                ).fetchone()
-                if row is None:
-                    continue
-                envelope = Envelope(payload=bytes(row[0]), signature=bytes(row[1]))
-                hits.append(
-                    SearchHit(
-                        envelope=envelope, score=hit.score, cosine=hit.cosine, lexical=hit.lexical
-                    )
-                )
-        hits = hits[: request.k]
+        chosen = [hit for hit in answer.hits if not authors or hit.item.author in authors]
+        envelopes = self._publications([hit.item.id for hit in chosen])
+        hits = [
+            SearchHit(
+                envelope=envelopes[hit.item.id], score=hit.score, cosine=hit.cosine,
+                lexical=hit.lexical,
+            )
+            for hit in chosen
+            if hit.item.id in envelopes
+        ][: request.k]  # fmt: skip
         return SearchResponse(
             hits=hits,
             abstained=not hits,
             lexical_only=lexical_only,
             embedder=self.store.embedder.fingerprint,
         )
+
+    def _publications(self, item_ids: list[str]) -> dict[str, Envelope]:
+        """The live signed publication of each of ``item_ids`` that has one, in one query."""
+        if not item_ids:
+            return {}
+        with self.store.db.reader() as conn:
+            rows = conn.execute(
+                "SELECT item_id, payload, signature FROM coord_envelopes "
+                "WHERE item_id IN (SELECT value FROM json_each(?)) AND kind = 'publication'",
+                (json.dumps(item_ids),),
+            ).fetchall()
+        return {
+            item_id: Envelope(payload=bytes(payload), signature=bytes(signature))
+            for item_id, payload, signature in rows
+        }
 
     # -- presence --------------------------------------------------------------------------
 
