@@ -1,0 +1,214 @@
+"""`mem hook install`: through the real command line, against a user folder of its own."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli._output import error_line, json_of
+from tests.conftest import MemRunner
+
+SETTINGS = """{
+  "permissions": {"allow": ["Bash(make test)"]},
+  "hooks": {
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}]
+  },
+  "model": "opus"
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def user_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """$HOME for the `mem` subprocess, so the clients' files land here and nowhere else."""
+    folder = tmp_path / "user"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return folder
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(mem: MemRunner, user_home: Path) -> None:
+    settings = user_home / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(SETTINGS)
+
+    result = mem("hook", "install", "claude", "--dry-run")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    state = user_home / ".claude.json"
+    assert result.stdout.startswith(f"--- /dev/null\n+++ {state}\n@@ -0,0 +1,")
+    assert f"--- {settings}\n+++ {settings}\n" in result.stdout
+    assert '+      "command": "' + sys.executable + '",' in result.stdout
+    assert "hook brief --client claude" in result.stdout
+    assert _files(user_home) == {".claude/settings.json": SETTINGS.encode()}
+
+
+def test_dry_run_after_an_install_has_nothing_to_change(mem: MemRunner) -> None:
+    assert mem("hook", "install", "cursor").returncode == 0
+
+    result = mem("hook", "install", "cursor", "--dry-run")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "nothing to change\n"
+
+
+@pytest.mark.parametrize(
+    ("client", "files", "hook"),
+    [
+        ("claude", [".claude.json", ".claude/settings.json"], "SessionStart"),
+        ("cursor", [".cursor/mcp.json", ".cursor/hooks.json"], "sessionStart"),
+        ("codex", [".codex/config.toml", ".codex/hooks.json"], "SessionStart"),
+    ],
+)
+def test_install_twice_writes_once(
+    mem: MemRunner, user_home: Path, client: str, files: list[str], hook: str
+) -> None:
+    first = mem("hook", "install", client)
+
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        f"wrote  {user_home / files[0]}  (MCP server)",
+        f"wrote  {user_home / files[1]}  ({hook} hook)",
+    ]
+    installed = _files(user_home)
+    assert sorted(installed) == sorted(files)
+
+    second = mem("hook", "install", client)
+
+    assert second.returncode == 0, second.stderr
+    assert [line.split()[0] for line in second.stdout.splitlines()] == ["unchanged", "unchanged"]
+    assert "backup" not in second.stdout
+    assert _files(user_home) == installed
+
+
+def test_install_over_existing_files_backs_them_up_and_keeps_other_keys(
+    mem: MemRunner, user_home: Path
+) -> None:
+    settings = user_home / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(SETTINGS)
+
+    result = mem("hook", "install", "claude")
+
+    assert result.returncode == 0, result.stderr
+    backups = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("backup")]
+    assert len(backups) == 1
+    assert Path(backups[0]).parent == settings.parent
+    assert Path(backups[0]).name.startswith("settings.json.memmesh-backup-")
+    assert Path(backups[0]).read_text() == SETTINGS
+    after = settings.read_text()
+    # Only an insertion: the user's text is all there, in order, around memmesh's group.
+    cut = SETTINGS.index("]\n  },") + 1
+    assert after.startswith(SETTINGS[:cut])
+    assert after.endswith(SETTINGS[cut:])
+    assert json.loads(after)["permissions"] == {"allow": ["Bash(make test)"]}
+
+
+def test_configs_run_this_mem_with_its_home(mem: MemRunner, home: Path, user_home: Path) -> None:
+    assert mem("hook", "install", "claude").returncode == 0
+
+    server = json.loads((user_home / ".claude.json").read_text())["mcpServers"]["memmesh"]
+    assert server == {
+        "type": "stdio",
+        "command": sys.executable,
+        "args": ["-m", "memmesh", "--home", str(home.resolve()), "mcp"],
+        "env": {},
+    }
+    settings = json.loads((user_home / ".claude/settings.json").read_text())
+    (group,) = settings["hooks"]["SessionStart"]
+    assert group["hooks"][0]["command"] == (
+        f"{sys.executable} -m memmesh --home {home.resolve()} hook brief --client claude"
+    )
+
+
+def test_json_output_describes_files_and_backups(mem: MemRunner, user_home: Path) -> None:
+    (user_home / ".cursor").mkdir()
+    (user_home / ".cursor/mcp.json").write_text('{"mcpServers": {"x": {"url": "http://x"}}}')
+
+    planned = json_of(mem("hook", "install", "cursor", "--dry-run", "--json"))
+    done = json_of(mem("hook", "install", "cursor", "--json"))
+    again = json_of(mem("hook", "install", "cursor", "--json"))
+
+    mcp, hooks = str(user_home / ".cursor/mcp.json"), str(user_home / ".cursor/hooks.json")
+    files = [
+        {"path": mcp, "what": "MCP server", "changed": True, "created": False},
+        {"path": hooks, "what": "sessionStart hook", "changed": True, "created": True},
+    ]
+    assert planned == {"client": "cursor", "dry_run": True, "files": files, "backups": []}
+    assert done["dry_run"] is False
+    assert done["files"] == files
+    (backup,) = done["backups"]
+    assert backup.startswith(mcp + ".memmesh-backup-")
+    assert Path(backup).read_text() == '{"mcpServers": {"x": {"url": "http://x"}}}'
+    assert again["files"] == [
+        {"path": mcp, "what": "MCP server", "changed": False, "created": False},
+        {"path": hooks, "what": "sessionStart hook", "changed": False, "created": False},
+    ]
+    assert again["backups"] == []
+
+
+def test_codex_home_is_honoured(mem: MemRunner, user_home: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "codex-home"
+
+    result = mem("hook", "install", "codex", env={"CODEX_HOME": str(folder)})
+
+    assert result.returncode == 0, result.stderr
+    assert sorted(_files(folder)) == ["config.toml", "hooks.json"]
+    assert _files(user_home) == {}
+
+
+def test_broken_config_is_one_error_line_and_stays_as_it_was(
+    mem: MemRunner, user_home: Path
+) -> None:
+    config = user_home / ".codex/config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "o3"\n[mcp_servers\n')
+
+    result = mem("hook", "install", "codex")
+
+    assert result.returncode == 1
+    line = error_line(result)
+    assert line.startswith(f"mem: error: {config}: not valid TOML")
+    assert line.endswith("; nothing was changed")
+    assert _files(user_home) == {".codex/config.toml": b'model = "o3"\n[mcp_servers\n'}
+
+
+def test_jsonc_settings_are_refused_even_in_a_dry_run(mem: MemRunner, user_home: Path) -> None:
+    settings = user_home / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n  // mine\n  "model": "opus"\n}\n')
+
+    result = mem("hook", "install", "claude", "--dry-run")
+
+    assert result.returncode == 1
+    assert error_line(result).startswith(f"mem: error: {settings}: not plain JSON")
+    assert _files(user_home) == {".claude/settings.json": b'{\n  // mine\n  "model": "opus"\n}\n'}
+
+
+def test_unknown_client_is_a_usage_error(mem: MemRunner, user_home: Path) -> None:
+    result = mem("hook", "install", "vscode")
+
+    assert result.returncode == 2
+    line = error_line(result)
+    assert "invalid choice: 'vscode'" in line
+    assert line.endswith("(see `mem hook install --help`)")
+    assert _files(user_home) == {}
+
+
+def test_missing_client_is_a_usage_error(mem: MemRunner) -> None:
+    result = mem("hook", "install")
+
+    assert result.returncode == 2
+    assert "client" in error_line(result)
