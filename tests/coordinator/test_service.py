@@ -422,6 +422,26 @@ def test_retraction_sent_to_the_publish_route_is_rejected(
     assert _snapshot(coordinator) == before
 
 
+def test_new_version_of_an_older_item_replaces_it_in_search(
+    coordinator: Coordinator, identity: Identity
+) -> None:
+    _publish(coordinator, seal(_pub(coordinator, identity), identity), _vector(coordinator, QUOKKA))
+    later = _pub(coordinator, identity, text=TEXTS[0], item_id=_item_id(1))
+    _publish(coordinator, seal(later, identity), _vector(coordinator, TEXTS[0]))
+    assert _found(coordinator, "quokka ledger signing keys") == [ITEM]
+    revised = "The quokka ledger rotates its signing keys every Friday at dawn"
+
+    v2 = seal(_pub(coordinator, identity, text=revised, version=2), identity)
+    assert _publish(coordinator, v2, _vector(coordinator, revised)).status == "accepted"
+
+    vector = _vector(coordinator, QUOKKA)  # the old text's vector still finds the item
+    fingerprint = coordinator.store.embedder.fingerprint
+    for fields in ({}, {"vector": vector, "embedder": fingerprint}):
+        (hit,) = _search(coordinator, "quokka ledger signing keys", **fields).hits
+        assert hit.envelope == v2
+        assert hit.cosine < 0.99  # scored by the new version's vector, not the old one's
+
+
 def test_new_version_the_cache_refuses_keeps_the_live_version(
     coordinator: Coordinator, identity: Identity
 ) -> None:

@@ -231,15 +231,24 @@ class Store:
             unit = self.embedder.embed([clean])[0]
         now = self.clock()
         with self._transaction(conn) as writer:
-            # The rev is taken before the delete: were the replaced row the newest, the new
-            # one could get its row number and its rev back, and the vector index, which loads
-            # only rows with a larger rev than it has seen, would keep the old vector.
-            rev = _next_rev(writer)
-            writer.execute("DELETE FROM items WHERE id = ?", (item_id,))
-            self._insert(
-                writer, item_id, clean, kind, project, tags, unit, content_hash(clean),
-                created_at, author=author, rev=rev,
-            )  # fmt: skip
+            # A copy is replaced in its own row, as a fresh item: the vector index follows rows
+            # by number and rev, and a deleted row would stay in it with its old vector.
+            replaced = writer.execute(
+                "UPDATE items SET text = ?, kind = ?, project = ?, tags = ?, author = ?, "
+                "created_at = ?, updated_at = ?, reinforcements = 0, worked = 0, failed = 0, "
+                "partial = 0, outcomes_at = NULL, status = 'active', superseded_by = NULL, "
+                "supersedes = NULL, content_hash = ?, vector = ?, rev = ? WHERE id = ?",
+                (
+                    clean, kind, project, json.dumps(list(tags)), author, created_at, created_at,
+                    content_hash(clean), unit.astype(np.float32).tobytes(), _next_rev(writer),
+                    item_id,
+                ),
+            ).rowcount  # fmt: skip
+            if not replaced:
+                self._insert(
+                    writer, item_id, clean, kind, project, tags, unit, content_hash(clean),
+                    created_at, author=author,
+                )  # fmt: skip
             journal.log(writer, now, "put", item_id)
 
     def purge(self, item_id: str, conn: sqlite3.Connection | None = None) -> bool:
@@ -569,7 +578,6 @@ class Store:
         *,
         supersedes: str | None = None,
         author: str | None = None,
-        rev: int | None = None,
     ) -> None:
         conn.execute(
             "INSERT INTO items (id, text, kind, project, tags, author, created_at, updated_at, "
@@ -577,7 +585,7 @@ class Store:
             (
                 item_id, clean, kind, project, json.dumps(list(tags)), author or self.author,
                 now, now, digest, vector.astype(np.float32).tobytes(), supersedes,
-                _next_rev(conn) if rev is None else rev,
+                _next_rev(conn),
             ),
         )  # fmt: skip
 
