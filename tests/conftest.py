@@ -17,6 +17,12 @@ requires_model = pytest.mark.skipif(
     reason="the optional model extra (memmesh[model]) is not installed",
 )
 
+# Tests of `mem mcp`; `.ci/run` installs the optional MCP SDK (memmesh[mcp]) so they run there.
+requires_mcp = pytest.mark.skipif(
+    importlib.util.find_spec("mcp") is None,
+    reason="the optional MCP extra (memmesh[mcp]) is not installed",
+)
+
 
 @pytest.fixture(autouse=True)
 def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -52,7 +58,11 @@ class MemRunner:
         self.cwd = cwd
 
     def __call__(
-        self, *args: str, env: dict[str, str] | None = None, home: bool = True
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        home: bool = True,
+        stdin: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "memmesh"]
         if home:
@@ -60,6 +70,7 @@ class MemRunner:
         environ = {**os.environ, **(env or {})}
         return subprocess.run(
             [*command, *args],
+            input=stdin,
             capture_output=True,
             text=True,
             cwd=self.cwd,

@@ -6,16 +6,19 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memmesh.local.store import Store
 from memmesh.policy.config import POLICY_FILENAME, load_policy
 from memmesh.policy.errors import PolicyError
 
 __all__ = [
+    "DEFAULT_HOME",
+    "Command",
     "Handler",
     "add_common",
     "command_adder",
+    "command_group",
     "emit",
     "home_of",
     "nonempty",
@@ -50,24 +53,81 @@ def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> 
 Handler = Callable[[argparse.Namespace], int]
 
 
-def command_adder(
-    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
-) -> Callable[[str, Handler, str, str], argparse.ArgumentParser]:
-    """A helper adding one command: its summary is its help and description, with an example."""
+class Command(Protocol):
+    """Adds one command; see :func:`command_adder`."""
 
-    def command(name: str, handler: Handler, summary: str, example: str) -> argparse.ArgumentParser:
-        parser = commands.add_parser(
-            name,
-            help=summary,
-            description=summary,
-            epilog=f"example:\n  {example}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+    def __call__(
+        self,
+        name: str,
+        handler: Handler,
+        summary: str,
+        example: str,
+        *,
+        description: str | None = None,
+        json_output: bool = True,
+    ) -> argparse.ArgumentParser: ...
+
+
+def command_adder(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> Command:
+    """A helper adding one command: its summary is its help (and, unless a longer
+    ``description`` is given, its description), with an example in its epilog."""
+
+    def command(
+        name: str,
+        handler: Handler,
+        summary: str,
+        example: str,
+        *,
+        description: str | None = None,
+        json_output: bool = True,
+    ) -> argparse.ArgumentParser:
+        parser = _parser(commands, name, summary, example, description, json_output)
         parser.set_defaults(handler=handler)
-        add_common(parser)
         return parser
 
     return command
+
+
+def command_group(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    name: str,
+    summary: str,
+    example: str,
+    *,
+    description: str | None = None,
+    json_output: bool = True,
+) -> "argparse._SubParsersAction[argparse.ArgumentParser]":
+    """A command holding subcommands (`mem team ...`); alone, it prints its help (exit 2).
+
+    Returns the group's subcommands, for :func:`command_adder`.
+    """
+    group = _parser(commands, name, summary, example, description, json_output)
+    group.set_defaults(handler=lambda args: _usage(group))
+    return group.add_subparsers(title=f"{name} commands", metavar="COMMAND")
+
+
+def _parser(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    name: str,
+    summary: str,
+    example: str,
+    description: str | None,
+    json_output: bool,
+) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        name,
+        help=summary,
+        description=description or summary,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common(parser, json_output=json_output)
+    return parser
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
 
 
 def home_of(args: argparse.Namespace) -> Path:

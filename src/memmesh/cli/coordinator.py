@@ -5,7 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-from memmesh.cli._common import add_common, nonempty
+from memmesh.cli._common import command_adder, command_group, nonempty
 from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 from memmesh.policy.config import DEFAULT_TOKEN_ENV
 
@@ -14,27 +14,24 @@ __all__ = ["register"]
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `mem coordinator` to the `mem` parser."""
-    group = commands.add_parser(
+    sub = command_group(
+        commands,
         "coordinator",
-        help="Run the team host's coordinator.",
-        description="Run the team host's coordinator.",
-        epilog="example:\n  mem coordinator serve --data /var/lib/memmesh",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "Run the team host's coordinator.",
+        "mem coordinator serve --data /var/lib/memmesh",
+        json_output=False,
     )
-    add_common(group, json_output=False)
-    group.set_defaults(handler=lambda args: _usage(group))
-    sub = group.add_subparsers(title="coordinator commands", metavar="COMMAND")
-    p = sub.add_parser(
+    p = command_adder(sub)(
         "serve",
-        help="Serve the coordinator until interrupted.",
+        _serve,
+        "Serve the coordinator until interrupted.",
+        "MEM_TEAM_TOKEN=s3cret mem coordinator serve --data /var/lib/memmesh "
+        "--host 0.0.0.0 --team acme",
         description="Serve the coordinator until interrupted. It stores only published, "
         "signed envelopes (with their vectors), tombstones and short-lived presence. "
         "It refuses to listen beyond loopback without a team token.",
-        epilog="example:\n  MEM_TEAM_TOKEN=s3cret mem coordinator serve --data /var/lib/memmesh "
-        "--host 0.0.0.0 --team acme",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        json_output=False,
     )
-    add_common(p, json_output=False)
     p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     p.add_argument("--port", type=int, default=8400, help="port to listen on (8400)")
@@ -54,12 +51,6 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         default=DEFAULT_CONCURRENCY,
         help=f"requests at once before answering 503 ({DEFAULT_CONCURRENCY})",
     )
-    p.set_defaults(handler=_serve)
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -6,27 +6,26 @@ import sys
 import tempfile
 from pathlib import Path
 
-from memmesh.cli._common import add_common
+from memmesh.cli._common import command_adder
 
 __all__ = ["register"]
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `mem demo` to the parser."""
-    parser = commands.add_parser(
+    parser = command_adder(commands)(
         "demo",
-        help="Run a whole team on loopback end to end, then clean up.",
+        _demo_main,
+        "Run a whole team on loopback end to end, then clean up.",
+        "mem demo",
         description="Run a whole team on loopback, end to end: a coordinator and three members "
         "with their peer daemons as real servers in temporary homes. Shows published and "
         "private facts, answers from the team with their authors, a secret refused by the "
         "policy, a retraction vanishing from every answer, and a member going offline while "
         "the coordinator's cache still answers. Every process and file is removed afterwards.",
-        epilog="example:\n  mem demo",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        json_output=False,
     )
-    add_common(parser, json_output=False)
     parser.add_argument("--keep", action="store_true", help="keep the temporary homes afterwards")
-    parser.set_defaults(handler=_demo_main)
 
 
 def _demo_main(args: argparse.Namespace) -> int:

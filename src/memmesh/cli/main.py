@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from memmesh import __version__
-from memmesh.cli import coordinator, demo, local, team
+from memmesh.cli import agents, coordinator, demo, local, team
 from memmesh.cli._common import nonempty
 from memmesh.errors import MemmeshError
 
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     local.register(commands)
     team.register(commands)
+    agents.register(commands)
     coordinator.register(commands)
     demo.register(commands)
     return parser

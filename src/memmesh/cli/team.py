@@ -11,8 +11,8 @@ from typing import Any
 import msgspec
 
 from memmesh.cli._common import (
-    add_common,
     command_adder,
+    command_group,
     emit,
     home_of,
     nonempty,
@@ -29,30 +29,24 @@ from memmesh.policy import (
 from memmesh.registry import (
     create_identity,
     load_identity,
-    plan,
-    publish,
     retract,
     withheld,
 )
-from memmesh.team.member import Member, auto_sync, try_policy
+from memmesh.team.member import Member, auto_sync, reported_action, try_policy
 
 __all__ = ["register"]
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `mem team` and its subcommands to the `mem` parser."""
-    team = commands.add_parser(
+    sub = command_group(
+        commands,
         "team",
-        help="Share deliberately with your team: identity, policy, publish, retract, log.",
+        "Share deliberately with your team: identity, policy, publish, retract, log.",
+        "mem team init --name ada --team acme",
         description="Share deliberately with your team. Nothing leaves this laptop unless you "
         "publish it and team.yaml allows it.",
-        epilog="example:\n  mem team init --name ada --team acme",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_common(team)
-    team.set_defaults(handler=lambda args: _usage(team))
-    sub = team.add_subparsers(title="team commands", metavar="COMMAND")
-
     command = command_adder(sub)
 
     p = command(
@@ -116,11 +110,6 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
 
 
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
-
-
 @contextmanager
 def _member(
     args: argparse.Namespace, *, need_policy: bool = True, reconcile_first: bool = True
@@ -182,16 +171,12 @@ def _policy(args: argparse.Namespace) -> int:
 
 def _publish(args: argparse.Namespace) -> int:
     with _member(args) as team:
-        assert team.policy is not None
-        if args.dry_run:
-            planned = plan(team.registry, team.policy, args.ids, force=args.force)
-        else:
-            planned = publish(team.registry, team.policy, args.ids, force=args.force)
-            _auto_sync(team)
+        planned, warning = team.publish(args.ids, force=args.force, dry_run=args.dry_run)
+    _warn(warning)
     rows = [
         {
             "id": p.item.id,
-            "action": p.action if args.dry_run or p.action != "publish" else "published",
+            "action": reported_action(p, dry_run=args.dry_run),
             "version": p.version,
             "rule": p.decision.rule,
             "forced": p.decision.forced,
@@ -210,9 +195,7 @@ def _publish(args: argparse.Namespace) -> int:
     return 3 if refused else 0
 
 
-def _auto_sync(member: Member) -> None:
-    """After publish or retract, push at once if the policy asks for it; failure only warns."""
-    warning = auto_sync(member)
+def _warn(warning: str | None) -> None:
     if warning:
         print(f"mem: warning: {warning}", file=sys.stderr)
 
@@ -239,7 +222,8 @@ def _sync(args: argparse.Namespace) -> int:
 def _retract(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False) as team:
         entries = retract(team.registry, args.ids)
-        _auto_sync(team)
+        warning = auto_sync(team)
+    _warn(warning)
     rows = [{"id": e.item_id, "version": e.version, "seq": e.seq} for e in entries]
     emit(
         args,

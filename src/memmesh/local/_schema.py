@@ -127,5 +127,14 @@ INSERT INTO items_fts (rowid, text, tags, scope)
 SELECT seq, text, tags, 'p' || hex(project) FROM items WHERE status = 'active';
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
+# The session brief reads a project's most reinforced and most successful items, and the
+# global preferences, straight from these indexes instead of scanning the store.
+_V4 = """
+CREATE INDEX items_useful
+    ON items (project, status, reinforcements DESC, worked DESC, updated_at DESC);
+CREATE INDEX items_preferences ON items (reinforcements DESC, worked DESC, updated_at DESC)
+    WHERE kind = 'preference' AND status = 'active' AND project = 'global';
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -10,10 +10,10 @@ from pathlib import Path
 from memmesh.errors import MemmeshError
 from memmesh.local.store import Store
 from memmesh.policy import Policy, PolicyError, load_policy
-from memmesh.registry import Registry, load_identity, reconcile
+from memmesh.registry import Planned, Registry, load_identity, plan, publish, reconcile
 from memmesh.registry.identity import KEY_FILENAME, Identity
 
-__all__ = ["Member", "auto_sync", "retract_changed", "try_policy"]
+__all__ = ["Member", "auto_sync", "reported_action", "retract_changed", "try_policy"]
 
 
 class Member:
@@ -37,6 +37,29 @@ class Member:
         self.registry = Registry(store, identity, policy.team if policy else "default")
         if reconcile_first:
             reconcile(self.registry)
+
+    def publish(
+        self, item_ids: list[str], *, force: bool = False, dry_run: bool = False
+    ) -> tuple[list[Planned], str | None]:
+        """Publish the items through the policy (all or nothing), then auto-sync.
+
+        With ``dry_run`` nothing is recorded or sent: the plan says what would happen. Returns
+        the plan and the auto-sync warning, if any. Raises :class:`PolicyError` subclasses when
+        the policy is unusable or refuses an item.
+        """
+        # Without a policy in hand, reading it again raises why it cannot be used.
+        policy = self.policy or load_policy(self.store.home)
+        if dry_run:
+            return plan(self.registry, policy, item_ids, force=force), None
+        planned = publish(self.registry, policy, item_ids, force=force)
+        return planned, auto_sync(self)
+
+
+def reported_action(planned: Planned, *, dry_run: bool) -> str:
+    """What to call a planned item's fate in a report: "published" once it has been."""
+    if planned.action == "publish" and not dry_run:
+        return "published"
+    return planned.action
 
 
 def try_policy(home: Path) -> Policy | None:

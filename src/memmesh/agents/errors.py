@@ -1,0 +1,36 @@
+"""Errors of the agent integrations.
+
+MemmeshError
+└── AgentError                  exit 1
+    ├── McpUnavailable          the optional MCP SDK is not installed
+    └── ConfigFileError         a client's configuration file cannot be read or safely edited
+"""
+
+from memmesh.errors import MemmeshError
+
+__all__ = ["AgentError", "ConfigFileError", "McpUnavailable"]
+
+
+class AgentError(MemmeshError):
+    """Something between memmesh and a coding agent went wrong."""
+
+    exit_code = 1
+
+
+class McpUnavailable(AgentError):
+    """`mem mcp` needs the MCP SDK, which is an optional extra."""
+
+    def __init__(self) -> None:
+        super().__init__("the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'")
+
+
+class ConfigFileError(AgentError):
+    """A client's configuration file is unreadable or not what we can edit without harm.
+
+    Nothing is written when this is raised.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}; nothing was changed")
+        self.path = path
+        self.problem = problem

@@ -1,0 +1,264 @@
+"""`mem hook install`: register memmesh with a coding agent's client.
+
+For each client two things are written: the MCP server entry (``mem mcp``) and a session-start
+hook that runs ``mem hook brief``. The edits are made on the files' text (see
+:mod:`memmesh.agents._jsonedit` and :mod:`memmesh.agents._tomledit`), so keys that are not
+memmesh's keep every byte; running the install again changes nothing; a file is backed up
+before it is changed; and a dry run shows the diff without writing.
+
+==========  =======================================  =========================================
+client      MCP server                               session-start hook
+==========  =======================================  =========================================
+claude      ``~/.claude.json`` ``mcpServers``        ``~/.claude/settings.json`` SessionStart
+cursor      ``~/.cursor/mcp.json`` ``mcpServers``    ``~/.cursor/hooks.json`` sessionStart
+codex       ``~/.codex/config.toml`` ``mcp_servers`` ``~/.codex/hooks.json`` SessionStart
+==========  =======================================  =========================================
+
+``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` move those clients' folders, as they do for the
+clients themselves.
+"""
+
+import difflib
+import itertools
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import msgspec
+
+from memmesh.agents._jsonedit import EditError, load_object, set_member, upsert_element
+from memmesh.agents._tomledit import set_table
+from memmesh.agents.errors import ConfigFileError
+
+__all__ = ["CLIENTS", "Client", "FileChange", "Launch", "apply", "plan_install"]
+
+Client = Literal["claude", "cursor", "codex"]
+CLIENTS: tuple[str, ...] = get_args(Client)
+SERVER_NAME = "memmesh"
+HOOK_TIMEOUT_SECONDS = 10
+
+
+class Launch(msgspec.Struct, frozen=True):
+    """How a client starts `mem`: the executable and the options before the command."""
+
+    argv: tuple[str, ...]
+
+    def command(self, *args: str) -> str:
+        """A shell command line running `mem` with ``args``."""
+        return shlex.join([*self.argv, *args])
+
+
+class FileChange(msgspec.Struct, frozen=True):
+    """One file of a client's configuration, before and after the install."""
+
+    path: Path
+    before: str | None
+    after: str
+    what: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """The change as a unified diff (empty when there is none)."""
+        return "".join(
+            difflib.unified_diff(
+                (self.before or "").splitlines(keepends=True),
+                self.after.splitlines(keepends=True),
+                fromfile=str(self.path) if self.before is not None else "/dev/null",
+                tofile=str(self.path),
+            )
+        )
+
+
+def plan_install(
+    client: Client,
+    launch: Launch,
+    *,
+    environ: Mapping[str, str] = os.environ,
+    user_home: Path | None = None,
+) -> list[FileChange]:
+    """What installing memmesh into ``client`` would write; nothing is written here.
+
+    Raises :class:`ConfigFileError` when a file cannot be read or edited without harm.
+    """
+    home = user_home or Path.home()
+    if client == "claude":
+        folder = Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else None
+        state = folder / ".claude.json" if folder else home / ".claude.json"
+        settings = (folder or home / ".claude") / "settings.json"
+        return [
+            _edit(state, "MCP server", lambda t: set_member(t, _SERVERS, _stdio_entry(launch))),
+            _edit(
+                settings,
+                "SessionStart hook",
+                lambda t: upsert_element(
+                    t, ["hooks", "SessionStart"], _is_our_group, _group(launch, "claude")
+                ),
+            ),
+        ]
+    if client == "cursor":
+        folder = home / ".cursor"
+        return [
+            _edit(
+                folder / "mcp.json", "MCP server", lambda t: set_member(t, _SERVERS, _entry(launch))
+            ),
+            _edit(folder / "hooks.json", "sessionStart hook", lambda t: _cursor_hooks(t, launch)),
+        ]
+    folder = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home / ".codex"
+    return [
+        _edit(
+            folder / "config.toml",
+            "MCP server",
+            lambda t: set_table(t, ["mcp_servers", SERVER_NAME], _entry(launch)),
+        ),
+        _edit(
+            folder / "hooks.json",
+            "SessionStart hook",
+            lambda t: upsert_element(
+                t, ["hooks", "SessionStart"], _is_our_group, _group(launch, "codex")
+            ),
+        ),
+    ]
+
+
+def apply(changes: list[FileChange], *, clock: Callable[[], float] = time.time) -> list[Path]:
+    """Write the changed files, each after backing it up; returns the backups made.
+
+    A file that changed on disk since it was read is not overwritten (run again).
+    """
+    backups = []
+    for change in changes:
+        if not change.changed:
+            continue
+        target = change.path.resolve()  # write through a symlink, keep the link
+        if _read(change.path) != change.before:
+            raise ConfigFileError(str(change.path), "changed while memmesh was editing it")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            mode = 0o600
+            if change.before is not None:
+                backup = _backup_path(target, clock())
+                shutil.copy2(target, backup)
+                backups.append(backup)
+                mode = target.stat().st_mode & 0o777
+            _write_atomically(target, change.after, mode)
+        except OSError as exc:
+            raise ConfigFileError(str(change.path), exc.strerror or str(exc)) from None
+    return backups
+
+
+# -- what is written -------------------------------------------------------------------------
+
+_SERVERS = ["mcpServers", SERVER_NAME]
+_MATCHERS = {"claude": "startup|clear|compact", "codex": "startup|resume"}
+
+
+def _entry(launch: Launch) -> dict[str, Any]:
+    return {"command": launch.argv[0], "args": [*launch.argv[1:], "mcp"]}
+
+
+def _stdio_entry(launch: Launch) -> dict[str, Any]:
+    return {"type": "stdio", **_entry(launch), "env": {}}
+
+
+def _brief(launch: Launch, client: Client) -> str:
+    return launch.command("hook", "brief", "--client", client)
+
+
+def _group(launch: Launch, client: Client) -> dict[str, Any]:
+    """A Claude Code / Codex hook group running the brief at session start."""
+    return {
+        "matcher": _MATCHERS[client],
+        "hooks": [
+            {"type": "command", "command": _brief(launch, client), "timeout": HOOK_TIMEOUT_SECONDS}
+        ],
+    }
+
+
+def _cursor_hooks(text: str, launch: Launch) -> str:
+    if "version" not in load_object(text):
+        text = set_member(text, ["version"], 1)
+    return upsert_element(
+        text,
+        ["hooks", "sessionStart"],
+        _is_our_hook,
+        {"command": _brief(launch, "cursor"), "timeout": HOOK_TIMEOUT_SECONDS},
+    )
+
+
+def _is_our_group(group: Any) -> bool:
+    return (
+        isinstance(group, dict)
+        and isinstance(group.get("hooks"), list)
+        and any(_is_our_hook(hook) for hook in group["hooks"])
+    )
+
+
+def _is_our_hook(hook: Any) -> bool:
+    """A hook entry whose command runs memmesh's brief, wherever `mem` was installed."""
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return False
+    try:
+        argv = shlex.split(hook["command"])
+    except ValueError:
+        return False
+    runs_memmesh = bool(argv) and (
+        Path(argv[0]).name == "mem"
+        or any(a == "-m" and b == "memmesh" for a, b in itertools.pairwise(argv))
+    )
+    runs_brief = any(a == "hook" and b == "brief" for a, b in itertools.pairwise(argv))
+    return runs_memmesh and runs_brief
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def _edit(path: Path, what: str, change: Callable[[str], str]) -> FileChange:
+    before = _read(path)
+    try:
+        after = change(before or "")
+    except EditError as exc:
+        raise ConfigFileError(str(path), str(exc)) from None
+    return FileChange(path=path, before=before, after=after, what=what)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise ConfigFileError(str(path), "not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigFileError(str(path), exc.strerror or str(exc)) from None
+
+
+def _backup_path(path: Path, now: float) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
+    candidate = path.with_name(f"{path.name}.memmesh-backup-{stamp}")
+    number = 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}.memmesh-backup-{stamp}-{number}")
+    return candidate
+
+
+def _write_atomically(path: Path, text: str, mode: int) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(temporary).chmod(mode)
+        Path(temporary).replace(path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,220 @@
+"""`mem mcp`: the member's memory as an MCP server on stdio, for coding agents.
+
+Built on the official MCP SDK (the optional ``mcp`` extra). The tools are
+:class:`~memmesh.agents.tools.Tools`' methods; this module only describes them to the agent,
+validates their arguments and turns errors into tool errors. A failing call answers with a
+clear tool error (``isError``) and the server carries on.
+
+The team tools (``recall_team``, ``publish``) are offered only when team.yaml names a
+coordinator when the server starts; each call reads the policy again, so a policy that has
+since become invalid refuses the call instead of being bypassed.
+"""
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from memmesh import __version__
+from memmesh.agents.errors import McpUnavailable
+from memmesh.agents.tools import Tools
+from memmesh.errors import MemmeshError
+from memmesh.local.items import KINDS
+from memmesh.local.recall import MAX_K
+from memmesh.local.store import Store
+from memmesh.team.member import try_policy
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+    from pydantic import Field
+except ImportError:  # pragma: no cover - exercised by a test that hides the package
+    raise McpUnavailable() from None
+
+__all__ = ["INSTRUCTIONS", "build_server", "serve"]
+
+logger = logging.getLogger("memmesh.mcp")
+
+INSTRUCTIONS = """\
+memmesh is this developer's long-term memory (and, when set up, their team's).
+Before answering a question about this codebase, its conventions, past decisions, gotchas or
+commands, call `recall` with the question. When you learn something durable (a decision, a
+convention, a gotcha, a command that works), call `remember`. After acting on a recalled item,
+call `outcome` with its id: worked, failed or partial. `forget` archives an item that is wrong.
+"""
+
+TEAM_INSTRUCTIONS = """\
+Teammates' shared knowledge is reachable with `recall_team` when your own memory has nothing.
+`publish` shares an item with the team only if the team policy allows it; secrets never leave.
+"""
+
+Query = Annotated[str, Field(min_length=1, max_length=2000, description="what you want to know")]
+K = Annotated[int, Field(ge=1, le=MAX_K, description="at most this many hits")]
+Project = Annotated[
+    str | None,
+    Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="project name; default: the current git repository's name, else global",
+    ),
+]
+ItemId = Annotated[
+    str, Field(min_length=4, max_length=64, description="item id (or a unique prefix)")
+]
+Kind = Annotated[
+    str,
+    Field(
+        description="what sort of item: " + ", ".join(KINDS),
+        json_schema_extra={"enum": list(KINDS)},
+    ),
+]
+
+
+def build_server(home: Path, store: Store) -> MCPServer:
+    """The MCP server over the member's ``store`` in ``home``."""
+    tools = Tools(home, store)
+    policy = try_policy(home)
+    team = policy is not None and policy.coordinator is not None
+    server = MCPServer(
+        "memmesh",
+        version=__version__,
+        instructions=INSTRUCTIONS + (TEAM_INSTRUCTIONS if team else ""),
+    )
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    def recall(query: Query, k: K = 5, project: Project = None) -> str:
+        """Search your memory for what is relevant to the current task.
+
+        Use it before answering questions about this project's decisions, conventions,
+        gotchas and commands, or when stuck. Returns hits with ids and scores, or
+        abstained=true when nothing is relevant. Covers the project plus global items.
+        """
+        return _run(lambda: tools.recall(query, k=k, project=project))
+
+    def remember(
+        text: Annotated[
+            str,
+            Field(min_length=1, max_length=8192, description="one self-contained fact"),
+        ],
+        kind: Kind = "fact",
+        project: Annotated[
+            str | None,
+            Field(
+                default=None,
+                min_length=1,
+                max_length=64,
+                description="project name, or 'global' for a preference that holds everywhere; "
+                "default: the current git repository",
+            ),
+        ] = None,
+        tags: Annotated[list[str], Field(max_length=16, description="optional tags")] = [],  # noqa: B006
+    ) -> str:
+        """Remember something durable for future sessions: a decision and its reason, a
+        convention, a gotcha, a command that works, a preference.
+
+        Write one self-contained sentence. Remembering the same fact again reinforces it.
+        Returns the item's id and whether it was created or reinforced.
+        """
+        return _run(lambda: tools.remember(text, kind=kind, project=project, tags=tags))
+
+    def outcome(
+        id: ItemId,
+        result: Annotated[
+            Literal["worked", "failed", "partial"],
+            Field(description="how following the item went"),
+        ],
+    ) -> str:
+        """Report whether acting on a recalled item worked, failed or partly worked.
+
+        Call it after using an item from recall: items that keep failing stop being recalled,
+        items that work rank higher.
+        """
+        return _run(lambda: tools.outcome(id, result))
+
+    def forget(id: ItemId) -> str:
+        """Archive an item that is wrong or obsolete; it is never recalled again.
+
+        If it had been published to the team, its publication is retracted as well.
+        """
+        return _run(lambda: tools.forget(id))
+
+    server.add_tool(recall, annotations=reads, structured_output=False)
+    server.add_tool(remember, annotations=writes, structured_output=False)
+    server.add_tool(outcome, annotations=writes, structured_output=False)
+    server.add_tool(forget, annotations=writes, structured_output=False)
+    if not team:
+        return server
+
+    def recall_team(
+        query: Query,
+        k: K = 5,
+        project: Project = None,
+        author: Annotated[
+            str | None,
+            Field(default=None, max_length=64, description="only items by this teammate"),
+        ] = None,
+    ) -> str:
+        """Ask the whole team: the coordinator's cache and every teammate online.
+
+        Use it when your own recall abstains or the question is about something a teammate
+        owns. Hits carry the author and the source that answered; every hit is verified.
+        """
+        return _run(lambda: tools.recall_team(query, k=k, project=project, author=author))
+
+    def publish(
+        ids: Annotated[
+            list[str],
+            Field(min_length=1, max_length=100, description="ids of items to share"),
+        ],
+        dry_run: Annotated[
+            bool, Field(description="only say what would be shared and why")
+        ] = False,
+    ) -> str:
+        """Share items with the team, exactly as the developer's team policy allows.
+
+        Only publish what the developer asked to share. The policy decides each item and a
+        refusal names the rule; secrets are never published. Use dry_run to check first.
+        """
+        return _run(lambda: tools.publish(ids, dry_run=dry_run))
+
+    server.add_tool(
+        recall_team,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        structured_output=False,
+    )
+    server.add_tool(
+        publish,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, open_world_hint=True
+        ),
+        structured_output=False,
+    )
+    return server
+
+
+def serve(home: Path, store: Store) -> None:
+    """Serve MCP on stdin/stdout until the client closes the connection."""
+    logging.basicConfig(level=logging.WARNING, format="mem mcp: %(levelname)s: %(message)s")
+    build_server(home, store).run("stdio")
+
+
+def _run(call: Callable[[], dict[str, Any]]) -> str:
+    """Run one tool call: a compact JSON answer, or a tool error saying what went wrong."""
+    try:
+        result = call()
+    except MemmeshError as exc:
+        raise ToolError(exc.message) from None
+    except Exception as exc:
+        if os.environ.get("MEM_DEBUG"):
+            logger.exception("internal error")
+        else:
+            logger.error("internal error: %s: %s", type(exc).__name__, exc)
+        raise ToolError(
+            f"internal error ({type(exc).__name__}); the server carries on, please report it"
+        ) from None
+    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,151 @@
+"""What a coding agent can do with memmesh, as plain methods returning compact results.
+
+The MCP server (:mod:`memmesh.agents.server`) exposes these methods as tools; they take the
+same paths as the `mem` command (the same store, the same policy and registry), so an agent
+can do nothing a member could not do from the command line, and nothing more: in particular
+:meth:`Tools.publish` has no way to force past the policy.
+
+Results are dicts of plain values, short on purpose (an agent pays for every token), and
+always carry item ids so that the agent can report an outcome afterwards.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from memmesh.local.items import GLOBAL, Item
+from memmesh.local.project import resolve_project
+from memmesh.local.recall import recall
+from memmesh.local.store import Store
+from memmesh.policy import load_policy
+from memmesh.registry import load_identity
+from memmesh.team.member import Member, reported_action, retract_changed
+
+__all__ = ["Tools"]
+
+
+class Tools:
+    """The agent's tools over the member's store in ``home`` (``store`` stays the caller's)."""
+
+    def __init__(self, home: Path, store: Store) -> None:
+        self.home = home
+        self.store = store
+
+    def recall(self, query: str, *, k: int = 5, project: str | None = None) -> dict[str, Any]:
+        """The items most relevant to ``query`` in the project (plus global)."""
+        answer = recall(self.store, query, k=k, project=resolve_project(project))
+        return {
+            "hits": [_hit(h.item, h.score) for h in answer.hits],
+            "abstained": answer.abstained,
+            "projects": list(answer.projects),
+        }
+
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "fact",
+        project: str | None = None,
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Store ``text``; the same fact again reinforces the existing item."""
+        item, status = self.store.remember(
+            text, kind=kind, project=resolve_project(project), tags=tags or []
+        )
+        return {
+            "id": item.id,
+            "status": status,
+            "project": item.project,
+            "reinforcements": item.reinforcements,
+        }
+
+    def outcome(self, item_id: str, result: str) -> dict[str, Any]:
+        """Record whether following the item worked, failed or partly worked."""
+        item = self.store.outcome(item_id, result)
+        return {
+            "id": item.id,
+            "outcome_score": round(item.outcome_score, 3),
+            "excluded_from_recall": item.outcome_score <= -0.5,
+        }
+
+    def forget(self, item_id: str) -> dict[str, Any]:
+        """Archive the item; if it was published, its publication is retracted too."""
+        item = self.store.forget(item_id)
+        retracted = retract_changed(self.store, self.home)
+        return {"id": item.id, "status": item.status, "retracted": retracted > 0}
+
+    def recall_team(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        project: str | None = None,
+        author: str | None = None,
+        timeout: float = 2.0,
+    ) -> dict[str, Any]:
+        """Ask the whole team (coordinator and live peers); raises when no source answered."""
+        from memmesh.team.recall import recall_team
+
+        policy = load_policy(self.home)
+        answer = recall_team(
+            self.store,
+            policy,
+            query,
+            k=k,
+            project=resolve_project(project),
+            author=author,
+            timeout=timeout,
+            deadline=timeout + 1.0,
+            own_key=load_identity(self.home).key_id,
+        )
+        return {
+            "hits": [
+                {
+                    "id": hit.id,
+                    "text": hit.text,
+                    "author": hit.author,
+                    "kind": hit.kind,
+                    "project": hit.project,
+                    "score": round(hit.score, 3),
+                    "source": hit.source,
+                }
+                for hit in answer.hits
+            ],
+            "abstained": answer.abstained,
+            "sources": {
+                source.name: source.status + (f": {source.error}" if source.error else "")
+                for source in answer.sources
+            },
+            "warnings": answer.warnings,
+        }
+
+    def publish(self, item_ids: list[str], *, dry_run: bool = False) -> dict[str, Any]:
+        """Share items with the team, exactly as `mem team publish` would without --force."""
+        member = Member(self.store, load_identity(self.home), load_policy(self.home))
+        planned, warning = member.publish(item_ids, dry_run=dry_run)
+        result: dict[str, Any] = {
+            "dry_run": dry_run,
+            "items": [
+                {
+                    "id": p.item.id,
+                    "action": reported_action(p, dry_run=dry_run),
+                    "version": p.version,
+                    "rule": p.decision.rule,
+                }
+                for p in planned
+            ],
+        }
+        if warning:
+            result["warning"] = warning
+        return result
+
+
+def _hit(item: Item, score: float) -> dict[str, Any]:
+    hit: dict[str, Any] = {
+        "id": item.id,
+        "text": item.text,
+        "kind": item.kind,
+        "score": round(score, 3),
+    }
+    if item.project != GLOBAL:
+        hit["project"] = item.project
+    return hit

@@ -1,0 +1,159 @@
+"""`mem mcp` and `mem hook ...`: connect memmesh to coding agents."""
+
+import argparse
+import os
+import select
+import sys
+import time
+from pathlib import Path
+
+from memmesh.agents.install import Launch, apply, plan_install
+from memmesh.cli._common import (
+    DEFAULT_HOME,
+    command_adder,
+    command_group,
+    emit,
+    home_of,
+    nonempty,
+    open_store,
+)
+from memmesh.local.project import resolve_project
+
+__all__ = ["register"]
+
+_STDIN_LIMIT = 1 << 20
+_STDIN_SECONDS = 1.5
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add `mem mcp` and `mem hook` to the `mem` parser."""
+    command_adder(commands)(
+        "mcp",
+        _mcp,
+        "Serve your memory to a coding agent over MCP (stdio).",
+        "mem mcp",
+        description="Serve your memory to a coding agent as an MCP server on standard input "
+        "and output. Tools: recall, remember, outcome, forget; with a coordinator in "
+        "team.yaml also recall_team and publish (which the policy decides, never forced). "
+        "Needs the optional extra: pip install 'memmesh[mcp]'.",
+        json_output=False,
+    )
+    command = command_adder(
+        command_group(
+            commands,
+            "hook",
+            "Session hooks for coding agents, and their installation.",
+            "mem hook install claude --dry-run",
+        )
+    )
+
+    p = command(
+        "brief",
+        _brief,
+        "Print what an agent should know as a session starts (at most 600 characters): the "
+        "project's most reinforced and successful items, and your global preferences. "
+        "Reads a few indexed rows and loads no model, so it can run before every session.",
+        "mem hook brief --project billing",
+    )
+    p.add_argument(
+        "--project",
+        metavar="P",
+        type=nonempty,
+        help="the project (default: $MEM_PROJECT, else the git repository of the client's "
+        "working folder or of the current folder, else global)",
+    )
+    p.add_argument(
+        "--client",
+        choices=("claude", "cursor", "codex"),
+        help="run as this client's session-start hook: read its JSON input on standard input "
+        "and answer in its format",
+    )
+
+    p = command(
+        "install",
+        _install,
+        "Register memmesh with a coding agent's client: its MCP server entry and a "
+        "session-start hook running `mem hook brief`. Changes only memmesh's own entries, "
+        "backs up each file it changes, and changes nothing when run again.",
+        "mem hook install claude --dry-run",
+    )
+    p.add_argument("client", choices=("claude", "cursor", "codex"), help="which client")
+    p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from memmesh.agents.server import serve
+
+    with open_store(args) as store:
+        serve(home_of(args), store)
+    return 0
+
+
+def _brief(args: argparse.Namespace) -> int:
+    from memmesh.agents.brief import hook_output, render, working_folder
+    from memmesh.local.digest import digest
+
+    folder = working_folder(_hook_input()) if args.client else None
+    project = resolve_project(args.project, cwd=folder)
+    text = render(digest(home_of(args), project))
+    output = hook_output(args.client, text)
+    emit(args, {"project": project, "brief": text}, output)
+    return 0
+
+
+def _hook_input() -> str:
+    """What the client wrote on standard input, read for at most a second or two.
+
+    Clients write their JSON and close at once; a terminal or a pipe nobody writes to must not
+    hold the session up, so whatever has arrived by the deadline is all there is.
+    """
+    if sys.stdin is None or sys.stdin.isatty():
+        return ""
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + _STDIN_SECONDS
+    fd = sys.stdin.fileno()
+    while size < _STDIN_LIMIT:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def _install(args: argparse.Namespace) -> int:
+    changes = plan_install(args.client, _launch(args))
+    backups = [] if args.dry_run else apply(changes)
+    data = {
+        "client": args.client,
+        "dry_run": args.dry_run,
+        "files": [
+            {"path": str(c.path), "what": c.what, "changed": c.changed, "created": c.before is None}
+            for c in changes
+        ],
+        "backups": [str(b) for b in backups],
+    }
+    if args.dry_run:
+        text = "\n".join(c.diff() for c in changes if c.changed) or "nothing to change"
+    else:
+        lines = [f"{'wrote' if c.changed else 'unchanged'}  {c.path}  ({c.what})" for c in changes]
+        lines += [f"backup     {b}" for b in backups]
+        text = "\n".join(lines)
+    emit(args, data, text)
+    return 0
+
+
+def _launch(args: argparse.Namespace) -> Launch:
+    """How the client should start this `mem`: by absolute path, with the same home."""
+    program = Path(sys.argv[0])
+    # Run as `python -m memmesh`, argv[0] is the package's __main__.py.
+    by_path = program.name == "mem"
+    argv = [str(program.absolute())] if by_path else [sys.executable, "-m", "memmesh"]
+    home = home_of(args).resolve()
+    if home != DEFAULT_HOME.expanduser().resolve():
+        argv += ["--home", str(home)]
+    return Launch(argv=tuple(argv))

@@ -1,0 +1,256 @@
+"""`mem mcp` driven by the MCP SDK's own client: it starts the real server over stdio, lists
+the tools and calls each of them, including the calls that must fail."""
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from memmesh.local.store import Store
+from tests.conftest import requires_mcp
+from tests.team._team import TOKEN, Team, team_on_loopback
+
+pytestmark = requires_mcp
+
+LOCAL_TOOLS = {"recall", "remember", "outcome", "forget"}
+TEAM_TOOLS = {"recall_team", "publish"}
+DEPLOYS = "Deploys go through the blue-green script in ops/deploy.sh"
+# Split so that this file does not itself look like it holds a key.
+AWS_KEY = "The CI deploy user's access key id is AKIA" + "TYMXMS67ANWP46I4"
+
+
+@asynccontextmanager
+async def _session(home: Path, cwd: Path) -> AsyncIterator[Any]:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MEM_", "PYTHON"))}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memmesh", "--home", str(home), "mcp"],
+        env=env,
+        cwd=cwd,
+    )
+    async with Client(params) as client:
+        yield client
+
+
+def _with_session(home: Path, cwd: Path, scenario: Callable[[Any], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with _session(home, cwd) as client:
+            await scenario(client)
+
+    anyio.run(main)
+
+
+async def _call(client: Any, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A successful call's compact JSON answer."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    answer: dict[str, Any] = json.loads(result.content[0].text)
+    return answer
+
+
+async def _fail(client: Any, tool: str, **arguments: Any) -> str:
+    """A failing call's error text (the call must be a tool error, not a crash)."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.content[0].text
+    text: str = result.content[0].text
+    return text
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    return Path.cwd()
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
+    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+    with team_on_loopback(tmp_path) as members:
+        yield members
+
+
+def test_without_a_coordinator_only_the_local_tools_are_offered(home: Path, cwd: Path) -> None:
+    async def scenario(client: Any) -> None:
+        listed = await client.list_tools()
+        tools = {tool.name: tool for tool in listed.tools}
+        assert set(tools) == LOCAL_TOOLS
+        for tool in tools.values():
+            # Each description tells the agent when to reach for the tool.
+            assert len(tool.description or "") > 80, tool.name
+        assert tools["recall"].annotations.read_only_hint is True
+        assert tools["remember"].annotations.read_only_hint is False
+
+    _with_session(home, cwd, scenario)
+
+
+def test_remember_recall_outcome_and_forget_work_on_the_members_store(
+    home: Path, cwd: Path
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def scenario(client: Any) -> None:
+        created = await _call(client, "remember", text=DEPLOYS, kind="convention")
+        assert created["status"] == "created"
+        again = await _call(client, "remember", text=DEPLOYS, kind="convention")
+        assert again == {**created, "status": "reinforced", "reinforcements": 1}
+
+        found = await _call(client, "recall", query="how do deploys work", k=3)
+        assert found["abstained"] is False
+        assert found["hits"][0]["id"] == created["id"]
+        assert found["hits"][0]["text"] == DEPLOYS
+        assert set(found["hits"][0]) <= {"id", "text", "kind", "score", "project"}
+
+        rated = await _call(client, "outcome", id=created["id"][:8], result="worked")
+        assert rated["id"] == created["id"]
+        assert rated["outcome_score"] > 0
+        assert rated["excluded_from_recall"] is False
+
+        forgotten = await _call(client, "forget", id=created["id"])
+        assert forgotten == {"id": created["id"], "status": "archived", "retracted": False}
+        after = await _call(client, "recall", query="how do deploys work")
+        assert created["id"] not in [hit["id"] for hit in after["hits"]]
+        seen["id"] = created["id"]
+
+    _with_session(home, cwd, scenario)
+    with Store(home) as store:
+        item = store.get(seen["id"])
+    assert (item.status, item.reinforcements) == ("archived", 1)
+    assert item.worked == pytest.approx(1.0)
+
+
+def test_remember_files_items_under_the_project_of_the_working_folder(
+    home: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "billing-service"
+    (repo / ".git").mkdir(parents=True)
+
+    async def scenario(client: Any) -> None:
+        in_repo = await _call(client, "remember", text="Invoices go out on the 1st")
+        assert in_repo["project"] == "billing-service"
+        preference = await _call(
+            client, "remember", text="Prefer small commits", kind="preference", project="global"
+        )
+        assert preference["project"] == "global"
+
+    _with_session(home, repo, scenario)
+
+
+def test_a_failing_call_is_a_clear_tool_error_and_the_server_carries_on(
+    home: Path, cwd: Path
+) -> None:
+    async def scenario(client: Any) -> None:
+        assert "no item with id 'zzzz'" in await _fail(
+            client, "outcome", id="zzzz", result="worked"
+        )
+        assert "unknown kind 'bogus'" in await _fail(client, "remember", text="x", kind="bogus")
+        assert "query" in await _fail(client, "recall", query="")
+        assert "result" in await _fail(client, "outcome", id="01ABCDEF", result="great")
+        assert "k" in await _fail(client, "recall", query="deploys", k=0)
+        assert "text" in await _fail(client, "remember", text="x" * 9000)
+        assert "no item" in await _fail(client, "forget", id="01ZZZZZZ")
+        # Still serving, and nothing was written by the failed calls.
+        answer = await _call(client, "recall", query="deploys")
+        assert answer == {"hits": [], "abstained": True, "projects": ["global"]}
+
+    _with_session(home, cwd, scenario)
+    with Store(home) as store:
+        assert store.items(status=None) == []
+
+
+def test_a_coordinator_in_the_policy_adds_the_team_tools_and_publish_cannot_force(
+    team: Team, cwd: Path
+) -> None:
+    ada = team.add("ada")
+
+    async def scenario(client: Any) -> None:
+        listed = await client.list_tools()
+        tools = {tool.name: tool for tool in listed.tools}
+        assert set(tools) == LOCAL_TOOLS | TEAM_TOOLS
+        assert set(tools["publish"].input_schema["properties"]) == {"ids", "dry_run"}
+
+    _with_session(ada.home, cwd, scenario)
+
+
+def test_publish_goes_through_the_policy_and_a_teammate_recalls_it(team: Team, cwd: Path) -> None:
+    ada, bob = team.add("ada"), team.add("bob")
+    bob.share("We chose Postgres advisory locks over Redis for the job scheduler")
+    seen: dict[str, str] = {}
+
+    async def scenario(client: Any) -> None:
+        secret = await _call(client, "remember", text=AWS_KEY, kind="decision")
+        refusal = await _fail(client, "publish", ids=[secret["id"]])
+        assert "secret" in refusal
+        assert secret["id"] in refusal
+
+        shared = await _call(client, "remember", text=DEPLOYS, kind="decision")
+        seen["id"] = shared["id"]
+        planned = await _call(client, "publish", ids=[shared["id"]], dry_run=True)
+        assert planned["items"][0]["action"] == "publish"
+        published = await _call(client, "publish", ids=[shared["id"]])
+        assert published["items"] == [
+            {
+                "id": shared["id"],
+                "action": "published",
+                "version": 1,
+                "rule": "share.kinds: decision",
+            }
+        ]
+
+        answer = await _call(client, "recall_team", query="which locks does the job scheduler use")
+        assert answer["hits"][0]["author"] == "bob"
+        assert answer["hits"][0]["source"] == "coordinator"
+        assert answer["sources"]["coordinator"] == "ok"
+
+    _with_session(ada.home, cwd, scenario)
+    # Only the allowed item was recorded, and auto-sync was off: it waits for `mem team sync`.
+    with ada.registry() as registry, registry.store.db.read() as conn:
+        assert set(registry.live(conn)) == {seen["id"]}
+
+
+def test_a_policy_broken_after_start_refuses_publish_and_sends_nothing(
+    team: Team, cwd: Path
+) -> None:
+    ada = team.add("ada")
+
+    async def scenario(client: Any) -> None:
+        item = await _call(client, "remember", text=DEPLOYS, kind="decision")
+        (ada.home / "team.yaml").write_text("version: 1\nshare: [\n", encoding="utf-8")
+        refusal = await _fail(client, "publish", ids=[item["id"]])
+        assert "team.yaml" in refusal
+        assert "team.yaml" in await _fail(client, "recall_team", query="deploys")
+
+    _with_session(ada.home, cwd, scenario)
+    with ada.registry() as registry:
+        assert registry.entries() == []
+
+
+def test_without_the_sdk_mem_mcp_says_how_to_install_it(
+    home: Path, tmp_path: Path, cwd: Path
+) -> None:
+    shadow = tmp_path / "shadow" / "mcp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('not installed')\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "memmesh", "--home", str(home), "mcp"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(shadow.parent)},
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        "mem: error: the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'\n"
+    )
+    assert result.stdout == ""
