@@ -28,7 +28,7 @@ requires_mcp = pytest.mark.skipif(
 def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's own memmesh settings, home or project."""
     for name in list(os.environ):
-        if name.startswith("MEM_"):
+        if name.startswith("MEM_") or name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("MEM_AUTHOR", "tester")
     # Run from a folder outside any git repository, so the default project is global.

@@ -12,13 +12,15 @@ the intended change, or :class:`EditError` is raised and nothing is written.
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EditError", "load_object", "set_member", "upsert_element"]
+__all__ = ["EditError", "load_object", "remove_at", "set_member", "upsert_element"]
 
 _DECODER = json.JSONDecoder()
+# Object keys, and list positions (only on the way to something that exists already).
+Path = Sequence[str | int]
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -74,17 +76,17 @@ def set_member(text: str, path: list[str], value: Any) -> str:
     return _checked(editor.set(editor.root, path, value), expected)
 
 
-def upsert_element(text: str, path: list[str], is_ours: Callable[[Any], bool], value: Any) -> str:
-    """``text`` with ``value`` in the array at ``path``: it replaces the first element that
+def upsert_element(text: str, path: Path, is_ours: Callable[[Any], bool], value: Any) -> str:
+    """``text`` with ``value`` in the list at ``path``: it replaces the first element that
     ``is_ours`` (and drops any further ones), or is appended; the array is created if missing.
     """
     data = load_object(text)
     expected = json.loads(json.dumps(data))
     container = _get_in(expected, path)
     if container is None:
-        _set_in(expected, path, [value])
+        _set_in(expected, _keys(path), [value])
     elif not isinstance(container, list):
-        raise EditError(f"{'.'.join(path)} is not a list")
+        raise EditError(f"{'.'.join(map(str, path))} is not a list")
     else:
         ours = [i for i, element in enumerate(container) if is_ours(element)]
         if ours:
@@ -98,9 +100,9 @@ def upsert_element(text: str, path: list[str], is_ours: Callable[[Any], bool], v
     editor = _Editor(text)
     node = editor.find(path)
     if node is None:
-        return _checked(editor.set(editor.root, path, [value]), expected)
+        return _checked(editor.set(editor.root, _keys(path), [value]), expected)
     if not node.is_array:
-        raise EditError(f"{'.'.join(path)} is not a list")
+        raise EditError(f"{'.'.join(map(str, path))} is not a list")
     ours_nodes = [element for element in node.elements if is_ours(element.value)]
     if not ours_nodes:
         return _checked(editor.append(node, value), expected)
@@ -109,6 +111,26 @@ def upsert_element(text: str, path: list[str], is_ours: Callable[[Any], bool], v
     for index in reversed(extras):
         new = _Editor(new).remove_element(path, index)
     return _checked(new, expected)
+
+
+def remove_at(text: str, path: Path, index: int) -> str:
+    """``text`` without the element at ``index`` of the list at ``path``."""
+    expected = json.loads(json.dumps(load_object(text)))
+    container = _get_in(expected, path)
+    if not isinstance(container, list) or not 0 <= index < len(container):
+        raise EditError(f"there is no element {index} to remove")
+    del container[index]
+    editor = _Editor(text)
+    array = editor.find(path)
+    assert array is not None
+    return _checked(editor.remove_element(path, index), expected)
+
+
+def _keys(path: Path) -> list[str]:
+    """A path that is to be created holds only object keys."""
+    if any(isinstance(key, int) for key in path):
+        raise EditError("a list to create cannot sit inside another list")
+    return [str(key) for key in path]
 
 
 def _checked(new: str, expected: dict[str, Any]) -> str:
@@ -120,9 +142,14 @@ def _checked(new: str, expected: dict[str, Any]) -> str:
     return new
 
 
-def _get_in(data: dict[str, Any], path: list[str]) -> Any:
+def _get_in(data: dict[str, Any], path: Path) -> Any:
     current: Any = data
     for key in path:
+        if isinstance(key, int):
+            if not isinstance(current, list) or not 0 <= key < len(current):
+                raise EditError(f"there is no element {key} to edit")
+            current = current[key]
+            continue
         if not isinstance(current, dict):
             raise EditError(f"{key!r} would go inside a value that is not an object")
         if key not in current:
@@ -149,9 +176,12 @@ class _Editor:
         self.root = self._value(_skip(text, 0))
         self.unit = _indent_unit(text)
 
-    def find(self, path: list[str]) -> _Node | None:
+    def find(self, path: Path) -> _Node | None:
         node = self.root
         for key in path:
+            if isinstance(key, int):
+                node = node.elements[key]
+                continue
             if not node.is_object:
                 raise EditError(f"{key!r} would go inside a value that is not an object")
             found = next((child for name, child in node.members if name == key), None)
@@ -185,13 +215,19 @@ class _Editor:
         last = array.elements[-1]
         return self._after(last, self._render(value, self._line_indent(last.lead)))
 
-    def remove_element(self, path: list[str], index: int) -> str:
-        """Drop the array element at ``index`` (not the first) with the comma before it."""
+    def remove_element(self, path: Path, index: int) -> str:
+        """Drop the list element at ``index`` with the comma that separates it."""
         array = self.find(path)
         assert array is not None
         assert array.is_array
-        assert index > 0
-        return self.text[: array.elements[index - 1].end] + self.text[array.elements[index].end :]
+        elements = array.elements
+        if index > 0:
+            start, end = elements[index - 1].end, elements[index].end
+        elif len(elements) > 1:
+            start, end = elements[0].lead, elements[1].lead
+        else:
+            start, end = array.start + 1, array.end - 1
+        return self.text[:start] + self.text[end:]
 
     # -- internals -------------------------------------------------------------------------
 

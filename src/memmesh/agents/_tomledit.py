@@ -16,6 +16,7 @@ from memmesh.agents._jsonedit import EditError
 __all__ = ["load_table", "set_table"]
 
 _HEADER = re.compile(r"^\s*\[\[?\s*(?P<key>[^\]]+?)\s*\]\]?\s*(#.*)?$")
+_ASSIGNMENT = re.compile(r"^\s*(?P<key>[^=\s#\[][^=#]*?)\s*=")
 _KEY_PART = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|\'([^\']*)\'|([A-Za-z0-9_-]+))\s*(\.|$)')
 
 
@@ -28,7 +29,11 @@ def load_table(text: str) -> dict[str, Any]:
 
 
 def set_table(text: str, path: list[str], values: dict[str, Any]) -> str:
-    """``text`` with the table at ``path`` holding exactly ``values``."""
+    """``text`` with ``values`` set in the table at ``path``.
+
+    The table's other keys and its sub-tables (a user's ``env``, say) keep their lines; the
+    lines of the keys in ``values`` are replaced. A missing table is appended at the end.
+    """
     data = load_table(text)
     expected = copy.deepcopy(data)
     parent = expected
@@ -36,21 +41,25 @@ def set_table(text: str, path: list[str], values: dict[str, Any]) -> str:
         parent = parent.setdefault(key, {})
         if not isinstance(parent, dict):
             raise EditError(f"{key!r} is not a table")
-    parent[path[-1]] = values
-    rendered = _render(path, values)
+    current = parent.get(path[-1])
+    parent[path[-1]] = {**(current if isinstance(current, dict) else {}), **values}
+    newline = "\r\n" if "\r\n" in text else "\n"  # the file's own line ending
+    assignments = [f"{_key(key)} = {_value(value)}{newline}" for key, value in values.items()]
     lines = text.splitlines(keepends=True)
-    span = _table_span(lines, path)
+    span = _table_body(lines, path)
     if span is None:
         if _defined(data, path):
             raise EditError(
                 f"{'.'.join(path)} is written in a form this edit does not touch "
                 "(inline or dotted keys); change it by hand"
             )
-        body = text if not text or text.endswith("\n") else text + "\n"
-        new = body + ("\n" if body.strip() else "") + rendered
+        body = text if not text or text.endswith("\n") else text + newline
+        header = "[" + ".".join(_key(part) for part in path) + "]" + newline
+        new = body + (newline if body.strip() else "") + header + "".join(assignments)
     else:
         start, end = span
-        new = "".join(lines[:start]) + rendered + "".join(lines[end:])
+        kept = _without_keys(lines[start:end], set(values))
+        new = "".join(lines[:start]) + "".join(assignments) + "".join(kept) + "".join(lines[end:])
     try:
         if tomllib.loads(new) != expected:
             raise EditError("the edit did not come out as intended")
@@ -59,27 +68,86 @@ def set_table(text: str, path: list[str], values: dict[str, Any]) -> str:
     return new
 
 
-def _table_span(lines: list[str], path: list[str]) -> tuple[int, int] | None:
-    """Lines ``[start, end)`` of the table ``path`` and its sub-tables, without the blank
-    lines and comments that lead into the next table."""
+def _table_body(lines: list[str], path: list[str]) -> tuple[int, int] | None:
+    """Lines ``[start, end)`` of the body of table ``path`` (after its header, up to the next
+    header); ``None`` when no header names it."""
+    inside = _inside_strings(lines)
     start = None
-    end = len(lines)
     for number, line in enumerate(lines):
-        match = _HEADER.match(line)
+        match = None if inside[number] else _HEADER.match(line)
         if match is None:
             continue
-        key = _split_key(match.group("key"))
-        if start is None:
-            if key == path:
-                start = number
-        elif key[: len(path)] != path:
-            end = number
-            break
-    if start is None:
-        return None
-    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip()[:1] == "#"):
-        end -= 1
-    return start, end
+        if start is not None:
+            return start, number
+        if _split_key(match.group("key")) == path:
+            start = number + 1
+    return None if start is None else (start, len(lines))
+
+
+def _without_keys(body: list[str], keys: set[str]) -> list[str]:
+    """``body`` without the assignments to ``keys`` (each with all the lines of its value)."""
+    kept: list[str] = []
+    index = 0
+    while index < len(body):
+        match = _ASSIGNMENT.match(body[index])
+        if match is None or _split_key(match.group("key")) not in [[key] for key in keys]:
+            kept.append(body[index])
+            index += 1
+            continue
+        end = index + 1
+        while end <= len(body) and not _parses(body[index:end]):
+            end += 1
+        index = end
+    return kept
+
+
+def _parses(lines: list[str]) -> bool:
+    try:
+        tomllib.loads("".join(lines))
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
+
+
+def _inside_strings(lines: list[str]) -> list[bool]:
+    """For each line, whether it begins inside a multi-line string (where a ``[`` at the
+    start of a line is text, not a header)."""
+    flags = []
+    open_quote: str | None = None
+    for line in lines:
+        flags.append(open_quote is not None)
+        position = 0
+        while position < len(line):
+            if open_quote is not None:
+                found = line.find(open_quote, position)
+                if found < 0:
+                    break
+                if open_quote == '"""' and _escaped(line, found):
+                    position = found + 1
+                    continue
+                open_quote, position = None, found + 3
+                continue
+            char = line[position]
+            if char == "#":
+                break
+            if line.startswith(('"""', "'''"), position):
+                open_quote, position = line[position : position + 3], position + 3
+            elif char == '"':
+                position += 1
+                while position < len(line) and line[position] != '"':
+                    position += 2 if line[position] == "\\" else 1
+                position += 1
+            elif char == "'":
+                closing = line.find("'", position + 1)
+                position = closing + 1 if closing >= 0 else len(line)
+            else:
+                position += 1
+    return flags
+
+
+def _escaped(line: str, position: int) -> bool:
+    backslashes = len(line[:position]) - len(line[:position].rstrip("\\"))
+    return backslashes % 2 == 1
 
 
 def _split_key(raw: str) -> list[str]:
@@ -105,12 +173,6 @@ def _defined(data: dict[str, Any], path: list[str]) -> bool:
             return False
         current = current[key]
     return True
-
-
-def _render(path: list[str], values: dict[str, Any]) -> str:
-    lines = ["[" + ".".join(_key(part) for part in path) + "]"]
-    lines += [f"{_key(key)} = {_value(value)}" for key, value in values.items()]
-    return "\n".join(lines) + "\n"
 
 
 def _key(key: str) -> str:

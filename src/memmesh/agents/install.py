@@ -31,7 +31,13 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from memmesh.agents._jsonedit import EditError, load_object, set_member, upsert_element
+from memmesh.agents._jsonedit import (
+    EditError,
+    load_object,
+    remove_at,
+    set_member,
+    upsert_element,
+)
 from memmesh.agents._tomledit import set_table
 from memmesh.agents.errors import ConfigFileError
 
@@ -94,21 +100,13 @@ def plan_install(
         state = folder / ".claude.json" if folder else home / ".claude.json"
         settings = (folder or home / ".claude") / "settings.json"
         return [
-            _edit(state, "MCP server", lambda t: set_member(t, _SERVERS, _stdio_entry(launch))),
-            _edit(
-                settings,
-                "SessionStart hook",
-                lambda t: upsert_element(
-                    t, ["hooks", "SessionStart"], _is_our_group, _group(launch, "claude")
-                ),
-            ),
+            _edit(state, "MCP server", lambda t: _server(t, _stdio_entry(launch))),
+            _edit(settings, "SessionStart hook", lambda t: _session_start(t, launch, "claude")),
         ]
     if client == "cursor":
         folder = home / ".cursor"
         return [
-            _edit(
-                folder / "mcp.json", "MCP server", lambda t: set_member(t, _SERVERS, _entry(launch))
-            ),
+            _edit(folder / "mcp.json", "MCP server", lambda t: _server(t, _entry(launch))),
             _edit(folder / "hooks.json", "sessionStart hook", lambda t: _cursor_hooks(t, launch)),
         ]
     folder = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home / ".codex"
@@ -119,11 +117,7 @@ def plan_install(
             lambda t: set_table(t, ["mcp_servers", SERVER_NAME], _entry(launch)),
         ),
         _edit(
-            folder / "hooks.json",
-            "SessionStart hook",
-            lambda t: upsert_element(
-                t, ["hooks", "SessionStart"], _is_our_group, _group(launch, "codex")
-            ),
+            folder / "hooks.json", "SessionStart hook", lambda t: _session_start(t, launch, "codex")
         ),
     ]
 
@@ -131,27 +125,45 @@ def plan_install(
 def apply(changes: list[FileChange], *, clock: Callable[[], float] = time.time) -> list[Path]:
     """Write the changed files, each after backing it up; returns the backups made.
 
-    A file that changed on disk since it was read is not overwritten (run again).
+    All or nothing: if any file changed on disk since it was read, none is written (run again);
+    if writing one fails, the files already written are put back as they were.
     """
-    backups = []
-    for change in changes:
-        if not change.changed:
-            continue
-        target = change.path.resolve()  # write through a symlink, keep the link
+    pending = [change for change in changes if change.changed]
+    for change in pending:
         if _read(change.path) != change.before:
             raise ConfigFileError(str(change.path), "changed while memmesh was editing it")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            mode = 0o600
-            if change.before is not None:
-                backup = _backup_path(target, clock())
-                shutil.copy2(target, backup)
-                backups.append(backup)
-                mode = target.stat().st_mode & 0o777
-            _write_atomically(target, change.after, mode)
-        except OSError as exc:
-            raise ConfigFileError(str(change.path), exc.strerror or str(exc)) from None
-    return backups
+    done: list[tuple[FileChange, Path | None]] = []
+    try:
+        for change in pending:
+            done.append((change, _write(change, clock())))
+    except OSError as exc:
+        for written, backup in reversed(done):
+            _restore(written, backup)
+        raise ConfigFileError(str(change.path), exc.strerror or str(exc)) from None
+    return [backup for _, backup in done if backup is not None]
+
+
+def _write(change: FileChange, now: float) -> Path | None:
+    """Back up (if it exists) and replace one file; returns the backup."""
+    target = change.path.resolve()  # write through a symlink, keep the link
+    target.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    mode = 0o600
+    if change.before is not None:
+        backup = _backup_path(target, now)
+        shutil.copy2(target, backup)
+        mode = target.stat().st_mode & 0o777
+    _write_atomically(target, change.after, mode)
+    return backup
+
+
+def _restore(change: FileChange, backup: Path | None) -> None:
+    target = change.path.resolve()
+    if backup is None:
+        target.unlink(missing_ok=True)
+    else:
+        shutil.copy2(backup, target)
+        backup.unlink()
 
 
 # -- what is written -------------------------------------------------------------------------
@@ -172,14 +184,41 @@ def _brief(launch: Launch, client: Client) -> str:
     return launch.command("hook", "brief", "--client", client)
 
 
-def _group(launch: Launch, client: Client) -> dict[str, Any]:
-    """A Claude Code / Codex hook group running the brief at session start."""
-    return {
-        "matcher": _MATCHERS[client],
-        "hooks": [
-            {"type": "command", "command": _brief(launch, client), "timeout": HOOK_TIMEOUT_SECONDS}
-        ],
-    }
+def _server(text: str, entry: dict[str, Any]) -> str:
+    """Set memmesh's MCP server entry key by key, so that keys a user added to it (``env``,
+    say) stay."""
+    current = load_object(text).get("mcpServers")
+    if isinstance(current, dict) and isinstance(current.get(SERVER_NAME), dict):
+        for key, value in entry.items():
+            text = set_member(text, [*_SERVERS, key], value)
+        return text
+    return set_member(text, _SERVERS, entry)
+
+
+def _session_start(text: str, launch: Launch, client: Client) -> str:
+    """Claude Code / Codex: our hook goes into the first SessionStart group that holds one
+    (next to whatever hooks the user put there, under the user's matcher), else into a group of
+    its own; copies of it elsewhere (an older install) are removed."""
+    hook = {"type": "command", "command": _brief(launch, client), "timeout": HOOK_TIMEOUT_SECONDS}
+    hooks = load_object(text).get("hooks")
+    groups = hooks.get("SessionStart") if isinstance(hooks, dict) else None
+    holding = [
+        i for i, g in enumerate(groups if isinstance(groups, list) else []) if _is_our_group(g)
+    ]
+    if not holding:
+        group = {"matcher": _MATCHERS[client], "hooks": [hook]}
+        return upsert_element(text, ["hooks", "SessionStart"], _is_our_group, group)
+    assert isinstance(groups, list)
+    for index in reversed(holding[1:]):
+        if all(_is_our_hook(h) for h in groups[index]["hooks"]):
+            text = remove_at(text, ["hooks", "SessionStart"], index)
+        else:
+            inner: list[str | int] = ["hooks", "SessionStart", index, "hooks"]
+            for position in reversed(range(len(groups[index]["hooks"]))):
+                if _is_our_hook(groups[index]["hooks"][position]):
+                    text = remove_at(text, inner, position)
+    first: list[str | int] = ["hooks", "SessionStart", holding[0], "hooks"]
+    return upsert_element(text, first, _is_our_hook, hook)
 
 
 def _cursor_hooks(text: str, launch: Launch) -> str:
@@ -231,7 +270,8 @@ def _edit(path: Path, what: str, change: Callable[[str], str]) -> FileChange:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        # Bytes, decoded as they are: line endings (CRLF too) must come back unchanged.
+        return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
