@@ -1,0 +1,119 @@
+"""Benchmark of the session brief (`mem hook brief`) on a store of 10,000 items.
+
+Run from the repository root::
+
+    .venv/bin/python bench/brief.py                 # 10,000 items
+    .venv/bin/python bench/brief.py --items 100000
+
+A store in a temporary folder is filled through ``Store.remember`` (the real path) with
+synthetic items over 20 projects, a tenth of them global preferences; then random
+reinforcement and outcome counts are written into the rows, so that the brief has real
+choices to make. Timed:
+
+* the digest and its rendering in process (what the command does after starting Python);
+* the whole command, ``mem hook brief --project P``, as a subprocess, beside ``mem --version``
+  (Python start-up plus the CLI's imports), which is the floor any `mem` command pays.
+"""
+
+import argparse
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import Latency, cpu_count, cpu_model, load_average, log, source_revision, table
+from memmesh.agents.brief import render
+from memmesh.local.digest import digest
+from memmesh.local.store import Store
+
+PROJECTS = [f"service-{n:02d}" for n in range(20)]
+KINDS = ["decision", "convention", "gotcha", "command", "incident", "fact"]
+WORDS = (
+    "deploy staging cache migration webhook retry queue schema index token build test lint "
+    "docker kubernetes postgres redis billing invoice auth session cron backup restore alert"
+).split()
+
+
+def fill(home: Path, count: int, rng: random.Random) -> None:
+    with Store(home, author="bench") as store:
+        for n in range(count):
+            words = " ".join(rng.choice(WORDS) for _ in range(12))
+            if n % 10 == 0:
+                store.remember(f"Preference {n}: {words}", kind="preference", project="global")
+            else:
+                store.remember(
+                    f"Item {n}: {words}", kind=rng.choice(KINDS), project=rng.choice(PROJECTS)
+                )
+            if n and n % 2000 == 0:
+                log(f"  {n} items")
+        with store.writing() as conn:
+            rows = [(r[0],) for r in conn.execute("SELECT seq FROM items")]
+            conn.executemany(
+                "UPDATE items SET reinforcements = ?, worked = ?, failed = ? WHERE seq = ?",
+                [
+                    (
+                        rng.choice([0, 0, 0, 1, 2, 5]),
+                        rng.choice([0, 0, 1, 3]),
+                        rng.choice([0, 0, 1]),
+                        *row,
+                    )
+                    for row in rows
+                ],
+            )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=200, help="in-process runs")
+    parser.add_argument("--commands", type=int, default=20, help="runs of the command")
+    args = parser.parse_args()
+    rng = random.Random(7)
+    mem = str(Path(sys.executable).with_name("mem"))
+    with tempfile.TemporaryDirectory(prefix="memmesh-brief-") as folder:
+        home = Path(folder) / "home"
+        started = time.perf_counter()
+        fill(home, args.items, rng)
+        log(f"filled {args.items} items in {time.perf_counter() - started:.0f} s")
+
+        samples, lengths = [], []
+        for run in range(args.runs):
+            project = PROJECTS[run % len(PROJECTS)]
+            began = time.perf_counter()
+            text = render(digest(home, project))
+            samples.append((time.perf_counter() - began) * 1000)
+            lengths.append(len(text))
+        in_process = Latency.of("digest + render, in process", samples)
+
+        brief = Latency.of(
+            "mem hook brief --project P",
+            [
+                _command(mem, "--home", str(home), "hook", "brief", "--project", PROJECTS[run % 20])
+                for run in range(args.commands)
+            ],
+        )
+        floor = Latency.of(
+            "mem --version", [_command(mem, "--version") for _ in range(args.commands)]
+        )
+
+    print(
+        f"session brief, {args.items:,} items; {cpu_model()}, {cpu_count()}; "
+        f"load {load_average()}; {source_revision()}"
+    )
+    rows = [[x.what, x.n, x.p50, x.p95, x.mean] for x in (in_process, brief, floor)]
+    print(table(["what", "runs", "p50 ms", "p95 ms", "mean ms"], rows))
+    print(f"brief length: max {max(lengths)} characters (limit 600)")
+    return 0
+
+
+def _command(*argv: str) -> float:
+    """Milliseconds the command takes, start-up included."""
+    began = time.perf_counter()
+    subprocess.run(argv, capture_output=True, check=True)
+    return (time.perf_counter() - began) * 1000
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
