@@ -312,3 +312,14 @@ def test_migrating_an_older_store_backs_it_up_first(
     assert execute(backup, "SELECT count(*) FROM items") == [(len(FACTS),)]
     columns = [row[1] for row in execute(home / DB_FILENAME, "PRAGMA table_info(items)")]
     assert "note" in columns
+
+
+def test_search_connections_are_read_only_and_map_the_file(home: Path) -> None:
+    with Store(home, author="tester") as store:
+        store.remember("The billing service retries webhooks 5 times")
+        with store.db.reader() as conn:
+            assert conn.execute("PRAGMA query_only").fetchone() == (1,)
+            (mapped,) = conn.execute("PRAGMA mmap_size").fetchone()
+        # A build without memory mapping reports 0; with it, the limit that was asked for.
+        assert mapped in (0, _db.READER_MMAP_BYTES)
+        assert recall(store, "webhooks retries", record=False).hits

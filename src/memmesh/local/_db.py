@@ -19,6 +19,7 @@ __all__ = ["Database"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_SECONDS = 30.0
+READER_MMAP_BYTES = 1 << 30
 
 
 class Database:
@@ -72,6 +73,9 @@ class Database:
                 )
                 conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
                 conn.execute("PRAGMA query_only = ON")
+                # Searches read pages straight from the file's mapping: no read call and no
+                # copy per page, and one copy in memory however many threads read.
+                conn.execute(f"PRAGMA mmap_size = {READER_MMAP_BYTES}")
                 self._readers.conn = conn
                 with self._lock:
                     self._reader_connections.append(conn)
