@@ -3,9 +3,14 @@
 Every write to ``items`` stamps the row with a new, larger ``rev``. The index remembers the
 largest rev it has loaded and, before each search, reads only the rows written since, so a
 write by any process is visible to the next recall here without reloading the whole matrix.
+
+A search works on a :class:`View`: the rows loaded when it was taken, which no later refresh
+changes (new rows go after them; a changed row is written into fresh copies of the arrays). So
+searches need the lock only to take their view, and their products run side by side.
 """
 
 import sqlite3
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -14,7 +19,7 @@ import numpy.typing as npt
 from memmesh.embed import Vectors
 from memmesh.local.errors import DamagedVector
 
-__all__ = ["VectorIndex"]
+__all__ = ["VectorIndex", "View"]
 
 _INITIAL_CAPACITY = 1024
 _T = TypeVar("_T", bound=np.generic)
@@ -47,6 +52,11 @@ class VectorIndex:
         if not rows:
             return 0
         self._reserve(self._size + len(rows))
+        if any(row[0] in self._row_of for row in rows):
+            # Rows that views may be reading change: write them into copies instead.
+            self._matrix = self._matrix.copy()
+            self._projects = self._projects.copy()
+            self._active = self._active.copy()
         width = self.dim * 4
         targets = np.empty(len(rows), dtype=np.intp)
         blobs: list[bytes] = []
@@ -69,39 +79,23 @@ class VectorIndex:
         self.last_rev = max(self.last_rev, int(rows[-1][1]))
         return len(rows)
 
-    def scope(self, projects: list[str], only: list[int] | None = None) -> npt.NDArray[np.bool_]:
-        """Mask of active rows in any of ``projects`` (and among the ``only`` seqs, if given)."""
-        codes = [self._project_codes[p] for p in projects if p in self._project_codes]
+    def view(self) -> "View":
+        """The rows loaded so far, unchanged by later refreshes (take it under the lock)."""
         n = self._size
-        mask = np.zeros(n, dtype=bool)
-        for code in codes:
-            mask |= self._projects[:n] == code
-        mask &= self._active[:n]
-        if only is not None:
-            mask &= np.isin(self._seqs[:n], np.asarray(only, dtype=np.int64))
-        return mask
+        return View(
+            matrix=self._matrix[:n], seqs=self._seqs[:n], projects=self._projects[:n],
+            active=self._active[:n], row_of=self._row_of, project_codes=self._project_codes,
+        )  # fmt: skip
+
+    def scope(self, projects: list[str], only: list[int] | None = None) -> npt.NDArray[np.bool_]:
+        """:meth:`View.scope` of the rows loaded so far."""
+        return self.view().scope(projects, only)
 
     def search(
         self, query: Vectors, mask: npt.NDArray[np.bool_], count: int
     ) -> list[tuple[int, float]]:
-        """The ``count`` best (seq, cosine) pairs among rows where ``mask`` is set."""
-        n = self._size
-        if n == 0 or count <= 0:
-            return []
-        scores = self._matrix[:n] @ query
-        scores = np.where(mask, scores, -np.inf)
-        count = min(count, n)
-        top = np.argpartition(-scores, count - 1)[:count]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(self._seqs[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
-
-    def cosine(self, query: Vectors, seqs: list[int]) -> dict[int, float]:
-        """Cosine between ``query`` and each of ``seqs`` that the index holds."""
-        rows = [(seq, self._row_of[seq]) for seq in seqs if seq in self._row_of]
-        if not rows:
-            return {}
-        values = self._matrix[[row for _, row in rows]] @ query
-        return {seq: float(v) for (seq, _), v in zip(rows, values, strict=True)}
+        """:meth:`View.search` of the rows loaded so far."""
+        return self.view().search(query, mask, count)
 
     def _code(self, project: str) -> int:
         code = self._project_codes.get(project)
@@ -119,6 +113,56 @@ class VectorIndex:
         self._seqs = _grown(self._seqs, capacity)
         self._projects = _grown(self._projects, capacity)
         self._active = _grown(self._active, capacity)
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """Rows of a :class:`VectorIndex` as they were when the view was taken.
+
+    ``row_of`` and ``project_codes`` are shared with the index, which only adds to them: rows
+    past this view are skipped, and a project first seen after it matches none of its rows.
+    """
+
+    matrix: Vectors
+    seqs: npt.NDArray[np.int64]
+    projects: npt.NDArray[np.int32]
+    active: npt.NDArray[np.bool_]
+    row_of: dict[int, int]
+    project_codes: dict[str, int]
+
+    def scope(self, projects: list[str], only: list[int] | None = None) -> npt.NDArray[np.bool_]:
+        """Mask of active rows in any of ``projects`` (and among the ``only`` seqs, if given)."""
+        codes = [self.project_codes[p] for p in projects if p in self.project_codes]
+        mask = np.zeros(len(self.seqs), dtype=bool)
+        for code in codes:
+            mask |= self.projects == code
+        mask &= self.active
+        if only is not None:
+            mask &= np.isin(self.seqs, np.asarray(only, dtype=np.int64))
+        return mask
+
+    def search(
+        self, query: Vectors, mask: npt.NDArray[np.bool_], count: int
+    ) -> list[tuple[int, float]]:
+        """The ``count`` best (seq, cosine) pairs among rows where ``mask`` is set."""
+        n = len(self.seqs)
+        if n == 0 or count <= 0:
+            return []
+        scores = self.matrix @ query
+        scores = np.where(mask, scores, -np.inf)
+        count = min(count, n)
+        top = np.argpartition(-scores, count - 1)[:count]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(self.seqs[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def cosine(self, query: Vectors, seqs: list[int]) -> dict[int, float]:
+        """Cosine between ``query`` and each of ``seqs`` that the view holds."""
+        n = len(self.seqs)
+        rows = [(seq, row) for seq in seqs if (row := self.row_of.get(seq, n)) < n]
+        if not rows:
+            return {}
+        values = self.matrix[[row for _, row in rows]] @ query
+        return {seq: float(v) for (seq, _), v in zip(rows, values, strict=True)}
 
 
 def _grown(array: npt.NDArray[_T], capacity: int) -> npt.NDArray[_T]:

@@ -168,19 +168,19 @@ def _ranked(
         )
         try:
             with store.vector_lock:
-                vector_hits = (
-                    store.vectors.search(query_vector, store.vectors.scope(projects, only), pool)
-                    if mode != "lexical"
-                    else []
-                )
+                vectors = store.vectors.view()
+            vector_hits = (
+                vectors.search(query_vector, vectors.scope(projects, only), pool)
+                if mode != "lexical"
+                else []
+            )
         finally:
             if pending is not None:
                 lexical = pending.result()
         if pending is None:
             lexical = _bm25(conn, query, projects, pool, only) if mode != "vector" else {}
         seqs = list(dict.fromkeys([seq for seq, _ in vector_hits] + list(lexical)))
-        with store.vector_lock:
-            cosines = store.vectors.cosine(query_vector, seqs)
+        cosines = vectors.cosine(query_vector, seqs)
         rows = store.rows_by_seq(conn, seqs)
     now = store.clock()
     best_bm25 = max(lexical.values(), default=0.0)

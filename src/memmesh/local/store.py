@@ -500,7 +500,7 @@ class Store:
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         """A search's reads, on this thread's own connection so that searches run side by side,
-        with the vector index brought up to date first (use it under ``vector_lock``)."""
+        with the vector index brought up to date first (take a view of it under ``vector_lock``)."""
         with self.db.reader() as conn:
             self._check_embedder(conn)
             with self.vector_lock:
