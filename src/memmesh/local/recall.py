@@ -257,7 +257,9 @@ def _bm25(
     if not match:
         return {}
     scopes = " OR ".join(f'scope : "{scope_token(project)}"' for project in projects)
-    restriction = "AND rowid IN (SELECT value FROM json_each(?)) " if only is not None else ""
+    # "+rowid": the restriction filters FTS5's matches; a plain rowid constraint would be
+    # handed to FTS5, which then runs the whole query once per allowed row (50x slower).
+    restriction = "AND +rowid IN (SELECT value FROM json_each(?)) " if only is not None else ""
     extra = (json.dumps(only),) if only is not None else ()
     rows = conn.execute(
         "SELECT rowid, -bm25(items_fts, 1.0, 0.5, 0.0) AS s FROM items_fts "
