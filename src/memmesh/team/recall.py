@@ -213,14 +213,15 @@ class _Fanout:
         self.answers: dict[str, SearchResponse] = {}
         self.peers: dict[str, _Peer] = {}
         self.peer_reports: dict[str, SourceReport] = {}
+        self.known_urls: set[str] = set()
+        self.jobs: dict[Future[_Outcome], Callable[[_Outcome], None]] = {}
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=16)
         self.clients: dict[tuple[str, bool], Client] = {}
         self.clients_lock = threading.Lock()
 
     def run(self) -> TeamAnswer:
         try:
-            self._ask_coordinator_and_find_peers()
-            self._ask_peers()
+            self._ask_everyone()
             if not any(r.status == "ok" for r in self.reports):
                 if not self.reports:
                     raise Unreachable(
@@ -247,98 +248,100 @@ class _Fanout:
             warnings=self.warnings,
         )
 
-    # -- phase 1 ---------------------------------------------------------------------------
+    # -- asking ----------------------------------------------------------------------------
 
-    def _ask_coordinator_and_find_peers(self) -> None:
-        """The coordinator's search and presence list, static peers and zeroconf, at once."""
-        jobs: dict[Future[_Outcome], str] = {}
+    def _ask_everyone(self) -> None:
+        """Every source at once: the coordinator's search, its presence list, static peers and
+        zeroconf; each peer is asked the moment its presence verifies, without waiting for the
+        others (the coordinator's search included)."""
         coordinator = self.policy.coordinator
-        report: SourceReport | None = None
         if coordinator:
             report = SourceReport(name="coordinator", kind="coordinator", url=coordinator)
             self.reports.append(report)
             search = partial(self._post, coordinator, "/v1/search", self.request, SearchResponse)
-            jobs[self._submit(search)] = "search"
-            presence = partial(self._get, coordinator, "/v1/presence/list", PresenceList, True)
-            jobs[self._submit(presence)] = "presence"
+            self._start(search, partial(self._answered, report, "coordinator"))
+            listing = partial(self._get, coordinator, "/v1/presence/list", PresenceList, True)
+            self._start(listing, self._listed)
         hints: dict[str, str] = dict.fromkeys(self.policy.peers, "team.yaml")
         if self.policy.discovery:
             # Zeroconf answers take about a second on loopback: listen for up to half the time.
             listen = partial(browse, self.interfaces, min(DISCOVERY_SECONDS, self.deadline / 2))
-            jobs[self._submit(listen)] = "zeroconf"
-        for future in self._finished(jobs):
-            outcome = future.result()
-            what = jobs[future]
-            if what == "search" and report is not None:
-                self._answered(report, "coordinator", outcome)
-            elif what == "presence" and isinstance(outcome.value, PresenceList):
-                for envelope in outcome.value.members:
-                    self._add_peer(
-                        _verified_presence(
-                            envelope, self.policy, self.roster, self.dropped, "presence"
-                        )
-                    )
-            elif what == "zeroconf" and isinstance(outcome.value, list):
-                for hint in outcome.value:
-                    hints.setdefault(hint.url, "zeroconf")
-        if report is not None and report.status == "skipped":
-            report.status, report.error = "timeout", "no answer before the deadline"
-        self._verify_hints(hints)
-
-    def _verify_hints(self, hints: dict[str, str]) -> None:
-        """A hinted URL gets the token only once its own signed presence checks out."""
-        checks: dict[Future[_Outcome], tuple[str, str]] = {}
-        for url, source in hints.items():
-            if url.rstrip("/") in {p.rstrip("/") for p in self.peers}:
-                continue
-            fetch = partial(self._get, url, "/v1/presence", PeerPresence, False)
-            checks[self._submit(fetch)] = (url, source)
-        for future in self._finished(checks):
-            url, source = checks[future]
-            outcome = future.result()
-            if not isinstance(outcome.value, PeerPresence):
-                if source == "team.yaml":
-                    # A peer the member listed is a source that failed, not a silent absence.
-                    self.reports.append(
-                        SourceReport(
-                            name=url, kind="peer", url=url, status="failed",
-                            error=outcome.error or "no verifiable presence",
-                            latency_ms=round(outcome.latency_ms, 2), learned_from=source,
-                        )
-                    )  # fmt: skip
-                continue
-            peer = _verified_presence(
-                outcome.value.envelope, self.policy, self.roster, self.dropped, source
+            self._start(listen, self._heard)
+        self._check_hints(hints)
+        while self.jobs:
+            remaining = self.end - time.monotonic()
+            if remaining <= 0:
+                break
+            done, _ = concurrent.futures.wait(
+                list(self.jobs), timeout=remaining, return_when=concurrent.futures.FIRST_COMPLETED
             )
-            if peer is not None and peer.url.rstrip("/") != url.rstrip("/"):
-                self.dropped["presence_url_mismatch"] += 1
-                continue
-            self._add_peer(peer)
-
-    def _add_peer(self, peer: "_Peer | None") -> None:
-        if peer is not None and peer.key_id != self.own_key:
-            self.peers.setdefault(peer.url, peer)
-
-    # -- phase 2 ---------------------------------------------------------------------------
-
-    def _ask_peers(self) -> None:
-        jobs: dict[Future[_Outcome], _Peer] = {}
-        for peer in self.peers.values():
-            report = SourceReport(
-                name=peer.name, kind="peer", url=peer.url, learned_from=peer.learned_from
-            )
-            self.reports.append(report)
-            self.peer_reports[peer.key_id] = report
-            ask = partial(self._post, peer.url, "/v1/recall", self.request, SearchResponse)
-            jobs[self._submit(ask)] = peer
-        for future in self._finished(jobs):
-            peer = jobs[future]
-            self._answered(self.peer_reports[peer.key_id], f"peer:{peer.key_id}", future.result())
-        for report in self.peer_reports.values():
+            for future in done:
+                self.jobs.pop(future)(future.result())
+        for report in self.reports:
             if report.status == "skipped":
                 report.status, report.error = "timeout", "no answer before the deadline"
 
+    def _start(self, job: Callable[[], object], then: Callable[["_Outcome"], None]) -> None:
+        self.jobs[self._submit(job)] = then
+
+    def _listed(self, outcome: "_Outcome") -> None:
+        if isinstance(outcome.value, PresenceList):
+            for envelope in outcome.value.members:
+                self._add_peer(
+                    _verified_presence(envelope, self.policy, self.roster, self.dropped, "presence")
+                )
+
+    def _heard(self, outcome: "_Outcome") -> None:
+        if isinstance(outcome.value, list):
+            self._check_hints({hint.url: "zeroconf" for hint in outcome.value})
+
+    def _check_hints(self, hints: dict[str, str]) -> None:
+        """A hinted URL gets the token only once its own signed presence checks out."""
+        for url, source in hints.items():
+            if url.rstrip("/") in self.known_urls:
+                continue
+            self.known_urls.add(url.rstrip("/"))
+            fetch = partial(self._get, url, "/v1/presence", PeerPresence, False)
+            self._start(fetch, partial(self._hint_checked, url, source))
+
+    def _hint_checked(self, url: str, source: str, outcome: "_Outcome") -> None:
+        if not isinstance(outcome.value, PeerPresence):
+            if source == "team.yaml":
+                # A peer the member listed is a source that failed, not a silent absence.
+                self.reports.append(
+                    SourceReport(
+                        name=url, kind="peer", url=url, status="failed",
+                        error=outcome.error or "no verifiable presence",
+                        latency_ms=round(outcome.latency_ms, 2), learned_from=source,
+                    )
+                )  # fmt: skip
+            return
+        peer = _verified_presence(
+            outcome.value.envelope, self.policy, self.roster, self.dropped, source
+        )
+        if peer is not None and peer.url.rstrip("/") != url.rstrip("/"):
+            self.dropped["presence_url_mismatch"] += 1
+            return
+        self._add_peer(peer)
+
+    def _add_peer(self, peer: "_Peer | None") -> None:
+        """Ask a verified peer at once (once per peer, never ourselves)."""
+        if peer is None or peer.key_id == self.own_key or peer.url in self.peers:
+            return
+        if peer.key_id in self.peer_reports:
+            return
+        self.peers[peer.url] = peer
+        self.known_urls.add(peer.url.rstrip("/"))
+        report = SourceReport(
+            name=peer.name, kind="peer", url=peer.url, learned_from=peer.learned_from
+        )
+        self.reports.append(report)
+        self.peer_reports[peer.key_id] = report
+        ask = partial(self._post, peer.url, "/v1/recall", self.request, SearchResponse)
+        self._start(ask, partial(self._answered, report, f"peer:{peer.key_id}"))
+
     def _answered(self, report: SourceReport, name: str, outcome: "_Outcome") -> None:
+        """Record a source's answer (or why there is none)."""
         report.latency_ms = round(outcome.latency_ms, 2)
         if outcome.error:
             report.status = "timeout" if outcome.timed_out else "failed"
