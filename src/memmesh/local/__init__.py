@@ -3,6 +3,8 @@
 Nothing in this package knows about the network.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from memmesh.local.errors import (
     AmbiguousId,
     CorruptDatabase,
@@ -16,8 +18,10 @@ from memmesh.local.errors import (
     StoreError,
 )
 from memmesh.local.items import GLOBAL, KINDS, Item
-from memmesh.local.recall import Hit, Recall, recall
-from memmesh.local.store import Store
+
+if TYPE_CHECKING:
+    from memmesh.local.recall import Hit, Recall, recall
+    from memmesh.local.store import Store
 
 __all__ = [
     "GLOBAL",
@@ -38,3 +42,20 @@ __all__ = [
     "StoreError",
     "recall",
 ]
+
+# The store and recall need numpy; they are imported when first asked for, so that light
+# modules of this package (items, project, digest) start without it.
+_LAZY = {
+    "Hit": "memmesh.local.recall",
+    "Recall": "memmesh.local.recall",
+    "recall": "memmesh.local.recall",
+    "Store": "memmesh.local.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
