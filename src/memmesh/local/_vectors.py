@@ -153,7 +153,10 @@ class View:
         count = min(count, n)
         top = np.argpartition(-scores, count - 1)[:count]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(self.seqs[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+        best = scores[top]
+        finite = np.isfinite(best)
+        # tolist() gives the same Python ints and floats as int() and float() one by one.
+        return list(zip(self.seqs[top][finite].tolist(), best[finite].tolist(), strict=True))
 
     def cosine(self, query: Vectors, seqs: list[int]) -> dict[int, float]:
         """Cosine between ``query`` and each of ``seqs`` that the view holds."""
@@ -161,8 +164,8 @@ class View:
         rows = [(seq, row) for seq in seqs if (row := self.row_of.get(seq, n)) < n]
         if not rows:
             return {}
-        values = self.matrix[[row for _, row in rows]] @ query
-        return {seq: float(v) for (seq, _), v in zip(rows, values, strict=True)}
+        values = (self.matrix[[row for _, row in rows]] @ query).tolist()
+        return {seq: value for (seq, _), value in zip(rows, values, strict=True)}
 
 
 def _grown(array: npt.NDArray[_T], capacity: int) -> npt.NDArray[_T]:
