@@ -13,6 +13,7 @@ from memmesh.local.store import Store
 
 # The module, not the function ``memmesh.local.recall`` that the package exports.
 recall_module = importlib.import_module("memmesh.local.recall")
+store_module = importlib.import_module("memmesh.local.store")
 
 COPY = "01JC0PY0000000000000000001"
 QUERIES = (
@@ -56,6 +57,7 @@ def _assert_warm_equals_cold(store: Store) -> None:
     """Recall with whatever the cache holds answers exactly as with an empty cache."""
     warm = _answers(store)
     recall_module._gate_tokens.cache_clear()
+    store._rows_read.clear()
     assert _answers(store) == warm
 
 
@@ -159,6 +161,35 @@ def test_a_purged_item_is_never_recalled_again(store: Store) -> None:
     assert store.purge(COPY)
 
     assert recall(store, "node-gyp", record=False).abstained
+
+
+def test_a_change_written_through_another_connection_is_seen_at_once(
+    store: Store, home: Path
+) -> None:
+    kept, _ = store.remember("The billing service retries webhooks 5 times", tags=["billing"])
+    gone, _ = store.remember("Webhooks are signed with HMAC-SHA256 before they are retried")
+    assert len(recall(store, "webhooks retried", record=False).hits) == 2  # both rows cached
+
+    with Store(home, author="tester", clock=store.clock) as other:
+        other.outcome(kept.id, "worked")
+        other.remember("The billing service retries webhooks 5 times", tags=["retries"])
+        other.forget(gone.id)
+
+    (hit,) = recall(store, "webhooks retried", record=False).hits
+    assert hit.item == store.get(kept.id)
+    assert (hit.item.worked, hit.item.reinforcements) == (1.0, 1)
+    assert hit.item.tags == ("billing", "retries")
+
+
+def test_the_rows_read_are_bounded(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "_ROWS_READ_MAX", 3)
+    for n in range(6):
+        store.remember(f"Webhook retry rule number {n} for the billing service")
+
+    hits = recall(store, "webhook retry rule billing", k=10, record=False).hits
+
+    assert len(hits) == 6
+    assert len(store._rows_read) == 3
 
 
 def test_hits_carry_the_stored_items(store: Store) -> None:

@@ -191,7 +191,9 @@ def _ranked(
     # (-score, id, seq, cosine, lexical): sorting these ranks by score, then by id.
     kept: list[tuple[float, str, int, float, float]] = []
     for seq in seqs:
-        row = rows[seq]
+        row = rows.get(seq)
+        if row is None:  # gone since the index and the full-text search saw it
+            continue
         outcome_score = store.outcome_score_of(row, now)
         if outcome_score <= outcomes.EXCLUDE_AT:
             continue

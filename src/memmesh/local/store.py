@@ -50,6 +50,8 @@ __all__ = ["DB_FILENAME", "ItemRow", "Remembered", "Store", "default_author"]
 
 DB_FILENAME = "memory.db"
 _REINDEX_BATCH = 256
+# Rows kept for recall (about 1 KB each for a typical item).
+_ROWS_READ_MAX = 1 << 14
 _ID_PREFIX = re.compile(r"[0-9A-HJKMNP-TV-Z]{4,26}")
 
 Remembered = Literal["created", "reinforced"]
@@ -77,6 +79,7 @@ class ItemRow(NamedTuple):
     status: Status
     superseded_by: str | None
     supersedes: str | None
+    rev: int
 
 
 _ITEM_COLUMNS = ", ".join(ItemRow._fields)
@@ -151,6 +154,10 @@ class Store:
         self.vectors = VectorIndex(self.embedder.dim)
         # Guards the vector index, which searches read while refreshes grow it.
         self.vector_lock = threading.RLock()
+        # Rows recall has read, by row number and rev: a write gives a row a new, larger rev,
+        # so an entry is never a changed row's old self, only unused until it is dropped.
+        self._rows_read: dict[tuple[int, int], ItemRow] = {}
+        self._rows_read_lock = threading.Lock()
 
     def close(self) -> None:
         """Release the database connection."""
@@ -377,8 +384,30 @@ class Store:
 
     def rows_by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, ItemRow]:
         """The rows for the given row numbers, keyed by row number, with no item built yet:
-        recall scores many candidates and builds items (:meth:`item_of`) for the few it keeps."""
-        return {row.seq: row for row in self._rows_in(conn, "seq", seqs)}
+        recall scores many candidates and builds items (:meth:`item_of`) for the few it keeps.
+
+        Only each row's rev is read for all of them; a row already read at that rev is taken
+        from a bounded cache, and the others are read whole.
+        """
+        out: dict[int, ItemRow] = {}
+        unread: list[int] = []
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT seq, rev FROM items WHERE seq IN ({marks})"
+            for seq, rev in conn.execute(sql, chunk):
+                row = self._rows_read.get((seq, rev))
+                if row is None:
+                    unread.append(seq)
+                else:
+                    out[seq] = row
+        for row in self._rows_in(conn, "seq", unread):
+            out[row.seq] = row
+            with self._rows_read_lock:
+                if len(self._rows_read) >= _ROWS_READ_MAX:
+                    del self._rows_read[next(iter(self._rows_read))]  # the oldest entry
+                self._rows_read[(row.seq, row.rev)] = row
+        return out
 
     def _rows_in(
         self, conn: sqlite3.Connection, column: str, values: list[int] | list[str]
