@@ -212,3 +212,24 @@ def test_missing_client_is_a_usage_error(mem: MemRunner) -> None:
 
     assert result.returncode == 2
     assert "client" in error_line(result)
+
+
+def test_uninstall_takes_back_exactly_what_install_wrote(mem: MemRunner, user_home: Path) -> None:
+    settings = user_home / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(SETTINGS)
+    assert mem("hook", "install", "claude").returncode == 0
+    assert settings.read_text() != SETTINGS
+
+    preview = mem("hook", "uninstall", "claude", "--dry-run")
+    assert preview.returncode == 0, preview.stderr
+    assert '-        "matcher": "startup|clear|compact",' in preview.stdout
+
+    data = json_of(mem("hook", "uninstall", "claude", "--json"))
+
+    assert settings.read_text() == SETTINGS
+    assert json.loads((user_home / ".claude.json").read_text()) == {}
+    assert [f["changed"] for f in data["files"]] == [True, True]
+    again = json_of(mem("hook", "uninstall", "claude", "--json"))
+    assert [f["changed"] for f in again["files"]] == [False, False]
+    assert again["backups"] == []

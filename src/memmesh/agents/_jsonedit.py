@@ -16,7 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EditError", "load_object", "remove_at", "set_member", "upsert_element"]
+__all__ = [
+    "EditError",
+    "load_object",
+    "remove_at",
+    "remove_member",
+    "set_member",
+    "upsert_element",
+]
 
 _DECODER = json.JSONDecoder()
 # Object keys, and list positions (only on the way to something that exists already).
@@ -124,6 +131,27 @@ def remove_at(text: str, path: Path, index: int) -> str:
     array = editor.find(path)
     assert array is not None
     return _checked(editor.remove_element(path, index), expected)
+
+
+def remove_member(text: str, path: list[str]) -> str:
+    """``text`` without the member at ``path`` (unchanged when there is none)."""
+    expected = json.loads(json.dumps(load_object(text)))
+    parent = _get_in(expected, path[:-1]) if path[:-1] else expected
+    if not isinstance(parent, dict) or path[-1] not in parent:
+        return text
+    del parent[path[-1]]
+    editor = _Editor(text)
+    obj = editor.find(path[:-1])
+    assert obj is not None
+    index = next(i for i, (name, _) in enumerate(obj.members) if name == path[-1])
+    members = [node for _, node in obj.members]
+    if index > 0:
+        start, end = members[index - 1].end, members[index].end
+    elif len(members) > 1:
+        start, end = members[0].lead, members[1].lead
+    else:
+        start, end = obj.start + 1, obj.end - 1
+    return _checked(text[:start] + text[end:], expected)
 
 
 def _keys(path: Path) -> list[str]:

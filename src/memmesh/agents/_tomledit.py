@@ -13,7 +13,7 @@ from typing import Any
 
 from memmesh.agents._jsonedit import EditError
 
-__all__ = ["load_table", "set_table"]
+__all__ = ["load_table", "remove_table", "set_table"]
 
 _HEADER = re.compile(r"^\s*\[\[?\s*(?P<key>[^\]]+?)\s*\]\]?\s*(#.*)?$")
 _ASSIGNMENT = re.compile(r"^\s*(?P<key>[^=\s#\[][^=#]*?)\s*=")
@@ -66,6 +66,61 @@ def set_table(text: str, path: list[str], values: dict[str, Any]) -> str:
     except tomllib.TOMLDecodeError:
         raise EditError("the edit would not be valid TOML") from None
     return new
+
+
+def remove_table(text: str, path: list[str]) -> str:
+    """``text`` without the table at ``path`` and its sub-tables (unchanged when it has none).
+
+    Raises :class:`EditError` when the table is written inline or with dotted keys.
+    """
+    data = load_table(text)
+    expected = copy.deepcopy(data)
+    parent: Any = expected
+    for part in path[:-1]:
+        parent = parent.get(part) if isinstance(parent, dict) else None
+    if not isinstance(parent, dict) or path[-1] not in parent:
+        return text
+    del parent[path[-1]]
+    lines = text.splitlines(keepends=True)
+    inside = _inside_strings(lines)
+    headers = [
+        (number, _split_key(match.group("key")))
+        for number, line in enumerate(lines)
+        if not inside[number] and (match := _HEADER.match(line)) is not None
+    ]
+    drop: set[int] = set()
+    for position, (number, header) in enumerate(headers):
+        if header[: len(path)] == path:
+            end = headers[position + 1][0] if position + 1 < len(headers) else len(lines)
+            drop.update(range(number, end))
+    if not drop:
+        raise EditError(
+            f"{'.'.join(path)} is written in a form this edit does not touch "
+            "(inline or dotted keys); change it by hand"
+        )
+    kept = [line for number, line in enumerate(lines) if number not in drop]
+    if len(lines) - 1 in drop and len(kept) >= 2 and not kept[-1].strip():
+        kept.pop()  # the blank line that set the table apart at the end of the file
+    new = "".join(kept)
+    # A parent left empty ([mcp_servers] with nothing else) may vanish with the table.
+    pruned = copy.deepcopy(expected)
+    _prune(pruned, path[:-1])
+    try:
+        if tomllib.loads(new) not in (expected, pruned):
+            raise EditError("the edit did not come out as intended")
+    except tomllib.TOMLDecodeError:
+        raise EditError("the edit would not be valid TOML") from None
+    return new
+
+
+def _prune(data: dict[str, Any], path: list[str]) -> None:
+    """Remove the tables along ``path`` that are empty, innermost first."""
+    for depth in range(len(path), 0, -1):
+        parent: Any = data
+        for part in path[: depth - 1]:
+            parent = parent.get(part, {})
+        if isinstance(parent, dict) and parent.get(path[depth - 1]) == {}:
+            del parent[path[depth - 1]]
 
 
 def _table_body(lines: list[str], path: list[str]) -> tuple[int, int] | None:

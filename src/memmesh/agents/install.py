@@ -26,6 +26,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -35,13 +36,22 @@ from memmesh.agents._jsonedit import (
     EditError,
     load_object,
     remove_at,
+    remove_member,
     set_member,
     upsert_element,
 )
-from memmesh.agents._tomledit import set_table
+from memmesh.agents._tomledit import remove_table, set_table
 from memmesh.agents.errors import ConfigFileError
 
-__all__ = ["CLIENTS", "Client", "FileChange", "Launch", "apply", "plan_install"]
+__all__ = [
+    "CLIENTS",
+    "Client",
+    "FileChange",
+    "Launch",
+    "apply",
+    "plan_install",
+    "plan_uninstall",
+]
 
 Client = Literal["claude", "cursor", "codex"]
 CLIENTS: tuple[str, ...] = get_args(Client)
@@ -69,6 +79,9 @@ class FileChange(msgspec.Struct, frozen=True):
 
     @property
     def changed(self) -> bool:
+        """Whether the file would be written (a missing file left empty is not)."""
+        if self.before is None:
+            return self.after != ""
         return self.before != self.after
 
     def diff(self) -> str:
@@ -94,32 +107,47 @@ def plan_install(
 
     Raises :class:`ConfigFileError` when a file cannot be read or edited without harm.
     """
-    home = user_home or Path.home()
+    servers, hooks = _files(client, environ, user_home or Path.home())
+    if client == "codex":
+        server = partial(set_table, path=["mcp_servers", SERVER_NAME], values=_entry(launch))
+    else:
+        server = partial(
+            _server, entry=_stdio_entry(launch) if client == "claude" else _entry(launch)
+        )
+    if client == "cursor":
+        hook = partial(_cursor_hooks, launch=launch)
+    else:
+        hook = partial(_session_start, launch=launch, client=client)
+    return [_edit(servers, "MCP server", server), _edit(hooks, _HOOK_NAMES[client], hook)]
+
+
+def plan_uninstall(
+    client: Client,
+    *,
+    environ: Mapping[str, str] = os.environ,
+    user_home: Path | None = None,
+) -> list[FileChange]:
+    """What removing memmesh from ``client`` would write: its MCP server entry and every hook
+    running its brief go, everything else stays byte for byte."""
+    servers, hooks = _files(client, environ, user_home or Path.home())
+    server: Callable[[str], str] = _without_server
+    if client == "codex":
+        server = partial(remove_table, path=["mcp_servers", SERVER_NAME])
+    event = "sessionStart" if client == "cursor" else "SessionStart"
+    hook = partial(_without_our_hooks, event=event)
+    return [_edit(servers, "MCP server", server), _edit(hooks, _HOOK_NAMES[client], hook)]
+
+
+def _files(client: Client, environ: Mapping[str, str], home: Path) -> tuple[Path, Path]:
+    """The client's file holding MCP servers, and its file holding hooks."""
     if client == "claude":
         folder = Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else None
         state = folder / ".claude.json" if folder else home / ".claude.json"
-        settings = (folder or home / ".claude") / "settings.json"
-        return [
-            _edit(state, "MCP server", lambda t: _server(t, _stdio_entry(launch))),
-            _edit(settings, "SessionStart hook", lambda t: _session_start(t, launch, "claude")),
-        ]
+        return state, (folder or home / ".claude") / "settings.json"
     if client == "cursor":
-        folder = home / ".cursor"
-        return [
-            _edit(folder / "mcp.json", "MCP server", lambda t: _server(t, _entry(launch))),
-            _edit(folder / "hooks.json", "sessionStart hook", lambda t: _cursor_hooks(t, launch)),
-        ]
+        return home / ".cursor" / "mcp.json", home / ".cursor" / "hooks.json"
     folder = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home / ".codex"
-    return [
-        _edit(
-            folder / "config.toml",
-            "MCP server",
-            lambda t: set_table(t, ["mcp_servers", SERVER_NAME], _entry(launch)),
-        ),
-        _edit(
-            folder / "hooks.json", "SessionStart hook", lambda t: _session_start(t, launch, "codex")
-        ),
-    ]
+    return folder / "config.toml", folder / "hooks.json"
 
 
 def apply(changes: list[FileChange], *, clock: Callable[[], float] = time.time) -> list[Path]:
@@ -169,6 +197,11 @@ def _restore(change: FileChange, backup: Path | None) -> None:
 # -- what is written -------------------------------------------------------------------------
 
 _SERVERS = ["mcpServers", SERVER_NAME]
+_HOOK_NAMES = {
+    "claude": "SessionStart hook",
+    "cursor": "sessionStart hook",
+    "codex": "SessionStart hook",
+}
 _MATCHERS = {"claude": "startup|clear|compact", "codex": "startup|resume"}
 
 
@@ -219,6 +252,45 @@ def _session_start(text: str, launch: Launch, client: Client) -> str:
                     text = remove_at(text, inner, position)
     first: list[str | int] = ["hooks", "SessionStart", holding[0], "hooks"]
     return upsert_element(text, first, _is_our_hook, hook)
+
+
+def _without_server(text: str) -> str:
+    return _without_empty(remove_member(text, _SERVERS), _SERVERS[:1])
+
+
+def _without_our_hooks(text: str, event: str) -> str:
+    """Every hook running memmesh's brief removed from ``hooks.<event>``, and the groups
+    (Claude Code, Codex) left empty by that."""
+    hooks = load_object(text).get("hooks")
+    entries = hooks.get(event) if isinstance(hooks, dict) else None
+    if not isinstance(entries, list):
+        return text
+    where: list[str | int] = ["hooks", event]
+    for index in reversed(range(len(entries))):
+        entry = entries[index]
+        if _is_our_hook(entry):
+            text = remove_at(text, where, index)
+        elif _is_our_group(entry):
+            if all(_is_our_hook(hook) for hook in entry["hooks"]):
+                text = remove_at(text, where, index)
+                continue
+            inner = [*where, index, "hooks"]
+            for position in reversed(range(len(entry["hooks"]))):
+                if _is_our_hook(entry["hooks"][position]):
+                    text = remove_at(text, inner, position)
+    return _without_empty(text, ["hooks", event])
+
+
+def _without_empty(text: str, path: list[str]) -> str:
+    """Drop the containers along ``path`` that are left empty, innermost first."""
+    for depth in range(len(path), 0, -1):
+        current: Any = load_object(text)
+        for key in path[:depth]:
+            current = current.get(key) if isinstance(current, dict) else None
+        if current not in ([], {}):
+            break
+        text = remove_member(text, path[:depth])
+    return text
 
 
 def _cursor_hooks(text: str, launch: Launch) -> str:

@@ -7,7 +7,14 @@ import sys
 import time
 from pathlib import Path
 
-from memmesh.agents.install import Launch, apply, plan_install
+from memmesh.agents.install import (
+    CLIENTS,
+    FileChange,
+    Launch,
+    apply,
+    plan_install,
+    plan_uninstall,
+)
 from memmesh.cli._common import (
     DEFAULT_HOME,
     command_adder,
@@ -64,7 +71,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.add_argument(
         "--client",
-        choices=("claude", "cursor", "codex"),
+        choices=CLIENTS,
         help="run as this client's session-start hook: read its JSON input on standard input "
         "and answer in its format",
     )
@@ -77,7 +84,18 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "backs up each file it changes, and changes nothing when run again.",
         "mem hook install claude --dry-run",
     )
-    p.add_argument("client", choices=("claude", "cursor", "codex"), help="which client")
+    p.add_argument("client", choices=CLIENTS, help="which client")
+    p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+
+    p = command(
+        "uninstall",
+        _uninstall,
+        "Remove memmesh from a coding agent's client: its MCP server entry and every hook "
+        "running `mem hook brief`. Everything else stays byte for byte; each changed file is "
+        "backed up first.",
+        "mem hook uninstall cursor --dry-run",
+    )
+    p.add_argument("client", choices=CLIENTS, help="which client")
     p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
 
 
@@ -126,7 +144,15 @@ def _hook_input() -> str:
 
 
 def _install(args: argparse.Namespace) -> int:
-    changes = plan_install(args.client, _launch(args))
+    return _report(args, plan_install(args.client, _launch(args)))
+
+
+def _uninstall(args: argparse.Namespace) -> int:
+    return _report(args, plan_uninstall(args.client))
+
+
+def _report(args: argparse.Namespace, changes: list[FileChange]) -> int:
+    """Apply (unless a dry run) and print what changed, where, and the backups."""
     backups = [] if args.dry_run else apply(changes)
     data = {
         "client": args.client,
