@@ -209,3 +209,16 @@ def test_the_gate_cache_is_bounded() -> None:
     info = recall_module._gate_tokens.cache_info()
     assert info.maxsize is not None
     assert 0 < info.maxsize <= 1 << 16
+
+
+def test_recall_answers_the_same_beside_other_recalls(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.remember("Error E1234 from the payment provider means the card was declined")
+    store.remember("The billing service retries webhooks 5 times", tags=["billing"])
+    alone = _answers(store)
+
+    # With other recalls running, BM25 runs on the calling thread instead of beside it.
+    monkeypatch.setattr(recall_module._running, "alone", lambda: False)
+
+    assert _answers(store) == alone

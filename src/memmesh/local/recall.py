@@ -16,6 +16,7 @@
 import concurrent.futures
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Collection
 from functools import lru_cache
@@ -64,6 +65,29 @@ _MAX_QUERY_TERMS = 32
 # Items whose gate tokens are kept, the candidates of recent recalls: about 1.5 KB each for a
 # typical item, some 25 MB when full.
 _GATE_CACHE_SIZE = 1 << 14
+
+
+class _Running:
+    """How many recalls this process is running: ``with`` it around one."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+    def alone(self) -> bool:
+        """Whether the calling recall is the only one running."""
+        return self._count <= 1
+
+
+_running = _Running()
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):
@@ -155,15 +179,17 @@ def _ranked(
         query_vector = unit_vector(query_vector, store.embedder.dim)
     if query_vector is None:
         query_vector = store.embedder.embed_query(query)
-    with store.reading() as conn:
+    with _running, store.reading() as conn:
         only = _seqs_of(conn, restrict) if restrict is not None else None
         if only == []:
             return []
         # The two halves run at once: SQLite and numpy both release the GIL, so BM25 on a
-        # worker thread overlaps the matrix product here (see docs/benchmarks.md).
+        # worker thread overlaps the matrix product here (see docs/benchmarks.md). Only when
+        # no other recall is running, though: then the cores are busy already, and the extra
+        # thread would only add hand-offs of the GIL.
         pending = (
             _LEXICAL_WORKERS.submit(_bm25, conn, query, projects, pool, only)
-            if mode != "vector" and PARALLEL_HALVES
+            if mode != "vector" and PARALLEL_HALVES and _running.alone()
             else None
         )
         try:
