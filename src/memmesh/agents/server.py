@@ -21,8 +21,7 @@ from memmesh import __version__
 from memmesh.agents.errors import McpUnavailable
 from memmesh.agents.tools import Tools
 from memmesh.errors import MemmeshError
-from memmesh.local.items import KINDS
-from memmesh.local.recall import MAX_K
+from memmesh.local.items import KINDS, MAX_K
 from memmesh.local.store import Store
 from memmesh.team.member import try_policy
 

@@ -1,16 +1,16 @@
 """What every `mem` command shares: the home folder, the store, and printing results."""
 
 import argparse
+import importlib
 import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from memmesh.local.store import Store
-from memmesh.policy.config import POLICY_FILENAME, load_policy
-from memmesh.policy.errors import PolicyError
+if TYPE_CHECKING:
+    from memmesh.local.store import Store
 
 __all__ = [
     "DEFAULT_HOME",
@@ -21,6 +21,7 @@ __all__ = [
     "command_group",
     "emit",
     "home_of",
+    "lazy",
     "nonempty",
     "open_store",
     "positive_int",
@@ -130,17 +131,30 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+def lazy(module: str, name: str) -> Handler:
+    """A handler that imports ``module`` only when its command runs, so that `mem` starts
+    without loading what other commands need."""
+
+    def run(args: argparse.Namespace) -> int:
+        handler: Handler = getattr(importlib.import_module(module), name)
+        return handler(args)
+
+    return run
+
+
 def home_of(args: argparse.Namespace) -> Path:
     """The memmesh home: ``--home``, else ``MEM_HOME``, else ``~/.memmesh``."""
     raw = getattr(args, "home", None) or os.environ.get("MEM_HOME") or str(DEFAULT_HOME)
     return Path(raw).expanduser()
 
 
-def open_store(args: argparse.Namespace, *, repair: bool = False) -> Store:
+def open_store(args: argparse.Namespace, *, repair: bool = False) -> "Store":
     """The member's store in the chosen home (``repair``: see :class:`Store`).
 
     New items are signed with the member's team name when team.yaml gives one.
     """
+    from memmesh.local.store import Store  # numpy: only for the commands that open a store
+
     home = home_of(args)
     embedder = os.environ.get("MEM_EMBEDDER") or None
     return Store(home, embedder=embedder, author=_team_name(home), repair=repair)
@@ -148,6 +162,8 @@ def open_store(args: argparse.Namespace, *, repair: bool = False) -> Store:
 
 def _team_name(home: Path) -> str | None:
     """``identity.name`` from a valid team.yaml; ``MEM_AUTHOR`` wins over it."""
+    from memmesh.policy import POLICY_FILENAME, PolicyError, load_policy
+
     if os.environ.get("MEM_AUTHOR") or not (home / POLICY_FILENAME).exists():
         return None
     try:

@@ -1,4 +1,5 @@
-"""The networked `mem team` commands: serve, peers and recall-team."""
+"""The work of the networked `mem team` commands (serve, peers, recall-team), registered in
+:mod:`memmesh.cli.team`."""
 
 import argparse
 import os
@@ -17,56 +18,10 @@ from memmesh.registry import load_identity
 if TYPE_CHECKING:
     from memmesh.team.recall import TeamAnswer
 
-__all__ = ["add_network_commands"]
+__all__ = ["answer_json", "run_peers", "run_recall_team", "run_serve"]
 
 
-def add_network_commands(command: Any) -> None:
-    """Register serve, peers and recall-team through the team group's ``command`` helper."""
-    p = command(
-        "serve",
-        _serve,
-        "Run this member's peer daemon: it answers teammates from your currently published "
-        "items that still pass the policy, heartbeats to the coordinator and (with "
-        "discovery) announces itself on the LAN. Refuses to start while team.yaml is invalid.",
-        "mem team serve --port 8410",
-    )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    p.add_argument("--port", type=int, default=8410, help="port to listen on (8410)")
-    p.add_argument("--advertise", metavar="URL", help="URL teammates reach this daemon at")
-    p.add_argument(
-        "--interface",
-        action="append",
-        metavar="IP",
-        help="interface address for zeroconf (repeatable; default: the listen address)",
-    )
-    p.add_argument("--heartbeat", type=float, default=30.0, help="seconds between heartbeats")
-
-    p = command(
-        "peers",
-        _peers,
-        "Show teammates' peer daemons that are online: who, where, learned from where, "
-        "which embedder, and until when their presence holds.",
-        "mem team peers --json",
-    )
-    p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")
-
-    p = command(
-        "recall-team",
-        _recall_team,
-        "Ask the whole team: the coordinator and every live peer at once. Answers are "
-        "verified, attributed and ranked on one score; each source's outcome is reported. "
-        "Exits 4 only when no source answered.",
-        'mem team recall-team "how do we run database migrations" -k 5',
-    )
-    p.add_argument("query", help="what you want to know")
-    p.add_argument("-k", type=int, default=5, metavar="N", help="at most N hits (1-100)")
-    p.add_argument("--author", metavar="NAME", help="only items by this member")
-    p.add_argument("--project", metavar="P", help="project to ask about (plus global)")
-    p.add_argument("--timeout", type=float, default=2.0, metavar="S", help="per-source seconds")
-    p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")
-
-
-def _serve(args: argparse.Namespace) -> int:
+def run_serve(args: argparse.Namespace) -> int:
     # The server stack is imported only by the commands that use it.
     from memmesh.net.client import Client
     from memmesh.net.server import check_bind, serve
@@ -113,7 +68,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _peers(args: argparse.Namespace) -> int:
+def run_peers(args: argparse.Namespace) -> int:
     from memmesh.team.recall import list_peers
 
     home = home_of(args)
@@ -132,7 +87,7 @@ def _peers(args: argparse.Namespace) -> int:
     return 0
 
 
-def _recall_team(args: argparse.Namespace) -> int:
+def run_recall_team(args: argparse.Namespace) -> int:
     from memmesh.team.recall import recall_team
 
     home = home_of(args)

@@ -3,7 +3,7 @@
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memmesh.cli._common import (
     command_adder,
@@ -13,11 +13,11 @@ from memmesh.cli._common import (
     open_store,
     positive_int,
 )
-from memmesh.local import doctor, journal
-from memmesh.local.items import GLOBAL, KINDS, Item, iso
+from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
 from memmesh.local.project import resolve_project
-from memmesh.local.recall import MAX_K, Recall, recall
-from memmesh.team.member import retract_changed
+
+if TYPE_CHECKING:
+    from memmesh.local.recall import Recall
 
 __all__ = ["register"]
 
@@ -146,6 +146,8 @@ def _remember(args: argparse.Namespace) -> int:
 
 
 def _recall(args: argparse.Namespace) -> int:
+    from memmesh.local.recall import recall
+
     project = _project(args)
     with open_store(args) as store:
         answer = recall(store, args.query, k=args.k, project=project)
@@ -153,7 +155,7 @@ def _recall(args: argparse.Namespace) -> int:
     return 0
 
 
-def recall_json(answer: Recall) -> dict[str, Any]:
+def recall_json(answer: "Recall") -> dict[str, Any]:
     """The ``--json`` shape of a recall."""
     return {
         "query": answer.query,
@@ -179,7 +181,7 @@ def recall_json(answer: Recall) -> dict[str, Any]:
     }
 
 
-def _recall_text(answer: Recall) -> str:
+def _recall_text(answer: "Recall") -> str:
     if answer.abstained:
         return f"nothing relevant in {' + '.join(answer.projects)} (abstained)"
     return "\n".join(
@@ -227,6 +229,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _forget(args: argparse.Namespace) -> int:
+    from memmesh.team.member import retract_changed
+
     with open_store(args) as store:
         item = store.forget(args.id)
         retract_changed(store, home_of(args))
@@ -237,6 +241,8 @@ def _forget(args: argparse.Namespace) -> int:
 
 
 def _revise(args: argparse.Namespace) -> int:
+    from memmesh.team.member import retract_changed
+
     with open_store(args) as store:
         old, new = store.revise(args.id, args.text)
         retract_changed(store, home_of(args))
@@ -263,6 +269,8 @@ def _outcome(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    from memmesh.local import journal
+
     with open_store(args) as store:
         counts = store.counts()
         with store.db.read() as conn:
@@ -292,6 +300,8 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    from memmesh.local import doctor
+
     with open_store(args) as store:
         facts = doctor.facts(store)
         checks = doctor.diagnose(store)

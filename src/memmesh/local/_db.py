@@ -15,9 +15,10 @@ from pathlib import Path
 from memmesh.local._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from memmesh.local.errors import CorruptDatabase, ForeignDatabase, SchemaTooNew, StoreError
 
-__all__ = ["Database"]
+__all__ = ["DB_FILENAME", "Database"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
+DB_FILENAME = "memory.db"  # the store's file in the memmesh home
 BUSY_TIMEOUT_SECONDS = 30.0
 READER_MMAP_BYTES = 1 << 30
 

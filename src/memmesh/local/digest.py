@@ -14,9 +14,8 @@ from typing import Any
 import msgspec
 
 from memmesh.local import outcomes
-from memmesh.local._db import Database
+from memmesh.local._db import DB_FILENAME, Database
 from memmesh.local.items import GLOBAL, check_name
-from memmesh.local.store import DB_FILENAME
 
 __all__ = ["CANDIDATES", "PREFERENCES_SQL", "PROJECT_SQL", "Digest", "Useful", "digest"]
 

@@ -11,6 +11,7 @@ from memmesh.local.errors import InvalidInput
 __all__ = [
     "GLOBAL",
     "KINDS",
+    "MAX_K",
     "MAX_TAGS",
     "MAX_TEXT_BYTES",
     "STATUSES",
@@ -31,6 +32,7 @@ STATUSES: tuple[str, ...] = get_args(Status)
 GLOBAL = "global"
 MAX_TEXT_BYTES = 8 * 1024
 MAX_TAGS = 16
+MAX_K = 100  # the most hits one recall returns
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 

@@ -24,7 +24,7 @@ from memmesh.embed import (
     unit_vector,
 )
 from memmesh.local import journal, outcomes
-from memmesh.local._db import Database
+from memmesh.local._db import DB_FILENAME, Database
 from memmesh.local._vectors import VectorIndex
 from memmesh.local.errors import (
     AmbiguousId,
@@ -48,7 +48,6 @@ from memmesh.local.items import (
 
 __all__ = ["DB_FILENAME", "ItemRow", "Remembered", "Store", "default_author"]
 
-DB_FILENAME = "memory.db"
 _REINDEX_BATCH = 256
 # Rows kept for recall (about 1 KB each for a typical item).
 _ROWS_READ_MAX = 1 << 14

@@ -1,5 +1,6 @@
-"""Team operations: sync with the coordinator, and (later) recall across the team."""
+"""Team operations: the member at work, sync with the coordinator, recall across the team.
 
-from memmesh.team.sync import SyncReport, coordinator_client, sync
-
-__all__ = ["SyncReport", "coordinator_client", "sync"]
+Submodules are imported where they are used (``memmesh.team.sync``, ``memmesh.team.recall``):
+sync and recall need the HTTP client, which commands that do not talk to the team should not
+pay for at start-up.
+"""
