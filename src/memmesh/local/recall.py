@@ -30,7 +30,7 @@ from memmesh import text as _text
 from memmesh.embed import unit_vector
 from memmesh.local import journal, outcomes
 from memmesh.local.errors import InvalidInput
-from memmesh.local.items import GLOBAL, MAX_TEXT_BYTES, Item, check_name
+from memmesh.local.items import GLOBAL, MAX_K, MAX_TEXT_BYTES, Item, check_name
 
 if TYPE_CHECKING:
     from memmesh.local.store import Store
@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 Mode = Literal["hybrid", "lexical", "vector"]
-MAX_K = 100
 W_VECTOR = 0.4
 W_LEXICAL = 0.6
 # Sharing an exact token with the query (``node-gyp`` itself, not ``node-gyp-build``).
