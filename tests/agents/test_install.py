@@ -10,6 +10,7 @@ import pytest
 
 from memmesh.agents.errors import ConfigFileError
 from memmesh.agents.install import Client, FileChange, Launch, apply, plan_install
+from tests.agents._diff import inserted
 
 LAUNCH = Launch(argv=("/opt/memmesh/bin/mem",))
 MOVED = Launch(argv=("/home/zoë/.venvs/new place/bin/mem", "--home", "/srv/mem"))
@@ -128,26 +129,6 @@ SAMPLES: dict[Client, dict[str, str]] = {
 CLIENTS: list[Client] = ["claude", "cursor", "codex"]
 
 
-def _span(before: str, after: str) -> tuple[str, str]:
-    """The one stretch that differs: what ``before`` had there and what ``after`` has."""
-    limit = min(len(before), len(after))
-    prefix = 0
-    while prefix < limit and before[prefix] == after[prefix]:
-        prefix += 1
-    limit -= prefix
-    suffix = 0
-    while suffix < limit and before[-1 - suffix] == after[-1 - suffix]:
-        suffix += 1
-    return before[prefix : len(before) - suffix], after[prefix : len(after) - suffix]
-
-
-def _inserted(before: str, after: str) -> str:
-    """What ``after`` adds, asserting it only adds: every byte of ``before`` is still there."""
-    removed, added = _span(before, after)
-    assert removed == "", f"original bytes were changed: {removed!r}"
-    return added
-
-
 def _write(folder: Path, files: dict[str, str]) -> dict[Path, bytes]:
     written = {}
     for name, text in files.items():
@@ -191,8 +172,8 @@ def test_claude_install_only_adds_memmesh_entries(user_home: Path) -> None:
 
     state = (user_home / ".claude.json").read_text()
     settings = (user_home / ".claude/settings.json").read_text()
-    _inserted(CLAUDE_STATE, state)
-    _inserted(CLAUDE_SETTINGS, settings)
+    inserted(CLAUDE_STATE, state)
+    inserted(CLAUDE_SETTINGS, settings)
     expected_state = json.loads(CLAUDE_STATE)
     expected_state["mcpServers"]["memmesh"] = {
         "type": "stdio",
@@ -215,8 +196,8 @@ def test_cursor_install_only_adds_memmesh_entries(user_home: Path) -> None:
 
     mcp = (user_home / ".cursor/mcp.json").read_text()
     hooks = (user_home / ".cursor/hooks.json").read_text()
-    assert _inserted(CURSOR_MCP, mcp).startswith(',\n        "memmesh": {\n            "command"')
-    assert _inserted(CURSOR_HOOKS, hooks).startswith(",\n\t\t\t{\n\t\t\t\t")
+    assert inserted(CURSOR_MCP, mcp).startswith(',\n        "memmesh": {\n            "command"')
+    assert inserted(CURSOR_HOOKS, hooks).startswith(",\n\t\t\t{\n\t\t\t\t")
     expected_mcp = json.loads(CURSOR_MCP)
     expected_mcp["mcpServers"]["memmesh"] = {
         "command": "/home/zoë/.venvs/new place/bin/mem",
@@ -244,7 +225,7 @@ def test_codex_install_only_adds_memmesh_entries(user_home: Path) -> None:
     assert config == (
         CODEX_CONFIG + '\n[mcp_servers.memmesh]\ncommand = "/opt/memmesh/bin/mem"\nargs = ["mcp"]\n'
     )
-    _inserted(CODEX_HOOKS, hooks)
+    inserted(CODEX_HOOKS, hooks)
     expected_hooks = json.loads(CODEX_HOOKS)
     expected_hooks["hooks"]["SessionStart"].append(
         _brief_group("/opt/memmesh/bin/mem hook brief --client codex", "startup|resume")
@@ -302,7 +283,7 @@ def test_diff_shows_only_added_lines(user_home: Path) -> None:
     # The edit only inserts: the diff removes no line of the user's file.
     assert changed
     assert all(line.startswith("+") for line in changed)
-    assert len(changed) == _inserted(CLAUDE_STATE, state.after).count("\n")
+    assert len(changed) == inserted(CLAUDE_STATE, state.after).count("\n")
     assert settings.diff().startswith(f"--- /dev/null\n+++ {user_home / '.claude/settings.json'}")
     assert FileChange(path=Path("x"), before="a\n", after="a\n", what="w").diff() == ""
 
@@ -426,7 +407,7 @@ def test_writing_through_a_symlink_keeps_the_link(user_home: Path, tmp_path: Pat
 
     assert link.is_symlink()
     assert link.readlink() == real
-    _inserted(CLAUDE_STATE, real.read_text())
+    inserted(CLAUDE_STATE, real.read_text())
     assert "memmesh" in json.loads(real.read_text())["mcpServers"]
     assert [b.read_bytes() for b in backups] == [CLAUDE_STATE.encode()]
 

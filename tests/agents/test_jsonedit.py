@@ -9,31 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memmesh.agents._jsonedit import EditError, load_object, set_member, upsert_element
+from tests.agents._diff import inserted
 
 SERVER = {"command": "/opt/memmesh/bin/mem", "args": ["--home", "/srv/zoë mem", "mcp"]}
 MOVED = {"command": "/usr/local/bin/mem", "args": ["mcp"]}
 PATH = ["mcpServers", "memmesh"]
 HOOKS = ["hooks", "SessionStart"]
-
-
-def _span(before: str, after: str) -> tuple[str, str]:
-    """The one stretch that differs: what ``before`` had there and what ``after`` has."""
-    limit = min(len(before), len(after))
-    prefix = 0
-    while prefix < limit and before[prefix] == after[prefix]:
-        prefix += 1
-    limit -= prefix
-    suffix = 0
-    while suffix < limit and before[-1 - suffix] == after[-1 - suffix]:
-        suffix += 1
-    return before[prefix : len(before) - suffix], after[prefix : len(after) - suffix]
-
-
-def _inserted(before: str, after: str) -> str:
-    """What ``after`` adds, asserting it only adds: every byte of ``before`` is still there."""
-    removed, added = _span(before, after)
-    assert removed == "", f"original bytes were changed: {removed!r}"
-    return added
 
 
 def _with(data: dict[str, Any], path: list[str], value: Any) -> dict[str, Any]:
@@ -68,7 +49,7 @@ def test_member_is_written_in_the_files_own_indentation(indent: int | str) -> No
     # Exactly what the file's own formatter would have written, and nothing of the old text lost.
     assert after == json.dumps(expected, indent=indent, ensure_ascii=False) + "\n"
     assert json.loads(after) == expected
-    assert _inserted(before, after).startswith(",")
+    assert inserted(before, after).startswith(",")
 
 
 def test_member_is_added_to_a_one_line_file_on_the_same_line() -> None:
@@ -113,7 +94,7 @@ def test_member_goes_inside_existing_objects_and_leaves_siblings_alone() -> None
 
     after = set_member(before, PATH, {"command": "mem"})
 
-    assert _inserted(before, after) == ',\n    "memmesh": {\n      "command": "mem"\n    }'
+    assert inserted(before, after) == ',\n    "memmesh": {\n      "command": "mem"\n    }'
     assert json.loads(after)["mcpServers"]["memmesh"] == {"command": "mem"}
 
 
@@ -123,7 +104,7 @@ def test_missing_parent_objects_are_created_at_the_end() -> None:
     after = set_member(before, ["x", "y", "z"], [1, {"k": None}])
 
     assert json.loads(after) == {"a": {"b": 1}, "x": {"y": {"z": [1, {"k": None}]}}}
-    assert _inserted(before, after).startswith(',\n  "x": {\n    "y": {')
+    assert inserted(before, after).startswith(',\n  "x": {\n    "y": {')
 
 
 def test_existing_empty_object_in_a_multiline_file_is_filled_in_its_indentation() -> None:
@@ -197,7 +178,7 @@ STRANGE = (
 def test_escapes_unicode_and_odd_keys_in_other_members_keep_their_exact_source() -> None:
     after = set_member(STRANGE, PATH, SERVER)
 
-    _inserted(STRANGE, after)
+    inserted(STRANGE, after)
     # The numbers and escapes are not re-serialised: 3.50 stays 3.50, \u00e9 stays escaped.
     for source in [
         '"caf\\u00e9 \\"quoted\\" tab\\there \\\\ \\/ \\ud83d\\ude00"',
@@ -222,7 +203,7 @@ def test_crlf_lines_of_other_members_are_kept() -> None:
 
     after = set_member(before, PATH, {"command": "mem"})
 
-    _inserted(before, after)
+    inserted(before, after)
     assert json.loads(after) == {"a": 1, "b": [True], "mcpServers": {"memmesh": {"command": "mem"}}}
 
 
@@ -310,7 +291,7 @@ def test_upsert_appends_when_no_element_is_ours() -> None:
 
     after = upsert_element(before, HOOKS, _is_ours, NEW)
 
-    assert _inserted(before, after) == (
+    assert inserted(before, after) == (
         ',\n      {\n        "owner": "memmesh",\n        "run": "/new/mem hook brief"\n      }'
     )
 
@@ -320,7 +301,7 @@ def test_upsert_creates_the_array_in_an_existing_object() -> None:
 
     after = upsert_element(before, HOOKS, _is_ours, NEW)
 
-    _inserted(before, after)
+    inserted(before, after)
     assert json.loads(after) == {
         "hooks": {"PreToolUse": [], "SessionStart": [NEW]},
         "model": "opus",
@@ -417,7 +398,7 @@ def test_set_member_changes_only_the_member(
     assert json.loads(after) == _with(data, PATH, value)
     assert set_member(after, PATH, value) == after
     if "memmesh" not in data.get("mcpServers", {}):
-        _inserted(before, after)
+        inserted(before, after)
     # Changing the value and changing it back restores the text: no other byte moved.
     assert set_member(set_member(after, PATH, {"other": [value]}), PATH, value) == after
 
@@ -442,6 +423,6 @@ def test_upsert_element_leaves_one_of_ours_among_the_others(
     assert result.count(NEW) == 1
     assert sum(_is_ours(e) for e in result) == 1
     if not any(_is_ours(e) for e in elements):
-        _inserted(before, after)
+        inserted(before, after)
         assert result[-1] == NEW
     assert upsert_element(after, HOOKS, _is_ours, NEW) == after
