@@ -228,7 +228,7 @@ def test_codex_install_only_adds_memmesh_entries(user_home: Path) -> None:
     inserted(CODEX_HOOKS, hooks)
     expected_hooks = json.loads(CODEX_HOOKS)
     expected_hooks["hooks"]["SessionStart"].append(
-        _brief_group("/opt/memmesh/bin/mem hook brief --client codex", "startup|resume")
+        _brief_group("/opt/memmesh/bin/mem hook brief --client codex", "startup|clear|compact")
     )
     assert json.loads(hooks) == expected_hooks
 
@@ -555,3 +555,30 @@ def test_cursor_files_are_in_the_dot_cursor_folder(user_home: Path) -> None:
         user_home / ".cursor/mcp.json",
         user_home / ".cursor/hooks.json",
     ]
+
+
+def test_reinstall_keeps_what_the_user_put_in_memmeshs_own_entry(user_home: Path) -> None:
+    _install("claude", user_home)
+    state = user_home / ".claude.json"
+    data = json.loads(state.read_text())
+    data["mcpServers"]["memmesh"]["env"] = {"MEM_TEAM_TOKEN": "s3cret", "MEM_PROJECT": "billing"}
+    data["mcpServers"]["memmesh"]["timeout"] = 30
+    state.write_text(json.dumps(data, indent=2) + "\n")
+
+    _install("claude", user_home, MOVED)
+
+    entry = json.loads(state.read_text())["mcpServers"]["memmesh"]
+    assert entry["env"] == {"MEM_TEAM_TOKEN": "s3cret", "MEM_PROJECT": "billing"}
+    assert entry["timeout"] == 30
+    assert entry["command"] == MOVED.argv[0]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_new_lines_in_a_crlf_file_end_in_crlf_too(client: Client, user_home: Path) -> None:
+    _write(user_home, {name: text.replace("\n", "\r\n") for name, text in SAMPLES[client].items()})
+
+    _install(client, user_home)
+
+    for name in SAMPLES[client]:
+        text = (user_home / name).read_bytes().decode()
+        assert "\n" not in text.replace("\r\n", ""), name

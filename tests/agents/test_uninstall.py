@@ -115,3 +115,19 @@ def test_a_dry_run_of_uninstall_shows_the_diff_and_writes_nothing(home: Path) ->
         for line in c.diff().splitlines()
     )
     assert {p: p.read_bytes() for p in home.rglob("*.json")} == installed
+
+
+def test_codex_uninstall_keeps_the_comment_that_introduces_the_next_table(home: Path) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    original = (
+        'model = "o3"\n\n[mcp_servers.memmesh]\ncommand = "mem"\nargs = ["mcp"]\n\n'
+        '# GitHub, for reviews\n[mcp_servers.github]\ncommand = "gh-mcp"\n'
+    )
+    config.write_text(original)
+
+    _uninstall("codex", home)
+
+    assert config.read_text() == (
+        'model = "o3"\n\n# GitHub, for reviews\n[mcp_servers.github]\ncommand = "gh-mcp"\n'
+    )

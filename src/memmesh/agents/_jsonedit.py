@@ -127,10 +127,7 @@ def remove_at(text: str, path: Path, index: int) -> str:
     if not isinstance(container, list) or not 0 <= index < len(container):
         raise EditError(f"there is no element {index} to remove")
     del container[index]
-    editor = _Editor(text)
-    array = editor.find(path)
-    assert array is not None
-    return _checked(editor.remove_element(path, index), expected)
+    return _checked(_Editor(text).remove_element(path, index), expected)
 
 
 def remove_member(text: str, path: list[str]) -> str:
@@ -144,13 +141,7 @@ def remove_member(text: str, path: list[str]) -> str:
     obj = editor.find(path[:-1])
     assert obj is not None
     index = next(i for i, (name, _) in enumerate(obj.members) if name == path[-1])
-    members = [node for _, node in obj.members]
-    if index > 0:
-        start, end = members[index - 1].end, members[index].end
-    elif len(members) > 1:
-        start, end = members[0].lead, members[1].lead
-    else:
-        start, end = obj.start + 1, obj.end - 1
+    start, end = _removal(obj, [node for _, node in obj.members], index)
     return _checked(text[:start] + text[end:], expected)
 
 
@@ -203,6 +194,7 @@ class _Editor:
         self.text = text
         self.root = self._value(_skip(text, 0))
         self.unit = _indent_unit(text)
+        self.newline = "\r\n" if "\r\n" in text else "\n"  # new lines end like the file's
 
     def find(self, path: Path) -> _Node | None:
         node = self.root
@@ -248,13 +240,7 @@ class _Editor:
         array = self.find(path)
         assert array is not None
         assert array.is_array
-        elements = array.elements
-        if index > 0:
-            start, end = elements[index - 1].end, elements[index].end
-        elif len(elements) > 1:
-            start, end = elements[0].lead, elements[1].lead
-        else:
-            start, end = array.start + 1, array.end - 1
+        start, end = _removal(array, array.elements, index)
         return self.text[:start] + self.text[end:]
 
     # -- internals -------------------------------------------------------------------------
@@ -270,7 +256,11 @@ class _Editor:
     def _after(self, last: _Node, rendered: str) -> str:
         """Insert ``rendered`` as the next sibling of ``last``: on a line of its own like
         ``last``, or after it on the same line when the container is written on one line."""
-        separator = ",\n" + self._line_indent(last.lead) if self._starts_line(last.lead) else ", "
+        separator = (
+            "," + self.newline + self._line_indent(last.lead)
+            if self._starts_line(last.lead)
+            else ", "
+        )
         return self.text[: last.end] + separator + rendered + self.text[last.end :]
 
     def _starts_line(self, position: int) -> bool:
@@ -281,7 +271,9 @@ class _Editor:
         """Put the only child into ``{}`` or ``[]``, laid out like the rest of the file."""
         opening, closing = container.start + 1, container.end - 1
         if "\n" in self.text:
-            body = "\n" + inner + rendered + "\n" + self._line_indent(container.start)
+            body = (
+                self.newline + inner + rendered + self.newline + self._line_indent(container.start)
+            )
         else:
             body = rendered
         return self.text[:opening] + body + self.text[closing:]
@@ -298,7 +290,7 @@ class _Editor:
         rendered = json.dumps(value, ensure_ascii=False, indent=len(self.unit.expandtabs(8)))
         if self.unit == "\t":
             rendered = re.sub(r"(?m)^( {8})+", lambda m: "\t" * (len(m.group()) // 8), rendered)
-        return rendered.replace("\n", "\n" + indent)
+        return rendered.replace("\n", self.newline + indent)
 
     def _value(self, position: int) -> _Node:
         char = self.text[position : position + 1]
@@ -349,6 +341,15 @@ class _Editor:
                 node.end = position + 1
                 return node
             position = _skip(self.text, position + 1)
+
+
+def _removal(container: _Node, children: list[_Node], index: int) -> tuple[int, int]:
+    """The span to cut to remove ``children[index]`` with the separator that goes with it."""
+    if index > 0:
+        return children[index - 1].end, children[index].end
+    if len(children) > 1:
+        return children[0].lead, children[1].lead
+    return container.start + 1, container.end - 1
 
 
 def _skip(text: str, position: int) -> int:

@@ -92,6 +92,13 @@ def remove_table(text: str, path: list[str]) -> str:
     for position, (number, header) in enumerate(headers):
         if header[: len(path)] == path:
             end = headers[position + 1][0] if position + 1 < len(headers) else len(lines)
+            # The blank lines and comments leading into the next table are not this table's.
+            while end > number + 1 and _is_blank_or_comment(lines[end - 1]):
+                end -= 1
+            if number > 0 and not lines[number - 1].strip():
+                following = lines[end] if end < len(lines) else ""
+                if not following.strip():
+                    number -= 1  # the blank line that set the table apart goes with it
             drop.update(range(number, end))
     if not drop:
         raise EditError(
@@ -99,8 +106,6 @@ def remove_table(text: str, path: list[str]) -> str:
             "(inline or dotted keys); change it by hand"
         )
     kept = [line for number, line in enumerate(lines) if number not in drop]
-    if len(lines) - 1 in drop and len(kept) >= 2 and not kept[-1].strip():
-        kept.pop()  # the blank line that set the table apart at the end of the file
     new = "".join(kept)
     # A parent left empty ([mcp_servers] with nothing else) may vanish with the table.
     pruned = copy.deepcopy(expected)
@@ -111,6 +116,10 @@ def remove_table(text: str, path: list[str]) -> str:
     except tomllib.TOMLDecodeError:
         raise EditError("the edit would not be valid TOML") from None
     return new
+
+
+def _is_blank_or_comment(line: str) -> bool:
+    return not line.strip() or line.lstrip().startswith("#")
 
 
 def _prune(data: dict[str, Any], path: list[str]) -> None:

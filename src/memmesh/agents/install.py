@@ -59,7 +59,7 @@ SERVER_NAME = "memmesh"
 HOOK_TIMEOUT_SECONDS = 10
 
 
-class Launch(msgspec.Struct, frozen=True):
+class Launch(msgspec.Struct, frozen=True, kw_only=True):
     """How a client starts `mem`: the executable and the options before the command."""
 
     argv: tuple[str, ...]
@@ -69,7 +69,7 @@ class Launch(msgspec.Struct, frozen=True):
         return shlex.join([*self.argv, *args])
 
 
-class FileChange(msgspec.Struct, frozen=True):
+class FileChange(msgspec.Struct, frozen=True, kw_only=True):
     """One file of a client's configuration, before and after the install."""
 
     path: Path
@@ -202,7 +202,10 @@ _HOOK_NAMES = {
     "cursor": "sessionStart hook",
     "codex": "SessionStart hook",
 }
-_MATCHERS = {"claude": "startup|clear|compact", "codex": "startup|resume"}
+# A new, cleared or compacted conversation needs the brief; a resumed one still has it.
+_MATCHER = "startup|clear|compact"
+# What memmesh owns in an existing server entry; the rest (``env``, timeouts) is the user's.
+_OWNED = ("command", "args")
 
 
 def _entry(launch: Launch) -> dict[str, Any]:
@@ -222,8 +225,8 @@ def _server(text: str, entry: dict[str, Any]) -> str:
     say) stay."""
     current = load_object(text).get("mcpServers")
     if isinstance(current, dict) and isinstance(current.get(SERVER_NAME), dict):
-        for key, value in entry.items():
-            text = set_member(text, [*_SERVERS, key], value)
+        for key in _OWNED:
+            text = set_member(text, [*_SERVERS, key], entry[key])
         return text
     return set_member(text, _SERVERS, entry)
 
@@ -239,17 +242,11 @@ def _session_start(text: str, launch: Launch, client: Client) -> str:
         i for i, g in enumerate(groups if isinstance(groups, list) else []) if _is_our_group(g)
     ]
     if not holding:
-        group = {"matcher": _MATCHERS[client], "hooks": [hook]}
+        group = {"matcher": _MATCHER, "hooks": [hook]}
         return upsert_element(text, ["hooks", "SessionStart"], _is_our_group, group)
     assert isinstance(groups, list)
     for index in reversed(holding[1:]):
-        if all(_is_our_hook(h) for h in groups[index]["hooks"]):
-            text = remove_at(text, ["hooks", "SessionStart"], index)
-        else:
-            inner: list[str | int] = ["hooks", "SessionStart", index, "hooks"]
-            for position in reversed(range(len(groups[index]["hooks"]))):
-                if _is_our_hook(groups[index]["hooks"][position]):
-                    text = remove_at(text, inner, position)
+        text = _drop_ours(text, ["hooks", "SessionStart"], index, groups[index])
     first: list[str | int] = ["hooks", "SessionStart", holding[0], "hooks"]
     return upsert_element(text, first, _is_our_hook, hook)
 
@@ -267,18 +264,24 @@ def _without_our_hooks(text: str, event: str) -> str:
         return text
     where: list[str | int] = ["hooks", event]
     for index in reversed(range(len(entries))):
-        entry = entries[index]
-        if _is_our_hook(entry):
-            text = remove_at(text, where, index)
-        elif _is_our_group(entry):
-            if all(_is_our_hook(hook) for hook in entry["hooks"]):
-                text = remove_at(text, where, index)
-                continue
-            inner = [*where, index, "hooks"]
-            for position in reversed(range(len(entry["hooks"]))):
-                if _is_our_hook(entry["hooks"][position]):
-                    text = remove_at(text, inner, position)
+        text = _drop_ours(text, where, index, entries[index])
     return _without_empty(text, ["hooks", event])
+
+
+def _drop_ours(text: str, where: list[str | int], index: int, entry: Any) -> str:
+    """Without memmesh's hooks in the entry at ``where[index]``: a hook of ours (Cursor) or a
+    group holding only ours goes whole; from a group shared with the user's hooks, only ours
+    go."""
+    if _is_our_hook(entry) or (
+        _is_our_group(entry) and all(_is_our_hook(hook) for hook in entry["hooks"])
+    ):
+        return remove_at(text, where, index)
+    if _is_our_group(entry):
+        inner = [*where, index, "hooks"]
+        for position in reversed(range(len(entry["hooks"]))):
+            if _is_our_hook(entry["hooks"][position]):
+                text = remove_at(text, inner, position)
+    return text
 
 
 def _without_empty(text: str, path: list[str]) -> str:
