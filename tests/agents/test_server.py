@@ -254,3 +254,58 @@ def test_without_the_sdk_mem_mcp_says_how_to_install_it(
         "mem: error: the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'\n"
     )
     assert result.stdout == ""
+
+
+def test_tool_calls_run_on_a_fixed_set_of_threads_so_read_connections_stay_bounded(
+    home: Path,
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memmesh.agents.server import WORKERS, build_server
+
+    with Store(home) as store:
+        store.remember(DEPLOYS, kind="convention")
+
+        async def burst() -> None:
+            with ThreadPoolExecutor(max_workers=WORKERS) as workers:
+                server = build_server(home, store, workers)
+                calls = [server.call_tool("recall", {"query": "deploys"}) for _ in range(40)]
+                results = await _gather(calls)
+                assert all(DEPLOYS in str(result) for result in results)
+
+        anyio.run(burst)
+        # One read connection per thread that ever read: the workers, not one per call.
+        assert len(store.db._reader_connections) <= WORKERS
+
+
+async def _gather(calls: list[Any]) -> list[Any]:
+    import asyncio
+
+    return list(await asyncio.gather(*calls))
+
+
+def test_forgetting_a_published_item_retracts_it_and_auto_sync_pushes_that(
+    team: Team, cwd: Path
+) -> None:
+    ada, bob = team.add("ada", auto_sync=True), team.add("bob")
+    item_id = ada.share(DEPLOYS, kind="decision")
+    assert [h["text"] for h in _team_hits(bob, "how do deploys work")] == [DEPLOYS]
+
+    async def scenario(client: Any) -> None:
+        forgotten = await _call(client, "forget", id=item_id)
+        assert forgotten == {"id": item_id, "status": "archived", "retracted": True}
+
+    _with_session(ada.home, cwd, scenario)
+    # Pushed at once: the coordinator no longer serves it, without a `mem team sync`.
+    assert _team_hits(bob, "how do deploys work") == []
+
+
+def _team_hits(member: Any, query: str) -> list[dict[str, Any]]:
+    from memmesh.registry import load_identity
+    from memmesh.team.member import Member
+
+    with Store(member.home, author=member.name) as store:
+        answer = Member(
+            store, load_identity(member.home), member.policy(), reconcile_first=False
+        ).ask_team(query, k=5, project="global")
+    return [{"text": hit.text} for hit in answer.hits]

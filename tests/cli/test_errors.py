@@ -225,3 +225,26 @@ def test_a_reader_that_goes_away_gets_no_traceback(mem: MemRunner, home: Path) -
     process.stderr.close()
     assert process.wait(timeout=60) == 1
     assert stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("team", "recall-team", "q", "--timeout", "nan"), "argument --timeout: must be a finite"),
+        (("team", "recall-team", "q", "--timeout", "inf"), "argument --timeout: must be a finite"),
+        (("team", "recall-team", "q", "--timeout", "0"), "argument --timeout: must be a finite"),
+        (("team", "recall-team", "q", "-k", "0"), "argument -k: must be 1 or more, not 0"),
+        (("team", "recall-team", "q", "-k", "101"), "argument -k: must be at most 100, not 101"),
+        (("team", "serve", "--heartbeat", "nan"), "argument --heartbeat: must be a finite"),
+        (("team", "serve", "--heartbeat", "0"), "argument --heartbeat: must be a finite"),
+        (("team", "serve", "--port", "70000"), "argument --port: a port is 1-65535, not 70000"),
+        (("coordinator", "serve", "--data", "d", "--port", "0"), "argument --port: must be 1"),
+        (("coordinator", "serve", "--data", "d", "--concurrency", "0"), "--concurrency: must be"),
+    ],
+)
+def test_numbers_out_of_range_are_usage_errors_before_anything_starts(
+    mem: MemRunner, args: tuple[str, ...], message: str
+) -> None:
+    result = mem(*args)
+    assert result.returncode == 2
+    assert message in error_line(result)

@@ -10,10 +10,12 @@ coordinator when the server starts; each call reads the policy again, so a polic
 since become invalid refuses the call instead of being bypassed.
 """
 
+import asyncio
 import json
 import logging
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -33,9 +35,10 @@ try:
 except ImportError:  # pragma: no cover - exercised by a test that hides the package
     raise McpUnavailable() from None
 
-__all__ = ["INSTRUCTIONS", "build_server", "serve"]
+__all__ = ["INSTRUCTIONS", "WORKERS", "build_server", "serve"]
 
 logger = logging.getLogger("memmesh.mcp")
+WORKERS = 4  # tool calls at once
 
 INSTRUCTIONS = """\
 memmesh is this developer's long-term memory (and, when set up, their team's).
@@ -73,9 +76,17 @@ Kind = Annotated[
 ]
 
 
-def build_server(home: Path, store: Store) -> MCPServer:
-    """The MCP server over the member's ``store`` in ``home``."""
+def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPServer:
+    """The MCP server over the member's ``store`` in ``home``; tools run on ``workers``.
+
+    The tools run on threads that live as long as the server: each thread reading the store
+    keeps a connection of its own, so short-lived threads would pile connections up.
+    """
     tools = Tools(home, store)
+
+    async def run(call: Callable[[], dict[str, Any]]) -> str:
+        return await asyncio.get_running_loop().run_in_executor(workers, _answer, call)
+
     policy = try_policy(home)
     team = policy is not None and policy.coordinator is not None
     server = MCPServer(
@@ -86,16 +97,16 @@ def build_server(home: Path, store: Store) -> MCPServer:
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
-    def recall(query: Query, k: K = 5, project: Project = None) -> str:
+    async def recall(query: Query, k: K = 5, project: Project = None) -> str:
         """Search your memory for what is relevant to the current task.
 
         Use it before answering questions about this project's decisions, conventions,
         gotchas and commands, or when stuck. Returns hits with ids and scores, or
         abstained=true when nothing is relevant. Covers the project plus global items.
         """
-        return _run(lambda: tools.recall(query, k=k, project=project))
+        return await run(lambda: tools.recall(query, k=k, project=project))
 
-    def remember(
+    async def remember(
         text: Annotated[
             str,
             Field(min_length=1, max_length=8192, description="one self-contained fact"),
@@ -119,9 +130,9 @@ def build_server(home: Path, store: Store) -> MCPServer:
         Write one self-contained sentence. Remembering the same fact again reinforces it.
         Returns the item's id and whether it was created or reinforced.
         """
-        return _run(lambda: tools.remember(text, kind=kind, project=project, tags=tags))
+        return await run(lambda: tools.remember(text, kind=kind, project=project, tags=tags))
 
-    def outcome(
+    async def outcome(
         id: ItemId,
         result: Annotated[
             Literal["worked", "failed", "partial"],
@@ -133,14 +144,14 @@ def build_server(home: Path, store: Store) -> MCPServer:
         Call it after using an item from recall: items that keep failing stop being recalled,
         items that work rank higher.
         """
-        return _run(lambda: tools.outcome(id, result))
+        return await run(lambda: tools.outcome(id, result))
 
-    def forget(id: ItemId) -> str:
+    async def forget(id: ItemId) -> str:
         """Archive an item that is wrong or obsolete; it is never recalled again.
 
         If it had been published to the team, its publication is retracted as well.
         """
-        return _run(lambda: tools.forget(id))
+        return await run(lambda: tools.forget(id))
 
     server.add_tool(recall, annotations=reads, structured_output=False)
     server.add_tool(remember, annotations=writes, structured_output=False)
@@ -149,7 +160,7 @@ def build_server(home: Path, store: Store) -> MCPServer:
     if not team:
         return server
 
-    def recall_team(
+    async def recall_team(
         query: Query,
         k: K = 5,
         project: Project = None,
@@ -163,9 +174,9 @@ def build_server(home: Path, store: Store) -> MCPServer:
         Use it when your own recall abstains or the question is about something a teammate
         owns. Hits carry the author and the source that answered; every hit is verified.
         """
-        return _run(lambda: tools.recall_team(query, k=k, project=project, author=author))
+        return await run(lambda: tools.recall_team(query, k=k, project=project, author=author))
 
-    def publish(
+    async def publish(
         ids: Annotated[
             list[str],
             Field(min_length=1, max_length=100, description="ids of items to share"),
@@ -179,7 +190,7 @@ def build_server(home: Path, store: Store) -> MCPServer:
         Only publish what the developer asked to share. The policy decides each item and a
         refusal names the rule; secrets are never published. Use dry_run to check first.
         """
-        return _run(lambda: tools.publish(ids, dry_run=dry_run))
+        return await run(lambda: tools.publish(ids, dry_run=dry_run))
 
     server.add_tool(
         recall_team,
@@ -199,10 +210,11 @@ def build_server(home: Path, store: Store) -> MCPServer:
 def serve(home: Path, store: Store) -> None:
     """Serve MCP on stdin/stdout until the client closes the connection."""
     logging.basicConfig(level=logging.WARNING, format="mem mcp: %(levelname)s: %(message)s")
-    build_server(home, store).run("stdio")
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="memmesh-mcp") as workers:
+        build_server(home, store, workers).run("stdio")
 
 
-def _run(call: Callable[[], dict[str, Any]]) -> str:
+def _answer(call: Callable[[], dict[str, Any]]) -> str:
     """Run one tool call: a compact JSON answer, or a tool error saying what went wrong."""
     try:
         result = call()

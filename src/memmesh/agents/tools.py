@@ -12,6 +12,7 @@ always carry item ids so that the agent can report an outcome afterwards.
 from pathlib import Path
 from typing import Any
 
+from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, Item
 from memmesh.local.project import resolve_project
 from memmesh.local.recall import recall
@@ -64,14 +65,17 @@ class Tools:
         return {
             "id": item.id,
             "outcome_score": round(item.outcome_score, 3),
-            "excluded_from_recall": item.outcome_score <= -0.5,
+            "excluded_from_recall": item.outcome_score <= outcomes.EXCLUDE_AT,
         }
 
     def forget(self, item_id: str) -> dict[str, Any]:
         """Archive the item; if it was published, its publication is retracted too."""
         item = self.store.forget(item_id)
-        retracted = retract_changed(self.store, self.home)
-        return {"id": item.id, "status": item.status, "retracted": retracted > 0}
+        retracted, warning = retract_changed(self.store, self.home)
+        answer = {"id": item.id, "status": item.status, "retracted": item.id in retracted}
+        if warning:
+            answer["warning"] = warning
+        return answer
 
     def recall_team(
         self,
@@ -83,19 +87,8 @@ class Tools:
         timeout: float = 2.0,
     ) -> dict[str, Any]:
         """Ask the whole team (coordinator and live peers); raises when no source answered."""
-        from memmesh.team.recall import recall_team
-
-        policy = load_policy(self.home)
-        answer = recall_team(
-            self.store,
-            policy,
-            query,
-            k=k,
-            project=resolve_project(project),
-            author=author,
-            timeout=timeout,
-            deadline=timeout + 1.0,
-            own_key=load_identity(self.home).key_id,
+        answer = self._member(reconcile_first=False).ask_team(
+            query, k=k, project=resolve_project(project), author=author, timeout=timeout
         )
         return {
             "hits": [
@@ -118,10 +111,14 @@ class Tools:
             "warnings": answer.warnings,
         }
 
+    def _member(self, *, reconcile_first: bool = True) -> Member:
+        """This member with the policy as it is now (an invalid one refuses, exit 3)."""
+        identity, policy = load_identity(self.home), load_policy(self.home)
+        return Member(self.store, identity, policy, reconcile_first=reconcile_first)
+
     def publish(self, item_ids: list[str], *, dry_run: bool = False) -> dict[str, Any]:
         """Share items with the team, exactly as `mem team publish` would without --force."""
-        member = Member(self.store, load_identity(self.home), load_policy(self.home))
-        planned, warning = member.publish(item_ids, dry_run=dry_run)
+        planned, warning = self._member().publish(item_ids, dry_run=dry_run)
         result: dict[str, Any] = {
             "dry_run": dry_run,
             "items": [

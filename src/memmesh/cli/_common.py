@@ -3,11 +3,14 @@
 import argparse
 import importlib
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from memmesh.local.items import MAX_K
 
 if TYPE_CHECKING:
     from memmesh.local.store import Store
@@ -20,11 +23,15 @@ __all__ = [
     "command_adder",
     "command_group",
     "emit",
+    "hits",
     "home_of",
     "lazy",
     "nonempty",
     "open_store",
+    "port",
+    "positive_float",
     "positive_int",
+    "warn",
 ]
 
 DEFAULT_HOME = Path("~/.memmesh")
@@ -188,6 +195,39 @@ def positive_int(value: str) -> int:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
+
+
+def warn(warning: str | None) -> None:
+    """Print a warning (if there is one) on stderr; the command still succeeds."""
+    if warning:
+        print(f"mem: warning: {warning}", file=sys.stderr)
+
+
+def positive_float(value: str) -> float:
+    """An argparse type: a finite number greater than 0 (seconds, say)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not math.isfinite(number) or number <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {value}")
+    return number
+
+
+def port(value: str) -> int:
+    """An argparse type: a TCP port, 1-65535."""
+    number = positive_int(value)
+    if number > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535, not {number}")
+    return number
+
+
+def hits(value: str) -> int:
+    """An argparse type: how many hits a recall may return, 1 to MAX_K."""
+    number = positive_int(value)
+    if number > MAX_K:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_K}, not {number}")
     return number
 
 

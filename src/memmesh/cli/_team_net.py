@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, open_store
+from memmesh.cli._common import emit, home_of, open_store, warn
 from memmesh.local.project import resolve_project
 from memmesh.net.settings import ServeSettings
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
+from memmesh.team.member import Member
 
 if TYPE_CHECKING:
     from memmesh.team.recall import TeamAnswer
@@ -88,28 +89,23 @@ def run_peers(args: argparse.Namespace) -> int:
 
 
 def run_recall_team(args: argparse.Namespace) -> int:
-    from memmesh.team.recall import recall_team
-
     home = home_of(args)
     policy = load_policy(home)
     identity = load_identity(home)
     project = resolve_project(args.project)
     with open_store(args) as store:
-        answer = recall_team(
-            store,
-            policy,
+        member = Member(store, identity, policy, reconcile_first=False)
+        answer = member.ask_team(
             args.query,
             k=args.k,
             project=project,
             author=args.author,
             timeout=args.timeout,
-            deadline=args.timeout + 1.0,
-            own_key=identity.key_id,
             interfaces=args.interface,
         )
     emit(args, answer_json(answer), _answer_text(answer))
     for warning in answer.warnings:
-        print(f"mem: warning: {warning}", file=sys.stderr)
+        warn(warning)
     return 0
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, open_store
+from memmesh.cli._common import emit, home_of, open_store, warn
 from memmesh.local.items import iso
 from memmesh.policy import (
     POLICY_FILENAME,
@@ -100,7 +100,7 @@ def run_policy(args: argparse.Namespace) -> int:
 def run_publish(args: argparse.Namespace) -> int:
     with _member(args) as team:
         planned, warning = team.publish(args.ids, force=args.force, dry_run=args.dry_run)
-    _warn(warning)
+    warn(warning)
     rows = [
         {
             "id": p.item.id,
@@ -121,11 +121,6 @@ def run_publish(args: argparse.Namespace) -> int:
     emit(args, {"dry_run": args.dry_run, "items": rows}, "\n".join(lines))
     refused = any(row["action"] == "refused" for row in rows)
     return 3 if refused else 0
-
-
-def _warn(warning: str | None) -> None:
-    if warning:
-        print(f"mem: warning: {warning}", file=sys.stderr)
 
 
 def run_sync(args: argparse.Namespace) -> int:
@@ -151,7 +146,7 @@ def run_retract(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False) as team:
         entries = retract(team.registry, args.ids)
         warning = auto_sync(team)
-    _warn(warning)
+    warn(warning)
     rows = [{"id": e.item_id, "version": e.version, "seq": e.seq} for e in entries]
     emit(
         args,

@@ -1,6 +1,7 @@
 """`mem mcp` and `mem hook ...`: connect memmesh to coding agents."""
 
 import argparse
+import json
 import os
 import select
 import sys
@@ -140,7 +141,17 @@ def _hook_input() -> str:
             break
         chunks.append(chunk)
         size += len(chunk)
+        if _whole_json(b"".join(chunks)):
+            break  # some clients keep the pipe open after writing: do not wait for its end
     return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def _whole_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
 
 
 def _install(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-from memmesh.cli._common import command_adder, command_group, nonempty
+from memmesh.cli._common import command_adder, command_group, nonempty, port, positive_int
 from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 from memmesh.policy.config import DEFAULT_TOKEN_ENV
 
@@ -34,7 +34,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    p.add_argument("--port", type=int, default=8400, help="port to listen on (8400)")
+    p.add_argument("--port", type=port, default=8400, help="port to listen on (8400)")
     p.add_argument(
         "--token-env",
         default=DEFAULT_TOKEN_ENV,
@@ -47,7 +47,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.add_argument(
         "--concurrency",
-        type=int,
+        type=positive_int,
         default=DEFAULT_CONCURRENCY,
         help=f"requests at once before answering 503 ({DEFAULT_CONCURRENCY})",
     )

@@ -12,7 +12,9 @@ from memmesh.cli._common import (
     nonempty,
     open_store,
     positive_int,
+    warn,
 )
+from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
 from memmesh.local.project import resolve_project
 
@@ -233,7 +235,8 @@ def _forget(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         item = store.forget(args.id)
-        retract_changed(store, home_of(args))
+        _, warning = retract_changed(store, home_of(args))
+    warn(warning)
     emit(
         args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"archived {item.id}"
     )
@@ -245,7 +248,8 @@ def _revise(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         old, new = store.revise(args.id, args.text)
-        retract_changed(store, home_of(args))
+        _, warning = retract_changed(store, home_of(args))
+    warn(warning)
     emit(
         args,
         {"id": new.id, "status": "revised", "superseded": old.id, "item": new.to_dict()},
@@ -258,7 +262,7 @@ def _outcome(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         item = store.outcome(args.id, args.result)
     note = f"{item.id}: score {item.outcome_score:+.2f}"
-    if item.outcome_score <= -0.5:
+    if item.outcome_score <= outcomes.EXCLUDE_AT:
         note += " (left out of recall until its failures fade)"
     emit(
         args,

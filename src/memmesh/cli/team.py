@@ -6,7 +6,17 @@ registry, the policy and the store are more than `mem` should load just to start
 
 import argparse
 
-from memmesh.cli._common import Command, Handler, command_adder, command_group, lazy, nonempty
+from memmesh.cli._common import (
+    Command,
+    Handler,
+    command_adder,
+    command_group,
+    hits,
+    lazy,
+    nonempty,
+    port,
+    positive_float,
+)
 from memmesh.local.items import MAX_K
 
 __all__ = ["register"]
@@ -100,7 +110,7 @@ def _network_commands(command: Command) -> None:
         "mem team serve --port 8410",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    p.add_argument("--port", type=int, default=8410, help="port to listen on (8410)")
+    p.add_argument("--port", type=port, default=8410, help="port to listen on (8410)")
     p.add_argument("--advertise", metavar="URL", help="URL teammates reach this daemon at")
     p.add_argument(
         "--interface",
@@ -108,7 +118,9 @@ def _network_commands(command: Command) -> None:
         metavar="IP",
         help="interface address for zeroconf (repeatable; default: the listen address)",
     )
-    p.add_argument("--heartbeat", type=float, default=30.0, help="seconds between heartbeats")
+    p.add_argument(
+        "--heartbeat", type=positive_float, default=30.0, help="seconds between heartbeats"
+    )
 
     p = command(
         "peers",
@@ -128,8 +140,10 @@ def _network_commands(command: Command) -> None:
         'mem team recall-team "how do we run database migrations" -k 5',
     )
     p.add_argument("query", help="what you want to know")
-    p.add_argument("-k", type=int, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
+    p.add_argument("-k", type=hits, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
     p.add_argument("--author", metavar="NAME", help="only items by this member")
     p.add_argument("--project", metavar="P", help="project to ask about (plus global)")
-    p.add_argument("--timeout", type=float, default=2.0, metavar="S", help="per-source seconds")
+    p.add_argument(
+        "--timeout", type=positive_float, default=2.0, metavar="S", help="per-source seconds"
+    )
     p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")

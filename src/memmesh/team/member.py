@@ -6,12 +6,16 @@ was asked for.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memmesh.errors import MemmeshError
 from memmesh.local.store import Store
 from memmesh.policy import Policy, PolicyError, load_policy
 from memmesh.registry import Planned, Registry, load_identity, plan, publish, reconcile
 from memmesh.registry.identity import KEY_FILENAME, Identity
+
+if TYPE_CHECKING:
+    from memmesh.team.recall import TeamAnswer
 
 __all__ = ["Member", "auto_sync", "reported_action", "retract_changed", "try_policy"]
 
@@ -54,6 +58,35 @@ class Member:
         planned = publish(self.registry, policy, item_ids, force=force)
         return planned, auto_sync(self)
 
+    def ask_team(
+        self,
+        query: str,
+        *,
+        k: int,
+        project: str,
+        author: str | None = None,
+        timeout: float = 2.0,
+        interfaces: list[str] | None = None,
+    ) -> "TeamAnswer":
+        """recall-team for this member: every source gets ``timeout``, the whole ask a second
+        more. Raises :class:`Unreachable` when no source answered."""
+        from memmesh.team.recall import recall_team
+
+        # Without a policy in hand, reading it again raises why it cannot be used.
+        policy = self.policy or load_policy(self.store.home)
+        return recall_team(
+            self.store,
+            policy,
+            query,
+            k=k,
+            project=project,
+            author=author,
+            timeout=timeout,
+            deadline=timeout + 1.0,
+            own_key=self.identity.key_id,
+            interfaces=interfaces,
+        )
+
 
 def reported_action(planned: Planned, *, dry_run: bool) -> str:
     """What to call a planned item's fate in a report: "published" once it has been."""
@@ -70,12 +103,17 @@ def try_policy(home: Path) -> Policy | None:
         return None
 
 
-def retract_changed(store: Store, home: Path) -> int:
-    """After a forget or revise: retract publications whose item changed, if we have a key."""
+def retract_changed(store: Store, home: Path) -> tuple[list[str], str | None]:
+    """After a forget or revise: retract the publications whose item changed (if we have a
+    key), and push the retractions at once when the policy asks for it.
+
+    Returns the ids of the items retracted, and the auto-sync warning if the push failed.
+    """
     if not (home / KEY_FILENAME).exists():
-        return 0
-    registry = Registry(store, load_identity(home), "default")
-    return len(reconcile(registry))
+        return [], None
+    member = Member(store, load_identity(home), try_policy(home), reconcile_first=False)
+    retracted = [entry.item_id for entry in reconcile(member.registry)]
+    return retracted, auto_sync(member) if retracted else None
 
 
 def auto_sync(member: Member) -> str | None:
