@@ -5,9 +5,9 @@ preferences, from :func:`memmesh.local.digest.digest`. Each line is one item; lo
 cut with an ellipsis; the least useful lines are dropped until the whole fits.
 
 Clients read a session-start hook's answer differently: Claude Code and Codex add plain
-standard output to the context, Cursor reads ``additional_context`` from a JSON object. Claude
-Code and Cursor give the hook a JSON object on standard input naming the working folder, which
-decides the project.
+standard output to the context, Cursor reads ``additional_context`` from a JSON object. Each
+client gives the hook a JSON object on standard input naming the working folder, which decides
+the project.
 """
 
 import json
