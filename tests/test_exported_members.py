@@ -23,6 +23,13 @@ MODULES = [
     "memmesh.local.doctor",
     "memmesh.local",
     "memmesh.cli",
+    "memmesh.agents",
+    "memmesh.agents.errors",
+    "memmesh.agents.brief",
+    "memmesh.agents.install",
+    "memmesh.agents.tools",
+    "memmesh.local.digest",
+    "memmesh.team.member",
 ]
 
 
@@ -37,10 +44,11 @@ def test_all_names_exist(name: str) -> None:
 
 def test_every_error_derives_from_the_root() -> None:
     from memmesh.embed import errors as embed_errors
+    from memmesh.agents import errors as agent_errors
     from memmesh.errors import MemmeshError
     from memmesh.local import errors as local_errors
 
-    for module in (embed_errors, local_errors):
+    for module in (embed_errors, local_errors, agent_errors):
         for member in module.__all__:
             error = getattr(module, member)
             assert issubclass(error, MemmeshError), f"{module.__name__}.{member}"

@@ -3,3 +3,5 @@
 Only :mod:`memmesh.agents.server` needs the optional MCP SDK; the brief and the configuration
 installer work without it.
 """
+
+__all__: list[str] = []
