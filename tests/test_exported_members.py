@@ -43,8 +43,8 @@ def test_all_names_exist(name: str) -> None:
 
 
 def test_every_error_derives_from_the_root() -> None:
-    from memmesh.embed import errors as embed_errors
     from memmesh.agents import errors as agent_errors
+    from memmesh.embed import errors as embed_errors
     from memmesh.errors import MemmeshError
     from memmesh.local import errors as local_errors
 
