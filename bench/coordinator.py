@@ -103,7 +103,7 @@ from memmesh.local.ids import new_id
 from memmesh.local.recall import recall
 from memmesh.net.app import Endpoint, create_app
 from memmesh.net.limits import QUERY_BODY_LIMIT, BodyLimit
-from memmesh.net.server import ServeSettings, free_port, serve
+from memmesh.net.server import ServeSettings, free_port, serve_processes
 from memmesh.net.wire import decode_request, encode
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Publication, seal, text_hash
 from memmesh.registry.identity import Identity, create_identity
@@ -396,15 +396,22 @@ class Server:
         raise RuntimeError(f"{self.name} did not answer /healthz in {START_TIMEOUT:.0f}s")
 
     def cpu_seconds(self) -> float:
-        """User plus system CPU seconds the process has used so far (Linux; else NaN)."""
+        """User plus system CPU seconds the server has used so far, its worker processes
+        included (Linux; else NaN)."""
         if self.process is None:
             return float("nan")
-        try:
-            stat = Path(f"/proc/{self.process.pid}/stat").read_text()
-        except OSError:
-            return float("nan")
-        fields = stat.rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        pids = [self.process.pid]
+        for stat_file in Path("/proc").glob("[0-9]*/stat"):
+            fields = _stat_fields(stat_file)
+            if fields is not None and int(fields[1]) == self.process.pid:
+                pids.append(int(stat_file.parent.name))
+        total = 0.0
+        for pid in pids:
+            fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+            if fields is None:
+                return float("nan")
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 15 s."""
@@ -438,33 +445,43 @@ def child_env(work: Path) -> dict[str, str]:
     return {**os.environ, TOKEN_ENV: TOKEN, "MEM_HOME": str(work / "mem-home")}
 
 
-def coordinator_server(data: Path, work: Path) -> Server:
+def _stat_fields(stat_file: Path) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state is [0], ppid [1])."""
+    try:
+        return stat_file.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def coordinator_server(data: Path, work: Path, workers: int = 1) -> Server:
     """``mem coordinator serve`` (as ``python -m memmesh``) over ``data``."""
     port = free_port()
     command = [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(data),
-               "--port", str(port)]  # fmt: skip
+               "--port", str(port), "--workers", str(workers)]  # fmt: skip
     return Server("coordinator", command, port, work / "coordinator.log")
 
 
-def floor_server(kind: str, body_file: Path, work: Path) -> Server:
+def floor_server(kind: str, body_file: Path, work: Path, workers: int = 1) -> Server:
     """This file's hidden ``--serve-floor`` mode."""
     port = free_port()
     command = [sys.executable, str(Path(__file__).resolve()), "--serve-floor", kind,
-               "--port", str(port), "--floor-body", str(body_file)]  # fmt: skip
+               "--port", str(port), "--floor-body", str(body_file),
+               "--workers", str(workers)]  # fmt: skip
     return Server(f"{kind} floor", command, port, work / f"floor-{kind}.log")
 
 
-def serve_floor(kind: str, port: int, body_file: Path) -> None:
+def serve_floor(kind: str, port: int, body_file: Path, workers: int = 1) -> None:
     """Serve a constant ``/v1/search`` on the coordinator's stack until interrupted.
 
     ``harness``: ``create_app`` with the coordinator's search route shape (token, body limit,
     strict decode into :class:`SearchRequest`, worker thread, encode of a
     :class:`SearchResponse`). ``raw``: one Starlette route that reads the body and answers with
-    the same bytes. Both under :func:`memmesh.net.server.serve` with its default settings.
+    the same bytes. Both under :func:`memmesh.net.server.serve_processes` with its default
+    settings and the coordinator's number of worker processes.
     """
     body = body_file.read_bytes()
     token = os.environ.get(TOKEN_ENV) or None
-    settings = ServeSettings(port=port)
+    settings = ServeSettings(port=port, workers=workers)
     if kind == "harness":
         answer = msgspec.json.decode(body, type=SearchResponse)
         endpoints = [
@@ -477,7 +494,7 @@ def serve_floor(kind: str, port: int, body_file: Path) -> None:
                 limit=BodyLimit(max_bytes=QUERY_BODY_LIMIT),
             ),
         ]
-        serve(create_app(endpoints, token=token), settings, token=token)
+        serve_processes(lambda: create_app(endpoints, token=token), settings, token=token)
         return
 
     async def search(request: Request) -> Response:
@@ -493,7 +510,7 @@ def serve_floor(kind: str, port: int, body_file: Path) -> None:
             Route("/healthz", health, methods=["GET"]),
         ]
     )
-    serve(app, settings, token=None)
+    serve_processes(lambda: app, settings, token=None)
 
 
 # -- publish -----------------------------------------------------------------------------------
@@ -925,7 +942,7 @@ def run_size(
         result.publish.append(publish_in_process(data, published, done, size))
     del published
 
-    server = coordinator_server(data, work)
+    server = coordinator_server(data, work, args.workers)
     with running(server, env) as start_seconds:
         result.start_seconds = start_seconds
         info = httpx.get(
@@ -941,7 +958,7 @@ def run_size(
     body_file = work / f"floor-body-{size}.json"
     body_file.write_bytes(result.warmup.floor_body)
     for kind in FLOOR_KINDS:
-        server = floor_server(kind, body_file, work)
+        server = floor_server(kind, body_file, work, args.workers)
         with running(server, env):
             result.loads.append(
                 run_load(server, f"{kind} floor", bodies, args.clients, args.seconds)
@@ -1112,6 +1129,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--sizes", type=int, nargs="+", default=[10_000, 100_000], help="items (10000 100000)"
     )
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server processes, for the coordinator and both floors alike (1)",
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per load run (10)")
     parser.add_argument("--queries", type=int, default=300, help="distinct queries (300)")
     parser.add_argument(
@@ -1171,7 +1194,7 @@ def _terminate(signum: int, frame: object) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve_floor is not None:
-        serve_floor(args.serve_floor, args.port, args.floor_body)
+        serve_floor(args.serve_floor, args.port, args.floor_body, args.workers)
         return 0
     signal.signal(signal.SIGTERM, _terminate)
     info = machine_info()

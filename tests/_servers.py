@@ -47,9 +47,12 @@ def running(app: ASGIApp, *, limit_concurrency: int | None = None) -> Iterator[s
 class CoordinatorProcess:
     """`mem coordinator serve` in a real process, which tests may kill and restart."""
 
-    def __init__(self, data: Path, *, token: str | None, port: int | None = None) -> None:
+    def __init__(
+        self, data: Path, *, token: str | None, port: int | None = None, workers: int = 1
+    ) -> None:
         self.data = data
         self.token = token
+        self.workers = workers
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -62,7 +65,7 @@ class CoordinatorProcess:
             env.pop("MEM_TEAM_TOKEN", None)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(self.data),
-             "--port", str(self.port)],
+             "--port", str(self.port), "--workers", str(self.workers)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -122,3 +122,58 @@ def test_serve_on_loopback_without_a_token_needs_none(tmp_path: Path) -> None:
 
     assert info.status_code == 200
     assert info.json()["published"] == 0
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
+def test_several_workers_share_one_port_see_each_others_writes_and_stop_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memmesh.local.store import Store
+    from memmesh.team.member import Member as Asker
+    from tests.team._team import TOKEN, Team
+
+    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+    process = CoordinatorProcess(tmp_path / "data", token=TOKEN, workers=3)
+    try:
+        process.start()
+        assert process.process is not None
+        workers = _children(process.process.pid)
+        assert len(workers) == 3
+        team = Team(tmp_path, process.url)
+        ada, bob = team.add("ada"), team.add("bob")
+        ada.share("Deploys go through the blue-green script in ops/deploy.sh")
+        with Store(bob.home, author="bob") as store:
+            asker = Asker(store, bob.identity, bob.policy(), reconcile_first=False)
+            # Each ask opens new connections, which the kernel hands to any of the workers.
+            answers = [
+                [h.text for h in asker.ask_team("how do deploys work", k=3, project="global").hits]
+                for _ in range(12)
+            ]
+        assert answers == [["Deploys go through the blue-green script in ops/deploy.sh"]] * 12
+    finally:
+        process.stop()
+    assert process.process is not None
+    assert process.process.returncode == 0
+    assert all(not Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+def test_workers_must_be_a_positive_number(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(tmp_path),
+         "--workers", "0"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "argument --workers: must be 1 or more, not 0" in error_line(result)

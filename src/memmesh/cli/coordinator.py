@@ -1,13 +1,18 @@
 """`mem coordinator serve`: run the passive team host."""
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memmesh.cli._common import command_adder, command_group, nonempty, port, positive_int
 from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 from memmesh.policy.config import DEFAULT_TOKEN_ENV
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 __all__ = ["register"]
 
@@ -51,26 +56,54 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         default=DEFAULT_CONCURRENCY,
         help=f"requests at once before answering 503 ({DEFAULT_CONCURRENCY})",
     )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="processes answering on the one port (1); searches use about one core each",
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: the server stack is heavy, and every other command starts faster for it.
     from memmesh.coordinator import Coordinator, coordinator_app
-    from memmesh.net.server import check_bind, serve
+    from memmesh.net.server import check_bind, serve_processes
 
     token = os.environ.get(args.token_env) or None
-    settings = ServeSettings(host=args.host, port=args.port, limit_concurrency=args.concurrency)
+    settings = ServeSettings(
+        host=args.host,
+        port=args.port,
+        limit_concurrency=args.concurrency,
+        workers=args.workers,
+    )
     check_bind(settings.host, token)
-    coordinator = Coordinator(Path(args.data).expanduser(), team=args.team, embedder=args.embedder)
+    data = Path(args.data).expanduser()
+
+    def open_coordinator() -> "Coordinator":
+        return Coordinator(data, team=args.team, embedder=args.embedder)
+
+    # Opened once here to check the data folder (and bring its schema up to date) before any
+    # worker starts; each worker then opens its own.
+    with contextlib.closing(open_coordinator()) as coordinator:
+        fingerprint = coordinator.store.embedder.fingerprint
+    workers = f", {settings.workers} workers" if settings.workers > 1 else ""
+    print(
+        f"memmesh coordinator on http://{settings.host}:{settings.port} "
+        f"(data {args.data}, embedder {fingerprint}{workers}"
+        f"{', no token: loopback only' if not token else ''})",
+        file=sys.stderr,
+        flush=True,
+    )
+    opened: list[Coordinator] = []
+
+    def make_app() -> "ASGIApp":
+        coordinator = open_coordinator()
+        opened.append(coordinator)
+        return coordinator_app(coordinator, token=token)
+
     try:
-        print(
-            f"memmesh coordinator on http://{settings.host}:{settings.port} "
-            f"(data {args.data}, embedder {coordinator.store.embedder.fingerprint}"
-            f"{', no token: loopback only' if not token else ''})",
-            file=sys.stderr,
-            flush=True,
-        )
-        serve(coordinator_app(coordinator, token=token), settings, token=token)
+        serve_processes(make_app, settings, token=token)
     finally:
-        coordinator.close()
+        for coordinator in opened:
+            coordinator.close()
     return 0

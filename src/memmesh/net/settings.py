@@ -12,6 +12,8 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
 
     * ``limit_concurrency`` - connections and tasks at once; beyond it uvicorn answers 503.
     * ``timeout_keep_alive`` - seconds an idle keep-alive connection is kept.
+    * ``workers`` - processes answering on the one listening socket, each with the app built
+      anew (its own database connections); one process is held to one core by the GIL.
     """
 
     host: str = "127.0.0.1"
@@ -19,3 +21,4 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     limit_concurrency: int = DEFAULT_CONCURRENCY
     timeout_keep_alive: int = 5
     log_level: str = "warning"
+    workers: int = 1
