@@ -84,8 +84,7 @@ def digest(home: Path, project: str, *, now: float | None = None) -> Digest:
 def _ranked(rows: Iterable[tuple[Any, ...]], now: float) -> list[Useful]:
     out = []
     for row in rows:
-        worked, failed, partial = (outcomes.decay(row[i], row[8], now) for i in (5, 6, 7))
-        score = outcomes.score(worked, failed, partial)
+        score = outcomes.score(*outcomes.decayed(row[5], row[6], row[7], row[8], now))
         if score <= outcomes.EXCLUDE_AT:
             continue
         out.append(

@@ -16,6 +16,7 @@ __all__ = [
     "HALF_LIFE_SECONDS",
     "Outcome",
     "decay",
+    "decayed",
     "rank_factor",
     "score",
 ]
@@ -33,6 +34,13 @@ def decay(count: float, since: float | None, now: float) -> float:
         return count
     elapsed = max(0.0, now - since)
     return float(count * 0.5 ** (elapsed / HALF_LIFE_SECONDS))
+
+
+def decayed(
+    worked: float, failed: float, partial: float, since: float | None, now: float
+) -> tuple[float, float, float]:
+    """The three counts, last changed at ``since``, as they stand at ``now``."""
+    return (decay(worked, since, now), decay(failed, since, now), decay(partial, since, now))
 
 
 def score(worked: float, failed: float, partial: float = 0.0) -> float:

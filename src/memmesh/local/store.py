@@ -86,12 +86,7 @@ _ITEM_COLUMNS = ", ".join(ItemRow._fields)
 
 def _decayed(row: ItemRow, now: float) -> tuple[float, float, float]:
     """The row's worked, failed and partial counts as they stand at ``now``."""
-    since = row.outcomes_at
-    return (
-        outcomes.decay(row.worked, since, now),
-        outcomes.decay(row.failed, since, now),
-        outcomes.decay(row.partial, since, now),
-    )
+    return outcomes.decayed(row.worked, row.failed, row.partial, row.outcomes_at, now)
 
 
 def default_author() -> str:
