@@ -170,9 +170,8 @@ def test_values_that_need_escaping_are_written_as_valid_toml() -> None:
         '[mcp_servers]\nmemmesh = { command = "mem", args = ["mcp"] }\n',
         '[mcp_servers]\nmemmesh.command = "mem"\n',
         'mcp_servers.memmesh.command = "mem"\n',
-        '[mcp_servers.memmesh.env]\nMEM_PROJECT = "x"\n',
     ],
-    ids=["inline-at-top", "inline-in-table", "dotted-in-table", "dotted-at-top", "implicit"],
+    ids=["inline-at-top", "inline-in-table", "dotted-in-table", "dotted-at-top"],
 )
 def test_table_written_in_another_form_is_refused(text: str) -> None:
     with pytest.raises(EditError, match="inline or dotted keys"):
@@ -217,3 +216,12 @@ def test_table_with_a_bracketed_line_in_a_multiline_string_is_replaced() -> None
     assert set_table(before, PATH, VALUES) == RENDERED + (
         'note = """\n[written by hand]\n"""\n\n[other]\na = 1\n'
     )
+
+
+def test_a_table_known_only_through_its_sub_table_gets_its_own_header() -> None:
+    before = 'model = "o3"\n\n[mcp_servers.memmesh.env]\nMEM_PROJECT = "x"\n'
+
+    after = set_table(before, PATH, VALUES)
+
+    assert after == before + "\n" + RENDERED
+    assert tomllib.loads(after)["mcp_servers"]["memmesh"] == {**VALUES, "env": {"MEM_PROJECT": "x"}}

@@ -146,7 +146,10 @@ def test_json_output_describes_files_and_backups(mem: MemRunner, user_home: Path
         {"path": mcp, "what": "MCP server", "changed": True, "created": False},
         {"path": hooks, "what": "sessionStart hook", "changed": True, "created": True},
     ]
+    diffs = [entry.pop("diff") for entry in planned["files"]]
     assert planned == {"client": "cursor", "dry_run": True, "files": files, "backups": []}
+    assert diffs[0].startswith(f"--- {mcp}\n+++ {mcp}\n")
+    assert diffs[1].startswith(f"--- /dev/null\n+++ {hooks}\n")
     assert done["dry_run"] is False
     assert done["files"] == files
     (backup,) = done["backups"]
@@ -233,3 +236,13 @@ def test_uninstall_takes_back_exactly_what_install_wrote(mem: MemRunner, user_ho
     again = json_of(mem("hook", "uninstall", "claude", "--json"))
     assert [f["changed"] for f in again["files"]] == [False, False]
     assert again["backups"] == []
+
+
+def test_a_json_dry_run_carries_each_files_diff_and_writes_nothing(
+    mem: MemRunner, user_home: Path
+) -> None:
+    data = json_of(mem("hook", "install", "cursor", "--dry-run", "--json"))
+
+    assert data["dry_run"] is True
+    assert [f["diff"].startswith("--- /dev/null\n") for f in data["files"]] == [True, True]
+    assert _files(user_home) == {}

@@ -48,7 +48,9 @@ def set_table(text: str, path: list[str], values: dict[str, Any]) -> str:
     lines = text.splitlines(keepends=True)
     span = _table_body(lines, path)
     if span is None:
-        if _defined(data, path):
+        # Defined only through sub-tables (``[a.b.env]``) the table may still get its own
+        # header; defined inline or with dotted keys it may not.
+        if _defined(data, path) and not _has_sub_tables(lines, path):
             raise EditError(
                 f"{'.'.join(path)} is written in a form this edit does not touch "
                 "(inline or dotted keys); change it by hand"
@@ -116,6 +118,15 @@ def remove_table(text: str, path: list[str]) -> str:
     except tomllib.TOMLDecodeError:
         raise EditError("the edit would not be valid TOML") from None
     return new
+
+
+def _has_sub_tables(lines: list[str], path: list[str]) -> bool:
+    inside = _inside_strings(lines)
+    for number, line in enumerate(lines):
+        match = None if inside[number] else _HEADER.match(line)
+        if match is not None and _split_key(match.group("key"))[: len(path)] == path:
+            return True
+    return False
 
 
 def _is_blank_or_comment(line: str) -> bool:

@@ -169,7 +169,13 @@ def _report(args: argparse.Namespace, changes: list[FileChange]) -> int:
         "client": args.client,
         "dry_run": args.dry_run,
         "files": [
-            {"path": str(c.path), "what": c.what, "changed": c.changed, "created": c.before is None}
+            {
+                "path": str(c.path),
+                "what": c.what,
+                "changed": c.changed,
+                "created": c.before is None,
+                **({"diff": c.diff()} if args.dry_run else {}),
+            }
             for c in changes
         ],
         "backups": [str(b) for b in backups],
