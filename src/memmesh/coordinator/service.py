@@ -126,25 +126,9 @@ class Coordinator:
         try:
             # The envelope and the searchable copy commit together, or not at all.
             with self.store.writing() as conn:
-                current = _current(conn, body.item_id)
-                if current is not None:
-                    kind, version, author_key, payload = current
-                    if author_key != body.author_key:
-                        return _rejected(
-                            body.item_id, body.version, "the item belongs to another key"
-                        )
-                    if kind == "retraction" and body.version <= version:
-                        return _stale(body.item_id, body.version, "retracted")
-                    if kind == "publication" and body.version < version:
-                        return _stale(body.item_id, body.version, "a newer version is published")
-                    if kind == "publication" and body.version == version:
-                        if payload == item.envelope.payload:
-                            return Outcome(
-                                item_id=body.item_id, version=body.version, status="duplicate"
-                            )
-                        return _rejected(
-                            body.item_id, body.version, "a different envelope has this version"
-                        )
+                settled = _settled(conn, body, item.envelope)
+                if settled is not None:
+                    return settled
                 self.store.put(
                     item_id=body.item_id, text=body.text, kind=body.kind, project=body.project,
                     tags=body.tags, author=body.author, created_at=body.published_at,
@@ -170,17 +154,9 @@ class Coordinator:
             return _rejected(body.item_id, body.version, refusal)
         # The tombstone and the purge commit together.
         with self.store.writing() as conn:
-            current = _current(conn, body.item_id)
-            if current is not None:
-                kind, version, author_key, _ = current
-                if author_key != body.author_key:
-                    return _rejected(
-                        body.item_id, body.version, "only the item's author can retract it"
-                    )
-                if kind == "retraction" and body.version <= version:
-                    return Outcome(item_id=body.item_id, version=body.version, status="duplicate")
-                if kind == "publication" and body.version < version:
-                    return _stale(body.item_id, body.version, "a newer version is published")
+            settled = _settled(conn, body, envelope)
+            if settled is not None:
+                return settled
             _save(conn, "retraction", body.item_id, body.version, body.author_key, envelope)
             self.store.purge(body.item_id, conn=conn)
         return Outcome(item_id=body.item_id, version=body.version, status="accepted")
@@ -323,12 +299,42 @@ class Coordinator:
         )
 
 
-def _current(conn: sqlite3.Connection, item_id: str) -> tuple[str, int, str, bytes] | None:
+def _settled(
+    conn: sqlite3.Connection, body: Publication | Retraction, envelope: Envelope
+) -> Outcome | None:
+    """What becomes of an incoming envelope given what is stored for its item: ``None`` when
+    it moves the item forward, else the outcome (nothing is written).
+
+    Versions only move forward: only the key that first published an item may touch it; a
+    retraction beats every publication up to its version; a replay is a duplicate.
+    """
     row = conn.execute(
         "SELECT kind, version, author_key, payload FROM coord_envelopes WHERE item_id = ?",
-        (item_id,),
+        (body.item_id,),
     ).fetchone()
-    return None if row is None else (row[0], row[1], row[2], bytes(row[3]))
+    if row is None:
+        return None
+    kind, version, author_key, payload = row[0], row[1], row[2], bytes(row[3])
+    item_id, incoming = body.item_id, body.version
+    retracting = isinstance(body, Retraction)
+    if author_key != body.author_key:
+        reason = (
+            "only the item's author can retract it"
+            if retracting
+            else "the item belongs to another key"
+        )
+        return _rejected(item_id, incoming, reason)
+    if kind == "retraction" and incoming <= version:
+        if retracting:
+            return Outcome(item_id=item_id, version=incoming, status="duplicate")
+        return _stale(item_id, incoming, "retracted")
+    if kind == "publication" and incoming < version:
+        return _stale(item_id, incoming, "a newer version is published")
+    if kind == "publication" and incoming == version and not retracting:
+        if payload == envelope.payload:
+            return Outcome(item_id=item_id, version=incoming, status="duplicate")
+        return _rejected(item_id, incoming, "a different envelope has this version")
+    return None
 
 
 def _save(
