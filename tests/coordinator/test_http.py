@@ -28,6 +28,7 @@ from memmesh.net.client import Client
 from memmesh.net.errors import Refused
 from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import FORMAT_VERSION, Presence, open_envelope, seal
+from tests._clock import FakeClock
 from tests._servers import running
 from tests.registry._helpers import TEAM, publication, retraction
 
@@ -37,26 +38,18 @@ ITEM = "01JABCDEFGHJKMNPQRSTVWXYZ0"
 TEXT = "The quokka ledger rotates its signing keys every Tuesday at noon"
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def identity(tmp_path: Path) -> Identity:
     return create_identity(tmp_path / "ada")
 
 
 @pytest.fixture
-def clock() -> _Clock:
-    return _Clock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture
-def coordinator(tmp_path: Path, clock: _Clock) -> Iterator[Coordinator]:
+def coordinator(tmp_path: Path, clock: FakeClock) -> Iterator[Coordinator]:
     opened = Coordinator(tmp_path / "coordinator", clock=clock)
     try:
         yield opened
@@ -169,7 +162,7 @@ def test_changes_pages_through_the_wire(
 
 
 def test_presence_heartbeat_and_list_through_the_wire(
-    client: Client, identity: Identity, clock: _Clock
+    client: Client, identity: Identity, clock: FakeClock
 ) -> None:
     beat = seal(
         Presence(

@@ -24,15 +24,15 @@ from memmesh.coordinator.protocol import (
 from memmesh.coordinator.service import MAX_PRESENCE_TTL
 from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import (
-    FORMAT_VERSION,
     Envelope,
-    Presence,
     Publication,
     open_envelope,
     seal,
     text_hash,
 )
+from tests._clock import FakeClock
 from tests.registry._helpers import TEAM, flip_bit, publication, retraction
+from tests.team._team import presence_for
 
 NOW = 1_700_000_000.0
 ITEM = "01JABCDEFGHJKMNPQRSTVWXYZ0"
@@ -50,16 +50,6 @@ Row = tuple[Any, ...]
 Snapshot = tuple[Info, ChangesResponse, list[Row], list[Row]]
 
 
-class _Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: float = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class _Killed(BaseException):
     """Stands for the process dying at this exact instant (nothing below catches it)."""
 
@@ -75,8 +65,8 @@ def other_identity(tmp_path: Path) -> Identity:
 
 
 @pytest.fixture
-def clock() -> _Clock:
-    return _Clock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture
@@ -85,7 +75,7 @@ def data(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def coordinator(data: Path, clock: _Clock) -> Iterator[Coordinator]:
+def coordinator(data: Path, clock: FakeClock) -> Iterator[Coordinator]:
     opened = Coordinator(data, clock=clock)
     try:
         yield opened
@@ -142,20 +132,9 @@ def _snapshot(c: Coordinator) -> Snapshot:
 
 
 def _presence(identity: Identity, *, expires_at: float, team: str = TEAM) -> Envelope:
-    body = Presence(
-        format=FORMAT_VERSION,
-        team=team,
-        item_id="",
-        version=1,
-        author_key=identity.public_key_text,
-        key_id=identity.key_id,
-        seq=1,
-        name="ada",
-        peer_url="http://127.0.0.1:8410",
-        embedder="hashing-v1-d384",
-        expires_at=expires_at,
+    return presence_for(
+        identity, "http://127.0.0.1:8410", team=team, name="ada", expires_at=expires_at
     )
-    return seal(body, identity)
 
 
 def _database_bytes(c: Coordinator) -> bytes:
@@ -638,7 +617,7 @@ def test_crash_between_storing_the_tombstone_and_the_purge_heals_on_resend(
 
 
 def test_coordinator_for_one_team_refuses_every_envelope_of_another(
-    tmp_path: Path, identity: Identity, clock: _Clock
+    tmp_path: Path, identity: Identity, clock: FakeClock
 ) -> None:
     coordinator = Coordinator(tmp_path / "acme", team="acme", clock=clock)
     try:
@@ -689,7 +668,7 @@ def test_roster_refuses_keys_outside_it(
 
 
 def test_heartbeat_is_listed_until_it_expires(
-    coordinator: Coordinator, identity: Identity, clock: _Clock
+    coordinator: Coordinator, identity: Identity, clock: FakeClock
 ) -> None:
     beat = _presence(identity, expires_at=NOW + 90)
 
@@ -706,7 +685,7 @@ def test_heartbeat_is_listed_until_it_expires(
 
 
 def test_heartbeat_ttl_is_capped(
-    coordinator: Coordinator, identity: Identity, clock: _Clock
+    coordinator: Coordinator, identity: Identity, clock: FakeClock
 ) -> None:
     beat = _presence(identity, expires_at=NOW + 10 * MAX_PRESENCE_TTL)
 
@@ -746,7 +725,7 @@ def test_expired_or_forged_heartbeat_is_not_listed(
 
 
 def test_newer_heartbeat_replaces_the_member_s_older_one(
-    coordinator: Coordinator, identity: Identity, other_identity: Identity, clock: _Clock
+    coordinator: Coordinator, identity: Identity, other_identity: Identity, clock: FakeClock
 ) -> None:
     first = _presence(identity, expires_at=NOW + 30)
     second = _presence(identity, expires_at=NOW + 120)
@@ -808,7 +787,7 @@ def test_changes_pages_with_cursor_limit_and_more(
 
 
 def test_restart_keeps_everything_acknowledged(
-    data: Path, identity: Identity, clock: _Clock
+    data: Path, identity: Identity, clock: FakeClock
 ) -> None:
     first = Coordinator(data, clock=clock)
     envelopes = [

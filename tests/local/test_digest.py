@@ -11,17 +11,10 @@ import pytest
 
 from memmesh.local.digest import CANDIDATES, PREFERENCES_SQL, PROJECT_SQL, digest
 from memmesh.local.store import DB_FILENAME, Store
+from tests._clock import FakeClock
 from tests.conftest import requires_model
 
 DAY = 24 * 3600.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_no_store_gives_an_empty_digest_and_creates_nothing(home: Path) -> None:
@@ -58,7 +51,7 @@ def test_items_that_keep_failing_are_left_out_like_in_recall(home: Path) -> None
 
 
 def test_failures_fade_and_the_item_comes_back(home: Path) -> None:
-    clock = Clock()
+    clock = FakeClock(1_800_000_000.0)
     with Store(home, author="ada", clock=clock) as store:
         bad, _ = store.remember("Clear the cache with rm -rf build", kind="command", project="web")
         for _ in range(2):

@@ -9,22 +9,13 @@ from memmesh.local import outcomes
 from memmesh.local.errors import InvalidInput, ItemNotFound
 from memmesh.local.recall import recall
 from memmesh.local.store import Store
+from tests._clock import FakeClock
 
 DAY = 24 * 3600.0
 START = 1_700_000_000.0
 FACT = "Clear the node_modules cache with pnpm store prune when installs hang"
 QUERY = "pnpm installs hang"
 _COUNTS = "SELECT (SELECT count(*) FROM events), (SELECT max(rev) FROM items)"
-
-
-class FakeClock:
-    """A clock that only moves when a test moves it."""
-
-    def __init__(self, now: float = START) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.mark.parametrize(

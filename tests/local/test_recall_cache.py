@@ -10,6 +10,7 @@ from memmesh import text as _text
 from memmesh.local import outcomes
 from memmesh.local.recall import W_EXACT, W_LEXICAL, W_VECTOR, Hit, recall
 from memmesh.local.store import Store
+from tests._clock import FakeClock
 
 # The module, not the function ``memmesh.local.recall`` that the package exports.
 recall_module = importlib.import_module("memmesh.local.recall")
@@ -23,16 +24,6 @@ QUERIES = (
     "nightly backup host backup-07",
     "where do feature flags live",
 )
-
-
-class FakeClock:
-    """A clock that only moves when a test moves it."""
-
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

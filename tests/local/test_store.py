@@ -8,19 +8,10 @@ import pytest
 from memmesh.local.errors import AmbiguousId, InvalidInput, ItemNotFound, NotActive
 from memmesh.local.items import MAX_TAGS, MAX_TEXT_BYTES
 from memmesh.local.store import Store
+from tests._clock import FakeClock
 
 WEBHOOKS = "The billing service retries webhooks 5 times"
 DAY = 24 * 3600.0
-
-
-class FakeClock:
-    """A clock that only moves when a test moves it."""
-
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def row_counts(path: Path) -> tuple[int, int]:

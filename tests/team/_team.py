@@ -130,9 +130,16 @@ class Member:
 
 
 def presence_for(
-    identity: Identity, url: str, *, team: str, name: str, expires_in: float = 60.0
+    identity: Identity,
+    url: str,
+    *,
+    team: str,
+    name: str,
+    expires_in: float = 60.0,
+    expires_at: float | None = None,
 ) -> Envelope:
-    """A presence for ``url`` signed by ``identity``, valid for ``expires_in`` seconds."""
+    """A presence for ``url`` signed by ``identity``, valid for ``expires_in`` seconds from now
+    (or until ``expires_at``)."""
     body = Presence(
         format=FORMAT_VERSION,
         team=team,
@@ -144,7 +151,7 @@ def presence_for(
         name=name,
         peer_url=url,
         embedder=FINGERPRINT,
-        expires_at=time.time() + expires_in,
+        expires_at=time.time() + expires_in if expires_at is None else expires_at,
     )
     return seal(body, identity)
 
