@@ -34,10 +34,11 @@ from memmesh.registry.envelopes import (
     Publication,
     Retraction,
     seal,
-    text_hash,
 )
 from memmesh.registry.identity import Identity
 from tests._servers import running
+from tests.registry._helpers import publication as well_formed_publication
+from tests.registry._helpers import retraction as well_formed_retraction
 
 TEAM = "fuzzers"
 TOKEN = "fuzz-token"
@@ -66,41 +67,22 @@ JsonPath = tuple[str | int, ...]
 
 
 def publication(**changes: Any) -> Publication:
-    text = changes.pop("text", "The billing service retries webhooks five times")
-    fields: dict[str, Any] = {
-        "format": FORMAT_VERSION,
+    """The fuzzer's well-formed publication; ``changes`` override fields."""
+    fuzzed: dict[str, Any] = {
         "team": TEAM,
         "item_id": "01JFUZZSEED000000000000000",
-        "version": 1,
-        "author_key": MEMBER.public_key_text,
-        "key_id": MEMBER.key_id,
-        "seq": 1,
         "author": "fuzzer",
-        "published_at": 1_700_000_000.0,
-        "text": text,
-        "kind": "gotcha",
-        "project": "billing",
+        "text": "The billing service retries webhooks five times",
         "tags": ("webhooks",),
-        "content_hash": text_hash(text),
         "embedder": "hashing-v1-d384",
     }
-    fields.update(changes)
-    return Publication(**fields)
+    return well_formed_publication(MEMBER, **{**fuzzed, **changes})
 
 
 def retraction(**changes: Any) -> Retraction:
-    fields: dict[str, Any] = {
-        "format": FORMAT_VERSION,
-        "team": TEAM,
-        "item_id": "01JFUZZRETRACTED0000000000",
-        "version": 1,
-        "author_key": MEMBER.public_key_text,
-        "key_id": MEMBER.key_id,
-        "seq": 2,
-        "retracted_at": 1_700_000_100.0,
-    }
-    fields.update(changes)
-    return Retraction(**fields)
+    """The fuzzer's well-formed retraction; ``changes`` override fields."""
+    fuzzed = {"team": TEAM, "item_id": "01JFUZZRETRACTED0000000000"}
+    return well_formed_retraction(MEMBER, **{**fuzzed, **changes})
 
 
 def presence(**changes: Any) -> Presence:
