@@ -2,6 +2,7 @@
 
 import random
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -323,3 +324,26 @@ def test_search_connections_are_read_only_and_map_the_file(home: Path) -> None:
         # A build without memory mapping reports 0; with it, the limit that was asked for.
         assert mapped in (0, _db.READER_MMAP_BYTES)
         assert recall(store, "webhooks retries", record=False).hits
+
+
+def test_a_thread_that_ends_leaves_no_read_connection_open(tmp_path: Path) -> None:
+    database = _db.Database(tmp_path / "memory.db")
+    answers: list[int] = []
+
+    def read() -> None:
+        with database.reader() as conn:
+            answers.append(conn.execute("SELECT 1").fetchone()[0])
+
+    try:
+        for _ in range(30):
+            thread = threading.Thread(target=read)
+            thread.start()
+            thread.join()
+        assert answers == [1] * 30
+        # Each thread's connection closed with the thread, not kept until the store closes.
+        assert database._reader_connections == []
+        read()
+        read()
+        assert len(database._reader_connections) == 1  # this thread's, reused
+    finally:
+        database.close()

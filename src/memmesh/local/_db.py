@@ -8,6 +8,7 @@ so concurrent writers queue instead of failing or losing work.
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,7 +64,8 @@ class Database:
     @contextmanager
     def reader(self) -> Iterator[sqlite3.Connection]:
         """This thread's own read-only connection, usable beside other threads' reads."""
-        conn: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+        held: _Reader | None = getattr(self._readers, "held", None)
+        conn = held.conn if held is not None else None
         with _translated(self.path):
             if conn is None:
                 conn = sqlite3.connect(
@@ -77,9 +79,12 @@ class Database:
                 # Searches read pages straight from the file's mapping: no read call and no
                 # copy per page, and one copy in memory however many threads read.
                 conn.execute(f"PRAGMA mmap_size = {READER_MMAP_BYTES}")
-                self._readers.conn = conn
+                held = self._readers.held = _Reader(conn)
                 with self._lock:
                     self._reader_connections.append(conn)
+                # When the thread ends its locals go, and with them its connection: threads
+                # that come and go (a pool that retires idle workers) leave nothing open.
+                weakref.finalize(held, _retire, conn, self._reader_connections, self._lock)
             yield conn
 
     @contextmanager
@@ -157,6 +162,23 @@ class Database:
                 self._conn.backup(target)
             finally:
                 target.close()
+
+
+class _Reader:
+    """A thread's read connection, held in its thread-local storage."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+
+def _retire(
+    conn: sqlite3.Connection, connections: list[sqlite3.Connection], lock: threading.RLock
+) -> None:
+    """Close the read connection of a thread that has ended."""
+    with lock:
+        if conn in connections:
+            connections.remove(conn)
+            conn.close()
 
 
 def _statements(script: str) -> list[str]:
