@@ -79,8 +79,8 @@ Kind = Annotated[
 def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPServer:
     """The MCP server over the member's ``store`` in ``home``; tools run on ``workers``.
 
-    The tools run on threads that live as long as the server: each thread reading the store
-    keeps a connection of its own, so short-lived threads would pile connections up.
+    The tools run on threads that live as long as the server: they bound how many calls run
+    at once, and each keeps its read connection to the store from one call to the next.
     """
     tools = Tools(home, store)
 
