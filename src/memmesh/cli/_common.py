@@ -155,8 +155,9 @@ def home_of(args: argparse.Namespace) -> Path:
     return Path(raw).expanduser()
 
 
-def open_store(args: argparse.Namespace, *, repair: bool = False) -> "Store":
-    """The member's store in the chosen home (``repair``: see :class:`Store`).
+def open_store(args: argparse.Namespace, *, repair: bool = False, serving: bool = False) -> "Store":
+    """The member's store in the chosen home (``repair``: see :class:`Store`); ``serving``
+    for a process that answers many searches (the store keeps its lexicon in memory).
 
     New items are signed with the member's team name when team.yaml gives one.
     """
@@ -164,7 +165,7 @@ def open_store(args: argparse.Namespace, *, repair: bool = False) -> "Store":
 
     home = home_of(args)
     embedder = os.environ.get("MEM_EMBEDDER") or None
-    return Store(home, embedder=embedder, author=_team_name(home), repair=repair)
+    return Store(home, embedder=embedder, author=_team_name(home), repair=repair, lexicon=serving)
 
 
 def _team_name(home: Path) -> str | None:

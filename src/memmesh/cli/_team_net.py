@@ -37,7 +37,7 @@ def run_serve(args: argparse.Namespace) -> int:
     token = os.environ.get(policy.token_env) or None
     check_bind(args.host, token)
     url = args.advertise or f"http://{local_address(args.host)}:{args.port}"
-    store = open_store(args)
+    store = open_store(args, serving=True)
     peer = Peer(home, store, identity, url=url)
     peer.shareable()  # fail now, not on the first request, if anything is wrong
     heartbeat = None

@@ -103,7 +103,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 def _mcp(args: argparse.Namespace) -> int:
     from memmesh.agents.server import serve
 
-    with open_store(args) as store:
+    with open_store(args, serving=True) as store:
         serve(home_of(args), store)
     return 0
 

@@ -54,6 +54,7 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
             request=p.SearchRequest,
             response=p.SearchResponse,
             limit=small,
+            cpu_bound=True,
             summary="Hybrid search over live publications; answers with signed envelopes.",
         ),
         Endpoint(

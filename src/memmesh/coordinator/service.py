@@ -87,7 +87,9 @@ class Coordinator:
     ) -> None:
         self.team = team
         self.roster = roster
-        self.store = Store(data, embedder=embedder, author="coordinator", durable=True)
+        self.store = Store(
+            data, embedder=embedder, author="coordinator", durable=True, lexicon=True
+        )
         self._clock = clock
         # Searches run side by side on the worker threads; BLAS threads would only slow them.
         one_blas_thread()

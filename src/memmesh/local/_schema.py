@@ -5,9 +5,11 @@ as memmesh's. Migration N takes a version N-1 database to version N; each runs i
 transaction after the caller has taken a backup.
 """
 
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]
+__all__ = ["APPLICATION_ID", "FTS_TOKENIZE", "MIGRATIONS", "SCHEMA_VERSION"]
 
 APPLICATION_ID = 0x6D656D6D  # "memm"
+# The full-text index's tokenizer (the in-memory lexicon tokenizes with the same settings).
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _V1 = """
 CREATE TABLE meta (
@@ -96,7 +98,7 @@ CREATE INDEX registry_unacked ON registry (acked, seq);
 # token "p" + hex of its UTF-8 name), so a recall scores only the matches in its own scope
 # instead of every match in the store. It is contentless: the triggers hand it the exact old
 # values to delete, which the items table still has.
-_V3 = """
+_V3 = f"""
 DROP TRIGGER items_ai;
 DROP TRIGGER items_ad;
 DROP TRIGGER items_au;
@@ -104,7 +106,7 @@ DROP TABLE items_fts;
 CREATE VIRTUAL TABLE items_fts USING fts5 (
     text, tags, scope,
     content = '',
-    tokenize = 'porter unicode61 remove_diacritics 2'
+    tokenize = '{FTS_TOKENIZE}'
 );
 CREATE TRIGGER items_ai AFTER INSERT ON items WHEN new.status = 'active' BEGIN
     INSERT INTO items_fts (rowid, text, tags, scope)

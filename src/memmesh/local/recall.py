@@ -33,6 +33,7 @@ from memmesh.local.errors import InvalidInput
 from memmesh.local.items import GLOBAL, MAX_K, MAX_TEXT_BYTES, Item, check_name
 
 if TYPE_CHECKING:
+    from memmesh.local._lexicon import LexiconView
     from memmesh.local.store import Store
 
 __all__ = [
@@ -182,18 +183,20 @@ def _ranked(
         only = _seqs_of(conn, restrict) if restrict is not None else None
         if only == []:
             return []
-        # The two halves run at once: SQLite and numpy both release the GIL, so BM25 on a
-        # worker thread overlaps the matrix product here (see docs/benchmarks.md). Only when
-        # no other recall is running, though: then the cores are busy already, and the extra
-        # thread would only add hand-offs of the GIL.
+        with store.vector_lock:
+            vectors = store.vectors.view()
+            words = store.lexicon.view() if store.lexicon is not None else None
+        # The two halves run at once when FTS5 ranks: SQLite and numpy both release the GIL,
+        # so BM25 on a worker thread overlaps the matrix product here (see
+        # docs/benchmarks.md). Only when no other recall is running, though: then the cores
+        # are busy already, and the extra thread would only add hand-offs of the GIL. The
+        # in-memory lexicon is quicker than the hand-off.
         pending = (
-            _LEXICAL_WORKERS.submit(_bm25, conn, query, projects, pool, only)
-            if mode != "vector" and PARALLEL_HALVES and _running.alone()
+            _LEXICAL_WORKERS.submit(_bm25, conn, None, query, projects, pool, only)
+            if mode != "vector" and PARALLEL_HALVES and words is None and _running.alone()
             else None
         )
         try:
-            with store.vector_lock:
-                vectors = store.vectors.view()
             vector_hits = (
                 vectors.search(query_vector, vectors.scope(projects, only), pool)
                 if mode != "lexical"
@@ -203,7 +206,7 @@ def _ranked(
             if pending is not None:
                 lexical = pending.result()
         if pending is None:
-            lexical = _bm25(conn, query, projects, pool, only) if mode != "vector" else {}
+            lexical = _bm25(conn, words, query, projects, pool, only) if mode != "vector" else {}
         seqs = list(dict.fromkeys([seq for seq, _ in vector_hits] + list(lexical)))
         cosines = vectors.cosine(query_vector, seqs)
         rows = store.rows_by_seq(conn, seqs)
@@ -273,17 +276,27 @@ def _seqs_of(conn: sqlite3.Connection, item_ids: Collection[str]) -> list[int]:
 
 
 def _bm25(
-    conn: sqlite3.Connection, query: str, projects: list[str], pool: int, only: list[int] | None
+    conn: sqlite3.Connection,
+    words: "LexiconView | None",
+    query: str,
+    projects: list[str],
+    pool: int,
+    only: list[int] | None,
 ) -> dict[int, float]:
     """BM25 (higher is better) of the best FTS5 matches among active items in scope.
 
     The index holds only active items, and the scope is part of the MATCH, so FTS5 scores
-    only the matches in these projects.
+    only the matches in these projects. A store that keeps the index's terms in memory
+    (``words``) computes the same answer there.
     """
-    match = fts_query(query)
-    if not match:
+    terms = fts_terms(query)
+    if not terms:
         return {}
-    scopes = " OR ".join(f'scope : "{scope_token(project)}"' for project in projects)
+    scopes = [scope_token(project) for project in projects]
+    if words is not None:
+        return words.bm25(terms, scopes, pool, only)
+    match = " OR ".join(_quoted(term) for term in terms)
+    scoped = " OR ".join(f"scope : {_quoted(scope)}" for scope in scopes)
     # "+rowid": the restriction filters FTS5's matches; a plain rowid constraint would be
     # handed to FTS5, which then runs the whole query once per allowed row (50x slower).
     restriction = "AND +rowid IN (SELECT value FROM json_each(?)) " if only is not None else ""
@@ -291,7 +304,7 @@ def _bm25(
     rows = conn.execute(
         "SELECT rowid, -bm25(items_fts, 1.0, 0.5, 0.0) AS s FROM items_fts "
         f"WHERE items_fts MATCH ? {restriction}ORDER BY s DESC LIMIT ?",
-        (f"({match}) AND ({scopes})", *extra, pool),
+        (f"({match}) AND ({scoped})", *extra, pool),
     ).fetchall()
     return {int(seq): max(float(s), 0.0) for seq, s in rows}
 
@@ -301,13 +314,21 @@ def scope_token(project: str) -> str:
     return "p" + project.encode("utf-8").hex()
 
 
+def fts_terms(query: str) -> list[str]:
+    """The query's content words and exact tokens that a lexical search looks for."""
+    terms = [w for w in _text.words(query) if w not in _text.STOPWORDS]
+    terms += sorted(_text.exact_tokens(query))
+    return list(dict.fromkeys(terms))[:_MAX_QUERY_TERMS]
+
+
 def fts_query(query: str) -> str:
-    """An FTS5 MATCH expression that ORs the query's content words and exact tokens.
+    """An FTS5 MATCH expression that ORs :func:`fts_terms`.
 
     Every term is a quoted string, so operators, parentheses, colons or stray quotes in the
     user's text are searched for as words and can never be a syntax error.
     """
-    terms = [w for w in _text.words(query) if w not in _text.STOPWORDS]
-    terms += sorted(_text.exact_tokens(query))
-    unique = list(dict.fromkeys(terms))[:_MAX_QUERY_TERMS]
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in unique)
+    return " OR ".join(_quoted(term) for term in fts_terms(query))
+
+
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'

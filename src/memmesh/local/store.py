@@ -25,6 +25,7 @@ from memmesh.embed import (
 )
 from memmesh.local import journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database
+from memmesh.local._lexicon import Lexicon
 from memmesh.local._vectors import VectorIndex
 from memmesh.local.errors import (
     AmbiguousId,
@@ -116,6 +117,10 @@ class Store:
       other than ``reindex`` still refuse until it has run.
     * ``durable`` - commit with a full sync, so that an acknowledged write survives power
       loss too (the coordinator's cache uses it).
+    * ``lexicon`` - keep the full-text index's terms in memory and rank BM25 there: the same
+      answers as FTS5 in a sixth of the time, for processes that answer many searches (the
+      coordinator, the peer daemon, the MCP server). The terms load at the first search
+      (about half a second per 10,000 items) and take some 20 bytes per word of text.
 
     Raises :class:`CorruptDatabase`, :class:`ForeignDatabase` or :class:`SchemaTooNew` when
     the file cannot be used, and never changes such a file.
@@ -130,6 +135,7 @@ class Store:
         clock: Clock = time.time,
         repair: bool = False,
         durable: bool = False,
+        lexicon: bool = False,
     ) -> None:
         try:
             home.mkdir(parents=True, exist_ok=True)
@@ -146,7 +152,9 @@ class Store:
             self.db.close()
             raise
         self.vectors = VectorIndex(self.embedder.dim)
-        # Guards the vector index, which searches read while refreshes grow it.
+        self.lexicon = Lexicon() if lexicon else None
+        # Guards the vector index and the lexicon, which searches read while refreshes grow
+        # them.
         self.vector_lock = threading.RLock()
         # Rows recall has read, by row number and rev: a write gives a row a new, larger rev,
         # so an entry is never a changed row's old self, only unused until it is dropped.
@@ -526,9 +534,16 @@ class Store:
         with the vector index brought up to date first (take a view of it under ``vector_lock``)."""
         with self.db.reader() as conn:
             self._check_embedder(conn)
-            with self.vector_lock:
-                self.vectors.refresh(conn)
+            self._refresh(conn)
             yield conn
+
+    def _refresh(self, conn: sqlite3.Connection) -> None:
+        """Bring the in-memory indexes up to the rows ``conn`` sees (writes need only the
+        vectors, which they check new items against)."""
+        with self.vector_lock:
+            self.vectors.refresh(conn)
+            if self.lexicon is not None:
+                self.lexicon.refresh(conn)
 
     def _choose_embedder(self, requested: str | None, *, repair: bool) -> Embedder:
         with self.db.write() as conn:

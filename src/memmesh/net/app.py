@@ -35,6 +35,7 @@ __all__ = ["DEFAULT_WORKERS", "PROTOCOL_HEADER", "Endpoint", "create_app", "erro
 
 PROTOCOL_HEADER = "x-memmesh-protocol"
 DEFAULT_WORKERS = 4
+CPU_BOUND_THREADS = 1
 _log = logging.getLogger("memmesh.net")
 
 
@@ -51,6 +52,10 @@ class Endpoint:
     # Trivial handlers (health, presence) run on the event loop, so that they answer even
     # while every worker is busy.
     inline: bool = False
+    # Handlers that are all CPU (searches) take turns on one thread of their own: two of them
+    # in one process only fight over the GIL, and each costs nearly twice the CPU (see
+    # docs/benchmarks.md). More processes (``--workers``) run them side by side.
+    cpu_bound: bool = False
 
     @property
     def method(self) -> str:
@@ -67,6 +72,8 @@ def _json_response(status: int, body: bytes) -> Response:
 
 
 def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter) -> Route:
+    """The route of ``endpoint``, whose handler runs on a thread that ``limiter`` lends."""
+
     async def call(*args: Any) -> Any:
         if endpoint.inline:
             return endpoint.handler(*args)
@@ -183,10 +190,12 @@ def create_app(
 
     * ``token`` - the team token every non-public path requires; ``None`` disables the check
       (only allowed on loopback: see :func:`memmesh.net.server.serve`).
-    * ``workers`` - the size of the worker pool for handlers.
+    * ``workers`` - the size of the worker pool for handlers (CPU-bound ones have a single
+      thread of their own).
     """
     limiter = anyio.CapacityLimiter(workers)
-    routes = [_route(endpoint, limiter) for endpoint in endpoints]
+    cpu = anyio.CapacityLimiter(CPU_BOUND_THREADS)
+    routes = [_route(endpoint, cpu if endpoint.cpu_bound else limiter) for endpoint in endpoints]
     app = Starlette(
         routes=routes,
         exception_handlers={

@@ -36,6 +36,7 @@ def peer_endpoints(peer: Peer) -> list[Endpoint]:
             request=SearchRequest,
             response=SearchResponse,
             limit=small,
+            cpu_bound=True,
             summary="Recall from the owner's currently published, policy-passing items.",
         ),
         Endpoint(

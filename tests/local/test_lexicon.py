@@ -1,0 +1,167 @@
+"""The in-memory lexicon ranks exactly as FTS5 does, through every kind of write."""
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memmesh.local._lexicon import Lexicon
+from memmesh.local.recall import _bm25, recall, scope_of
+from memmesh.local.store import Store
+
+# Words that make FTS5 work: stems, case, diacritics, compounds that are phrases, error codes,
+# punctuation that splits tokens, repeats that make ties.
+WORDS = (
+    "webhook", "webhooks", "Webhooks", "retry", "retries", "retried", "billing", "deploy",
+    "deploys", "café", "cafe", "naïve", "Über", "straße", "node-gyp", "node", "gyp", "E1234",
+    "e1234", "ci/flaky.yaml", "text:webhooks", "don't", "v1.2.3", "_private", "a", "the", "ß",
+    "queue", "queues", "timeout", "42", "x-ray", "ray",
+)  # fmt: skip
+PROJECTS = ("global", "web", "api", "api-v2")
+TAGS = ("webhooks", "retry", "node-gyp", "ci", "E1234", "deploy", "v1.2")
+
+
+Ranked = list[tuple[int, float]]
+
+
+def _fts_and_lexicon(
+    store: Store, query: str, project: str, pool: int, only: list[int] | None
+) -> tuple[Ranked, Ranked]:
+    """BM25 of ``query`` through FTS5 and through the lexicon, on the same snapshot."""
+    assert store.lexicon is not None
+    with store.reading() as conn:
+        view = store.lexicon.view()
+        projects = scope_of(project)
+        fts = _bm25(conn, None, query, projects, pool, only)
+        mine = _bm25(conn, view, query, projects, pool, only)
+    return list(fts.items()), list(mine.items())
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
+
+
+def _check_queries(store: Store, rng: random.Random, queries: int = 12) -> None:
+    for _ in range(queries):
+        query = _text(rng)
+        project = rng.choice(PROJECTS)
+        pool = rng.choice((1, 2, 3, 5, 50))
+        fts, mine = _fts_and_lexicon(store, query, project, pool, None)
+        assert mine == fts, (query, project, pool)
+
+
+def test_ranks_exactly_as_fts5_through_every_kind_of_write(home: Path) -> None:
+    rng = random.Random(7)
+    with Store(home, author="tester", lexicon=True) as store:
+        ids = []
+        for _ in range(60):
+            tags = rng.sample(TAGS, rng.randint(0, 3))
+            item, _ = store.remember(_text(rng), project=rng.choice(PROJECTS), tags=tags)
+            ids.append(item.id)
+        _check_queries(store, rng)
+        store.remember(store.get(ids[0]).text, project=store.get(ids[0]).project, tags=["x"])
+        store.forget(ids[1])
+        _, newer = store.revise(ids[2], "webhooks retries node-gyp café")
+        ids.append(newer.id)
+        store.put(
+            item_id="01JCOPY0000000000000000001", text="retries of webhooks cached copy",
+            kind="fact", project="web", tags=(), author="bob", created_at=0.0, vector=None,
+        )  # fmt: skip
+        _check_queries(store, rng)
+        assert store.purge("01JCOPY0000000000000000001")
+        _check_queries(store, rng)
+
+
+@pytest.mark.parametrize("rebuild_at", [1, 50, 100_000])
+def test_base_and_recent_parts_agree_with_fts5(home: Path, rebuild_at: int) -> None:
+    """Small and large rebuild thresholds: always rebuilt, sometimes, never after the first."""
+    rng = random.Random(rebuild_at)
+    with Store(home, author="tester", lexicon=True) as store:
+        store.lexicon = Lexicon(rebuild_at=rebuild_at)
+        ids = []
+        for round_ in range(5):
+            for _ in range(15):
+                item, _ = store.remember(_text(rng), project=rng.choice(PROJECTS))
+                ids.append(item.id)
+            for item_id in rng.sample(ids, 4):
+                if store.get(item_id).status == "active":
+                    _, newer = store.revise(item_id, _text(rng) + f" round{round_}")
+                    ids.append(newer.id)
+            store.forget(rng.choice([i for i in ids if store.get(i).status == "active"]))
+            _check_queries(store, rng, queries=8)
+
+
+def test_restriction_to_some_items_agrees_with_fts5(home: Path) -> None:
+    rng = random.Random(3)
+    with Store(home, author="tester", lexicon=True) as store:
+        for _ in range(40):
+            store.remember(_text(rng), project=rng.choice(PROJECTS))
+        with store.db.read() as conn:
+            seqs = [seq for (seq,) in conn.execute("SELECT seq FROM items")]
+        for _ in range(10):
+            only = [*rng.sample(seqs, rng.randint(1, 20)), 10_000]  # and one unknown row
+            fts, mine = _fts_and_lexicon(store, _text(rng), rng.choice(PROJECTS), 5, only)
+            assert mine == fts
+
+
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=10).map(" ".join)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    items=st.lists(st.tuples(texts, st.sampled_from(PROJECTS)), min_size=1, max_size=25),
+    query=st.text(min_size=1, max_size=40) | texts,
+    project=st.sampled_from(PROJECTS),
+    pool=st.integers(min_value=1, max_value=8),
+)
+def test_any_query_on_any_items_ranks_as_fts5(
+    tmp_path_factory: pytest.TempPathFactory,
+    items: list[tuple[str, str]],
+    query: str,
+    project: str,
+    pool: int,
+) -> None:
+    home = tmp_path_factory.mktemp("lexicon")
+    with Store(home, author="tester", lexicon=True) as store:
+        for text, item_project in items:
+            store.remember(text, project=item_project)
+        fts, mine = _fts_and_lexicon(store, query, project, pool, None)
+        assert mine == fts
+
+
+def test_recall_answers_the_same_with_the_lexicon(home: Path) -> None:
+    rng = random.Random(11)
+    with Store(home, author="tester") as store:
+        for _ in range(120):
+            store.remember(_text(rng), project=rng.choice(PROJECTS), tags=rng.sample(TAGS, 2))
+        answers = []
+        for lexicon in (None, Lexicon()):
+            store.lexicon = lexicon
+            queries = random.Random(5)
+            answer = []
+            for _ in range(40):
+                hits = recall(
+                    store, _text(queries), project=queries.choice(PROJECTS), k=8, record=False
+                ).hits
+                answer.append([(hit.item.id, hit.score, hit.lexical) for hit in hits])
+            answers.append(answer)
+    assert answers[0] == answers[1]
+    assert sum(map(len, answers[0])) > 100
+
+
+def test_loads_only_the_rows_written_since_its_last_refresh(home: Path) -> None:
+    with Store(home, author="tester", lexicon=True) as store:
+        for index in range(5):
+            store.remember(f"note {index} about webhooks")
+        lexicon = Lexicon()
+        with store.db.reader() as conn:
+            assert lexicon.refresh(conn) == 5
+            assert lexicon.refresh(conn) == 0
+        store.remember("one more about queues")
+        with store.db.reader() as conn:
+            assert lexicon.refresh(conn) == 1
+        assert lexicon.view().rows == 6
