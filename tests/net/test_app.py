@@ -366,6 +366,31 @@ def test_healthz_answers_while_the_worker_pool_is_busy() -> None:
     assert health.status_code == 200
 
 
+def test_cpu_bound_handlers_take_turns_beside_a_free_worker_pool() -> None:
+    search, other = Gate(), Gate()
+    routes = [
+        Endpoint(path="/search", handler=search, response=Ok, cpu_bound=True),
+        Endpoint(path="/other", handler=other, response=Ok),
+    ]
+    app = create_app(routes, token=None, workers=2)
+    with running(app) as served, httpx.Client(base_url=served, timeout=15) as client:
+        searches, search_statuses = call_in_threads(client, "/search", 3)
+        others: list[threading.Thread] = []
+        try:
+            assert wait_until(lambda: search.active == 1)
+            # The searches queue for their one thread; the worker pool is still free.
+            others, other_statuses = call_in_threads(client, "/other", 2)
+            assert wait_until(lambda: other.active == 2)
+        finally:
+            search.release.set()
+            other.release.set()
+            join_all(searches + others)
+    assert search.peak == 1
+    assert search.entered == 3
+    assert search_statuses == [200] * 3
+    assert other_statuses == [200] * 2
+
+
 def test_the_daemons_answer_healthz_on_the_event_loop(tmp_path: Path) -> None:
     from memmesh.coordinator import Coordinator
     from memmesh.coordinator.app import endpoints
