@@ -3,7 +3,6 @@
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from memmesh.local.store import Store
@@ -13,9 +12,9 @@ BEFORE = "The billing service retries webhooks 5 times"
 AFTER = "Integration tests need a local Postgres 15 on port 5433"
 
 
-def _put(store: Store, text: str) -> None:
+def _put(store: Store, text: str, project: str = "global") -> None:
     store.put(
-        item_id=COPY, text=text, kind="fact", project="global", tags=(), author="bob",
+        item_id=COPY, text=text, kind="fact", project=project, tags=(), author="bob",
         created_at=0.0, vector=None,
     )  # fmt: skip
 
@@ -53,24 +52,42 @@ def test_a_view_keeps_the_rows_it_was_taken_with(store: Store) -> None:
     _refresh(store)
 
     assert view.cosine(query, [seq]) == before
-    assert len(view.search(query, view.scope(["global", "web"]), 10)) == 2
-    assert view.scope(["global", "web"]).tolist() == [True, True]
+    assert len(view.search(query, ["global", "web"], 10)) == 2
     with store.vector_lock:
         now = store.vectors.view()
     expected = float(store.embedder.embed([AFTER])[0] @ query)
     assert now.cosine(query, [seq])[seq] == pytest.approx(expected, abs=1e-6)
-    assert now.scope(["global", "web"]).tolist() == [True, False, True]
+    # The forgotten item is out; the new one and the changed copy are in.
+    assert len(now.search(query, ["global", "web"], 10)) == 2
+    assert seq in dict(now.search(query, ["global"], 10))
 
 
 def test_a_view_answers_as_the_index_did_when_it_was_taken(store: Store) -> None:
     query = store.embedder.embed_query("webhook retries")
     with store.vector_lock:
         view = store.vectors.view()
-        mask = store.vectors.scope(["global"])
-        expected = store.vectors.search(query, mask, 5)
+    expected = view.search(query, ["global"], 5)
     for text in ("Retry webhooks with backoff", "Webhooks retry five times at most"):
         store.remember(text)
     _refresh(store)
 
-    assert view.search(query, view.scope(["global"]), 5) == expected
-    assert np.array_equal(view.scope(["global"]), mask)
+    assert view.search(query, ["global"], 5) == expected
+    assert len(store.vectors.view().search(query, ["global"], 5)) == 3
+
+
+def test_an_item_that_moves_project_is_searched_in_its_new_one_only(store: Store) -> None:
+    query = store.embedder.embed_query(BEFORE)
+    seq = _seq_of(store, COPY)
+    with store.vector_lock:
+        before = store.vectors.view()
+    _put(store, BEFORE, project="billing")
+    _refresh(store)
+    with store.vector_lock:
+        after = store.vectors.view()
+
+    assert [hit for hit, _ in before.search(query, ["global"], 5)] == [seq]
+    assert before.cosine(query, [seq]) == after.cosine(query, [seq])
+    assert after.search(query, ["global"], 5) == []
+    assert [hit for hit, _ in after.search(query, ["billing"], 5)] == [seq]
+    assert [hit for hit, _ in after.search(query, ["billing", "web"], 5, only=[seq])] == [seq]
+    assert after.search(query, ["billing"], 5, only=[seq + 100]) == []

@@ -1,15 +1,21 @@
-"""The in-process vector matrix, kept in step with the database by revision number.
+"""The in-process vector matrices, kept in step with the database by revision number.
 
 Every write to ``items`` stamps the row with a new, larger ``rev``. The index remembers the
 largest rev it has loaded and, before each search, reads only the rows written since, so a
-write by any process is visible to the next recall here without reloading the whole matrix.
+write by any process is visible to the next recall here without reloading everything.
+
+Each project has a matrix of its own. A search only ever looks at its scope (a project and
+``global``), so it multiplies only their rows: a quarter of the memory traffic of one matrix
+of everything, which is what an exact scan costs.
 
 A search works on a :class:`View`: the rows loaded when it was taken, which no later refresh
-changes (new rows go after them; a changed row is written into fresh copies of the arrays). So
-searches need the lock only to take their view, and their products run side by side.
+changes (new rows go after them; a changed row is written into fresh copies of its project's
+arrays). So searches need the lock only to take their view, and their products run side by
+side.
 """
 
 import sqlite3
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -21,26 +27,61 @@ from memmesh.local.errors import DamagedVector
 
 __all__ = ["VectorIndex", "View"]
 
-_INITIAL_CAPACITY = 1024
+_INITIAL_CAPACITY = 256
 _T = TypeVar("_T", bound=np.generic)
 
 
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """One project's rows as a view sees them."""
+
+    matrix: Vectors
+    seqs: npt.NDArray[np.int64]
+    active: npt.NDArray[np.bool_]
+
+
+class _Block:
+    """One project's rows: arrays that grow, of which views see a prefix."""
+
+    def __init__(self, dim: int) -> None:
+        self.matrix: Vectors = np.zeros((_INITIAL_CAPACITY, dim), dtype=np.float32)
+        self.seqs = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
+        self.active = np.zeros(_INITIAL_CAPACITY, dtype=bool)
+        self.size = 0
+
+    def rows(self) -> _Rows:
+        n = self.size
+        return _Rows(matrix=self.matrix[:n], seqs=self.seqs[:n], active=self.active[:n])
+
+    def reserve(self, needed: int) -> None:
+        capacity = self.matrix.shape[0]
+        if needed <= capacity:
+            return
+        while capacity < needed:
+            capacity *= 2
+        self.matrix = _grown(self.matrix, capacity)
+        self.seqs = _grown(self.seqs, capacity)
+        self.active = _grown(self.active, capacity)
+
+    def unshare(self) -> None:
+        """Fresh copies of the arrays whose loaded rows are about to change."""
+        self.matrix = self.matrix.copy()
+        self.active = self.active.copy()
+
+
 class VectorIndex:
-    """Unit vectors of every item, with the project and status needed to scope a search."""
+    """Unit vectors of every item, by project, with each row's status."""
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._matrix: Vectors = np.zeros((_INITIAL_CAPACITY, dim), dtype=np.float32)
-        self._seqs = np.zeros(_INITIAL_CAPACITY, dtype=np.int64)
-        self._projects = np.zeros(_INITIAL_CAPACITY, dtype=np.int32)
-        self._active = np.zeros(_INITIAL_CAPACITY, dtype=bool)
-        self._row_of: dict[int, int] = {}
-        self._project_codes: dict[str, int] = {}
-        self._size = 0
+        self._blocks: dict[str, _Block] = {}
+        # Where each item's row is: its project and its row in that project's block.
+        self._where: dict[int, tuple[str, int]] = {}
+        self._view: View | None = None  # the latest view, until the next load
         self.last_rev = 0
 
     def __len__(self) -> int:
-        return self._size
+        return len(self._where)
 
     def refresh(self, conn: sqlite3.Connection) -> int:
         """Load rows written since the last refresh; returns how many were loaded."""
@@ -51,121 +92,122 @@ class VectorIndex:
         ).fetchall()
         if not rows:
             return 0
-        self._reserve(self._size + len(rows))
-        if any(row[0] in self._row_of for row in rows):
-            # Rows that views may be reading change: write them into copies instead.
-            self._matrix = self._matrix.copy()
-            self._projects = self._projects.copy()
-            self._active = self._active.copy()
+        self._view = None
         width = self.dim * 4
-        targets = np.empty(len(rows), dtype=np.intp)
-        blobs: list[bytes] = []
-        for index, (seq, _, project, active, blob) in enumerate(rows):
+        unshared: set[str] = set()
+        if any(self._where.get(row[0], (row[2],))[0] != row[2] for row in rows):
+            # An item moves to another project: views keep the old places.
+            self._where = dict(self._where)
+        # Per project, the rows to write and their vectors, to copy in one go.
+        targets: dict[str, tuple[list[int], list[bytes]]] = {}
+        for seq, _, project, active, blob in rows:
             if not isinstance(blob, bytes) or len(blob) != width:
                 raise DamagedVector(seq)
-            row = self._row_of.get(seq)
-            if row is None:
-                row = self._size
-                self._size += 1
-                self._row_of[seq] = row
-                self._seqs[row] = seq
-            targets[index] = row
-            blobs.append(blob)
-            self._projects[row] = self._code(project)
-            self._active[row] = bool(active)
-        # One copy of all new vectors, not one numpy call per row: opening a 100k store fast.
-        block = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), self.dim)
-        self._matrix[targets] = block
+            place = self._where.get(seq)
+            if place is not None:
+                old, row = place
+                self._unshare(old, unshared)
+                if old != project:
+                    self._blocks[old].active[row] = False
+                    place = None
+            if place is None:
+                block = self._blocks.setdefault(project, _Block(self.dim))
+                block.reserve(block.size + 1)
+                row = block.size
+                block.size += 1
+                block.seqs[row] = seq
+                self._where[seq] = (project, row)
+            block = self._blocks[project]
+            block.active[row] = bool(active)
+            wanted = targets.setdefault(project, ([], []))
+            wanted[0].append(row)
+            wanted[1].append(blob)
+        for project, (places, blobs) in targets.items():
+            vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, self.dim)
+            self._blocks[project].matrix[places] = vectors
         self.last_rev = max(self.last_rev, int(rows[-1][1]))
         return len(rows)
 
+    def _unshare(self, project: str, done: set[str]) -> None:
+        if project not in done:
+            self._blocks[project].unshare()
+            done.add(project)
+
     def view(self) -> "View":
         """The rows loaded so far, unchanged by later refreshes (take it under the lock)."""
-        n = self._size
-        return View(
-            matrix=self._matrix[:n], seqs=self._seqs[:n], projects=self._projects[:n],
-            active=self._active[:n], row_of=self._row_of, project_codes=self._project_codes,
-        )  # fmt: skip
-
-    def scope(self, projects: list[str], only: list[int] | None = None) -> npt.NDArray[np.bool_]:
-        """:meth:`View.scope` of the rows loaded so far."""
-        return self.view().scope(projects, only)
-
-    def search(
-        self, query: Vectors, mask: npt.NDArray[np.bool_], count: int
-    ) -> list[tuple[int, float]]:
-        """:meth:`View.search` of the rows loaded so far."""
-        return self.view().search(query, mask, count)
-
-    def _code(self, project: str) -> int:
-        code = self._project_codes.get(project)
-        if code is None:
-            code = self._project_codes[project] = len(self._project_codes)
-        return code
-
-    def _reserve(self, needed: int) -> None:
-        capacity = self._matrix.shape[0]
-        if needed <= capacity:
-            return
-        while capacity < needed:
-            capacity *= 2
-        self._matrix = _grown(self._matrix, capacity)
-        self._seqs = _grown(self._seqs, capacity)
-        self._projects = _grown(self._projects, capacity)
-        self._active = _grown(self._active, capacity)
+        if self._view is None:
+            self._view = View(
+                blocks={project: block.rows() for project, block in self._blocks.items()},
+                where=self._where,
+            )
+        return self._view
 
 
 @dataclass(frozen=True, slots=True)
 class View:
     """Rows of a :class:`VectorIndex` as they were when the view was taken.
 
-    ``row_of`` and ``project_codes`` are shared with the index, which only adds to them: rows
-    past this view are skipped, and a project first seen after it matches none of its rows.
+    ``where`` is shared with the index, which only adds to it (a move to another project
+    makes the index a new one): rows past this view's are skipped.
     """
 
-    matrix: Vectors
-    seqs: npt.NDArray[np.int64]
-    projects: npt.NDArray[np.int32]
-    active: npt.NDArray[np.bool_]
-    row_of: dict[int, int]
-    project_codes: dict[str, int]
-
-    def scope(self, projects: list[str], only: list[int] | None = None) -> npt.NDArray[np.bool_]:
-        """Mask of active rows in any of ``projects`` (and among the ``only`` seqs, if given)."""
-        codes = [self.project_codes[p] for p in projects if p in self.project_codes]
-        mask = np.zeros(len(self.seqs), dtype=bool)
-        for code in codes:
-            mask |= self.projects == code
-        mask &= self.active
-        if only is not None:
-            mask &= np.isin(self.seqs, np.asarray(only, dtype=np.int64))
-        return mask
+    blocks: dict[str, _Rows]
+    where: dict[int, tuple[str, int]]
 
     def search(
-        self, query: Vectors, mask: npt.NDArray[np.bool_], count: int
+        self,
+        query: Vectors,
+        projects: Iterable[str],
+        count: int,
+        only: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """The ``count`` best (seq, cosine) pairs among rows where ``mask`` is set."""
-        n = len(self.seqs)
-        if n == 0 or count <= 0:
+        """The ``count`` best (seq, cosine) pairs among active rows of ``projects`` (and among
+        the ``only`` seqs, if given), best first."""
+        if count <= 0:
             return []
-        scores = self.matrix @ query
-        scores = np.where(mask, scores, -np.inf)
-        count = min(count, n)
-        top = np.argpartition(-scores, count - 1)[:count]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        best = scores[top]
-        finite = np.isfinite(best)
+        scores: list[npt.NDArray[np.float32]] = []
+        seqs: list[npt.NDArray[np.int64]] = []
+        allowed = np.asarray(only, dtype=np.int64) if only is not None else None
+        for project in dict.fromkeys(projects):
+            rows = self.blocks.get(project)
+            if rows is None or not len(rows.seqs):
+                continue
+            keep = rows.active
+            if allowed is not None:
+                keep = keep & np.isin(rows.seqs, allowed)
+            scores.append((rows.matrix @ query)[keep])
+            seqs.append(rows.seqs[keep])
+        if not scores:
+            return []
+        every = np.concatenate(scores)
+        owners = np.concatenate(seqs)
+        count = min(count, len(every))
+        if not count:
+            return []
+        top = np.argpartition(-every, count - 1)[:count]
+        top = top[np.argsort(-every[top], kind="stable")]
         # tolist() gives the same Python ints and floats as int() and float() one by one.
-        return list(zip(self.seqs[top][finite].tolist(), best[finite].tolist(), strict=True))
+        return list(zip(owners[top].tolist(), every[top].tolist(), strict=True))
 
     def cosine(self, query: Vectors, seqs: list[int]) -> dict[int, float]:
         """Cosine between ``query`` and each of ``seqs`` that the view holds."""
-        n = len(self.seqs)
-        rows = [(seq, row) for seq in seqs if (row := self.row_of.get(seq, n)) < n]
-        if not rows:
-            return {}
-        values = (self.matrix[[row for _, row in rows]] @ query).tolist()
-        return {seq: value for (seq, _), value in zip(rows, values, strict=True)}
+        wanted: dict[str, tuple[list[int], list[int]]] = {}
+        for seq in seqs:
+            place = self.where.get(seq)
+            if place is None:
+                continue
+            project, row = place
+            rows = self.blocks.get(project)
+            if rows is None or row >= len(rows.seqs):
+                continue
+            found = wanted.setdefault(project, ([], []))
+            found[0].append(seq)
+            found[1].append(row)
+        out: dict[int, float] = {}
+        for project, (found_seqs, places) in wanted.items():
+            values = (self.blocks[project].matrix[places] @ query).tolist()
+            out.update(zip(found_seqs, values, strict=True))
+        return out
 
 
 def _grown(array: npt.NDArray[_T], capacity: int) -> npt.NDArray[_T]:

@@ -198,17 +198,16 @@ def _ranked(
         )
         try:
             vector_hits = (
-                vectors.search(query_vector, vectors.scope(projects, only), pool)
-                if mode != "lexical"
-                else []
+                vectors.search(query_vector, projects, pool, only) if mode != "lexical" else []
             )
         finally:
             if pending is not None:
                 lexical = pending.result()
         if pending is None:
             lexical = _bm25(conn, words, query, projects, pool, only) if mode != "vector" else {}
-        seqs = list(dict.fromkeys([seq for seq, _ in vector_hits] + list(lexical)))
-        cosines = vectors.cosine(query_vector, seqs)
+        cosines = dict(vector_hits)
+        seqs = list(dict.fromkeys([*cosines, *lexical]))
+        cosines.update(vectors.cosine(query_vector, [s for s in lexical if s not in cosines]))
         rows = store.rows_by_seq(conn, seqs)
     now = store.clock()
     best_bm25 = max(lexical.values(), default=0.0)

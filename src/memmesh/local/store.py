@@ -83,6 +83,7 @@ class ItemRow(NamedTuple):
 
 
 _ITEM_COLUMNS = ", ".join(ItemRow._fields)
+_NO_RECORD = outcomes.score(0.0, 0.0, 0.0)
 
 
 def _decayed(row: ItemRow, now: float) -> tuple[float, float, float]:
@@ -533,9 +534,21 @@ class Store:
         """A search's reads, on this thread's own connection so that searches run side by side,
         with the vector index brought up to date first (take a view of it under ``vector_lock``)."""
         with self.db.reader() as conn:
-            self._check_embedder(conn)
-            self._refresh(conn)
+            # One statement for both checks: each one lets another thread take the GIL.
+            stored, last_rev = conn.execute(
+                "SELECT (SELECT value FROM meta WHERE key = 'embedder_fingerprint'), "
+                "(SELECT coalesce(max(rev), 0) FROM items)"
+            ).fetchone()
+            if stored != self.embedder.fingerprint:
+                raise EmbedderMismatch(stored or "(none)", self.embedder.fingerprint)
+            if last_rev > self._loaded_rev():
+                self._refresh(conn)
             yield conn
+
+    def _loaded_rev(self) -> int:
+        """The last rev both in-memory indexes have loaded."""
+        lexicon = self.lexicon.last_rev if self.lexicon is not None else self.vectors.last_rev
+        return min(self.vectors.last_rev, lexicon)
 
     def _refresh(self, conn: sqlite3.Connection) -> None:
         """Bring the in-memory indexes up to the rows ``conn`` sees (writes need only the
@@ -590,7 +603,7 @@ class Store:
         if row:
             return int(row[0])
         with self.vector_lock:
-            closest = self.vectors.search(vector, self.vectors.scope([project]), 5)
+            closest = self.vectors.view().search(vector, [project], 5)
         near = [seq for seq, cosine in closest if cosine >= self.embedder.duplicate_cosine]
         if not near:
             return None
@@ -686,6 +699,8 @@ class Store:
     @staticmethod
     def outcome_score_of(row: ItemRow, now: float) -> float:
         """The track record :meth:`item_of` would give the row's item at ``now``."""
+        if not (row.worked or row.failed or row.partial):
+            return _NO_RECORD  # most items: nothing to decay
         return outcomes.score(*_decayed(row, now))
 
 
