@@ -29,6 +29,10 @@ developer memories over 20 projects plus ``global``, each with its hashing-embed
 * In process: decode, ``Coordinator.search``, ``recall()`` alone and encode are timed without
   HTTP, and at the largest size the search handler is profiled with cProfile.
 
+* Placement: on a machine with two or more CPUs, this process (the load generator) keeps to
+  the last one and every server to the others, so that the servers are measured rather than
+  their contention with the load generator; ``--no-pin`` shares every CPU among all.
+
 Everything listens on 127.0.0.1 only; every process started here is stopped before exit.
 """
 
@@ -52,7 +56,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -371,6 +375,7 @@ class Server:
     def __init__(self, name: str, command: list[str], port: int, log_path: Path) -> None:
         self.name = name
         self.command = command
+        self.cpus = PLACEMENT.servers
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = log_path
@@ -381,8 +386,9 @@ class Server:
         started = time.perf_counter()
         with self.log_path.open("ab") as log_file:
             self.process = subprocess.Popen(
-                self.command, env=env, stdout=log_file, stderr=subprocess.STDOUT
-            )
+                self.command, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+                preexec_fn=_pinned(self.cpus),
+            )  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -429,6 +435,46 @@ class Server:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+def _pinned(cpus: frozenset[int] | None) -> Callable[[], None] | None:
+    """What the child runs before ``exec`` to keep to ``cpus`` (its workers inherit them)."""
+    if cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+@dataclass
+class Placement:
+    """Which CPUs the load generator (this process) and the servers run on; ``None``: any.
+
+    On a machine of a few cores, the load generator and the server under test otherwise
+    share every core, and the scheduler moves the server's event loop and worker threads
+    from core to core around the load generator: each move costs the server its caches.
+    Separate cores measure the server, not that contention; every target gets the same."""
+
+    client: frozenset[int] | None = None
+    servers: frozenset[int] | None = None
+
+    def describe(self) -> str:
+        if self.client is None or self.servers is None:
+            return "none (every process on any CPU)"
+        return f"load generator on CPU {_cpus(self.client)}, servers on CPU {_cpus(self.servers)}"
+
+    @classmethod
+    def separate(cls) -> "Placement":
+        """The last usable CPU for the load generator, the others for the servers."""
+        usable = sorted(os.sched_getaffinity(0))
+        if len(usable) < 2:
+            return cls()
+        return cls(client=frozenset(usable[-1:]), servers=frozenset(usable[:-1]))
+
+
+def _cpus(cpus: frozenset[int]) -> str:
+    return ",".join(str(cpu) for cpu in sorted(cpus))
+
+
+PLACEMENT = Placement()
 
 
 @contextlib.contextmanager
@@ -992,6 +1038,7 @@ def machine_info() -> dict[str, str]:
         **thread_settings(),
         "loadavg": load_average(),
         "commit": source_revision(),
+        "pinning": PLACEMENT.describe(),
     }
 
 
@@ -1155,6 +1202,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=300,
         help="searches profiled in process at the largest size; 0 turns it off (300)",
     )
+    parser.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="let the load generator and the servers share every CPU (default: separate "
+        "CPUs when there are two or more)",
+    )
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument("--serve-floor", choices=FLOOR_KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -1197,6 +1250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         serve_floor(args.serve_floor, args.port, args.floor_body, args.workers)
         return 0
     signal.signal(signal.SIGTERM, _terminate)
+    global PLACEMENT
+    PLACEMENT = Placement() if args.no_pin else Placement.separate()
+    if PLACEMENT.client is not None:
+        os.sched_setaffinity(0, PLACEMENT.client)
     info = machine_info()
     print("== memmesh coordinator benchmark")
     pairs = [f"{key}: {value}" for key, value in info.items()]
@@ -1206,7 +1263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": args.sizes, "clients": args.clients, "seconds": args.seconds,
         "queries": args.queries, "publish_budget": args.publish_budget,
         "http_sample": args.http_sample, "k": K,
-        "warmup_seconds": WARMUP_SECONDS, "batch": MAX_BATCH,
+        "warmup_seconds": WARMUP_SECONDS, "batch": MAX_BATCH, "workers": args.workers,
+        "pinning": PLACEMENT.describe(),
     }}  # fmt: skip
     results: list[SizeResult] = []
     profile_text = None
