@@ -1,5 +1,6 @@
 """The in-memory lexicon ranks exactly as FTS5 does, through every kind of write."""
 
+import os
 import random
 from pathlib import Path
 
@@ -165,3 +166,30 @@ def test_loads_only_the_rows_written_since_its_last_refresh(home: Path) -> None:
         with store.db.reader() as conn:
             assert lexicon.refresh(conn) == 1
         assert lexicon.view().rows == 6
+
+
+def test_warm_loads_both_indexes_before_any_search(home: Path) -> None:
+    with Store(home, author="tester", lexicon=True) as store:
+        store.remember("webhooks retry five times")
+        store.remember("deploys go through Argo CD", project="web")
+        assert store.lexicon is not None
+        assert store.lexicon.last_rev == 0  # writes load only the vectors
+        store.warm()
+        with store.db.read() as conn:
+            (last,) = conn.execute("SELECT max(rev) FROM items").fetchone()
+        assert store.vectors.last_rev == store.lexicon.last_rev == last
+        assert store.lexicon.view().rows == 2
+
+
+def test_a_forked_worker_tokenizes_with_a_connection_of_its_own(home: Path) -> None:
+    from memmesh.local import _lexicon
+
+    assert _lexicon.phrase_tokens("Webhooks") == ("webhook",)
+    parent = _lexicon._the_tokenizer()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        fresh = _lexicon._the_tokenizer() is not parent
+        tokens = _lexicon._the_tokenizer().phrase("Deploys webhooks")
+        os._exit(0 if fresh and tokens == ("deploi", "webhook") else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -40,6 +40,7 @@ def run_serve(args: argparse.Namespace) -> int:
     store = open_store(args, serving=True)
     peer = Peer(home, store, identity, url=url)
     peer.shareable()  # fail now, not on the first request, if anything is wrong
+    store.warm()
     heartbeat = None
     advertiser = None
     try:

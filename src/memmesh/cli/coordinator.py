@@ -99,6 +99,7 @@ def _serve(args: argparse.Namespace) -> int:
     def make_app() -> "ASGIApp":
         coordinator = open_coordinator()
         opened.append(coordinator)
+        coordinator.store.warm()  # before it listens: no first search pays for the load
         return coordinator_app(coordinator, token=token)
 
     try:

@@ -21,6 +21,7 @@ Searches take a :class:`LexiconView`, which no later refresh changes.
 """
 
 import math
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -93,13 +94,32 @@ class _Tokenizer:
         return tuple(term for (term,) in rows)
 
 
-_tokenizer = _Tokenizer()
+_tokenizer: _Tokenizer | None = None
+_tokenizer_lock = threading.Lock()
+
+
+def _the_tokenizer() -> _Tokenizer:
+    """This process's tokenizer, made at first use (a forked worker makes its own)."""
+    global _tokenizer
+    with _tokenizer_lock:
+        if _tokenizer is None:
+            _tokenizer = _Tokenizer()
+        return _tokenizer
+
+
+def _forget_tokenizer() -> None:
+    global _tokenizer, _tokenizer_lock
+    _tokenizer, _tokenizer_lock = None, threading.Lock()
+
+
+# A SQLite connection must not be used on both sides of a fork.
+os.register_at_fork(after_in_child=_forget_tokenizer)
 
 
 @lru_cache(maxsize=1 << 15)
 def phrase_tokens(text: str) -> tuple[str, ...]:
     """:meth:`_Tokenizer.phrase`, remembered: the same words come back query after query."""
-    return _tokenizer.phrase(text)
+    return _the_tokenizer().phrase(text)
 
 
 class _Matches(NamedTuple):
@@ -332,7 +352,7 @@ class Lexicon:
         ).fetchall()
         if not rows:
             return 0
-        instances = _tokenizer.rows([(r[0], r[3], r[4], r[5]) for r in rows if r[2]])
+        instances = _the_tokenizer().rows([(r[0], r[3], r[4], r[5]) for r in rows if r[2]])
         ids = self._term_ids
         terms = np.fromiter(
             (ids.setdefault(term, len(ids)) for term, _, _, _ in instances),

@@ -545,6 +545,12 @@ class Store:
                 self._refresh(conn)
             yield conn
 
+    def warm(self) -> None:
+        """Load the in-memory indexes now instead of at the first search (a server calls it
+        before it answers: about 0.7 s per 10,000 items with the lexicon)."""
+        with self.reading():
+            pass
+
     def _loaded_rev(self) -> int:
         """The last rev both in-memory indexes have loaded."""
         lexicon = self.lexicon.last_rev if self.lexicon is not None else self.vectors.last_rev
