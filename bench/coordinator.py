@@ -1252,9 +1252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     global PLACEMENT
     PLACEMENT = Placement() if args.no_pin else Placement.separate()
+    info = machine_info()  # before pinning: nproc is the machine's
     if PLACEMENT.client is not None:
         os.sched_setaffinity(0, PLACEMENT.client)
-    info = machine_info()
     print("== memmesh coordinator benchmark")
     pairs = [f"{key}: {value}" for key, value in info.items()]
     for start in range(0, len(pairs), 7):
