@@ -890,9 +890,10 @@ def profile_searches(
 ) -> str:
     """cProfile of ``count`` calls of ``Coordinator.search``, by own and cumulative time.
 
-    cProfile sees only the calling thread, so when recall runs BM25 on a worker thread beside
-    the matrix product (``recall.PARALLEL_HALVES``), that switch is turned off for this pass
-    and the SQL shows up where it is spent; the output says so.
+    cProfile sees only the calling thread, so when recall runs FTS5's BM25 on a worker thread
+    beside the matrix product (``recall.PARALLEL_HALVES``; a store without the in-memory
+    lexicon), that switch is turned off for this pass and the SQL shows up where it is spent;
+    the output says so.
     """
     # The module itself: ``memmesh.local.recall`` as an attribute is the function.
     recall_module = importlib.import_module("memmesh.local.recall")
@@ -911,7 +912,7 @@ def profile_searches(
         if parallel is not None:
             setattr(recall_module, switch, parallel)
     buffer = io.StringIO()
-    if parallel:
+    if parallel and coordinator.store.lexicon is None:  # with the lexicon BM25 runs inline
         buffer.write(
             f"(recall.{switch} set to False for this pass: BM25 runs inline, so that its\n"
             " SQL is counted; served searches run it on a worker thread beside the matrix)\n"
