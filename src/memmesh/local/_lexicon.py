@@ -259,7 +259,7 @@ class LexiconView:
         ``terms`` and ``scopes`` are the strings between the quotes (unescaped): the query's
         terms and the scope's project tokens.
         """
-        if self.rows == 0 or not terms:
+        if self.rows == 0 or not terms or count <= 0:
             return {}
         size = len(self.lengths)
         score = np.zeros(size)
