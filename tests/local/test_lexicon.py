@@ -193,3 +193,17 @@ def test_a_forked_worker_tokenizes_with_a_connection_of_its_own(home: Path) -> N
         os._exit(0 if fresh and tokens == ("deploi", "webhook") else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_remembered_answers_are_forgotten_together_past_their_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memmesh.local import _lexicon
+
+    monkeypatch.setattr(_lexicon, "_REMEMBERED", 10)
+    memo: _lexicon._Remembered[str, int] = _lexicon._Remembered()
+    memo.put("a", 1, rows=6)
+    memo.put("b", 2, rows=4)
+    assert (memo.get("a"), memo.get("b")) == (1, 2)
+    memo.put("c", 3, rows=1)  # 11 rows: the older answers go
+    assert (memo.get("a"), memo.get("b"), memo.get("c")) == (None, None, 3)

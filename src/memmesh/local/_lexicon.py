@@ -25,9 +25,9 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,10 +47,14 @@ SCOPE_COLUMN = 2
 _OFFSET_BITS = 24
 _COLUMN_BITS = 2
 _ROW_SHIFT = _COLUMN_BITS + _OFFSET_BITS
+# Rows a view's remembered phrases and scope masks may hold between them (8 to 17 bytes each).
+_REMEMBERED = 1 << 22
 # The base is rebuilt when the recent part holds more instances than an eighth of it.
 _MIN_REBUILD = 1 << 14
 
 _Int = npt.NDArray[np.int64]
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 _Float = npt.NDArray[np.float64]
 _Bools = npt.NDArray[np.bool_]
 
@@ -227,6 +231,24 @@ _EMPTY = _Postings.build(
 )
 
 
+class _Remembered(Generic[_K, _V]):
+    """Answers kept for reuse, forgotten all at once when they hold more than
+    :data:`_REMEMBERED` rows between them."""
+
+    def __init__(self) -> None:
+        self._answers: dict[_K, _V] = {}
+        self._rows = 0
+
+    def get(self, key: _K) -> _V | None:
+        return self._answers.get(key)
+
+    def put(self, key: _K, value: _V, rows: int) -> None:
+        if self._rows + rows > _REMEMBERED:
+            self._answers, self._rows = {}, 0
+        self._answers[key] = value
+        self._rows += rows
+
+
 @dataclass(frozen=True, slots=True)
 class LexiconView:
     """The index as it was when the view was taken.
@@ -244,6 +266,10 @@ class LexiconView:
     tokens: int
     term_ids: dict[str, int]
     any_stale: bool
+    # What this view has already answered: the rows of a phrase, the mask of a scope. A view
+    # never changes, so neither can they; the next refresh makes a new view with empty ones.
+    phrases: "_Remembered[str, _Matches]" = field(default_factory=lambda: _Remembered())
+    scopes: "_Remembered[tuple[str, ...], _Bools]" = field(default_factory=lambda: _Remembered())
 
     def bm25(
         self,
@@ -277,11 +303,7 @@ class LexiconView:
                 (freqs * (K1 + 1.0)) / (freqs + K1 * (1 - B + B * lengths / average))
             )
             matched[seqs] = True
-        in_scope = np.zeros(size, dtype=bool)
-        for scope in scopes:
-            seqs, _, scoped = self._matches(scope)
-            in_scope[seqs[scoped]] = True
-        matched &= in_scope
+        matched &= self._in_scope(tuple(scopes))
         if only is not None:
             allowed = np.zeros(size, dtype=bool)
             wanted = np.asarray(only, dtype=np.int64)
@@ -300,8 +322,26 @@ class LexiconView:
             for seq, value in zip(candidates[order].tolist(), scores[order].tolist(), strict=True)
         }
 
+    def _in_scope(self, scopes: tuple[str, ...]) -> _Bools:
+        """Mask of the rows whose scope column holds one of ``scopes``."""
+        mask = self.scopes.get(scopes)
+        if mask is None:
+            mask = np.zeros(len(self.lengths), dtype=bool)
+            for scope in scopes:
+                seqs, _, scoped = self._matches(scope)
+                mask[seqs[scoped]] = True
+            self.scopes.put(scopes, mask, len(mask))
+        return mask
+
     def _matches(self, phrase: str) -> _Matches:
         """The rows holding the quoted string ``phrase`` of a query."""
+        found = self.phrases.get(phrase)
+        if found is None:
+            found = self._look_up(phrase)
+            self.phrases.put(phrase, found, len(found.seqs))
+        return found
+
+    def _look_up(self, phrase: str) -> _Matches:
         ids = [self.term_ids.get(token) for token in phrase_tokens(phrase)]
         terms = [term for term in ids if term is not None]
         if not terms or len(terms) < len(ids):
