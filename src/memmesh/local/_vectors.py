@@ -77,6 +77,8 @@ class VectorIndex:
         self._blocks: dict[str, _Block] = {}
         # Where each item's row is: its project and its row in that project's block.
         self._where: dict[int, tuple[str, int]] = {}
+        # The rev each item's row was loaded at.
+        self._revs: dict[int, int] = {}
         self._view: View | None = None  # the latest view, until the next load
         self.last_rev = 0
 
@@ -100,9 +102,10 @@ class VectorIndex:
             self._where = dict(self._where)
         # Per project, the rows to write and their vectors, to copy in one go.
         targets: dict[str, tuple[list[int], list[bytes]]] = {}
-        for seq, _, project, active, blob in rows:
+        for seq, rev, project, active, blob in rows:
             if not isinstance(blob, bytes) or len(blob) != width:
                 raise DamagedVector(seq)
+            self._revs[seq] = rev
             place = self._where.get(seq)
             if place is not None:
                 old, row = place
@@ -139,6 +142,7 @@ class VectorIndex:
             self._view = View(
                 blocks={project: block.rows() for project, block in self._blocks.items()},
                 where=self._where,
+                revs=self._revs,
             )
         return self._view
 
@@ -148,11 +152,13 @@ class View:
     """Rows of a :class:`VectorIndex` as they were when the view was taken.
 
     ``where`` is shared with the index, which only adds to it (a move to another project
-    makes the index a new one): rows past this view's are skipped.
+    makes the index a new one): rows past this view's are skipped. ``revs`` (each row's rev
+    as last loaded) is shared too, so it may be newer than the view.
     """
 
     blocks: dict[str, _Rows]
     where: dict[int, tuple[str, int]]
+    revs: dict[int, int]
 
     def search(
         self,

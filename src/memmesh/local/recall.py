@@ -208,7 +208,7 @@ def _ranked(
         cosines = dict(vector_hits)
         seqs = list(dict.fromkeys([*cosines, *lexical]))
         cosines.update(vectors.cosine(query_vector, [s for s in lexical if s not in cosines]))
-        rows = store.rows_by_seq(conn, seqs)
+        rows = store.rows_by_seq(conn, seqs, vectors.revs)
     now = store.clock()
     best_bm25 = max(lexical.values(), default=0.0)
     query_exact = _text.exact_tokens(query)

@@ -8,7 +8,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -385,15 +385,27 @@ class Store:
         now = self.clock()
         return {row.id: self.item_of(row, now) for row in self._rows_in(conn, "id", item_ids)}
 
-    def rows_by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, ItemRow]:
+    def rows_by_seq(
+        self, conn: sqlite3.Connection, seqs: list[int], revs: Mapping[int, int] | None = None
+    ) -> dict[int, ItemRow]:
         """The rows for the given row numbers, keyed by row number, with no item built yet:
         recall scores many candidates and builds items (:meth:`item_of`) for the few it keeps.
 
-        Only each row's rev is read for all of them; a row already read at that rev is taken
-        from a bounded cache, and the others are read whole.
+        A row already read at its current rev is taken from a bounded cache, and the others
+        are read whole. The current revs are read from the database, or taken from ``revs``
+        (the vector index's, just brought up to date: no statement at all when every row is
+        in the cache).
         """
         out: dict[int, ItemRow] = {}
         unread: list[int] = []
+        if revs is not None:
+            for seq in seqs:
+                row = self._rows_read.get((seq, revs.get(seq, -1)))
+                if row is None:
+                    unread.append(seq)
+                else:
+                    out[seq] = row
+            seqs = []
         for start in range(0, len(seqs), 500):
             chunk = seqs[start : start + 500]
             marks = ",".join("?" * len(chunk))
