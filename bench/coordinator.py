@@ -22,7 +22,7 @@ developer memories over 20 projects plus ``global``, each with its hashing-embed
 * HTTP floor: the same load, the same bodies, against two constant servers run by this file
   in its own process under the same ``serve()`` settings: ``harness`` is ``create_app`` with a
   ``/v1/search`` endpoint (token check, body limit, strict two-pass decode of the request,
-  worker thread, encode) whose handler returns one real search answer captured from the
+  the CPU-bound lane's thread, encode) whose handler returns one real search answer captured from the
   coordinator; ``raw`` is a bare Starlette route that reads the body and returns the same
   answer's bytes. search req/s over floor req/s says what share of the serving capacity the
   search itself leaves.
@@ -538,6 +538,7 @@ def serve_floor(kind: str, port: int, body_file: Path, workers: int = 1) -> None
                 request=SearchRequest,
                 response=SearchResponse,
                 limit=BodyLimit(max_bytes=QUERY_BODY_LIMIT),
+                cpu_bound=True,  # the lane the coordinator's search takes
             ),
         ]
         serve_processes(lambda: create_app(endpoints, token=token), settings, token=token)
