@@ -22,8 +22,8 @@ developer memories over 20 projects plus ``global``, each with its hashing-embed
 * HTTP floor: the same load, the same bodies, against two constant servers run by this file
   in its own process under the same ``serve()`` settings: ``harness`` is ``create_app`` with a
   ``/v1/search`` endpoint (token check, body limit, strict two-pass decode of the request,
-  the CPU-bound lane's thread, encode) whose handler returns one real search answer captured from the
-  coordinator; ``raw`` is a bare Starlette route that reads the body and returns the same
+  the CPU-bound lane's thread, encode) whose handler returns one real search answer captured
+  from the coordinator; ``raw`` is a bare Starlette route that reads the body and returns the same
   answer's bytes. search req/s over floor req/s says what share of the serving capacity the
   search itself leaves.
 * In process: decode, ``Coordinator.search``, ``recall()`` alone and encode are timed without
