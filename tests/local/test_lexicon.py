@@ -207,3 +207,32 @@ def test_remembered_answers_are_forgotten_together_past_their_bound(
     assert (memo.get("a"), memo.get("b")) == (1, 2)
     memo.put("c", 3, rows=1)  # 11 rows: the older answers go
     assert (memo.get("a"), memo.get("b"), memo.get("c")) == (None, None, 3)
+
+
+@pytest.mark.parametrize("rebuild_at", [1, 100_000])
+def test_a_purged_item_leaves_no_trace_in_the_lexicon(home: Path, rebuild_at: int) -> None:
+    with Store(home, author="tester", lexicon=True) as store:
+        store.lexicon = Lexicon(rebuild_at=rebuild_at)
+        for index in range(20):
+            store.remember(f"note {index} on webhooks and retries")
+        store.put(
+            item_id="01JCOPY0000000000000000001", text="the zanzibar rotation secret lives here",
+            kind="fact", project="global", tags=(), author="bob", created_at=0.0, vector=None,
+        )  # fmt: skip
+        store.warm()
+        with store.db.read() as conn:
+            (seq,) = conn.execute(
+                "SELECT seq FROM items WHERE id = '01JCOPY0000000000000000001'"
+            ).fetchone()
+        assert store.lexicon is not None
+        before = store.lexicon.view()
+        assert seq in before.base.seqs.tolist() + before.recent.seqs.tolist()
+
+        assert store.purge("01JCOPY0000000000000000001")
+        store.warm()
+        after = store.lexicon.view()
+        assert seq not in after.base.seqs.tolist() + after.recent.seqs.tolist()
+        assert seq not in after.base.row_seqs.tolist() + after.recent.row_seqs.tolist()
+        fts, mine = _fts_and_lexicon(store, "zanzibar rotation webhooks", "global", 50, None)
+        assert mine == fts
+        assert seq not in dict(mine)

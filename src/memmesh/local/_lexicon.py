@@ -13,9 +13,9 @@ most of a served search. A process that answers many searches keeps the terms he
   each phrase, the row's length over all columns against the average. Ties rank by row
   number, as SQLite's sorter leaves them.
 * The copy is kept in step by revision number, like :class:`memmesh.local._vectors.VectorIndex`:
-  the rows written since the last refresh are tokenized and replace their old selves. Changed
-  rows collect in a small ``recent`` part beside the sorted ``base``, which is rebuilt when the
-  recent part grows past an eighth of it.
+  the rows written since the last refresh are tokenized and replace their old selves, which
+  leave at once. Changed rows collect in a small ``recent`` part beside the sorted ``base``,
+  which is rebuilt when the recent part grows past an eighth of it.
 
 Searches take a :class:`LexiconView`, which no later refresh changes.
 """
@@ -175,6 +175,27 @@ class _Postings:
     def __len__(self) -> int:
         return len(self.seqs)
 
+    def without(self, seqs: _Int) -> "_Postings":
+        """These postings less every instance of the rows ``seqs``, in the same order."""
+        gone = np.isin(self.seqs, seqs)
+        if not gone.any():
+            return self
+        keep = ~gone
+        terms = self.terms()[keep]
+        row_keep = ~np.isin(self.row_seqs, seqs)
+        row_terms = np.repeat(np.arange(len(self.row_starts) - 1), np.diff(self.row_starts))
+        every = np.arange(len(self.starts))
+        return _Postings(
+            starts=np.searchsorted(terms, every).astype(np.int64),
+            seqs=self.seqs[keep],
+            columns=self.columns[keep],
+            offsets=self.offsets[keep],
+            row_starts=np.searchsorted(row_terms[row_keep], every).astype(np.int64),
+            row_seqs=self.row_seqs[row_keep],
+            row_freqs=self.row_freqs[row_keep],
+            row_scoped=self.row_scoped[row_keep],
+        )
+
     def terms(self) -> _Int:
         """The term id of each instance."""
         return np.repeat(np.arange(len(self.starts) - 1, dtype=np.int64), np.diff(self.starts))
@@ -253,19 +274,17 @@ class _Remembered(Generic[_K, _V]):
 class LexiconView:
     """The index as it was when the view was taken.
 
-    ``stale`` marks rows of ``base`` that were rewritten since it was built (their current
-    selves, if active, are in ``recent``). ``lengths`` is each row's token count over all
+    ``base`` and ``recent`` hold different rows (a row's current self, if active, is in one of
+    them). ``lengths`` is each row's token count over all
     columns, 0 for rows not in the index; ``rows`` and ``tokens`` are FTS5's totals.
     """
 
     base: _Postings
     recent: _Postings
-    stale: _Bools
     lengths: _Float
     rows: int
     tokens: int
     term_ids: dict[str, int]
-    any_stale: bool
     # What this view has already answered: the rows of a phrase, the mask of a scope. A view
     # never changes, so neither can they; the next refresh makes a new view with empty ones.
     phrases: "_Remembered[str, _Matches]" = field(default_factory=lambda: _Remembered())
@@ -347,9 +366,6 @@ class LexiconView:
         if not terms or len(terms) < len(ids):
             return _NO_MATCHES
         old = self.base.matches(terms)
-        if self.any_stale:
-            fresh = ~self.stale[old.seqs]
-            old = _Matches(old.seqs[fresh], old.freqs[fresh], old.scoped[fresh])
         new = self.recent.matches(terms)
         if not len(new.seqs):
             return old
@@ -370,12 +386,10 @@ class Lexicon:
         self._view = LexiconView(
             base=_EMPTY,
             recent=_EMPTY,
-            stale=np.zeros(0, dtype=bool),
             lengths=np.zeros(0),
             rows=0,
             tokens=0,
             term_ids=self._term_ids,
-            any_stale=False,
         )
         self.last_rev = 0
 
@@ -426,35 +440,27 @@ class Lexicon:
         lengths[: len(old.lengths)] = old.lengths
         lengths[changed] = 0.0
         np.add.at(lengths, seqs, 1.0)
-        stale = np.zeros(size, dtype=bool)
-        stale[: len(old.stale)] = old.stale
-        stale[changed] = True
+        # A changed row leaves the base at once, keeping its order: nothing of a retracted or
+        # purged item (its words and their places) stays behind in memory.
+        base = old.base.without(changed)
         # The recent part keeps its rows that did not change again, plus the new instances.
-        recent_terms = old.recent.terms()
-        kept = ~np.isin(old.recent.seqs, changed)
+        recent = old.recent.without(changed)
         parts = [
-            (recent_terms[kept], old.recent.seqs[kept], old.recent.columns[kept],
-             old.recent.offsets[kept]),
+            (recent.terms(), recent.seqs, recent.columns, recent.offsets),
             (terms, seqs, columns, offsets),
-        ]  # fmt: skip
-        base = old.base
+        ]
         recent_size = sum(len(part[0]) for part in parts)
         if not len(base) or recent_size > max(self._rebuild_at, len(base) // 8):
-            alive = ~stale[base.seqs]
-            parts.append((base.terms()[alive], base.seqs[alive], base.columns[alive],
-                          base.offsets[alive]))  # fmt: skip
+            parts.append((base.terms(), base.seqs, base.columns, base.offsets))
             base, recent = _built(parts), _EMPTY
-            stale = np.zeros(size, dtype=bool)
         else:
             recent = _built(parts)
         present = lengths > 0
         return LexiconView(
             base=base,
             recent=recent,
-            stale=stale,
             lengths=lengths,
             rows=int(present.sum()),
             tokens=int(lengths.sum()),
             term_ids=self._term_ids,
-            any_stale=bool(stale.any()),
         )
