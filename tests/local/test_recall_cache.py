@@ -213,3 +213,25 @@ def test_recall_answers_the_same_beside_other_recalls(
     monkeypatch.setattr(recall_module._running, "alone", lambda: False)
 
     assert _answers(store) == alone
+
+
+@pytest.mark.parametrize("lexicon", [False, True])
+def test_a_purged_items_text_leaves_the_recall_caches(home: Path, lexicon: bool) -> None:
+    secret = "The zanzibar rotation key lives under ops/zanzibar in the vault"
+    with Store(home, author="tester", lexicon=lexicon) as store:
+        store.remember("Webhooks are retried five times with backoff")
+        _put(store, secret)
+        assert [hit.item.id for hit in recall(store, "zanzibar rotation", record=False).hits] == [
+            COPY
+        ]
+        hits_before = recall_module._gate_tokens.cache_info().hits
+        recall_module._gate_tokens(secret, "[]")
+        assert recall_module._gate_tokens.cache_info().hits == hits_before + 1  # it was kept
+
+        assert store.purge(COPY)
+        assert recall(store, "zanzibar rotation webhooks", record=False).hits
+
+        assert all(secret not in row.text for row in store._rows_read.values())
+        hits_before = recall_module._gate_tokens.cache_info().hits
+        recall_module._gate_tokens(secret, "[]")
+        assert recall_module._gate_tokens.cache_info().hits == hits_before  # it was gone

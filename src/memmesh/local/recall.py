@@ -180,6 +180,7 @@ def _ranked(
     if query_vector is None:
         query_vector = store.embedder.embed_query(query)
     with _running, store.reading() as conn:
+        _forget_replaced(store)
         only = _seqs_of(conn, restrict) if restrict is not None else None
         if only == []:
             return []
@@ -251,6 +252,19 @@ def _relevant(close: bool, exact: bool, item_tokens: frozenset[str], query_words
         return True
     covered = len(query_words & item_tokens)
     return covered / len(query_words) >= MIN_COVERAGE
+
+
+_gates_replaced: tuple[int, int] = (0, 0)  # (id of the store, its ``replaced``) last seen
+
+
+def _forget_replaced(store: "Store") -> None:
+    """Empty the gate cache when the store has loaded new versions of rows since the last
+    recall: no retracted item's text stays in it (another store's recall empties it too)."""
+    global _gates_replaced
+    seen = (id(store), store.replaced)
+    if seen != _gates_replaced:
+        _gates_replaced = seen
+        _gate_tokens.cache_clear()
 
 
 @lru_cache(maxsize=_GATE_CACHE_SIZE)

@@ -161,6 +161,9 @@ class Store:
         # so an entry is never a changed row's old self, only unused until it is dropped.
         self._rows_read: dict[tuple[int, int], ItemRow] = {}
         self._rows_read_lock = threading.Lock()
+        # How many loads brought new versions of rows loaded before: caches of what rows held
+        # (recall's gate tokens) start again when it moves.
+        self.replaced = 0
 
     def close(self) -> None:
         """Release the database connection."""
@@ -529,7 +532,7 @@ class Store:
             if check:
                 self._check_embedder(conn)
                 with self.vector_lock:
-                    self.vectors.refresh(conn)
+                    self._load_vectors(conn)
             yield conn
 
     @contextmanager
@@ -572,9 +575,19 @@ class Store:
         """Bring the in-memory indexes up to the rows ``conn`` sees (writes need only the
         vectors, which they check new items against)."""
         with self.vector_lock:
-            self.vectors.refresh(conn)
+            self._load_vectors(conn)
             if self.lexicon is not None:
                 self.lexicon.refresh(conn)
+
+    def _load_vectors(self, conn: sqlite3.Connection) -> None:
+        """Load the rows written since; when some were new versions of rows loaded before,
+        forget every row read before (a retracted item's text must not stay in memory)."""
+        known = len(self.vectors)
+        loaded = self.vectors.refresh(conn)
+        if loaded > len(self.vectors) - known:
+            with self._rows_read_lock:
+                self._rows_read.clear()
+            self.replaced += 1
 
     def _choose_embedder(self, requested: str | None, *, repair: bool) -> Embedder:
         with self.db.write() as conn:
