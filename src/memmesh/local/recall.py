@@ -308,7 +308,7 @@ def _bm25(
     scopes = [scope_token(project) for project in projects]
     if words is not None:
         return words.bm25(terms, scopes, pool, only)
-    match = " OR ".join(_quoted(term) for term in terms)
+    match = fts_query(query)
     scoped = " OR ".join(f"scope : {_quoted(scope)}" for scope in scopes)
     # "+rowid": the restriction filters FTS5's matches; a plain rowid constraint would be
     # handed to FTS5, which then runs the whole query once per allowed row (50x slower).
