@@ -114,7 +114,7 @@ class VectorIndex:
                     self._blocks[old].active[row] = False
                     place = None
             if place is None:
-                block = self._blocks.setdefault(project, _Block(self.dim))
+                block = self._blocks.get(project) or self._new_block(project)
                 block.reserve(block.size + 1)
                 row = block.size
                 block.size += 1
@@ -130,6 +130,10 @@ class VectorIndex:
             self._blocks[project].matrix[places] = vectors
         self.last_rev = max(self.last_rev, int(rows[-1][1]))
         return len(rows)
+
+    def _new_block(self, project: str) -> _Block:
+        block = self._blocks[project] = _Block(self.dim)
+        return block
 
     def _unshare(self, project: str, done: set[str]) -> None:
         if project not in done:
