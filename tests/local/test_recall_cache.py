@@ -235,3 +235,20 @@ def test_a_purged_items_text_leaves_the_recall_caches(home: Path, lexicon: bool)
         hits_before = recall_module._gate_tokens.cache_info().hits
         recall_module._gate_tokens(secret, "[]")
         assert recall_module._gate_tokens.cache_info().hits == hits_before  # it was gone
+
+
+def test_a_purge_after_a_reindex_still_empties_the_recall_caches(home: Path) -> None:
+    secret = "The zanzibar rotation key lives under ops/zanzibar in the vault"
+    with Store(home, author="tester", lexicon=True) as store:
+        store.remember("Webhooks are retried five times with backoff")
+        _put(store, secret)
+        assert recall(store, "zanzibar rotation", record=False).hits
+        store.reindex()  # a fresh vector index: every row it loads next looks new
+        with Store(home, author="other") as other:  # another process purges the copy
+            assert other.purge(COPY)
+
+        assert not any(h.item.id == COPY for h in recall(store, "zanzibar", record=False).hits)
+        assert all(secret not in row.text for row in store._rows_read.values())
+        hits_before = recall_module._gate_tokens.cache_info().hits
+        recall_module._gate_tokens(secret, "[]")
+        assert recall_module._gate_tokens.cache_info().hits == hits_before

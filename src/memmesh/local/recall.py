@@ -220,8 +220,8 @@ def _ranked(
     kept: list[tuple[float, str, int, float, float]] = []
     for seq in seqs:
         row = rows.get(seq)
-        if row is None:  # gone since the index and the full-text search saw it
-            continue
+        if row is None or row.status != "active" or not row.text:
+            continue  # gone, archived or purged since the index and the full-text search saw it
         outcome_score = store.outcome_score_of(row, now)
         if outcome_score <= outcomes.EXCLUDE_AT:
             continue

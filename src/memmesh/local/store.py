@@ -521,6 +521,8 @@ class Store:
         with self.vector_lock:
             self.embedder = target
             self.vectors = VectorIndex(target.dim)
+            # The fresh index cannot tell a new version of a row from a row: forget now.
+            self._forget_rows_read()
         return int(total)
 
     # -- internals shared with recall ------------------------------------------------------
@@ -585,9 +587,13 @@ class Store:
         known = len(self.vectors)
         loaded = self.vectors.refresh(conn)
         if loaded > len(self.vectors) - known:
-            with self._rows_read_lock:
-                self._rows_read.clear()
-            self.replaced += 1
+            self._forget_rows_read()
+
+    def _forget_rows_read(self) -> None:
+        """Empty the rows cache, and tell recall to empty its gate-token cache."""
+        with self._rows_read_lock:
+            self._rows_read.clear()
+        self.replaced += 1
 
     def _choose_embedder(self, requested: str | None, *, repair: bool) -> Embedder:
         with self.db.write() as conn:
