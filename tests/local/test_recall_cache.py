@@ -47,8 +47,7 @@ def _answers(store: Store) -> list[tuple[Hit, ...]]:
 def _assert_warm_equals_cold(store: Store) -> None:
     """Recall with whatever the cache holds answers exactly as with an empty cache."""
     warm = _answers(store)
-    recall_module._gate_tokens.cache_clear()
-    store._rows_read.clear()
+    store._rows_read.clear()  # rows and their tokens
     assert _answers(store) == warm
 
 
@@ -197,9 +196,10 @@ def test_hits_carry_the_stored_items(store: Store) -> None:
 
 
 def test_the_gate_cache_is_bounded() -> None:
-    info = recall_module._gate_tokens.cache_info()
-    assert info.maxsize is not None
-    assert 0 < info.maxsize <= 1 << 16
+    # Tokens are kept beside their rows, in the one bounded cache of rows read.
+    maxsize = store_module._ROWS_READ_MAX
+    assert maxsize is not None
+    assert 0 < maxsize <= 1 << 16
 
 
 def test_recall_answers_the_same_beside_other_recalls(
@@ -215,6 +215,11 @@ def test_recall_answers_the_same_beside_other_recalls(
     assert _answers(store) == alone
 
 
+def _cached_tokens(store: Store) -> set[str]:
+    """Every content token the store keeps beside the rows it has read."""
+    return {token for read in store._rows_read.values() if read.tokens for token in read.tokens[1]}
+
+
 @pytest.mark.parametrize("lexicon", [False, True])
 def test_a_purged_items_text_leaves_the_recall_caches(home: Path, lexicon: bool) -> None:
     secret = "The zanzibar rotation key lives under ops/zanzibar in the vault"
@@ -224,17 +229,13 @@ def test_a_purged_items_text_leaves_the_recall_caches(home: Path, lexicon: bool)
         assert [hit.item.id for hit in recall(store, "zanzibar rotation", record=False).hits] == [
             COPY
         ]
-        hits_before = recall_module._gate_tokens.cache_info().hits
-        recall_module._gate_tokens(secret, "[]")
-        assert recall_module._gate_tokens.cache_info().hits == hits_before + 1  # it was kept
+        assert "zanzibar" in _cached_tokens(store)  # it was kept
 
         assert store.purge(COPY)
         assert recall(store, "zanzibar rotation webhooks", record=False).hits
 
-        assert all(secret not in row.text for row in store._rows_read.values())
-        hits_before = recall_module._gate_tokens.cache_info().hits
-        recall_module._gate_tokens(secret, "[]")
-        assert recall_module._gate_tokens.cache_info().hits == hits_before  # it was gone
+        assert all(secret not in read.row.text for read in store._rows_read.values())
+        assert "zanzibar" not in _cached_tokens(store)  # it was gone
 
 
 def test_a_purge_after_a_reindex_still_empties_the_recall_caches(home: Path) -> None:
@@ -248,7 +249,5 @@ def test_a_purge_after_a_reindex_still_empties_the_recall_caches(home: Path) -> 
             assert other.purge(COPY)
 
         assert not any(h.item.id == COPY for h in recall(store, "zanzibar", record=False).hits)
-        assert all(secret not in row.text for row in store._rows_read.values())
-        hits_before = recall_module._gate_tokens.cache_info().hits
-        recall_module._gate_tokens(secret, "[]")
-        assert recall_module._gate_tokens.cache_info().hits == hits_before
+        assert all(secret not in read.row.text for read in store._rows_read.values())
+        assert "zanzibar" not in _cached_tokens(store)

@@ -19,7 +19,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Collection
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -62,9 +61,6 @@ _LEXICAL_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_n
 # Benchmarks switch this off to measure the gain (docs/benchmarks.md).
 PARALLEL_HALVES = True
 _MAX_QUERY_TERMS = 32
-# Items whose gate tokens are kept, the candidates of recent recalls: about 1.5 KB each for a
-# typical item, some 25 MB when full.
-_GATE_CACHE_SIZE = 1 << 14
 
 
 class _Running:
@@ -180,7 +176,6 @@ def _ranked(
     if query_vector is None:
         query_vector = store.embedder.embed_query(query)
     with _running, store.reading() as conn:
-        _forget_replaced(store)
         only = _seqs_of(conn, restrict) if restrict is not None else None
         if only == []:
             return []
@@ -227,7 +222,7 @@ def _ranked(
             continue
         cosine = cosines.get(seq, 0.0)
         lex = lexical.get(seq, 0.0) / best_bm25 if best_bm25 > 0 else 0.0
-        item_exact, item_tokens = _gate_tokens(row.text, row.tags)
+        item_exact, item_tokens = store.tokens_of(row)
         exact = not query_exact.isdisjoint(item_exact)
         if not _relevant(cosine >= min_cosine, exact, item_tokens, query_words):
             continue
@@ -252,31 +247,6 @@ def _relevant(close: bool, exact: bool, item_tokens: frozenset[str], query_words
         return True
     covered = len(query_words & item_tokens)
     return covered / len(query_words) >= MIN_COVERAGE
-
-
-_gates_replaced: tuple[int, int] = (0, 0)  # (id of the store, its ``replaced``) last seen
-
-
-def _forget_replaced(store: "Store") -> None:
-    """Empty the gate cache when the store has loaded new versions of rows since the last
-    recall: no retracted item's text stays in it (another store's recall empties it too)."""
-    global _gates_replaced
-    seen = (id(store), store.replaced)
-    if seen != _gates_replaced:
-        _gates_replaced = seen
-        _gate_tokens.cache_clear()
-
-
-@lru_cache(maxsize=_GATE_CACHE_SIZE)
-def _gate_tokens(text: str, tags_json: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The exact tokens and the content tokens of an item's text and tags, for the gate.
-
-    Tokenizing is most of a recall's time, and the same items come back as candidates query
-    after query. The key is the text and tags themselves, not the item's id: an item whose
-    text or tags changed has a different key, so no entry can ever be stale.
-    """
-    item_text = text + " " + " ".join(json.loads(tags_json))
-    return frozenset(_text.exact_tokens(item_text)), frozenset(_text.tokens(item_text))
 
 
 def _seqs_of(conn: sqlite3.Connection, item_ids: Collection[str]) -> list[int]:
