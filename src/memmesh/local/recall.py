@@ -278,7 +278,7 @@ def _bm25(
     scopes = [scope_token(project) for project in projects]
     if words is not None:
         return words.bm25(terms, scopes, pool, only)
-    match = fts_query(query)
+    match = _any_of(terms)
     scoped = " OR ".join(f"scope : {_quoted(scope)}" for scope in scopes)
     # "+rowid": the restriction filters FTS5's matches; a plain rowid constraint would be
     # handed to FTS5, which then runs the whole query once per allowed row (50x slower).
@@ -310,7 +310,11 @@ def fts_query(query: str) -> str:
     Every term is a quoted string, so operators, parentheses, colons or stray quotes in the
     user's text are searched for as words and can never be a syntax error.
     """
-    return " OR ".join(_quoted(term) for term in fts_terms(query))
+    return _any_of(fts_terms(query))
+
+
+def _any_of(terms: list[str]) -> str:
+    return " OR ".join(_quoted(term) for term in terms)
 
 
 def _quoted(term: str) -> str:
