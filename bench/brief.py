@@ -48,7 +48,7 @@ def fill(home: Path, count: int, rng: random.Random) -> None:
                 )
             if n and n % 2000 == 0:
                 log(f"  {n} items")
-        with store.writing() as conn:
+        with store.transaction() as conn:
             rows = [(r[0],) for r in conn.execute("SELECT seq FROM items")]
             conn.executemany(
                 "UPDATE items SET reinforcements = ?, worked = ?, failed = ? WHERE seq = ?",

@@ -92,23 +92,15 @@ from _common import (
     version,
 )
 from memmesh.coordinator import Coordinator
-from memmesh.coordinator.protocol import (
-    MAX_BATCH,
-    Health,
-    Info,
-    PublishItem,
-    PublishRequest,
-    PublishResponse,
-    SearchRequest,
-    SearchResponse,
-)
+from memmesh.coordinator.protocol import Info, PublishItem, PublishRequest, PublishResponse
 from memmesh.embed import HashingEmbedder
+from memmesh.local._recall import recall
 from memmesh.local.ids import new_id
-from memmesh.local.recall import recall
 from memmesh.net.app import Endpoint, create_app
 from memmesh.net.limits import QUERY_BODY_LIMIT, BodyLimit
+from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import ServeSettings, free_port, serve_processes
-from memmesh.net.wire import decode_request, encode
+from memmesh.net.wire import MAX_BATCH, Health, decode_request, encode
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Publication, seal, text_hash
 from memmesh.registry.identity import Identity, create_identity
 
@@ -651,7 +643,7 @@ def publish_in_process(data: Path, published: Published, start: int, stop: int) 
     cpu = time.process_time()
     coordinator = Coordinator(data)
     try:
-        with coordinator.store.db.read() as conn:
+        with coordinator.store._db.read() as conn:
             conn.execute("PRAGMA synchronous = NORMAL")
         for index, request in enumerate(published.batches(start, stop)):
             sent = time.perf_counter()
@@ -896,8 +888,8 @@ def profile_searches(
     lexicon), that switch is turned off for this pass and the SQL shows up where it is spent;
     the output says so.
     """
-    # The module itself: ``memmesh.local.recall`` as an attribute is the function.
-    recall_module = importlib.import_module("memmesh.local.recall")
+    # The module itself: ``memmesh.local._recall`` as an attribute is the function.
+    recall_module = importlib.import_module("memmesh.local._recall")
     switch = "PARALLEL_HALVES"  # a module flag that recall may or may not have
     parallel = getattr(recall_module, switch, None)
     chosen = [requests[i % len(requests)] for i in range(count)]
@@ -913,7 +905,7 @@ def profile_searches(
         if parallel is not None:
             setattr(recall_module, switch, parallel)
     buffer = io.StringIO()
-    if parallel and coordinator.store.lexicon is None:  # with the lexicon BM25 runs inline
+    if parallel and coordinator.store.index.lexicon is None:  # with the lexicon BM25 runs inline
         buffer.write(
             f"(recall.{switch} set to False for this pass: BM25 runs inline, so that its\n"
             " SQL is counted; served searches run it on a worker thread beside the matrix)\n"

@@ -75,9 +75,9 @@ from _common import (
     table,
     thread_settings,
 )
+from memmesh.local._recall import Mode, recall
 from memmesh.local.ids import new_id
 from memmesh.local.items import check_tags
-from memmesh.local.recall import Mode, recall
 from memmesh.local.store import Store, content_hash
 
 LOCOMO = Path(__file__).resolve().parents[1].parent / "shared/eval/locomo-dev.json"
@@ -309,7 +309,7 @@ def bulk_insert(store: Store, items: Sequence[Synthetic]) -> tuple[InsertPhase, 
     must. Returns the phase and the id of the item that holds each input, in order.
     """
     started = time.perf_counter()
-    with store.db.read() as conn:
+    with store._db.read() as conn:
         seen: dict[tuple[str, str], str] = {
             (digest, project): item_id
             for digest, project, item_id in conn.execute(
@@ -324,7 +324,7 @@ def bulk_insert(store: Store, items: Sequence[Synthetic]) -> tuple[InsertPhase, 
         vectors = store.embedder.embed([item.text for item in batch])
         now = store.clock()
         rows, events = [], []
-        with store.db.write() as conn:
+        with store._db.write() as conn:
             rev = int(conn.execute("SELECT coalesce(max(rev), 0) FROM items").fetchone()[0])
             for item, vector in zip(batch, vectors, strict=True):
                 digest = content_hash(item.text)
@@ -379,7 +379,7 @@ def time_recalls(store: Store, queries: Sequence[tuple[str, str]], mode: Mode) -
 
 def store_matrix(store: Store) -> npt.NDArray[np.float32]:
     """Every stored vector as one contiguous (N, dim) float32 matrix."""
-    with store.db.read() as conn:
+    with store._db.read() as conn:
         blob = b"".join(row[0] for row in conn.execute("SELECT vector FROM items ORDER BY seq"))
     return np.frombuffer(blob, dtype=np.float32).reshape(-1, store.embedder.dim).copy()
 
@@ -493,7 +493,7 @@ def run_speed(
             if done < len(items):
                 log(f"[speed {size:,}] over budget after {done:,}: bulk SQL for the rest")
                 result.inserts.append(bulk_insert(store, items[done:])[0])
-            with store.db.read() as conn:
+            with store._db.read() as conn:
                 result.active_items = int(
                     conn.execute("SELECT count(*) FROM items WHERE status = 'active'").fetchone()[0]
                 )

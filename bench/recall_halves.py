@@ -19,7 +19,7 @@ import numpy as np
 import local_recall as bench  # the sibling benchmark: its corpus and bulk loader
 from memmesh.local.store import Store
 
-recall_module = importlib.import_module("memmesh.local.recall")
+recall_module = importlib.import_module("memmesh.local._recall")
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:

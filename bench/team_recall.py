@@ -103,11 +103,11 @@ from _common import (
     table,
     timed,
 )
-from memmesh.coordinator.protocol import SearchRequest
 from memmesh.errors import MemmeshError
 from memmesh.local.items import KINDS
 from memmesh.local.store import Store
 from memmesh.net.client import Client
+from memmesh.net.search import SearchRequest
 from memmesh.net.server import free_port
 from memmesh.peer.service import PRESENCE_TTL, Peer
 from memmesh.policy import Policy, decide, load_policy, parse_policy, policy_template
@@ -980,8 +980,7 @@ def run_equivalence(root: Path, env: dict[str, str], args: argparse.Namespace) -
         # The split gets exactly what solo holds: its text, kind, project and (merged) tags.
         with Store(solo.home, author=solo.name) as store:
             registry = Registry(store, load_identity(solo.home), TEAM)
-            with store.db.read() as conn:
-                live = registry.live(conn)
+            live = registry.live()
         held = sorted(live.values(), key=lambda entry: entry.publication.seq)
         copies = [
             Memory(e.publication.text, e.publication.kind, e.publication.project,

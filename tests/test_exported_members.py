@@ -18,7 +18,7 @@ MODULES = [
     "memmesh.local.journal",
     "memmesh.local.outcomes",
     "memmesh.local.project",
-    "memmesh.local.recall",
+    "memmesh.local._recall",
     "memmesh.local.store",
     "memmesh.local.doctor",
     "memmesh.local",

@@ -212,7 +212,7 @@ def test_publish_goes_through_the_policy_and_a_teammate_recalls_it(team: Team, c
 
     _with_session(ada.home, cwd, scenario)
     # Only the allowed item was recorded, and auto-sync was off: it waits for `mem team sync`.
-    with ada.registry() as registry, registry.store.db.read() as conn:
+    with ada.registry() as registry, registry.store.read() as conn:
         assert set(registry.live(conn)) == {seen["id"]}
 
 
@@ -275,7 +275,7 @@ def test_tool_calls_run_on_a_fixed_set_of_threads_so_read_connections_stay_bound
 
         anyio.run(burst)
         # One read connection per thread that ever read: the workers, not one per call.
-        assert len(store.db._reader_connections) <= WORKERS
+        assert len(store._db._reader_connections) <= WORKERS
 
 
 async def _gather(calls: list[Any]) -> list[Any]:

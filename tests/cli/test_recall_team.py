@@ -14,7 +14,7 @@ import pytest
 
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.coordinator.protocol import PublishItem, PublishRequest, PublishResponse
-from memmesh.local.recall import recall
+from memmesh.local._recall import recall
 from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.server import free_port

@@ -79,7 +79,7 @@ def _member(home: Path, coordinator: str) -> dict[str, str]:
 
 
 def _unacked(home: Path) -> int:
-    with Store(home, author="tester") as store, store.db.read() as conn:
+    with Store(home, author="tester") as store, store.read() as conn:
         (count,) = conn.execute("SELECT count(*) FROM registry WHERE acked = 0").fetchone()
     return int(count)
 

@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memmesh.coordinator import Coordinator, coordinator_app, endpoints
-from memmesh.coordinator.protocol import SearchResponse
 from memmesh.local.items import KINDS
 from memmesh.net.app import PROTOCOL_HEADER
 from memmesh.net.limits import QUERY_BODY_LIMIT
+from memmesh.net.search import SearchResponse
 from memmesh.net.wire import PROTOCOL_VERSION
 from memmesh.registry.envelopes import (
     FORMAT_VERSION,

@@ -11,7 +11,6 @@ from memmesh.coordinator import Coordinator, coordinator_app, endpoints
 from memmesh.coordinator.protocol import (
     ChangesRequest,
     ChangesResponse,
-    Health,
     Info,
     PresenceList,
     PresenceRequest,
@@ -21,11 +20,11 @@ from memmesh.coordinator.protocol import (
     PublishResponse,
     RetractRequest,
     RetractResponse,
-    SearchRequest,
-    SearchResponse,
 )
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused
+from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.wire import Health
 from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import FORMAT_VERSION, Presence, open_envelope, seal
 from tests._clock import FakeClock

@@ -18,10 +18,9 @@ from memmesh.coordinator.protocol import (
     PublishItem,
     PublishRequest,
     RetractRequest,
-    SearchRequest,
-    SearchResponse,
 )
 from memmesh.coordinator.service import MAX_PRESENCE_TTL
+from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import (
     Envelope,
@@ -120,7 +119,7 @@ def _found(c: Coordinator, query: str) -> list[str]:
 
 def _snapshot(c: Coordinator) -> Snapshot:
     """Everything a request could have changed: counts, the feed, the cache, presence."""
-    with c.store.db.read() as conn:
+    with c.store.read() as conn:
         items = conn.execute(
             "SELECT id, text, kind, project, tags, author, status, content_hash, vector "
             "FROM items ORDER BY id"
@@ -139,7 +138,7 @@ def _presence(identity: Identity, *, expires_at: float, team: str = TEAM) -> Env
 
 def _database_bytes(c: Coordinator) -> bytes:
     """The database file after a checkpoint has moved every WAL page into it."""
-    with c.store.db.read() as conn:
+    with c.store.read() as conn:
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     assert busy == 0
     wal = c.store.path.with_name(c.store.path.name + "-wal")
@@ -467,7 +466,7 @@ def test_retraction_purges_text_and_vector_and_keeps_only_the_tombstone(
     outcome = _retract(coordinator, tombstone)
 
     assert outcome == Outcome(item_id=ITEM, version=1, status="accepted")
-    with coordinator.store.db.read() as conn:
+    with coordinator.store.read() as conn:
         text, tags, status, vector = conn.execute(
             "SELECT text, tags, status, vector FROM items WHERE id = ?", (ITEM,)
         ).fetchone()
@@ -595,7 +594,7 @@ def test_crash_between_storing_the_tombstone_and_the_purge_heals_on_resend(
     _publish(coordinator, seal(_pub(coordinator, identity), identity))
     tombstone = seal(retraction(identity), identity)
 
-    def die(item_id: str, conn: object = None) -> bool:
+    def die(item_id: str, tx: object = None) -> bool:
         raise _Killed
 
     monkeypatch.setattr(coordinator.store, "purge", die)
@@ -605,7 +604,7 @@ def test_crash_between_storing_the_tombstone_and_the_purge_heals_on_resend(
     restarted = Coordinator(data)
     try:
         assert _retract(restarted, tombstone).status in ("accepted", "duplicate")
-        with restarted.store.db.read() as conn:
+        with restarted.store.read() as conn:
             (text,) = conn.execute("SELECT text FROM items WHERE id = ?", (ITEM,)).fetchone()
         assert text == ""
         assert QUOKKA_PHRASE not in _database_bytes(restarted)

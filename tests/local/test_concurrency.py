@@ -5,7 +5,7 @@ import sys
 import time
 from pathlib import Path
 
-from memmesh.local.recall import recall
+from memmesh.local._recall import recall
 from memmesh.local.store import Store
 
 # Each worker waits for a "go" file so that all of them write at the same moment.
@@ -30,7 +30,7 @@ print("wrote", count)
 READER = """
 import sys, time
 from pathlib import Path
-from memmesh.local.recall import recall
+from memmesh.local._recall import recall
 from memmesh.local.store import Store
 
 home, flags = Path(sys.argv[1]), Path(sys.argv[2])
@@ -150,7 +150,7 @@ def test_a_reader_recalling_while_a_writer_writes_never_errors(home: Path, tmp_p
     with Store(home) as store:
         assert len(store.items()) == 150
         # The reader's recalls were journaled beside the writer's writes.
-        with store.db.read() as conn:
+        with store._db.read() as conn:
             (recalls,) = conn.execute(
                 "SELECT count(*) FROM events WHERE kind = 'recall'"
             ).fetchone()

@@ -10,14 +10,15 @@ import pytest
 
 from memmesh.embed import HashingEmbedder
 from memmesh.local import _db
-from memmesh.local._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from memmesh.local._recall import recall
+from memmesh.local._schema import APPLICATION_ID, SCHEMA_VERSION, STORE_SCHEMA
 from memmesh.local.errors import (
     CorruptDatabase,
     EmbedderMismatch,
     ForeignDatabase,
     SchemaTooNew,
 )
-from memmesh.local.recall import recall
+from memmesh.local.schema import Schema
 from memmesh.local.store import DB_FILENAME, Store
 from tests.conftest import requires_model
 
@@ -132,7 +133,7 @@ def test_an_empty_file_becomes_a_new_store(home: Path) -> None:
 def test_a_new_store_is_marked_as_memmesh_at_the_current_version(store: Store) -> None:
     assert execute(store.path, "PRAGMA application_id") == [(APPLICATION_ID,)]
     assert execute(store.path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    assert store.db.schema_version == SCHEMA_VERSION
+    assert store._db.schema_version == SCHEMA_VERSION
     meta = dict(execute(store.path, "SELECT key, value FROM meta"))
     assert meta["embedder"] == "hashing"
     assert meta["embedder_fingerprint"] == HASHING
@@ -141,7 +142,7 @@ def test_a_new_store_is_marked_as_memmesh_at_the_current_version(store: Store) -
 def test_the_store_runs_in_wal_mode(store: Store) -> None:
     store.remember(FACTS[0])
     assert execute(store.path, "PRAGMA journal_mode") == [("wal",)]
-    with store.db.read() as conn:
+    with store._db.read() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
@@ -207,7 +208,7 @@ def test_reindex_is_seen_by_another_open_store(home: Path) -> None:
         assert recall(reader, "E1234").hits[0].item.id == ids[FACTS[3]]
         writer.reindex()
         assert recall(reader, "E1234").hits[0].item.id == ids[FACTS[3]]
-        assert len(reader.vectors) == 4
+        assert len(reader.index.vectors) == 4
 
 
 def test_an_interrupted_reindex_resumes_where_it_stopped(home: Path) -> None:
@@ -290,8 +291,8 @@ def test_migrate_at_the_current_version_does_nothing(store: Store) -> None:
     store.remember(FACTS[0])
     files = sorted(p.name for p in store.home.iterdir())
     schema = execute(store.path, "SELECT sql FROM sqlite_master ORDER BY name")
-    store.db._migrate(SCHEMA_VERSION)
-    assert store.db.schema_version == SCHEMA_VERSION
+    store._db._migrate(STORE_SCHEMA)
+    assert store._db.schema_version == SCHEMA_VERSION
     assert sorted(p.name for p in store.home.iterdir()) == files
     assert execute(store.path, "SELECT sql FROM sqlite_master ORDER BY name") == schema
     assert [item.text for item in store.items()] == [FACTS[0]]
@@ -302,11 +303,11 @@ def test_migrating_an_older_store_backs_it_up_first(
 ) -> None:
     ids = filled(home)
     # Pretend a version 2 exists, to exercise the path every future migration will take.
-    future = {**MIGRATIONS, SCHEMA_VERSION + 1: "ALTER TABLE items ADD COLUMN note TEXT;"}
-    monkeypatch.setattr(_db, "MIGRATIONS", future)
+    future = (*STORE_SCHEMA.migrations, "ALTER TABLE items ADD COLUMN note TEXT;")
+    monkeypatch.setattr(_db, "STORE_SCHEMA", Schema(owner="store", migrations=future))
     monkeypatch.setattr(_db, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with Store(home, author="tester") as store:
-        assert store.db.schema_version == SCHEMA_VERSION + 1
+        assert store._db.schema_version == SCHEMA_VERSION + 1
         assert {item.id for item in store.items()} == set(ids.values())
     (backup,) = home.glob(f"{DB_FILENAME}.v{SCHEMA_VERSION}-*.bak")
     assert execute(backup, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
@@ -318,7 +319,7 @@ def test_migrating_an_older_store_backs_it_up_first(
 def test_search_connections_are_read_only_and_map_the_file(home: Path) -> None:
     with Store(home, author="tester") as store:
         store.remember("The billing service retries webhooks 5 times")
-        with store.db.reader() as conn:
+        with store._db.reader() as conn:
             assert conn.execute("PRAGMA query_only").fetchone() == (1,)
             (mapped,) = conn.execute("PRAGMA mmap_size").fetchone()
         # A build without memory mapping reports 0; with it, the limit that was asked for.

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from memmesh.local.recall import recall
+from memmesh.local._recall import recall
 from memmesh.local.store import Store
 
 
 def _integrity_check(store: Store) -> None:
-    with store.db.read() as conn:
+    with store._db.read() as conn:
         conn.execute("INSERT INTO items_fts (items_fts) VALUES ('integrity-check')")
 
 

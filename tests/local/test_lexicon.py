@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memmesh.local._lexicon import Lexicon
-from memmesh.local.recall import _bm25, recall, scope_of
+from memmesh.local._recall import _bm25, recall, scope_of
 from memmesh.local.store import Store
 
 # Words that make FTS5 work: stems, case, diacritics, compounds that are phrases, error codes,
@@ -31,9 +31,9 @@ def _fts_and_lexicon(
     store: Store, query: str, project: str, pool: int, only: list[int] | None
 ) -> tuple[Ranked, Ranked]:
     """BM25 of ``query`` through FTS5 and through the lexicon, on the same snapshot."""
-    assert store.lexicon is not None
-    with store.reading() as conn:
-        view = store.lexicon.view()
+    assert store.index.lexicon is not None
+    with store.searching() as conn:
+        view = store.index.lexicon.view()
         projects = scope_of(project)
         fts = _bm25(conn, None, query, projects, pool, only)
         mine = _bm25(conn, view, query, projects, pool, only)
@@ -80,7 +80,7 @@ def test_base_and_recent_parts_agree_with_fts5(home: Path, rebuild_at: int) -> N
     """Small and large rebuild thresholds: always rebuilt, sometimes, never after the first."""
     rng = random.Random(rebuild_at)
     with Store(home, author="tester", lexicon=True) as store:
-        store.lexicon = Lexicon(rebuild_at=rebuild_at)
+        store.index.lexicon = Lexicon(rebuild_at=rebuild_at)
         ids = []
         for round_ in range(5):
             for _ in range(15):
@@ -99,7 +99,7 @@ def test_restriction_to_some_items_agrees_with_fts5(home: Path) -> None:
     with Store(home, author="tester", lexicon=True) as store:
         for _ in range(40):
             store.remember(_text(rng), project=rng.choice(PROJECTS))
-        with store.db.read() as conn:
+        with store._db.read() as conn:
             seqs = [seq for (seq,) in conn.execute("SELECT seq FROM items")]
         for _ in range(10):
             only = [*rng.sample(seqs, rng.randint(1, 20)), 10_000]  # and one unknown row
@@ -141,7 +141,7 @@ def test_recall_answers_the_same_with_the_lexicon(home: Path) -> None:
             store.remember(_text(rng), project=rng.choice(PROJECTS), tags=rng.sample(TAGS, 2))
         answers = []
         for lexicon in (None, Lexicon()):
-            store.lexicon = lexicon
+            store.index.lexicon = lexicon
             queries = random.Random(5)
             answer = []
             for _ in range(40):
@@ -159,11 +159,11 @@ def test_loads_only_the_rows_written_since_its_last_refresh(home: Path) -> None:
         for index in range(5):
             store.remember(f"note {index} about webhooks")
         lexicon = Lexicon()
-        with store.db.reader() as conn:
+        with store._db.reader() as conn:
             assert lexicon.refresh(conn) == 5
             assert lexicon.refresh(conn) == 0
         store.remember("one more about queues")
-        with store.db.reader() as conn:
+        with store._db.reader() as conn:
             assert lexicon.refresh(conn) == 1
         assert lexicon.view().rows == 6
 
@@ -172,13 +172,13 @@ def test_warm_loads_both_indexes_before_any_search(home: Path) -> None:
     with Store(home, author="tester", lexicon=True) as store:
         store.remember("webhooks retry five times")
         store.remember("deploys go through Argo CD", project="web")
-        assert store.lexicon is not None
-        assert store.lexicon.last_rev == 0  # writes load only the vectors
+        assert store.index.lexicon is not None
+        assert store.index.lexicon.last_rev == 0  # writes load only the vectors
         store.warm()
-        with store.db.read() as conn:
+        with store._db.read() as conn:
             (last,) = conn.execute("SELECT max(rev) FROM items").fetchone()
-        assert store.vectors.last_rev == store.lexicon.last_rev == last
-        assert store.lexicon.view().rows == 2
+        assert store.index.vectors.last_rev == store.index.lexicon.last_rev == last
+        assert store.index.lexicon.view().rows == 2
 
 
 def test_a_forked_worker_tokenizes_with_a_connection_of_its_own(home: Path) -> None:
@@ -212,7 +212,7 @@ def test_remembered_answers_are_forgotten_together_past_their_bound(
 @pytest.mark.parametrize("rebuild_at", [1, 100_000])
 def test_a_purged_item_leaves_no_trace_in_the_lexicon(home: Path, rebuild_at: int) -> None:
     with Store(home, author="tester", lexicon=True) as store:
-        store.lexicon = Lexicon(rebuild_at=rebuild_at)
+        store.index.lexicon = Lexicon(rebuild_at=rebuild_at)
         for index in range(20):
             store.remember(f"note {index} on webhooks and retries")
         store.put(
@@ -220,17 +220,17 @@ def test_a_purged_item_leaves_no_trace_in_the_lexicon(home: Path, rebuild_at: in
             kind="fact", project="global", tags=(), author="bob", created_at=0.0, vector=None,
         )  # fmt: skip
         store.warm()
-        with store.db.read() as conn:
+        with store._db.read() as conn:
             (seq,) = conn.execute(
                 "SELECT seq FROM items WHERE id = '01JCOPY0000000000000000001'"
             ).fetchone()
-        assert store.lexicon is not None
-        before = store.lexicon.view()
+        assert store.index.lexicon is not None
+        before = store.index.lexicon.view()
         assert seq in before.base.seqs.tolist() + before.recent.seqs.tolist()
 
         assert store.purge("01JCOPY0000000000000000001")
         store.warm()
-        after = store.lexicon.view()
+        after = store.index.lexicon.view()
         assert seq not in after.base.seqs.tolist() + after.recent.seqs.tolist()
         assert seq not in after.base.row_seqs.tolist() + after.recent.row_seqs.tolist()
         fts, mine = _fts_and_lexicon(store, "zanzibar rotation webhooks", "global", 50, None)

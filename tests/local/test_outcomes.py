@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from memmesh.local import outcomes
+from memmesh.local._recall import recall
 from memmesh.local.errors import InvalidInput, ItemNotFound
-from memmesh.local.recall import recall
 from memmesh.local.store import Store
 from tests._clock import FakeClock
 

@@ -4,9 +4,9 @@ import sqlite3
 
 import pytest
 
+from memmesh.local._recall import MAX_K, Mode, Recall, fts_query, recall
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import Item
-from memmesh.local.recall import MAX_K, Mode, Recall, fts_query, recall
 from memmesh.local.store import Store
 
 FACTS = [

@@ -8,13 +8,13 @@ import pytest
 
 from memmesh import text as _text
 from memmesh.local import outcomes
-from memmesh.local.recall import W_EXACT, W_LEXICAL, W_VECTOR, Hit, recall
+from memmesh.local._recall import W_EXACT, W_LEXICAL, W_VECTOR, Hit, recall
 from memmesh.local.store import Store
 from tests._clock import FakeClock
 
-# The module, not the function ``memmesh.local.recall`` that the package exports.
-recall_module = importlib.import_module("memmesh.local.recall")
-store_module = importlib.import_module("memmesh.local.store")
+# The module, not the function ``memmesh.local._recall`` that the package exports.
+recall_module = importlib.import_module("memmesh.local._recall")
+index_module = importlib.import_module("memmesh.local._index")
 
 COPY = "01JC0PY0000000000000000001"
 QUERIES = (
@@ -47,7 +47,7 @@ def _answers(store: Store) -> list[tuple[Hit, ...]]:
 def _assert_warm_equals_cold(store: Store) -> None:
     """Recall with whatever the cache holds answers exactly as with an empty cache."""
     warm = _answers(store)
-    store._rows_read.clear()  # rows and their tokens
+    store.index._rows_read.clear()  # rows and their tokens
     assert _answers(store) == warm
 
 
@@ -172,14 +172,14 @@ def test_a_change_written_through_another_connection_is_seen_at_once(
 
 
 def test_the_rows_read_are_bounded(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "_ROWS_READ_MAX", 3)
+    monkeypatch.setattr(index_module, "_ROWS_READ_MAX", 3)
     for n in range(6):
         store.remember(f"Webhook retry rule number {n} for the billing service")
 
     hits = recall(store, "webhook retry rule billing", k=10, record=False).hits
 
     assert len(hits) == 6
-    assert len(store._rows_read) == 3
+    assert len(store.index._rows_read) == 3
 
 
 def test_hits_carry_the_stored_items(store: Store) -> None:
@@ -197,7 +197,7 @@ def test_hits_carry_the_stored_items(store: Store) -> None:
 
 def test_the_gate_cache_is_bounded() -> None:
     # Tokens are kept beside their rows, in the one bounded cache of rows read.
-    maxsize = store_module._ROWS_READ_MAX
+    maxsize = index_module._ROWS_READ_MAX
     assert maxsize is not None
     assert 0 < maxsize <= 1 << 16
 
@@ -217,7 +217,9 @@ def test_recall_answers_the_same_beside_other_recalls(
 
 def _cached_tokens(store: Store) -> set[str]:
     """Every content token the store keeps beside the rows it has read."""
-    return {token for read in store._rows_read.values() if read.tokens for token in read.tokens[1]}
+    return {
+        token for read in store.index._rows_read.values() if read.tokens for token in read.tokens[1]
+    }
 
 
 @pytest.mark.parametrize("lexicon", [False, True])
@@ -234,7 +236,7 @@ def test_a_purged_items_text_leaves_the_recall_caches(home: Path, lexicon: bool)
         assert store.purge(COPY)
         assert recall(store, "zanzibar rotation webhooks", record=False).hits
 
-        assert all(secret not in read.row.text for read in store._rows_read.values())
+        assert all(secret not in read.row.text for read in store.index._rows_read.values())
         assert "zanzibar" not in _cached_tokens(store)  # it was gone
 
 
@@ -249,5 +251,5 @@ def test_a_purge_after_a_reindex_still_empties_the_recall_caches(home: Path) -> 
             assert other.purge(COPY)
 
         assert not any(h.item.id == COPY for h in recall(store, "zanzibar", record=False).hits)
-        assert all(secret not in read.row.text for read in store._rows_read.values())
+        assert all(secret not in read.row.text for read in store.index._rows_read.values())
         assert "zanzibar" not in _cached_tokens(store)

@@ -4,7 +4,7 @@ full-text query once per allowed row."""
 
 import random
 
-from memmesh.local.recall import recall
+from memmesh.local._recall import recall
 from memmesh.local.store import Store
 
 WORDS = (
@@ -33,7 +33,7 @@ def test_a_restricted_recall_does_no_more_database_work_than_an_unrestricted_one
         answer = recall(store, query, k=15, mode="lexical", record=False, **options)  # type: ignore[arg-type]
         return steps[0], [hit.item.id for hit in answer.hits]
 
-    with store.reading() as conn:
+    with store.searching() as conn:
         # The lexical half runs on this thread's connection (handed to a worker thread).
         conn.set_progress_handler(count, 20)
         try:

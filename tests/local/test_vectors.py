@@ -20,12 +20,12 @@ def _put(store: Store, text: str, project: str = "global") -> None:
 
 
 def _refresh(store: Store) -> None:
-    with store.reading():
+    with store.searching():
         pass
 
 
 def _seq_of(store: Store, item_id: str) -> int:
-    with store.db.read() as conn:
+    with store._db.read() as conn:
         return int(conn.execute("SELECT seq FROM items WHERE id = ?", (item_id,)).fetchone()[0])
 
 
@@ -42,8 +42,8 @@ def store(home: Path) -> Iterator[Store]:
 def test_a_view_keeps_the_rows_it_was_taken_with(store: Store) -> None:
     query = store.embedder.embed_query(AFTER)
     seq = _seq_of(store, COPY)
-    with store.vector_lock:
-        view = store.vectors.view()
+    with store.index.lock:
+        view = store.index.vectors.view()
     before = view.cosine(query, [seq])
 
     _put(store, AFTER)  # the same row, a new vector
@@ -53,8 +53,8 @@ def test_a_view_keeps_the_rows_it_was_taken_with(store: Store) -> None:
 
     assert view.cosine(query, [seq]) == before
     assert len(view.search(query, ["global", "web"], 10)) == 2
-    with store.vector_lock:
-        now = store.vectors.view()
+    with store.index.lock:
+        now = store.index.vectors.view()
     expected = float(store.embedder.embed([AFTER])[0] @ query)
     assert now.cosine(query, [seq])[seq] == pytest.approx(expected, abs=1e-6)
     # The forgotten item is out; the new one and the changed copy are in.
@@ -64,26 +64,26 @@ def test_a_view_keeps_the_rows_it_was_taken_with(store: Store) -> None:
 
 def test_a_view_answers_as_the_index_did_when_it_was_taken(store: Store) -> None:
     query = store.embedder.embed_query("webhook retries")
-    with store.vector_lock:
-        view = store.vectors.view()
+    with store.index.lock:
+        view = store.index.vectors.view()
     expected = view.search(query, ["global"], 5)
     for text in ("Retry webhooks with backoff", "Webhooks retry five times at most"):
         store.remember(text)
     _refresh(store)
 
     assert view.search(query, ["global"], 5) == expected
-    assert len(store.vectors.view().search(query, ["global"], 5)) == 3
+    assert len(store.index.vectors.view().search(query, ["global"], 5)) == 3
 
 
 def test_an_item_that_moves_project_is_searched_in_its_new_one_only(store: Store) -> None:
     query = store.embedder.embed_query(BEFORE)
     seq = _seq_of(store, COPY)
-    with store.vector_lock:
-        before = store.vectors.view()
+    with store.index.lock:
+        before = store.index.vectors.view()
     _put(store, BEFORE, project="billing")
     _refresh(store)
-    with store.vector_lock:
-        after = store.vectors.view()
+    with store.index.lock:
+        after = store.index.vectors.view()
 
     assert [hit for hit, _ in before.search(query, ["global"], 5)] == [seq]
     assert before.cosine(query, [seq]) == after.cosine(query, [seq])

@@ -14,11 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memmesh.coordinator.protocol import SearchRequest, SearchResponse
 from memmesh.embed import HashingEmbedder
 from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused
+from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import free_port
 from memmesh.net.wire import encode
 from memmesh.peer.app import peer_app

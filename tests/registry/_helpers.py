@@ -3,6 +3,7 @@
 import sqlite3
 from typing import Any
 
+from memmesh.local import Transaction
 from memmesh.local.store import Store
 from memmesh.policy.config import Policy, parse_policy
 from memmesh.registry.envelopes import FORMAT_VERSION, Publication, Retraction, text_hash
@@ -81,7 +82,7 @@ def flip_bit(data: bytes, index: int, bit: int = 0) -> bytes:
     return data[:index] + bytes([data[index] ^ (1 << bit)]) + data[index + 1 :]
 
 
-def read_row(conn: sqlite3.Connection, seq: int) -> dict[str, Any]:
+def read_row(conn: sqlite3.Connection | Transaction, seq: int) -> dict[str, Any]:
     """The non-position columns of log entry ``seq``."""
     row = conn.execute(
         f"SELECT {', '.join(ROW_COLUMNS)} FROM registry WHERE seq = ?", (seq,)
@@ -90,7 +91,7 @@ def read_row(conn: sqlite3.Connection, seq: int) -> dict[str, Any]:
     return dict(zip(ROW_COLUMNS, row, strict=True))
 
 
-def write_row(conn: sqlite3.Connection, seq: int, values: dict[str, Any]) -> None:
+def write_row(conn: sqlite3.Connection | Transaction, seq: int, values: dict[str, Any]) -> None:
     """Overwrite columns of log entry ``seq`` behind the registry's back."""
     assignments = ", ".join(f"{name} = ?" for name in values)
     conn.execute(f"UPDATE registry SET {assignments} WHERE seq = ?", (*values.values(), seq))
@@ -98,19 +99,19 @@ def write_row(conn: sqlite3.Connection, seq: int, values: dict[str, Any]) -> Non
 
 def log_length(store: Store) -> int:
     """How many entries the log holds, counted in SQL."""
-    with store.db.read() as conn:
+    with store.read() as conn:
         return int(conn.execute("SELECT count(*) FROM registry").fetchone()[0])
 
 
 def tamper(store: Store, seq: int, **values: Any) -> None:
     """Overwrite columns of one entry in a write transaction of its own."""
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         write_row(conn, seq, values)
 
 
 def swap_entries(store: Store, first: int, second: int) -> None:
     """Exchange everything but the position of two entries (a reorder)."""
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         a, b = read_row(conn, first), read_row(conn, second)
         # entry_hash is UNIQUE: park one row on a placeholder while the other moves.
         write_row(conn, first, {**b, "entry_hash": "swap-in-progress"})

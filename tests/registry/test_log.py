@@ -97,14 +97,14 @@ def test_the_rule_a_force_overrode_is_recorded(registry: Registry, items: dict[s
 def test_entries_read_inside_a_transaction_are_the_same(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.read() as conn:
+    with store.read() as conn:
         assert registry.entries(conn) == registry.entries()
 
 
 def test_folding_the_log_gives_the_published_set(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.read() as conn:
+    with store.read() as conn:
         live = registry.live(conn)
     assert set(live) == {items["a"], items["c"], items["d"]}
     assert live[items["a"]].publication.text == "Deploys go out on Tuesdays"
@@ -115,7 +115,7 @@ def test_folding_the_log_gives_the_published_set(
 def test_latest_version_counts_retractions_and_unknown_items_are_zero(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.read() as conn:
+    with store.read() as conn:
         assert registry.latest_version(conn, items["b"]) == 1
         assert registry.latest_version(conn, "01JZZZZZZZZZZZZZZZZZZZZZZZ") == 0
 
@@ -124,7 +124,7 @@ def test_a_newer_version_replaces_the_older_in_the_fold(
     registry: Registry, identity: Identity
 ) -> None:
     entries = []
-    with registry.store.db.write() as conn:
+    with registry.store.transaction() as conn:
         for version, text in ((1, "first wording"), (2, "second wording")):
             body = publication(identity, version=version, seq=registry.next_seq(conn), text=text)
             entries.append(registry.append(conn, body))
@@ -136,7 +136,7 @@ def test_a_newer_version_replaces_the_older_in_the_fold(
 def test_a_retraction_beats_every_version_up_to_its_own(
     registry: Registry, identity: Identity
 ) -> None:
-    with registry.store.db.write() as conn:
+    with registry.store.transaction() as conn:
         for version in (1, 2):
             registry.append(conn, publication(identity, version=version, seq=version))
         registry.append(conn, retraction(identity, version=2, seq=3))
@@ -149,7 +149,7 @@ def test_a_retraction_beats_every_version_up_to_its_own(
 def test_an_older_retraction_does_not_beat_a_newer_version(
     registry: Registry, identity: Identity
 ) -> None:
-    with registry.store.db.write() as conn:
+    with registry.store.transaction() as conn:
         registry.append(conn, publication(identity, version=1, seq=1))
         registry.append(conn, publication(identity, version=2, seq=2, text="newer"))
         registry.append(conn, retraction(identity, version=1, seq=3))
@@ -168,7 +168,7 @@ def test_verify_passes_on_an_empty_log(registry: Registry) -> None:
 def test_verify_reports_an_edited_payload_byte(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.read() as conn:
+    with store.read() as conn:
         payload = read_row(conn, 2)["payload"]
     index = payload.index(b"staging")
     tamper(store, 2, payload=flip_bit(payload, index, 5))  # "s" -> "S"
@@ -179,7 +179,7 @@ def test_verify_reports_an_edited_payload_byte(
 def test_verify_reports_an_edited_signature(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.read() as conn:
+    with store.read() as conn:
         signature = read_row(conn, 3)["signature"]
     tamper(store, 3, signature=flip_bit(signature, 40))
     problems = registry.verify()
@@ -201,7 +201,7 @@ def test_verify_reports_an_edited_forced_rule(
 def test_verify_reports_an_edited_recorded_at(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.read() as conn:
+    with store.read() as conn:
         recorded_at = read_row(conn, 4)["recorded_at"]
     tamper(store, 4, recorded_at=recorded_at - 3600.0)
     assert registry.verify() == [changed(4)]
@@ -210,7 +210,7 @@ def test_verify_reports_an_edited_recorded_at(
 def test_verify_reports_a_removed_middle_entry(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         conn.execute("DELETE FROM registry WHERE seq = 4")  # the retraction of b
     problems = registry.verify()
     assert "entry 5: expected position 4 (an entry is missing)" in problems
@@ -221,7 +221,7 @@ def test_verify_reports_a_removed_middle_entry(
 def test_verify_reports_a_removed_last_entry(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         conn.execute("DELETE FROM registry WHERE seq = 5")
     assert registry.verify() == [HEAD_BROKEN]
 
@@ -229,7 +229,7 @@ def test_verify_reports_a_removed_last_entry(
 def test_verify_reports_a_removed_first_entry(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         conn.execute("DELETE FROM registry WHERE seq = 1")
     problems = registry.verify()
     assert "entry 2: expected position 1 (an entry is missing)" in problems
@@ -239,7 +239,7 @@ def test_verify_reports_a_removed_first_entry(
 def test_verify_reports_an_entirely_emptied_log(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         conn.execute("DELETE FROM registry")
     assert registry.verify() == [HEAD_BROKEN]
 
@@ -257,7 +257,7 @@ def test_verify_reports_a_last_entry_rewritten_with_a_fresh_hash(
 def test_verify_reports_an_appended_copy_without_a_head(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         row = read_row(conn, 5)
         conn.execute(
             "INSERT INTO registry (seq, kind, item_id, version, payload, signature, forced_rule, "
@@ -314,7 +314,7 @@ def test_verify_ignores_the_acked_flag(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
     # Sync flips ``acked`` after the coordinator confirms; that is not an edit of the log.
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         conn.execute("UPDATE registry SET acked = 1")
     assert registry.verify() == []
 
@@ -338,19 +338,19 @@ def test_verify_reports_an_entry_signed_by_another_key(
 def test_folding_a_corrupted_entry_refuses_instead_of_guessing(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:
-    with store.db.read() as conn:
+    with store.read() as conn:
         payload = read_row(conn, 4)["payload"]
     edited = payload.replace(b'"version":1', b'"version":2')
     assert edited != payload
     tamper(store, 4, payload=edited)
-    with store.db.read() as conn, pytest.raises(BadSignature):
+    with store.read() as conn, pytest.raises(BadSignature):
         registry.live(conn)
 
 
 def test_a_removed_last_entry_is_still_reported_after_a_later_publish(
     store: Store, registry: Registry, policy: Policy, items: dict[str, str]
 ) -> None:
-    with store.db.write() as conn:
+    with store.transaction() as conn:
         conn.execute("DELETE FROM registry WHERE seq = 5")
     item, _ = store.remember("Cache keys expire after 10 minutes", kind="fact")
     try:

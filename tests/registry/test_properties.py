@@ -60,7 +60,7 @@ def fresh_registry() -> Iterator[Registry]:
 
 
 def live_versions(registry: Registry) -> dict[str, int]:
-    with registry.store.db.read() as conn:
+    with registry.store.read() as conn:
         return {item_id: live.publication.version for item_id, live in registry.live(conn).items()}
 
 
@@ -221,7 +221,7 @@ def write_sample_log(registry: Registry) -> None:
 
 
 def apply_tamper(store: Store, change: Tamper) -> None:
-    with store.db.read() as conn:
+    with store.read() as conn:
         row = read_row(conn, change.seq)
     if change.kind in ("payload", "signature"):
         value = flip_bit(row[change.kind], change.index, change.bit)
@@ -240,7 +240,7 @@ def apply_tamper(store: Store, change: Tamper) -> None:
             store, change.seq, prev_hash=flip_bit(row["prev_hash"].encode(), change.index).decode()
         )
     elif change.kind == "remove":
-        with store.db.write() as conn:
+        with store.transaction() as conn:
             conn.execute("DELETE FROM registry WHERE seq = ?", (change.seq,))
     else:
         other = change.other if change.other != change.seq else change.seq % LOG_LENGTH + 1

@@ -32,7 +32,7 @@ GITHUB_TOKEN = "ghp_R8x2Lq9ZtB4mK7vN1cW5yH3jD6sF0aE2uP8g"
 
 
 def live_set(registry: Registry) -> dict[str, Live]:
-    with registry.store.db.read() as conn:
+    with registry.store.read() as conn:
         return registry.live(conn)
 
 
@@ -218,7 +218,7 @@ def test_a_retraction_covers_every_version_up_to_its_own(
     (entry,) = retract(registry, [item.id])
     assert entry.version == 2
     assert live_set(registry) == {}
-    with store.db.read() as conn:
+    with store.read() as conn:
         assert registry.latest_version(conn, item.id) == 2
     (planned,) = publish(registry, policy, [item.id])
     assert planned.version == 3

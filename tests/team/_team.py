@@ -24,10 +24,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from memmesh.coordinator import Coordinator, coordinator_app
-from memmesh.coordinator.protocol import PresenceList, SearchHit, SearchResponse
+from memmesh.coordinator.protocol import PresenceList
 from memmesh.embed import HashingEmbedder
 from memmesh.local.store import Store
 from memmesh.net.client import Client
+from memmesh.net.search import SearchHit, SearchResponse
 from memmesh.net.server import free_port
 from memmesh.net.wire import encode
 from memmesh.peer.app import peer_app
@@ -125,7 +126,7 @@ class Member:
 
     def envelope(self, item_id: str) -> Envelope:
         """The item's live publication envelope, as this member signed it."""
-        with self.registry() as registry, registry.store.db.read() as conn:
+        with self.registry() as registry, registry.store.read() as conn:
             return registry.live(conn)[item_id].envelope
 
 

@@ -23,11 +23,10 @@ from memmesh.coordinator.protocol import (
     ChangesResponse,
     PublishRequest,
     RetractRequest,
-    SearchRequest,
-    SearchResponse,
 )
 from memmesh.local.store import Store
 from memmesh.net.client import Client
+from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry import Identity, Registry, create_identity, load_identity, publish, retract
 from memmesh.registry.envelopes import Envelope, open_envelope
@@ -109,7 +108,7 @@ def _texts(count: int, start: int = 0) -> list[str]:
 
 
 def _acked(store: Store) -> list[tuple[int, str, str, bool]]:
-    with store.db.read() as conn:
+    with store.read() as conn:
         rows = conn.execute("SELECT seq, kind, item_id, acked FROM registry ORDER BY seq")
         return [(seq, kind, item, bool(acked)) for seq, kind, item, acked in rows]
 
@@ -153,15 +152,15 @@ def test_sync_pushes_exactly_the_unacked_entries_in_bounded_batches(
         ("/v1/publish", [(later[4], 1)]),
     ]
     assert all(acked for *_, acked in _acked(store))
-    with store.db.read() as conn:
+    with store.read() as conn:
         live = registry.live(conn)
     assert _feed(coordinator) == {
         item: ("publication", 1, live[item].envelope) for item in early + later
     }
     # The vector travelled beside each envelope and is the member's own.
-    with store.db.read() as conn:
+    with store.read() as conn:
         mine = dict(conn.execute("SELECT id, vector FROM items"))
-    with coordinator.store.db.read() as conn:
+    with coordinator.store.read() as conn:
         cached = dict(conn.execute("SELECT id, vector FROM items"))
     assert cached == mine
 
@@ -414,7 +413,7 @@ class _Member:
         with Store(self.home, author="tester") as store:
             registry = Registry(store, identity, TEAM)
             entries = registry.entries()
-            with store.db.read() as conn:
+            with store.read() as conn:
                 live = registry.live(conn)
         state: State = {}
         for entry in entries:

@@ -12,10 +12,9 @@ always carry item ids so that the agent can report an outcome afterwards.
 from pathlib import Path
 from typing import Any
 
-from memmesh.local import outcomes
+from memmesh.local import outcomes, recall
 from memmesh.local.items import GLOBAL, Item
 from memmesh.local.project import resolve_project
-from memmesh.local.recall import recall
 from memmesh.local.store import Store
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from memmesh.errors import MemmeshError
-from memmesh.local.recall import recall
+from memmesh.local import recall
 from memmesh.local.store import Store
 from memmesh.net.server import free_port
 from memmesh.policy import load_policy, policy_template

@@ -159,9 +159,8 @@ def run_retract(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     with _member(args) as team:
         assert team.policy is not None
-        with team.store.db.read() as conn:
-            live = team.registry.live(conn)
-            (awaiting,) = conn.execute("SELECT count(*) FROM registry WHERE acked = 0").fetchone()
+        live = team.registry.live()
+        awaiting = len(team.registry.unacked())
         items = team.store.items(status="active")
         held = withheld(team.registry, team.policy)
         projects: dict[str, Counter[str]] = {}

@@ -19,7 +19,7 @@ from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
 from memmesh.local.project import resolve_project
 
 if TYPE_CHECKING:
-    from memmesh.local.recall import Recall
+    from memmesh.local import Recall
 
 __all__ = ["register"]
 
@@ -148,7 +148,7 @@ def _remember(args: argparse.Namespace) -> int:
 
 
 def _recall(args: argparse.Namespace) -> int:
-    from memmesh.local.recall import recall
+    from memmesh.local import recall
 
     project = _project(args)
     with open_store(args) as store:
@@ -273,12 +273,9 @@ def _outcome(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from memmesh.local import journal
-
     with open_store(args) as store:
         counts = store.counts()
-        with store.db.read() as conn:
-            events = journal.summary(conn)
+        events = store.journal_summary()
     data = {"items": counts, "journal": events}
     by_status = counts["by_status"]
     latency = events["recall_latency_ms"]

@@ -10,6 +10,8 @@ from memmesh.coordinator.service import Coordinator
 from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app
 from memmesh.net.limits import PUBLISH_BODY_LIMIT, QUERY_BODY_LIMIT, BodyLimit
 from memmesh.net.openapi import openapi_document
+from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.wire import Health
 
 __all__ = ["coordinator_app", "endpoints", "openapi"]
 
@@ -21,8 +23,8 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
     return [
         Endpoint(
             path="/healthz",
-            handler=lambda: p.Health(),
-            response=p.Health,
+            handler=lambda: Health(),
+            response=Health,
             inline=True,
             summary="Liveness; the only route without a token.",
         ),
@@ -51,8 +53,8 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
         Endpoint(
             path="/v1/search",
             handler=coordinator.search,
-            request=p.SearchRequest,
-            response=p.SearchResponse,
+            request=SearchRequest,
+            response=SearchResponse,
             limit=small,
             cpu_bound=True,
             summary="Hybrid search over live publications; answers with signed envelopes.",

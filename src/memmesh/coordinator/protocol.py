@@ -1,4 +1,5 @@
-"""The coordinator's wire protocol, version 1: every request and response struct.
+"""The coordinator's wire protocol, version 1: the request and response structs of its own
+routes (the search it shares with the peer daemon lives in :mod:`memmesh.net.search`).
 
 Requests are strict: unknown fields are refused, strings and lists are bounded, floats must be
 finite. docs/protocol.md shows each endpoint with these shapes.
@@ -7,18 +8,16 @@ finite. docs/protocol.md shows each endpoint with these shapes.
 from typing import Annotated, Literal
 
 import msgspec
-import numpy as np
-from numpy.typing import NDArray
 
+from memmesh.net.search import Vector
+from memmesh.net.wire import MAX_BATCH
+from memmesh.net.wire import Request as _Request
 from memmesh.registry.envelopes import Envelope
 
 __all__ = [
-    "MAX_BATCH",
-    "MAX_DIM",
     "Change",
     "ChangesRequest",
     "ChangesResponse",
-    "Health",
     "Info",
     "Outcome",
     "PresenceList",
@@ -29,24 +28,7 @@ __all__ = [
     "PublishResponse",
     "RetractRequest",
     "RetractResponse",
-    "SearchHit",
-    "SearchRequest",
-    "SearchResponse",
-    "usable_vector",
 ]
-
-MAX_BATCH = 256
-MAX_DIM = 4096
-MAX_QUERY_CHARS = 8192
-MAX_K = 100
-
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-Fingerprint = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
-Vector = Annotated[list[float], msgspec.Meta(min_length=1, max_length=MAX_DIM)]
-
-
-class _Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Base of request structs."""
 
 
 class PublishItem(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -91,50 +73,6 @@ class RetractResponse(msgspec.Struct, frozen=True, kw_only=True):
     """One outcome per retraction, in request order."""
 
     results: list[Outcome]
-
-
-class SearchRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``POST /v1/search``: hybrid search over published items.
-
-    ``vector`` is the query embedded by the client's embedder ``embedder``; when that is not
-    the coordinator's embedder, the answer is ranked lexically and says so.
-    """
-
-    query: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
-    k: Annotated[int, msgspec.Meta(ge=1, le=MAX_K)] = 10
-    project: Name = "global"
-    authors: Annotated[list[Name], msgspec.Meta(max_length=32)] = []
-    vector: Vector | None = None
-    embedder: Fingerprint | None = None
-
-
-def usable_vector(
-    request: "SearchRequest", fingerprint: str, dim: int
-) -> NDArray[np.float64] | None:
-    """The request's query vector if it lies in the answering store's space, else ``None``
-    (the answer is then ranked by words and says ``lexical_only``)."""
-    if request.vector is None or request.embedder != fingerprint:
-        return None
-    vector = np.asarray(request.vector, dtype=np.float64)
-    return vector if vector.shape == (dim,) else None
-
-
-class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
-    """A published item as its author signed it, with its score here."""
-
-    envelope: Envelope
-    score: float
-    cosine: float
-    lexical: float
-
-
-class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """Ranked hits; ``lexical_only`` when the query vector could not be used."""
-
-    hits: list[SearchHit]
-    abstained: bool
-    lexical_only: bool
-    embedder: str
 
 
 class PresenceRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -193,9 +131,3 @@ class Info(msgspec.Struct, frozen=True, kw_only=True):
     published: int
     tombstones: int
     online: int
-
-
-class Health(msgspec.Struct, frozen=True, kw_only=True):
-    """``GET /healthz``: alive (no token needed)."""
-
-    status: str = "ok"

@@ -17,15 +17,32 @@ from memmesh.local.errors import (
     SchemaTooNew,
     StoreError,
 )
-from memmesh.local.items import GLOBAL, KINDS, Item
+from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item
+from memmesh.local.schema import Schema
 
 if TYPE_CHECKING:
-    from memmesh.local.recall import Hit, Recall, recall
+    from memmesh.local._db import Transaction
+    from memmesh.local._recall import (
+        MIN_COVERAGE,
+        W_EXACT,
+        W_LEXICAL,
+        W_VECTOR,
+        Hit,
+        Mode,
+        Recall,
+        recall,
+        scope_of,
+    )
     from memmesh.local.store import Store
 
 __all__ = [
     "GLOBAL",
     "KINDS",
+    "MAX_K",
+    "MIN_COVERAGE",
+    "W_EXACT",
+    "W_LEXICAL",
+    "W_VECTOR",
     "AmbiguousId",
     "CorruptDatabase",
     "DamagedVector",
@@ -35,21 +52,32 @@ __all__ = [
     "InvalidInput",
     "Item",
     "ItemNotFound",
+    "Mode",
     "NotActive",
     "Recall",
+    "Schema",
     "SchemaTooNew",
     "Store",
     "StoreError",
+    "Transaction",
     "recall",
+    "scope_of",
 ]
 
 # The store and recall need numpy; they are imported when first asked for, so that light
 # modules of this package (items, project, digest) start without it.
 _LAZY = {
-    "Hit": "memmesh.local.recall",
-    "Recall": "memmesh.local.recall",
-    "recall": "memmesh.local.recall",
+    "MIN_COVERAGE": "memmesh.local._recall",
+    "W_EXACT": "memmesh.local._recall",
+    "W_LEXICAL": "memmesh.local._recall",
+    "W_VECTOR": "memmesh.local._recall",
+    "Hit": "memmesh.local._recall",
+    "Mode": "memmesh.local._recall",
+    "Recall": "memmesh.local._recall",
+    "recall": "memmesh.local._recall",
+    "scope_of": "memmesh.local._recall",
     "Store": "memmesh.local.store",
+    "Transaction": "memmesh.local._db",
 }
 
 

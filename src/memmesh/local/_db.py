@@ -9,19 +9,52 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from memmesh.local._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from memmesh.local._schema import APPLICATION_ID, SCHEMA_VERSION, STORE_SCHEMA
 from memmesh.local.errors import CorruptDatabase, ForeignDatabase, SchemaTooNew, StoreError
+from memmesh.local.schema import STORE_OWNER, Schema
 
-__all__ = ["DB_FILENAME", "Database"]
+__all__ = ["DB_FILENAME", "Database", "Transaction", "connection_of"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 DB_FILENAME = "memory.db"  # the store's file in the memmesh home
 BUSY_TIMEOUT_SECONDS = 30.0
 READER_MMAP_BYTES = 1 << 30
+
+
+Parameters = Sequence[Any] | Mapping[str, Any]
+
+
+class Transaction:
+    """Statements on the store file inside one of the store's transactions (or reads).
+
+    Components that keep tables beside the store's own (the registry, the coordinator) run
+    their SQL through it, on their own tables only, and hand it to the store's methods so that
+    the store's rows and theirs commit together. It is valid only inside the ``with`` that
+    gave it.
+    """
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, parameters: Parameters = ()) -> sqlite3.Cursor:
+        """Run one statement."""
+        return self._conn.execute(sql, parameters)
+
+    def executemany(self, sql: str, rows: Iterable[Parameters]) -> sqlite3.Cursor:
+        """Run one statement for each of ``rows``."""
+        return self._conn.executemany(sql, rows)
+
+
+def connection_of(tx: Transaction) -> sqlite3.Connection:
+    """The connection under ``tx``, for the store's own modules."""
+    return tx._conn
 
 
 class Database:
@@ -34,6 +67,7 @@ class Database:
         self._lock = threading.RLock()
         self._readers = threading.local()
         self._reader_connections: list[sqlite3.Connection] = []
+        self._migrated: set[str] = set()
         self._check_header()
         try:
             self._conn = sqlite3.connect(
@@ -136,23 +170,41 @@ class Database:
         # text must not survive in the file, whatever this SQLite build's default is.
         conn.execute("PRAGMA secure_delete = ON")
         if version < SCHEMA_VERSION:
-            self._migrate(version)
+            self._migrate(STORE_SCHEMA)
+        self._migrated.add(STORE_OWNER)
 
-    def _migrate(self, version: int) -> None:
-        """Run every pending migration, after a consistent backup of a non-empty store."""
+    def migrate(self, schema: Schema) -> None:
+        """Bring ``schema``'s tables to its last version (once per process and owner).
+
+        Raises :class:`SchemaTooNew` when the file holds a newer version than ``schema`` knows.
+        """
+        if schema.owner in self._migrated:
+            return
+        with self.read() as conn:
+            current = _version(conn, schema.owner)
+        if current > schema.version:
+            raise SchemaTooNew(str(self.path), current, schema.version, owner=schema.owner)
+        if current < schema.version:
+            self._migrate(schema)
+        self._migrated.add(schema.owner)
+
+    def _migrate(self, schema: Schema) -> None:
+        """Run every pending migration of ``schema``, after a consistent backup of the file
+        when this owner already has tables in it."""
         with self.write() as conn:
             # Another process may have migrated while we waited for the write lock.
-            current = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if current > 0 and current < SCHEMA_VERSION:
-            self.backup(self.path.with_name(f"{self.path.name}.v{current}-{int(time.time())}.bak"))
-        for target in range(current + 1, SCHEMA_VERSION + 1):
+            current = _version(conn, schema.owner)
+        if 0 < current < schema.version:
+            prefix = "" if schema.owner == STORE_OWNER else f"{schema.owner}-"
+            stamp = int(time.time())
+            self.backup(self.path.with_name(f"{self.path.name}.{prefix}v{current}-{stamp}.bak"))
+        for target in range(current + 1, schema.version + 1):
             with self.write() as conn:
-                if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= target:
+                if _version(conn, schema.owner) >= target:
                     continue
-                for statement in _statements(MIGRATIONS[target]):
+                for statement in _statements(schema.migrations[target - 1]):
                     conn.execute(statement)
-                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                conn.execute(f"PRAGMA user_version = {target}")
+                _set_version(conn, schema.owner, target)
 
     def backup(self, destination: Path) -> None:
         """Write a consistent copy of the whole store to ``destination``."""
@@ -179,6 +231,25 @@ def _retire(
         if conn in connections:
             connections.remove(conn)
             conn.close()
+
+
+def _version(conn: sqlite3.Connection, owner: str) -> int:
+    """The schema version ``owner``'s tables are at (0: none yet)."""
+    if owner == STORE_OWNER:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    row = conn.execute("SELECT version FROM schema_versions WHERE owner = ?", (owner,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _set_version(conn: sqlite3.Connection, owner: str, version: int) -> None:
+    if owner == STORE_OWNER:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {version}")
+    else:
+        conn.execute(
+            "INSERT OR REPLACE INTO schema_versions (owner, version) VALUES (?, ?)",
+            (owner, version),
+        )
 
 
 def _statements(script: str) -> list[str]:

@@ -1,11 +1,13 @@
-"""The store's schema and its forward migrations.
+"""The store's own tables and their forward migrations.
 
-``PRAGMA user_version`` holds the schema version and ``PRAGMA application_id`` marks the file
-as memmesh's. Migration N takes a version N-1 database to version N; each runs in one
-transaction after the caller has taken a backup.
+``PRAGMA user_version`` holds the store's schema version and ``PRAGMA application_id`` marks
+the file as memmesh's. Migration N takes a version N-1 database to version N; each runs in one
+transaction after a backup (see :mod:`memmesh.local.schema`).
 """
 
-__all__ = ["APPLICATION_ID", "FTS_TOKENIZE", "MIGRATIONS", "SCHEMA_VERSION"]
+from memmesh.local.schema import STORE_OWNER, Schema
+
+__all__ = ["APPLICATION_ID", "FTS_TOKENIZE", "MIGRATIONS", "SCHEMA_VERSION", "STORE_SCHEMA"]
 
 APPLICATION_ID = 0x6D656D6D  # "memm"
 # The full-text index's tokenizer (the in-memory lexicon tokenizes with the same settings).
@@ -73,26 +75,9 @@ CREATE TABLE reindex_vectors (
 );
 """
 
-# The registry's append-only log lives in the same file, so that an item's change and the
-# retraction it causes commit together. ``local`` stores the rows; ``registry`` gives them
-# meaning (payloads are signed envelopes it alone reads).
-_V2 = """
-CREATE TABLE registry (
-    seq         INTEGER PRIMARY KEY,
-    kind        TEXT NOT NULL CHECK (kind IN ('publication', 'retraction')),
-    item_id     TEXT NOT NULL,
-    version     INTEGER NOT NULL,
-    payload     BLOB NOT NULL,
-    signature   BLOB NOT NULL,
-    forced_rule TEXT,
-    recorded_at REAL NOT NULL,
-    prev_hash   TEXT NOT NULL,
-    entry_hash  TEXT NOT NULL UNIQUE,
-    acked       INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX registry_item ON registry (item_id, version);
-CREATE INDEX registry_unacked ON registry (acked, seq);
-"""
+# Version 2 created the registry's table; the registry now creates it with its own migrations
+# (memmesh.registry._schema), which adopt the table where this step once made it.
+_V2 = ""
 
 # The full-text index holds only active items and knows each one's project (as the single
 # token "p" + hex of its UTF-8 name), so a recall scores only the matches in its own scope
@@ -138,5 +123,16 @@ CREATE INDEX items_preferences ON items (reinforcements DESC, worked DESC, updat
     WHERE kind = 'preference' AND status = 'active' AND project = 'global';
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+# Every other owner of tables in the file records its schema version here.
+_V5 = """
+CREATE TABLE schema_versions (
+    owner   TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 SCHEMA_VERSION = max(MIGRATIONS)
+STORE_SCHEMA = Schema(
+    owner=STORE_OWNER, migrations=tuple(MIGRATIONS[n] for n in range(1, SCHEMA_VERSION + 1))
+)

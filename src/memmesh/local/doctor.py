@@ -21,7 +21,7 @@ class Check(msgspec.Struct, frozen=True, kw_only=True):
 
 def facts(store: Store) -> dict[str, Any]:
     """What the store is: path, size, schema, embedder, SQLite version and item counts."""
-    with store.db.read() as conn:
+    with store._db.read() as conn:
         journal_mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         (version,) = conn.execute("PRAGMA user_version").fetchone()
     return {
@@ -41,7 +41,7 @@ def facts(store: Store) -> dict[str, Any]:
 def diagnose(store: Store) -> list[Check]:
     """Run every check; a check that cannot run is reported as failed, never raised."""
     checks: list[Check] = []
-    with store.db.read() as conn:
+    with store._db.read() as conn:
         result = conn.execute("PRAGMA quick_check").fetchone()[0]
         checks.append(Check(name="database integrity", ok=result == "ok", detail=str(result)))
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -91,5 +91,5 @@ def diagnose(store: Store) -> list[Check]:
 
 
 def _scalar(store: Store, sql: str) -> tuple[Any, ...]:
-    with store.db.read() as conn:
+    with store._db.read() as conn:
         return tuple(conn.execute(sql).fetchone())

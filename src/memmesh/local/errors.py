@@ -93,13 +93,15 @@ class ForeignDatabase(StoreError):
 class SchemaTooNew(StoreError):
     """The store was written by a newer memmesh than this one."""
 
-    def __init__(self, path: str, found: int, supported: int) -> None:
+    def __init__(self, path: str, found: int, supported: int, *, owner: str = "store") -> None:
+        tables = "" if owner == "store" else f"its {owner} tables have "
         super().__init__(
-            f"{path} has schema version {found}, newer than this memmesh supports ({supported}); "
-            "upgrade memmesh"
+            f"{path} {tables or 'has '}schema version {found}, newer than this memmesh "
+            f"supports ({supported}); upgrade memmesh"
         )
         self.found = found
         self.supported = supported
+        self.owner = owner
 
 
 class EmbedderMismatch(StoreError):

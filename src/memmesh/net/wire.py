@@ -16,10 +16,30 @@ import msgspec
 
 from memmesh.net.errors import BadRequest
 
-__all__ = ["MAX_DEPTH", "PROTOCOL_VERSION", "decode_request", "encode"]
+__all__ = [
+    "MAX_BATCH",
+    "MAX_DEPTH",
+    "PROTOCOL_VERSION",
+    "Health",
+    "Request",
+    "decode_request",
+    "encode",
+]
 
 PROTOCOL_VERSION = "1"
 MAX_DEPTH = 32
+MAX_BATCH = 256  # the most envelopes or item ids one request carries
+
+
+class Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of request structs: strict, and no field it does not name."""
+
+
+class Health(msgspec.Struct, frozen=True, kw_only=True):
+    """``GET /healthz``: alive (no token needed)."""
+
+    status: str = "ok"
+
 
 T = TypeVar("T")
 

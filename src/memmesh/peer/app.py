@@ -2,9 +2,10 @@
 
 from starlette.types import ASGIApp
 
-from memmesh.coordinator.protocol import Health, SearchRequest, SearchResponse
 from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app
 from memmesh.net.limits import BodyLimit
+from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.wire import Health
 from memmesh.peer.protocol import ConfirmRequest, ConfirmResponse, PeerPresence
 from memmesh.peer.service import Peer
 

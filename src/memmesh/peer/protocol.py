@@ -1,10 +1,11 @@
-"""The peer daemon's wire protocol, version 1 (recall reuses the coordinator's search shapes)."""
+"""The peer daemon's wire protocol, version 1 (recall answers the search both daemons share)."""
 
 from typing import Annotated
 
 import msgspec
 
-from memmesh.coordinator.protocol import MAX_BATCH, SearchRequest, SearchResponse
+from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.wire import MAX_BATCH
 from memmesh.registry.envelopes import Envelope
 
 __all__ = [

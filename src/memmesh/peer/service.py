@@ -12,9 +12,8 @@ import threading
 import time
 from pathlib import Path
 
-from memmesh.coordinator.protocol import SearchHit, SearchRequest, SearchResponse, usable_vector
-from memmesh.local.recall import recall
 from memmesh.local.store import Store
+from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.peer.protocol import Confirmation, ConfirmRequest, ConfirmResponse, PeerPresence
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Presence, seal
@@ -41,26 +40,25 @@ class Peer:
         self._lock = threading.Lock()
         self._cache_key: tuple[str, str] | None = None
         self._cache: tuple[Policy, dict[str, Live]] | None = None
+        # Only to read the log's head, which changes with every entry (any team name will do).
+        self._registry = Registry(store, identity, "default")
 
     def shareable(self) -> tuple[Policy, dict[str, Live]]:
         """The policy now, and the owner's live publications that still pass it."""
         path = self.home / "team.yaml"
-        with self.store.db.read() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'registry_head'").fetchone()
-            (items_rev,) = conn.execute("SELECT coalesce(max(rev), 0) FROM items").fetchone()
+        registry_head, items_rev = self._registry.head(), self.store.revision()
         try:
             # The file's bytes, not its mtime: an edit within a timestamp tick must count.
             policy_digest = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             policy_digest = ""
-        key = (f"{row[0] if row else None}:{items_rev}", policy_digest)
+        key = (f"{registry_head}:{items_rev}", policy_digest)
         with self._lock:
             if self._cache is not None and self._cache_key == key:
                 return self._cache
         policy = load_policy(self.home)  # invalid now: raise, and serve nothing
         registry = Registry(self.store, self.identity, policy.team)
-        with self.store.db.read() as conn:
-            live = registry.live(conn)
+        live = registry.live()
         held = withheld(registry, policy)
         mine = {
             item_id: entry
@@ -74,36 +72,11 @@ class Peer:
     def recall(self, request: SearchRequest) -> SearchResponse:
         """The best of the owner's shareable items for the query."""
         _, mine = self.shareable()
-        fingerprint = self.store.embedder.fingerprint
-        vector = usable_vector(request, fingerprint, self.store.embedder.dim)
-        lexical_only = vector is None
-        hits: list[SearchHit] = []
-        if mine:
-            answer = recall(
-                self.store,
-                request.query,
-                k=request.k,
-                project=request.project,
-                mode="lexical" if lexical_only else "hybrid",
-                record=False,
-                query_vector=vector,
-                restrict=list(mine),
-            )
-            authors = set(request.authors)
-            for hit in answer.hits:
-                live = mine.get(hit.item.id)
-                if live is None or (authors and live.publication.author not in authors):
-                    continue
-                hits.append(
-                    SearchHit(
-                        envelope=live.envelope,
-                        score=hit.score,
-                        cosine=hit.cosine,
-                        lexical=hit.lexical,
-                    )
-                )
-        return SearchResponse(
-            hits=hits, abstained=not hits, lexical_only=lexical_only, embedder=fingerprint
+        return answer_search(
+            self.store,
+            request,
+            lambda item_ids: {i: mine[i].envelope for i in item_ids if i in mine},
+            restrict=list(mine),
         )
 
     def confirm(self, request: ConfirmRequest) -> ConfirmResponse:

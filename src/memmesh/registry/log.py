@@ -7,13 +7,14 @@ Folding the log gives the current published set.
 """
 
 import hashlib
-import sqlite3
 import time
 from collections.abc import Iterator
 
 import msgspec
 
+from memmesh.local import Transaction
 from memmesh.local.store import Store
+from memmesh.registry._schema import REGISTRY_SCHEMA
 from memmesh.registry.envelopes import (
     Body,
     Envelope,
@@ -75,22 +76,23 @@ class Registry:
     """The log inside ``store``, written with ``identity``'s key."""
 
     def __init__(self, store: Store, identity: Identity, team: str) -> None:
+        store.migrate(REGISTRY_SCHEMA)
         self.store = store
         self.identity = identity
         self.team = team
 
     def append(
         self,
-        conn: sqlite3.Connection,
+        tx: Transaction,
         body: Body,
         *,
         forced_rule: str | None = None,
     ) -> Entry:
         """Sign ``body`` and append it; call inside the caller's write transaction."""
         envelope = seal(body, self.identity)
-        seq, prev = _head(conn)
+        seq, prev = _head(tx)
         # Build only on an intact tail: a removed last entry must not be papered over.
-        if _stored_head(conn) != (f"{seq}:{prev}" if seq else None):
+        if self.store.setting(_HEAD_KEY, tx) != (f"{seq}:{prev}" if seq else None):
             raise RegistryError(
                 "the registry log does not end where it should (an entry was removed or "
                 "added); run `mem team verify`"
@@ -100,49 +102,65 @@ class Registry:
         recorded_at = time.time()
         entry_hash = _hash(prev, seq, envelope, forced_rule, recorded_at)
         kind = "publication" if isinstance(body, Publication) else "retraction"
-        conn.execute(
+        tx.execute(
             f"INSERT INTO registry ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
             (
                 seq, kind, body.item_id, body.version, envelope.payload, envelope.signature,
                 forced_rule, recorded_at, prev, entry_hash,
             ),
         )  # fmt: skip
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            (_HEAD_KEY, f"{seq}:{entry_hash}"),
-        )
+        self.store.set_setting(tx, _HEAD_KEY, f"{seq}:{entry_hash}")
         return Entry(
             seq=seq, kind=kind, item_id=body.item_id, version=body.version, envelope=envelope,
             forced_rule=forced_rule, recorded_at=recorded_at, prev_hash=prev,
             entry_hash=entry_hash, acked=False,
         )  # fmt: skip
 
-    def next_seq(self, conn: sqlite3.Connection) -> int:
+    def next_seq(self, tx: Transaction) -> int:
         """The sequence number the next appended body must carry."""
-        return _head(conn)[0] + 1
+        return _head(tx)[0] + 1
 
-    def entries(self, conn: sqlite3.Connection | None = None) -> list[Entry]:
-        """Every entry, oldest first."""
-        if conn is not None:
-            return list(_entries(conn))
-        with self.store.db.read() as reader:
+    def entries(self, tx: Transaction | None = None) -> list[Entry]:
+        """Every entry, oldest first (read through ``tx`` when given)."""
+        if tx is not None:
+            return list(_entries(tx))
+        with self.store.read() as reader:
             return list(_entries(reader))
 
-    def live(self, conn: sqlite3.Connection) -> dict[str, Live]:
-        """Fold the log: each item's live publication (retracted items are absent)."""
-        return fold(_entries(conn))
+    def unacked(self) -> list[Entry]:
+        """The entries the coordinator has not acknowledged yet, oldest first."""
+        with self.store.read() as tx:
+            return list(_entries(tx, "WHERE acked = 0"))
 
-    def latest_version(self, conn: sqlite3.Connection, item_id: str) -> int:
+    def ack(self, seqs: list[int]) -> None:
+        """Mark these entries as acknowledged by the coordinator."""
+        if not seqs:
+            return
+        with self.store.transaction() as tx:
+            tx.executemany("UPDATE registry SET acked = 1 WHERE seq = ?", [(s,) for s in seqs])
+
+    def head(self) -> str | None:
+        """The log's head as recorded (``count:hash`` of its last entry), ``None`` if empty:
+        it changes with every entry appended."""
+        return self.store.setting(_HEAD_KEY)
+
+    def live(self, tx: Transaction | None = None) -> dict[str, Live]:
+        """Fold the log: each item's live publication (retracted items are absent)."""
+        return fold(self.entries(tx))
+
+    def latest_version(self, tx: Transaction, item_id: str) -> int:
         """The highest version any entry gave ``item_id`` (0 if none)."""
-        row = conn.execute(
+        row = tx.execute(
             "SELECT coalesce(max(version), 0) FROM registry WHERE item_id = ?", (item_id,)
         ).fetchone()
         return int(row[0])
 
     def verify(self) -> list[str]:
         """Every problem with the log: broken chain, bad signature, mismatched fields, head."""
-        with self.store.db.read() as conn:
-            return verify_entries(list(_entries(conn)), _stored_head(conn), self.identity)
+        with self.store.read() as tx:
+            entries = list(_entries(tx))
+            head = self.store.setting(_HEAD_KEY, tx)
+        return verify_entries(entries, head, self.identity)
 
 
 def fold(entries: Iterator[Entry] | list[Entry]) -> dict[str, Live]:
@@ -205,8 +223,8 @@ def verify_entries(entries: list[Entry], head: str | None, identity: Identity) -
     return problems
 
 
-def _entries(conn: sqlite3.Connection) -> Iterator[Entry]:
-    for row in conn.execute(f"SELECT {_COLUMNS} FROM registry ORDER BY seq"):
+def _entries(tx: Transaction, where: str = "") -> Iterator[Entry]:
+    for row in tx.execute(f"SELECT {_COLUMNS} FROM registry {where} ORDER BY seq"):
         yield Entry(
             seq=row[0], kind=row[1], item_id=row[2], version=row[3],
             envelope=Envelope(payload=bytes(row[4]), signature=bytes(row[5])),
@@ -215,12 +233,7 @@ def _entries(conn: sqlite3.Connection) -> Iterator[Entry]:
         )  # fmt: skip
 
 
-def _stored_head(conn: sqlite3.Connection) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HEAD_KEY,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _head(conn: sqlite3.Connection) -> tuple[int, str]:
+def _head(tx: Transaction) -> tuple[int, str]:
     """The last entry's position and hash (0 and the genesis hash for an empty log)."""
-    row = conn.execute("SELECT seq, entry_hash FROM registry ORDER BY seq DESC LIMIT 1").fetchone()
+    row = tx.execute("SELECT seq, entry_hash FROM registry ORDER BY seq DESC LIMIT 1").fetchone()
     return (0, GENESIS) if row is None else (int(row[0]), str(row[1]))

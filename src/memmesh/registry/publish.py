@@ -5,11 +5,11 @@ item whose live publication already says the same thing is a no-op. Retracting c
 version up to the live one; a later publish is a new version.
 """
 
-import sqlite3
 from typing import Literal
 
 import msgspec
 
+from memmesh.local import Transaction
 from memmesh.local.errors import ItemNotFound
 from memmesh.local.items import Item
 from memmesh.policy.config import Policy
@@ -37,16 +37,16 @@ def plan(
     registry: Registry, policy: Policy, item_ids: list[str], *, force: bool = False
 ) -> list[Planned]:
     """What ``publish`` would do for each item, without doing it (``--dry-run``)."""
-    with registry.store.db.read() as conn:
-        return _plan(registry, conn, policy, item_ids, force)
+    with registry.store.read() as tx:
+        return _plan(registry, tx, policy, item_ids, force)
 
 
 def publish(
     registry: Registry, policy: Policy, item_ids: list[str], *, force: bool = False
 ) -> list[Planned]:
     """Publish the items, all or nothing; raises :class:`PublishRefused` naming each refusal."""
-    with registry.store.db.write() as conn:
-        planned = _plan(registry, conn, policy, item_ids, force)
+    with registry.store.transaction() as tx:
+        planned = _plan(registry, tx, policy, item_ids, force)
         refused = [(p.item.id, p.decision.rule) for p in planned if p.action == "refused"]
         if refused:
             raise PublishRefused(refused)
@@ -61,7 +61,7 @@ def publish(
                 version=entry.version,
                 author_key=registry.identity.public_key_text,
                 key_id=registry.identity.key_id,
-                seq=registry.next_seq(conn),
+                seq=registry.next_seq(tx),
                 author=item.author,
                 published_at=registry.store.clock(),
                 text=item.text,
@@ -72,47 +72,47 @@ def publish(
                 embedder=registry.store.embedder.fingerprint,
             )
             forced = entry.decision.rule if entry.decision.forced else None
-            registry.append(conn, body, forced_rule=forced)
+            registry.append(tx, body, forced_rule=forced)
         return planned
 
 
 def retract(registry: Registry, item_ids: list[str]) -> list[Entry]:
     """Retract each item's live publication, all or nothing."""
-    with registry.store.db.write() as conn:
-        live = registry.live(conn)
+    with registry.store.transaction() as tx:
+        live = registry.live(tx)
         targets: list[Live] = []
         for raw in item_ids:
-            item_id = _resolve(registry, conn, raw)
+            item_id = _resolve(registry, tx, raw)
             current = live.get(item_id)
             if current is None:
                 raise NotPublished(item_id)
             if current.publication.author_key != registry.identity.public_key_text:
                 raise NotYourItem(item_id)
             targets.append(current)
-        return [_retract(registry, conn, target) for target in dict.fromkeys(targets)]
+        return [_retract(registry, tx, target) for target in dict.fromkeys(targets)]
 
 
 def reconcile(registry: Registry) -> list[Entry]:
     """Retract live publications whose local item was forgotten or revised since."""
-    with registry.store.db.write() as conn:
-        live = registry.live(conn)
+    with registry.store.transaction() as tx:
+        live = registry.live(tx)
         if not live:
             return []
-        items = _items(registry, conn, list(live))
+        items = _items(registry, tx, list(live))
         stale = [
             target
             for item_id, target in live.items()
             if target.publication.author_key == registry.identity.public_key_text
             and (item_id not in items or items[item_id].status != "active")
         ]
-        return [_retract(registry, conn, target) for target in stale]
+        return [_retract(registry, tx, target) for target in stale]
 
 
 def withheld(registry: Registry, policy: Policy) -> dict[str, Decision]:
     """Live publications the policy (or a local change) would withhold now, with the reason."""
-    with registry.store.db.read() as conn:
-        live = registry.live(conn)
-        items = _items(registry, conn, list(live))
+    with registry.store.read() as tx:
+        live = registry.live(tx)
+        items = _items(registry, tx, list(live))
     out: dict[str, Decision] = {}
     for item_id, target in live.items():
         item = items.get(item_id)
@@ -129,7 +129,7 @@ def withheld(registry: Registry, policy: Policy) -> dict[str, Decision]:
     return out
 
 
-def _retract(registry: Registry, conn: sqlite3.Connection, target: Live) -> Entry:
+def _retract(registry: Registry, tx: Transaction, target: Live) -> Entry:
     publication = target.publication
     body = Retraction(
         format=FORMAT_VERSION,
@@ -138,25 +138,25 @@ def _retract(registry: Registry, conn: sqlite3.Connection, target: Live) -> Entr
         version=publication.version,
         author_key=registry.identity.public_key_text,
         key_id=registry.identity.key_id,
-        seq=registry.next_seq(conn),
+        seq=registry.next_seq(tx),
         retracted_at=registry.store.clock(),
     )
-    return registry.append(conn, body)
+    return registry.append(tx, body)
 
 
 def _plan(
-    registry: Registry, conn: sqlite3.Connection, policy: Policy, item_ids: list[str], force: bool
+    registry: Registry, tx: Transaction, policy: Policy, item_ids: list[str], force: bool
 ) -> list[Planned]:
-    live = registry.live(conn)
+    live = registry.live(tx)
     out: list[Planned] = []
     seen: set[str] = set()
     for raw in item_ids:
-        item = registry.store.find(conn, raw)
+        item = registry.store.get(raw, tx)
         if item.id in seen:
             continue
         seen.add(item.id)
         decision = decide(item, policy, force=force)
-        version = registry.latest_version(conn, item.id) + 1
+        version = registry.latest_version(tx, item.id) + 1
         current = live.get(item.id)
         if not decision.allowed:
             action: Action = "refused"
@@ -179,15 +179,15 @@ def _same(publication: Publication, item: Item, registry: Registry) -> bool:
     )
 
 
-def _resolve(registry: Registry, conn: sqlite3.Connection, raw: str) -> str:
+def _resolve(registry: Registry, tx: Transaction, raw: str) -> str:
     """The full item id for an id or prefix; a published id that is gone locally still counts."""
     try:
-        return registry.store.find(conn, raw).id
+        return registry.store.get(raw, tx).id
     except ItemNotFound:
-        if registry.latest_version(conn, raw):
+        if registry.latest_version(tx, raw):
             return raw
         raise
 
 
-def _items(registry: Registry, conn: sqlite3.Connection, item_ids: list[str]) -> dict[str, Item]:
-    return registry.store.items_by_id(conn, item_ids)
+def _items(registry: Registry, tx: Transaction, item_ids: list[str]) -> dict[str, Item]:
+    return registry.store.items_by_id(item_ids, tx)

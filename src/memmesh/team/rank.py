@@ -9,7 +9,7 @@ came from, which is what makes a federated answer match a single store's.
 """
 
 from memmesh import text as _text
-from memmesh.local.recall import MIN_COVERAGE, W_EXACT, W_LEXICAL, W_VECTOR
+from memmesh.local import MIN_COVERAGE, W_EXACT, W_LEXICAL, W_VECTOR
 
 __all__ = ["QueryTerms", "team_score"]
 

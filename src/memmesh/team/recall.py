@@ -27,17 +27,13 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from memmesh.coordinator.protocol import (
-    MAX_BATCH,
-    PresenceList,
-    SearchHit,
-    SearchRequest,
-    SearchResponse,
-)
+from memmesh.coordinator.protocol import PresenceList
 from memmesh.errors import MemmeshError
 from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.errors import Unreachable
+from memmesh.net.search import SearchHit, SearchRequest, SearchResponse
+from memmesh.net.wire import MAX_BATCH
 from memmesh.peer.discovery import browse
 from memmesh.peer.protocol import ConfirmRequest, ConfirmResponse, PeerPresence
 from memmesh.policy.config import Policy

@@ -9,13 +9,10 @@ another sync reaches the same state: the coordinator treats a resent envelope as
 """
 
 import os
-import sqlite3
 
 import msgspec
-import numpy as np
 
 from memmesh.coordinator.protocol import (
-    MAX_BATCH,
     Outcome,
     PublishItem,
     PublishRequest,
@@ -25,6 +22,7 @@ from memmesh.coordinator.protocol import (
 )
 from memmesh.net.client import Client
 from memmesh.net.errors import BadResponse
+from memmesh.net.wire import MAX_BATCH
 from memmesh.policy.config import Policy
 from memmesh.policy.errors import PolicyError
 from memmesh.registry.log import Entry, Registry
@@ -64,16 +62,16 @@ def sync(
     reconcile(registry)
     report = SyncReport()
     held = withheld(registry, policy)
-    with registry.store.db.read() as conn:
-        live = registry.live(conn)
-        pending = [entry for entry in registry.entries(conn) if not entry.acked]
+    with registry.store.read() as tx:
+        live = registry.live(tx)
+        pending = [entry for entry in registry.entries(tx) if not entry.acked]
     sendable: list[Entry] = []
     for entry in pending:
         if entry.kind == "publication":
             current = live.get(entry.item_id)
             if current is None or current.envelope != entry.envelope:
                 report.skipped += 1
-                _ack(registry, [entry.seq])
+                registry.ack([entry.seq])
                 continue
             if entry.item_id in held:
                 report.withheld.append((entry.item_id, held[entry.item_id].rule))
@@ -83,7 +81,8 @@ def sync(
         report.batches += 1
         report.sent += len(batch)
         if batch[0].kind == "publication":
-            items = [PublishItem(envelope=e.envelope, vector=_vector(registry, e)) for e in batch]
+            vector_of = registry.store.vector_of
+            items = [PublishItem(envelope=e.envelope, vector=vector_of(e.item_id)) for e in batch]
             results = client.post(
                 "/v1/publish", PublishRequest(items=items), PublishResponse
             ).results
@@ -122,27 +121,4 @@ def _record(
             report.already_known += 1
         else:
             report.stale += 1
-    _ack(registry, acked)
-
-
-def _ack(registry: Registry, seqs: list[int]) -> None:
-    if not seqs:
-        return
-    with registry.store.db.write() as conn:
-        conn.executemany("UPDATE registry SET acked = 1 WHERE seq = ?", [(s,) for s in seqs])
-
-
-def _vector(registry: Registry, entry: Entry) -> list[float] | None:
-    """The item's vector, if it is in the space the publication names."""
-    store = registry.store
-    with store.db.read() as conn:
-        row = _vector_row(conn, entry.item_id)
-    if row is None or len(row) != store.embedder.dim * 4:
-        return None
-    vector: list[float] = np.frombuffer(row, dtype=np.float32).tolist()
-    return vector
-
-
-def _vector_row(conn: sqlite3.Connection, item_id: str) -> bytes | None:
-    row = conn.execute("SELECT vector FROM items WHERE id = ?", (item_id,)).fetchone()
-    return None if row is None else bytes(row[0])
+    registry.ack(acked)

@@ -28,6 +28,7 @@ import numpy.typing as npt
 from memmesh import text as _text
 from memmesh.embed import unit_vector
 from memmesh.local import journal, outcomes
+from memmesh.local._rows import item_of, outcome_score_of
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import GLOBAL, MAX_K, MAX_TEXT_BYTES, Item, check_name
 
@@ -145,7 +146,7 @@ def recall(
         hits = _ranked(store, clean, query_tokens, projects, k, mode, query_vector, restrict)
     latency = (time.perf_counter() - started) * 1000
     if record:
-        with store.db.write() as conn:
+        with store._db.write() as conn:
             journal.log(
                 conn, store.clock(), "recall", None,
                 latency_ms=round(latency, 3), hits=len(hits), abstained=not hits, mode=mode,
@@ -175,13 +176,13 @@ def _ranked(
         query_vector = unit_vector(query_vector, store.embedder.dim)
     if query_vector is None:
         query_vector = store.embedder.embed_query(query)
-    with _running, store.reading() as conn:
+    with _running, store.searching() as conn:
         only = _seqs_of(conn, restrict) if restrict is not None else None
         if only == []:
             return []
-        with store.vector_lock:
-            vectors = store.vectors.view()
-            words = store.lexicon.view() if store.lexicon is not None else None
+        with store.index.lock:
+            vectors = store.index.vectors.view()
+            words = store.index.lexicon.view() if store.index.lexicon is not None else None
         # The two halves run at once when FTS5 ranks: SQLite and numpy both release the GIL,
         # so BM25 on a worker thread overlaps the matrix product here (see
         # docs/benchmarks.md). Only when no other recall is running, though: then the cores
@@ -204,7 +205,7 @@ def _ranked(
         cosines = dict(vector_hits)
         seqs = list(dict.fromkeys([*cosines, *lexical]))
         cosines.update(vectors.cosine(query_vector, [s for s in lexical if s not in cosines]))
-        rows = store.rows_by_seq(conn, seqs, vectors.revs)
+        rows = store.index.rows_by_seq(conn, seqs, vectors.revs)
     now = store.clock()
     best_bm25 = max(lexical.values(), default=0.0)
     query_exact = _text.exact_tokens(query)
@@ -217,12 +218,12 @@ def _ranked(
         row = rows.get(seq)
         if row is None or row.status != "active" or not row.text:
             continue  # gone, archived or purged since the index and the full-text search saw it
-        outcome_score = store.outcome_score_of(row, now)
+        outcome_score = outcome_score_of(row, now)
         if outcome_score <= outcomes.EXCLUDE_AT:
             continue
         cosine = cosines.get(seq, 0.0)
         lex = lexical.get(seq, 0.0) / best_bm25 if best_bm25 > 0 else 0.0
-        item_exact, item_tokens = store.tokens_of(row)
+        item_exact, item_tokens = store.index.tokens_of(row)
         exact = not query_exact.isdisjoint(item_exact)
         if not _relevant(cosine >= min_cosine, exact, item_tokens, query_words):
             continue
@@ -236,7 +237,7 @@ def _ranked(
         kept.append((-score, row.id, seq, cosine, lex))
     kept.sort()
     return [
-        Hit(item=store.item_of(rows[seq], now), score=-negative, cosine=cosine, lexical=lex)
+        Hit(item=item_of(rows[seq], now), score=-negative, cosine=cosine, lexical=lex)
         for negative, _, seq, cosine, lex in kept[:k]
     ]
 

@@ -1,0 +1,126 @@
+"""Which embedder a store's vectors come from, and re-embedding every item with another.
+
+The store's ``meta`` table names the embedder and its fingerprint. A store is only ever used
+with the embedder that made its vectors: vectors of different embedders (or of different
+versions of one) are never mixed.
+"""
+
+import sqlite3
+from collections.abc import Callable
+
+from memmesh.embed import DEFAULT_EMBEDDER, EMBEDDER_NAMES, Embedder, Vectors, get_embedder
+from memmesh.local import journal
+from memmesh.local._db import Database
+from memmesh.local._rows import next_rev
+from memmesh.local.errors import EmbedderMismatch
+
+__all__ = ["check_embedder", "choose_embedder", "meta", "reindex", "set_meta"]
+
+_REINDEX_BATCH = 256
+Progress = Callable[[int, int], None]
+
+
+def choose_embedder(db: Database, requested: str | None, *, repair: bool, now: float) -> Embedder:
+    """The embedder to open the store with: the one it was built with, or ``requested`` for a
+    new store (``repair``: whatever is asked for, so that a reindex can mend the store).
+
+    Raises :class:`EmbedderMismatch` when the stored vectors come from another embedder.
+    """
+    with db.write() as conn:
+        stored_name = meta(conn, "embedder")
+        stored_print = meta(conn, "embedder_fingerprint")
+        if stored_name is None or stored_print is None:
+            embedder = get_embedder(requested or DEFAULT_EMBEDDER)
+            set_meta(conn, "embedder", embedder.name)
+            set_meta(conn, "embedder_fingerprint", embedder.fingerprint)
+            set_meta(conn, "created_at", str(now))
+            return embedder
+    if repair:
+        if requested is not None or stored_name not in EMBEDDER_NAMES:
+            return get_embedder(requested or DEFAULT_EMBEDDER)
+        return get_embedder(stored_name)
+    if requested is not None and requested != stored_name:
+        raise EmbedderMismatch(stored_print, get_embedder(requested).fingerprint)
+    if stored_name not in EMBEDDER_NAMES:
+        raise EmbedderMismatch(stored_print, f"one of {', '.join(EMBEDDER_NAMES)}")
+    embedder = get_embedder(stored_name)
+    if embedder.fingerprint != stored_print:
+        raise EmbedderMismatch(stored_print, embedder.fingerprint)
+    return embedder
+
+
+def check_embedder(conn: sqlite3.Connection, embedder: Embedder) -> None:
+    """Raise :class:`EmbedderMismatch` unless the store's vectors are ``embedder``'s."""
+    stored = meta(conn, "embedder_fingerprint")
+    if stored != embedder.fingerprint:
+        raise EmbedderMismatch(stored or "(none)", embedder.fingerprint)
+
+
+def reindex(db: Database, target: Embedder, now: float, progress: Progress | None) -> int:
+    """Re-embed every item with ``target`` and switch the store to it; returns the count.
+
+    Vectors are staged batch by batch and swapped in by one final transaction, so a kill at
+    any point leaves the old vectors in force; running it again resumes the staging.
+    """
+    with db.write() as conn:
+        if meta(conn, "reindex_fingerprint") != target.fingerprint:
+            conn.execute("DELETE FROM reindex_vectors")
+            set_meta(conn, "reindex_fingerprint", target.fingerprint)
+    with db.read() as conn:
+        todo = list(
+            conn.execute(
+                "SELECT seq, text FROM items WHERE seq NOT IN "
+                "(SELECT seq FROM reindex_vectors) ORDER BY seq"
+            )
+        )
+        total = int(conn.execute("SELECT count(*) FROM items").fetchone()[0])
+    done = total - len(todo)
+    if progress:
+        progress(done, total)
+    for start in range(0, len(todo), _REINDEX_BATCH):
+        batch = todo[start : start + _REINDEX_BATCH]
+        vectors = target.embed([text for _, text in batch])  # outside the write lock
+        with db.write() as conn:
+            _stage(conn, batch, vectors, "INSERT OR REPLACE")
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    with db.write() as conn:
+        # Items written while we were staging get their vectors now, inside the swap.
+        late = conn.execute(
+            "SELECT seq, text FROM items WHERE seq NOT IN (SELECT seq FROM reindex_vectors)"
+        ).fetchall()
+        if late:
+            _stage(conn, late, target.embed([text for _, text in late]), "INSERT")
+        conn.execute(
+            "UPDATE items SET vector = (SELECT vector FROM reindex_vectors r "
+            "WHERE r.seq = items.seq), rev = ? + seq",
+            (next_rev(conn),),
+        )
+        conn.execute("DELETE FROM reindex_vectors")
+        conn.execute("DELETE FROM meta WHERE key = 'reindex_fingerprint'")
+        set_meta(conn, "embedder", target.name)
+        set_meta(conn, "embedder_fingerprint", target.fingerprint)
+        journal.log(conn, now, "reindex", None, embedder=target.fingerprint)
+    return total
+
+
+def _stage(
+    conn: sqlite3.Connection, rows: list[tuple[int, str]], vectors: Vectors, verb: str
+) -> None:
+    """Stage the vectors of ``rows`` (row number, text)."""
+    conn.executemany(
+        f"{verb} INTO reindex_vectors (seq, vector) VALUES (?, ?)",
+        [(seq, v.tobytes()) for (seq, _), v in zip(rows, vectors, strict=True)],
+    )
+
+
+def meta(conn: sqlite3.Connection, key: str) -> str | None:
+    """The store's ``meta`` value under ``key``."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    """Set the store's ``meta`` value under ``key``."""
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

@@ -1,0 +1,73 @@
+"""The registry creates and migrates its own table in the store file, and adopts an old one."""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memmesh.local import SchemaTooNew
+from memmesh.local.store import DB_FILENAME, Store
+from memmesh.policy.config import Policy
+from memmesh.registry import Identity, Registry, publish
+from memmesh.registry._schema import REGISTRY_SCHEMA
+from tests.registry._helpers import TEAM
+
+
+def _tables(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+    finally:
+        conn.close()
+
+
+def test_a_store_alone_has_no_registry_table_until_the_registry_opens(
+    home: Path, identity: Identity
+) -> None:
+    with Store(home, author="tester") as store:
+        assert "registry" not in _tables(store.path)
+        Registry(store, identity, TEAM)
+        assert "registry" in _tables(store.path)
+        conn = sqlite3.connect(store.path)
+        try:
+            rows = conn.execute("SELECT owner, version FROM schema_versions").fetchall()
+        finally:
+            conn.close()
+    assert rows == [("registry", REGISTRY_SCHEMA.version)]
+
+
+def test_a_log_made_before_the_registry_kept_its_own_migrations_is_adopted(
+    home: Path, identity: Identity, policy: Policy
+) -> None:
+    with Store(home, author="tester") as store:
+        registry = Registry(store, identity, TEAM)
+        item, _ = store.remember("The billing service retries webhooks 5 times", kind="decision")
+        publish(registry, policy, [item.id])
+    # As an older memmesh left it: schema 4, its version 2 having made the registry's table.
+    conn = sqlite3.connect(home / DB_FILENAME)
+    with conn:
+        conn.execute("DROP TABLE schema_versions")
+        conn.execute("PRAGMA user_version = 4")
+    conn.close()
+
+    with Store(home, author="tester") as store:
+        registry = Registry(store, identity, TEAM)
+        assert [entry.item_id for entry in registry.entries()] == [item.id]
+        assert registry.verify() == []
+        assert list(registry.live()) == [item.id]
+    assert len(list(home.glob(f"{DB_FILENAME}.v4-*.bak"))) == 1
+
+
+def test_a_registry_table_newer_than_this_memmesh_is_refused(
+    home: Path, identity: Identity
+) -> None:
+    with Store(home, author="tester") as store:
+        Registry(store, identity, TEAM)
+    conn = sqlite3.connect(home / DB_FILENAME)
+    with conn:
+        conn.execute("UPDATE schema_versions SET version = 99 WHERE owner = 'registry'")
+    conn.close()
+
+    with Store(home, author="tester") as store, pytest.raises(SchemaTooNew) as refused:
+        Registry(store, identity, TEAM)
+    assert "registry tables have schema version 99" in refused.value.message
