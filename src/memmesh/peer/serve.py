@@ -54,10 +54,12 @@ class PeerDaemon:
 
     @property
     def key_id(self) -> str:
+        """The member's key id, which the daemon signs its presence with."""
         return self.peer.identity.key_id
 
     @property
     def url(self) -> str:
+        """Where teammates reach the daemon."""
         return self.peer.url
 
     def run(self) -> None:
