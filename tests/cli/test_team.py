@@ -134,6 +134,19 @@ def test_init_prints_a_member_id_and_writes_a_private_key_and_a_closed_policy(
     assert status["coordinator"] is None
 
 
+def test_init_with_share_writes_those_kinds_into_the_policy(mem: MemRunner, home: Path) -> None:
+    _run(
+        mem, "team", "init", "--name", "ada", "--team", "acme", "--coordinator", COORDINATOR,
+        "--share", "decision", "--share", "gotcha",
+    )  # fmt: skip
+    policy = parse_policy((home / "team.yaml").read_text(encoding="utf-8"))
+    assert policy.coordinator == COORDINATOR
+    assert policy.share.kinds == ("decision", "gotcha")
+
+    bad = _run(mem, "team", "init", "--name", "bob", "--share", "secrets", code=2)
+    assert "argument --share: invalid choice: 'secrets'" in error_line(bad)
+
+
 def test_init_refuses_to_overwrite_an_existing_key(mem: MemRunner, home: Path) -> None:
     _run(mem, "team", "init", "--name", "ada")
     key = home / "identity.key"

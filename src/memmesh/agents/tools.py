@@ -18,7 +18,8 @@ from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
-from memmesh.team.member import Member, reported_action, retract_changed
+from memmesh.team.changes import forget
+from memmesh.team.member import Member, reported_action
 
 __all__ = ["Tools"]
 
@@ -69,11 +70,11 @@ class Tools:
 
     def forget(self, item_id: str) -> dict[str, Any]:
         """Archive the item; if it was published, its publication is retracted too."""
-        item = self.store.forget(item_id)
-        retracted, warning = retract_changed(self.store, self.home)
-        answer = {"id": item.id, "status": item.status, "retracted": item.id in retracted}
-        if warning:
-            answer["warning"] = warning
+        forgotten = forget(self.home, self.store, item_id)
+        item = forgotten.item
+        answer = {"id": item.id, "status": item.status, "retracted": item.id in forgotten.retracted}
+        if forgotten.warning:
+            answer["warning"] = forgotten.warning
         return answer
 
     def recall_team(

@@ -4,6 +4,10 @@ A coordinator and three members (each with a real peer daemon process) in tempor
 members remember facts, publish some and keep others private; teammates ask the team; a
 secret is refused; a retraction vanishes from every answer; a member goes offline and the
 coordinator's cache still answers.
+
+The members join and act through the same team functions as the `mem` commands
+(:func:`~memmesh.team.setup.join_team`, :class:`~memmesh.team.member.Member`), and each step
+prints the command line that does what the step does.
 """
 
 import os
@@ -19,16 +23,18 @@ import httpx
 
 from memmesh.errors import MemmeshError
 from memmesh.local import recall
+from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
 from memmesh.net.server import free_port
-from memmesh.policy import load_policy, policy_template
-from memmesh.registry import Registry, create_identity, load_identity, publish, retract
-from memmesh.team.recall import TeamAnswer, list_peers, recall_team
-from memmesh.team.sync import coordinator_client, sync
+from memmesh.policy import load_policy
+from memmesh.registry import load_identity
+from memmesh.team.member import Member
+from memmesh.team.recall import TeamAnswer, list_peers
+from memmesh.team.setup import join_team
 
 __all__ = ["run_demo"]
 
-_KINDS = "[decision, convention, gotcha, command, incident]"
+_KINDS = ("decision", "convention", "gotcha", "command", "incident")
 _FACTS: dict[str, list[tuple[str, str, bool]]] = {
     "ada": [
         ("We chose Postgres advisory locks over Redis for the job scheduler", "decision", True),
@@ -63,6 +69,23 @@ _FACTS: dict[str, list[tuple[str, str, bool]]] = {
 def _say(line: str = "") -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
+
+
+def _ran(*commands: list[str], note: str = "") -> None:
+    """Print the `mem` command lines the demo is running (arguments with spaces quoted)."""
+    lines = [
+        " ".join(["mem", *(f'"{word}"' if " " in word or not word else word for word in argv)])
+        for argv in commands
+    ]
+    _say("$ " + " && ".join(lines) + (f"   {note}" if note else ""))
+
+
+@contextmanager
+def _member(home: Path, name: str, *, reconcile_first: bool = True) -> Iterator[Member]:
+    """The member in ``home`` at work, as the `mem team` commands open them."""
+    policy, identity = load_policy(home), load_identity(home)
+    with Store(home, author=name) as store:
+        yield Member(store, identity, policy, reconcile_first=reconcile_first)
 
 
 class _Processes:
@@ -147,31 +170,26 @@ def run_demo(root: Path) -> None:
     with _token(token), ExitStack() as stack:
         stack.callback(processes.stop_all)
         _say(f"memmesh demo: a team of three on loopback, in {root}\n")
-        _say(f"$ mem coordinator serve --data {root / 'coordinator'} --port {coordinator_port}")
-        processes.start(
-            "coordinator",
-            ["coordinator", "serve", "--data", str(root / "coordinator"),
-             "--port", str(coordinator_port), "--team", "acme"],
-            coordinator_url,
-        )  # fmt: skip
+        serve = ["coordinator", "serve", "--data", str(root / "coordinator"),
+                 "--port", str(coordinator_port), "--team", "acme"]  # fmt: skip
+        _ran(serve)
+        processes.start("coordinator", serve, coordinator_url)
         ids: dict[str, list[str]] = {}
         for name, home in homes.items():
-            identity = create_identity(home)
-            (home / "team.yaml").write_text(
-                policy_template(name=name, team="acme", coordinator=coordinator_url).replace(
-                    "  kinds: []", f"  kinds: {_KINDS}"
-                ),
-                encoding="utf-8",
+            joined = join_team(
+                home, name=name, team="acme", coordinator=coordinator_url, kinds=_KINDS
             )
-            _say(f"$ mem --home {name} team init --name {name} --team acme   -> {identity.key_id}")
+            shares = [word for kind in _KINDS for word in ("--share", kind)]
+            init = ["--home", name, "team", "init", "--name", name, "--team", "acme",
+                    "--coordinator", coordinator_url, *shares]  # fmt: skip
+            _ran(init, note=f"-> {joined.member_id}")
             ids[name] = _remember_and_publish(name, home)
         _say()
         for name, home in homes.items():
             port = free_port()
-            url = f"http://127.0.0.1:{port}"
-            args = ["--home", str(home), "team", "serve", "--port", str(port), "--heartbeat", "1"]
-            processes.start(name, args, url)
-            _say(f"$ mem --home {name} team serve --port {port}   (peer daemon running)")
+            serve = ["team", "serve", "--port", str(port), "--heartbeat", "1"]
+            processes.start(name, ["--home", str(home), *serve], f"http://127.0.0.1:{port}")
+            _ran(["--home", name, *serve], note="(peer daemon running)")
         _wait_for_presence(homes["ada"], len(homes) - 1)
 
         bob = homes["bob"]
@@ -182,22 +200,26 @@ def run_demo(root: Path) -> None:
         _say("\n--- a secret never leaves, even with --force")
         with Store(homes["ada"], author="ada") as store:
             item, _ = store.remember(
-                "Staging DB: postgres://app:Pr0d-Passw0rd-9x@db.staging:5432/app", kind="gotcha"
+                "Staging DB: postgres://app:Pr0d-Passw0rd-9x@db.staging:5432/app",
+                kind="gotcha",
+                project=resolve_project(None),
             )
-        _say('$ mem --home ada remember "Staging DB: postgres://app:…@db.staging…" --kind gotcha')
+        shown = "Staging DB: postgres://app:…@db.staging…"  # the password is not shown
+        _ran(["--home", "ada", "remember", shown, "--kind", "gotcha"])
+        _ran(["--home", "ada", "team", "publish", item.id, "--force"])
         try:
-            _publish(homes["ada"], [item.id], force=True)
+            with _member(homes["ada"], "ada") as ada:
+                ada.publish([item.id], force=True)
         except MemmeshError as exc:
-            _say(f"$ mem --home ada team publish {item.id[:10]} --force\n  refused: {exc.message}")
+            _say(f"  refused: {exc.message}")
 
         _say("\n--- a retraction vanishes from every answer")
         _ask(bob, "bob", "node-gyp E1234")
-        with Store(homes["ada"], author="ada") as store:
-            registry = Registry(store, load_identity(homes["ada"]), "acme")
-            retract(registry, [ids["ada"][1]])
-            with coordinator_client(load_policy(homes["ada"])) as client:
-                sync(registry, load_policy(homes["ada"]), client)
-        _say(f"$ mem --home ada team retract {ids['ada'][1][:10]} && mem --home ada team sync")
+        gyp = ids["ada"][1]
+        _ran(["--home", "ada", "team", "retract", gyp], ["--home", "ada", "team", "sync"])
+        with _member(homes["ada"], "ada") as ada:
+            ada.retract([gyp])
+            ada.sync()
         _ask(bob, "bob", "node-gyp E1234")
 
         _say("\n--- carol goes offline; the coordinator's cache still answers")
@@ -206,34 +228,31 @@ def run_demo(root: Path) -> None:
         _ask(bob, "bob", "how often are failed webhooks retried?")
 
         _say("\n--- and a local recall never needs the network")
+        query = "how do I run the integration tests"
+        _ran(["--home", "bob", "recall", query])
         with Store(homes["bob"], author="bob") as store:
-            answer = recall(store, "how do I run the integration tests", project="global")
+            answer = recall(store, query, project=resolve_project(None))
         for hit in answer.hits:
-            _say(f"$ mem --home bob recall ...\n  {hit.score:.2f}  {hit.item.text}")
+            _say(f"  {hit.score:.2f}  {hit.item.text}")
     _say("\ndone: every process stopped; the temporary homes are removed.")
 
 
 def _remember_and_publish(name: str, home: Path) -> list[str]:
+    """Remember the member's facts (in the project `mem remember` would choose), publish the
+    shared ones and sync, as the commands printed do."""
     published: list[str] = []
     with Store(home, author=name) as store:
         for text, kind, share in _FACTS[name]:
-            item, _ = store.remember(text, kind=kind)
-            marker = "publish" if share else "private"
-            _say(f"$ mem --home {name} remember {text[:52]!r}… --kind {kind}   [{marker}]")
+            item, _ = store.remember(text, kind=kind, project=resolve_project(None))
+            note = "[to publish]" if share else "[private]"
+            _ran(["--home", name, "remember", text, "--kind", kind], note=note)
             if share:
                 published.append(item.id)
-    _publish(home, published)
-    _say(f"$ mem --home {name} team publish {len(published)} items && mem --home {name} team sync")
+    _ran(["--home", name, "team", "publish", *published], ["--home", name, "team", "sync"])
+    with _member(home, name) as member:
+        member.publish(published)
+        member.sync()
     return published
-
-
-def _publish(home: Path, item_ids: list[str], *, force: bool = False) -> None:
-    policy = load_policy(home)
-    with Store(home) as store:
-        registry = Registry(store, load_identity(home), policy.team)
-        publish(registry, policy, item_ids, force=force)
-        with coordinator_client(policy) as client:
-            sync(registry, policy, client)
 
 
 def _wait_for_presence(home: Path, expected: int) -> None:
@@ -249,8 +268,7 @@ def _wait_for_presence(home: Path, expected: int) -> None:
 
 
 def _ask(home: Path, name: str, query: str) -> None:
-    _say(f'\n$ mem --home {name} team recall-team "{query}"')
-    policy = load_policy(home)
-    with Store(home, author=name) as store:
-        answer = recall_team(store, policy, query, k=3, own_key=load_identity(home).key_id)
-    _show(answer)
+    _say()
+    _ran(["--home", name, "team", "recall-team", query])
+    with _member(home, name, reconcile_first=False) as member:
+        _show(member.ask_team(query, k=5, project=resolve_project(None)))

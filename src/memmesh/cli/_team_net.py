@@ -2,7 +2,6 @@
 :mod:`memmesh.cli.team`."""
 
 import argparse
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -11,7 +10,6 @@ import msgspec
 
 from memmesh.cli._common import emit, home_of, open_store, warn
 from memmesh.local.project import resolve_project
-from memmesh.net.settings import ServeSettings
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
 from memmesh.team.member import Member
@@ -24,49 +22,22 @@ __all__ = ["answer_json", "run_peers", "run_recall_team", "run_serve"]
 
 def run_serve(args: argparse.Namespace) -> int:
     # The server stack is imported only by the commands that use it.
-    from memmesh.net.client import Client
-    from memmesh.net.server import check_bind, serve
-    from memmesh.peer.app import peer_app
-    from memmesh.peer.discovery import Advertiser, local_address
-    from memmesh.peer.heartbeat import Heartbeat
-    from memmesh.peer.service import Peer
+    from memmesh.peer.serve import peer_daemon
 
-    home = home_of(args)
-    policy = load_policy(home)  # invalid: exit 3, nothing starts
-    identity = load_identity(home)
-    token = os.environ.get(policy.token_env) or None
-    check_bind(args.host, token)
-    url = args.advertise or f"http://{local_address(args.host)}:{args.port}"
-    store = open_store(args, serving=True)
-    peer = Peer(home, store, identity, url=url)
-    peer.shareable()  # fail now, not on the first request, if anything is wrong
-    store.warm()
-    heartbeat = None
-    advertiser = None
-    try:
-        if policy.coordinator:
-            client = Client(policy.coordinator, token=token, timeout=5.0)
-            heartbeat = Heartbeat(peer, client, interval=args.heartbeat).start()
-        if policy.discovery:
-            interfaces = args.interface or [local_address(args.host)]
-            name = policy.identity.name if policy.identity else store.author
-            advertiser = Advertiser(
-                interfaces=interfaces, name=name, key_id=identity.key_id, port=args.port
-            ).start()
+    with peer_daemon(
+        home_of(args),
+        lambda: open_store(args, serving=True),
+        host=args.host,
+        port=args.port,
+        advertise=args.advertise,
+        interfaces=args.interface,
+        heartbeat=args.heartbeat,
+    ) as daemon:
+        heartbeats = f" (heartbeat to {daemon.coordinator})" if daemon.coordinator else ""
         print(
-            f"memmesh peer {identity.key_id} on {url}"
-            f"{' (heartbeat to ' + policy.coordinator + ')' if policy.coordinator else ''}",
-            file=sys.stderr,
-            flush=True,
+            f"memmesh peer {daemon.key_id} on {daemon.url}{heartbeats}", file=sys.stderr, flush=True
         )
-        settings = ServeSettings(host=args.host, port=args.port)
-        serve(peer_app(peer, token=token), settings, token=token)
-    finally:
-        if advertiser is not None:
-            advertiser.stop()
-        if heartbeat is not None:
-            heartbeat.stop()
-        store.close()
+        daemon.run()
     return 0
 
 

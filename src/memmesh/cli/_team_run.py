@@ -3,28 +3,16 @@
 import argparse
 import json
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import msgspec
 
 from memmesh.cli._common import emit, home_of, open_store, warn
 from memmesh.local.items import iso
-from memmesh.policy import (
-    POLICY_FILENAME,
-    decide,
-    load_policy,
-    policy_template,
-)
-from memmesh.registry import (
-    create_identity,
-    load_identity,
-    retract,
-    withheld,
-)
-from memmesh.team.member import Member, auto_sync, reported_action, try_policy
+from memmesh.policy import POLICY_FILENAME, load_policy
+from memmesh.registry import load_identity
+from memmesh.team.member import Member, reported_action, try_policy
 
 __all__ = [
     "run_init",
@@ -54,29 +42,28 @@ def _member(
 
 
 def run_init(args: argparse.Namespace) -> int:
-    home = home_of(args)
-    identity = create_identity(home)
-    policy_path = home / POLICY_FILENAME
-    wrote = False
-    if not policy_path.exists():
-        policy_path.write_text(
-            policy_template(name=args.name, team=args.team, coordinator=args.coordinator),
-            encoding="utf-8",
-        )
-        wrote = True
+    from memmesh.team.setup import join_team
+
+    joined = join_team(
+        home_of(args),
+        name=args.name,
+        team=args.team,
+        coordinator=args.coordinator,
+        kinds=args.share,
+    )
     data = {
-        "member_id": identity.key_id,
-        "public_key": identity.public_key_text,
-        "name": args.name,
-        "team": args.team,
-        "policy": str(policy_path),
-        "policy_written": wrote,
+        "member_id": joined.member_id,
+        "public_key": joined.public_key,
+        "name": joined.name,
+        "team": joined.team,
+        "policy": str(joined.policy_path),
+        "policy_written": joined.policy_written,
     }
-    note = "" if wrote else f"\n(kept the existing {policy_path})"
-    emit(args, data, identity.key_id + note)
+    note = "" if joined.policy_written else f"\n(kept the existing {joined.policy_path})"
+    emit(args, data, joined.member_id + note)
     if not getattr(args, "json", False):
         print(
-            f"identity created; edit {policy_path} to choose what may be shared",
+            f"identity created; edit {joined.policy_path} to choose what may be shared",
             file=sys.stderr,
         )
     return 0
@@ -124,12 +111,8 @@ def run_publish(args: argparse.Namespace) -> int:
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    from memmesh.team.sync import coordinator_client, sync
-
     with _member(args) as team:
-        assert team.policy is not None
-        with coordinator_client(team.policy) as client:
-            report = sync(team.registry, team.policy, client)
+        report = team.sync()
     data = msgspec.to_builtins(report)
     lines = [
         f"sent {report.sent} in {report.batches} batches: {report.accepted} accepted, "
@@ -144,8 +127,7 @@ def run_sync(args: argparse.Namespace) -> int:
 
 def run_retract(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False) as team:
-        entries = retract(team.registry, args.ids)
-        warning = auto_sync(team)
+        entries, warning = team.retract(args.ids)
     warn(warning)
     rows = [{"id": e.item_id, "version": e.version, "seq": e.seq} for e in entries]
     emit(
@@ -157,55 +139,23 @@ def run_retract(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    from memmesh.team.status import team_status
+
     with _member(args) as team:
-        assert team.policy is not None
-        live = team.registry.live()
-        awaiting = len(team.registry.unacked())
-        items = team.store.items(status="active")
-        held = withheld(team.registry, team.policy)
-        projects: dict[str, Counter[str]] = {}
-        blocked: dict[str, Counter[str]] = {}
-        for item in items:
-            counts = projects.setdefault(item.project, Counter())
-            if item.id in live:
-                counts["withheld" if item.id in held else "published"] += 1
-                continue
-            counts["private"] += 1
-            decision = decide(item, team.policy)
-            if decision.allowed:
-                counts["eligible"] += 1
-            else:
-                blocked.setdefault(item.project, Counter())[decision.rule] += 1
-    data: dict[str, Any] = {
-        "member_id": team.identity.key_id,
-        "public_key": team.identity.public_key_text,
-        "team": team.policy.team,
-        "coordinator": team.policy.coordinator,
-        "awaiting_sync": awaiting,
-        "projects": {
-            name: {
-                "private": counts["private"],
-                "eligible": counts["eligible"],
-                "published": counts["published"],
-                "withheld": counts["withheld"],
-                "blocked": dict(blocked.get(name, {})),
-            }
-            for name, counts in sorted(projects.items())
-        },
-    }
+        status = team_status(team)
     lines = [
-        f"member {team.identity.key_id} in team {team.policy.team}; "
-        f"coordinator {team.policy.coordinator or 'not set (nothing leaves)'}; "
-        f"{awaiting} registry entries awaiting sync",
+        f"member {status.member_id} in team {status.team}; "
+        f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
+        f"{status.awaiting_sync} registry entries awaiting sync",
     ]
-    for name, row in data["projects"].items():
+    for name, row in status.projects.items():
         lines.append(
-            f"{name}: {row['private']} private ({row['eligible']} eligible), "
-            f"{row['published']} published, {row['withheld']} withheld"
+            f"{name}: {row.private} private ({row.eligible} eligible), "
+            f"{row.published} published, {row.withheld} withheld"
         )
-        for rule, count in sorted(row["blocked"].items()):
+        for rule, count in sorted(row.blocked.items()):
             lines.append(f"    blocked by {rule}: {count}")
-    emit(args, data, "\n".join(lines))
+    emit(args, msgspec.to_builtins(status), "\n".join(lines))
     return 0
 
 

@@ -231,12 +231,12 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _forget(args: argparse.Namespace) -> int:
-    from memmesh.team.member import retract_changed
+    from memmesh.team.changes import forget
 
     with open_store(args) as store:
-        item = store.forget(args.id)
-        _, warning = retract_changed(store, home_of(args))
-    warn(warning)
+        forgotten = forget(home_of(args), store, args.id)
+    warn(forgotten.warning)
+    item = forgotten.item
     emit(
         args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"archived {item.id}"
     )
@@ -244,15 +244,15 @@ def _forget(args: argparse.Namespace) -> int:
 
 
 def _revise(args: argparse.Namespace) -> int:
-    from memmesh.team.member import retract_changed
+    from memmesh.team.changes import revise
 
     with open_store(args) as store:
-        old, new = store.revise(args.id, args.text)
-        _, warning = retract_changed(store, home_of(args))
-    warn(warning)
+        revised = revise(home_of(args), store, args.id, args.text)
+    warn(revised.warning)
+    new = revised.new
     emit(
         args,
-        {"id": new.id, "status": "revised", "superseded": old.id, "item": new.to_dict()},
+        {"id": new.id, "status": "revised", "superseded": revised.old.id, "item": new.to_dict()},
         new.id,
     )
     return 0

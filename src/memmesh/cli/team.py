@@ -17,7 +17,7 @@ from memmesh.cli._common import (
     port,
     positive_float,
 )
-from memmesh.local.items import MAX_K
+from memmesh.local.items import KINDS, MAX_K
 
 __all__ = ["register"]
 
@@ -44,6 +44,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p.add_argument("--name", required=True, type=nonempty, help="your name in the team")
     p.add_argument("--team", default="default", type=nonempty, help="the team's name")
     p.add_argument("--coordinator", metavar="URL", help="the team host's coordinator URL")
+    p.add_argument(
+        "--share",
+        action="append",
+        default=[],
+        choices=KINDS,
+        metavar="KIND",
+        help="a kind of item team.yaml lets you publish (repeatable; default: none)",
+    )
 
     p = command(
         "policy",

@@ -1,12 +1,15 @@
 """The commented ``team.yaml`` that `mem team init` writes: it shares nothing until edited."""
 
 import json
+from collections.abc import Sequence
 
 __all__ = ["policy_template"]
 
 
-def policy_template(*, name: str, team: str, coordinator: str | None) -> str:
-    """A valid, commented policy for a new member."""
+def policy_template(
+    *, name: str, team: str, coordinator: str | None, kinds: Sequence[str] = ()
+) -> str:
+    """A valid, commented policy for a new member, sharing ``kinds`` (none by default)."""
     coordinator_line = (
         f"coordinator: {json.dumps(coordinator)}"
         if coordinator
@@ -39,7 +42,7 @@ members: []
 
 share:
   # Kinds eligible for publishing. Until you list some, nothing is eligible.
-  kinds: []
+  kinds: {json.dumps(list(kinds))}
   # Publish only items reinforced at least this many times.
   min_reinforcements: 0
   # Per-project rules: false = never share that project; or override kinds / the floor.

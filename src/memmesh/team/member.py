@@ -11,11 +11,21 @@ from typing import TYPE_CHECKING
 from memmesh.errors import MemmeshError
 from memmesh.local.store import Store
 from memmesh.policy import Policy, PolicyError, load_policy
-from memmesh.registry import Planned, Registry, load_identity, plan, publish, reconcile
+from memmesh.registry import (
+    Entry,
+    Planned,
+    Registry,
+    load_identity,
+    plan,
+    publish,
+    reconcile,
+    retract,
+)
 from memmesh.registry.identity import KEY_FILENAME, Identity
 
 if TYPE_CHECKING:
     from memmesh.team.recall import TeamAnswer
+    from memmesh.team.sync import SyncReport
 
 __all__ = ["Member", "auto_sync", "reported_action", "retract_changed", "try_policy"]
 
@@ -57,6 +67,27 @@ class Member:
             return plan(self.registry, policy, item_ids, force=force), None
         planned = publish(self.registry, policy, item_ids, force=force)
         return planned, auto_sync(self)
+
+    def retract(self, item_ids: list[str]) -> tuple[list[Entry], str | None]:
+        """Retract the items' live publications (all or nothing), then auto-sync.
+
+        Works without a usable policy. Returns the retraction entries and the auto-sync
+        warning, if any.
+        """
+        entries = retract(self.registry, item_ids)
+        return entries, auto_sync(self)
+
+    def sync(self) -> "SyncReport":
+        """Push every entry the coordinator has not acknowledged (see :func:`sync`).
+
+        Raises :class:`PolicyError` when the policy is unusable or names no coordinator.
+        """
+        from memmesh.team.sync import coordinator_client, sync
+
+        # Without a policy in hand, reading it again raises why it cannot be used.
+        policy = self.policy or load_policy(self.store.home)
+        with coordinator_client(policy) as client:
+            return sync(self.registry, policy, client)
 
     def ask_team(
         self,
@@ -125,11 +156,8 @@ def auto_sync(member: Member) -> str | None:
     policy = member.policy
     if policy is None or not policy.auto_sync or policy.coordinator is None:
         return None
-    from memmesh.team.sync import coordinator_client, sync
-
     try:
-        with coordinator_client(policy) as client:
-            sync(member.registry, policy, client)
+        member.sync()
     except MemmeshError as exc:
         return f"auto-sync failed ({exc.message}); run `mem team sync`"
     return None

@@ -1,0 +1,81 @@
+"""Where a member's items stand with the team, project by project (`mem team status`)."""
+
+from collections import Counter
+
+import msgspec
+
+from memmesh.policy import decide, load_policy
+from memmesh.registry import withheld
+from memmesh.team.member import Member
+
+__all__ = ["ProjectStatus", "TeamStatus", "team_status"]
+
+
+class ProjectStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """One project's active items.
+
+    * ``private`` - not published; ``eligible`` of them the policy would let go.
+    * ``published`` - live publications that still pass the policy; ``withheld`` - live ones
+      it now holds back.
+    * ``blocked`` - private items the policy refuses, counted by the rule that refuses them.
+    """
+
+    private: int
+    eligible: int
+    published: int
+    withheld: int
+    blocked: dict[str, int]
+
+
+class TeamStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """A member, their team and coordinator, what awaits sync, and each project's items."""
+
+    member_id: str
+    public_key: str
+    team: str
+    coordinator: str | None
+    awaiting_sync: int
+    projects: dict[str, ProjectStatus]
+
+
+def team_status(member: Member) -> TeamStatus:
+    """Count the member's active items per project (projects sorted by name).
+
+    Raises :class:`PolicyError` when the member's policy is unusable.
+    """
+    # Without a policy in hand, reading it again raises why it cannot be used.
+    policy = member.policy or load_policy(member.store.home)
+    live = member.registry.live()
+    awaiting = len(member.registry.unacked())
+    items = member.store.items(status="active")
+    held = withheld(member.registry, policy)
+    projects: dict[str, Counter[str]] = {}
+    blocked: dict[str, Counter[str]] = {}
+    for item in items:
+        counts = projects.setdefault(item.project, Counter())
+        if item.id in live:
+            counts["withheld" if item.id in held else "published"] += 1
+            continue
+        counts["private"] += 1
+        decision = decide(item, policy)
+        if decision.allowed:
+            counts["eligible"] += 1
+        else:
+            blocked.setdefault(item.project, Counter())[decision.rule] += 1
+    return TeamStatus(
+        member_id=member.identity.key_id,
+        public_key=member.identity.public_key_text,
+        team=policy.team,
+        coordinator=policy.coordinator,
+        awaiting_sync=awaiting,
+        projects={
+            name: ProjectStatus(
+                private=counts["private"],
+                eligible=counts["eligible"],
+                published=counts["published"],
+                withheld=counts["withheld"],
+                blocked=dict(blocked.get(name, {})),
+            )
+            for name, counts in sorted(projects.items())
+        },
+    )

@@ -1,0 +1,153 @@
+"""`peer_daemon`: a member's peer daemon set up, checked, announced and torn down, with real
+stores, a real coordinator on loopback and real zeroconf on 127.0.0.1."""
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memmesh.coordinator.protocol import PresenceList
+from memmesh.embed import HashingEmbedder
+from memmesh.local.store import Store
+from memmesh.net.client import Client
+from memmesh.net.errors import NetError
+from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.server import free_port
+from memmesh.peer.discovery import Hint, browse
+from memmesh.peer.serve import peer_daemon
+from memmesh.policy import PolicyInvalid
+from memmesh.registry.envelopes import Presence, open_envelope
+from tests._servers import running
+from tests.team._team import FINGERPRINT, NOWHERE, TOKEN, Member, Team, team_on_loopback
+
+LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
+BROKEN_POLICY = "version: 1\nteam: acme\nshare: [kinds\n"
+
+
+class _Opener:
+    """Opens ada's real store for the daemon, noting each store opened and closed."""
+
+    def __init__(self, member: Member) -> None:
+        self.member = member
+        self.opened: list[Store] = []
+        self.closed: list[Store] = []
+
+    def __call__(self) -> Store:
+        opener = self
+
+        class _Noted(Store):
+            def close(self) -> None:
+                opener.closed.append(self)
+                super().close()
+
+        store = _Noted(self.member.home, author=self.member.name, lexicon=True)
+        self.opened.append(store)
+        return store
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
+    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+    with team_on_loopback(tmp_path) as members:
+        yield members
+
+
+def _presences(team: Team) -> list[Presence]:
+    assert team.coordinator is not None
+    with Client(team.coordinator, token=TOKEN, timeout=5) as client:
+        listing = client.get("/v1/presence/list", PresenceList)
+    bodies = [open_envelope(e) for e in listing.members]
+    return [b for b in bodies if isinstance(b, Presence)]
+
+
+def _recall(url: str, query: str) -> list[str]:
+    vector = HashingEmbedder().embed_query(query).tolist()
+    request = SearchRequest(query=query, k=5, project="global", vector=vector, embedder=FINGERPRINT)
+    with Client(url, token=TOKEN) as client:
+        answer = client.post("/v1/recall", request, SearchResponse)
+    return [open_envelope(hit.envelope).item_id for hit in answer.hits]
+
+
+def test_daemon_heartbeats_its_advertised_url_and_answers_from_published_items(
+    team: Team,
+) -> None:
+    ada = team.add("ada")
+    item_id = ada.share(LOCKS)
+    opener = _Opener(ada)
+    advertised = "http://ada.invalid:8410"
+    with peer_daemon(
+        ada.home, opener, host="127.0.0.1", port=free_port(), advertise=advertised, heartbeat=0.1
+    ) as daemon:
+        assert (daemon.key_id, daemon.url, daemon.coordinator) == (
+            ada.key_id,
+            advertised,
+            team.coordinator,
+        )
+        team.wait_for_presence(ada)
+        assert [p.peer_url for p in _presences(team) if p.key_id == ada.key_id] == [advertised]
+        with running(daemon.app) as url:
+            assert _recall(url, "which locks does the job scheduler use") == [item_id]
+
+
+def test_leaving_the_daemon_stops_its_heartbeats_and_closes_its_store(team: Team) -> None:
+    ada = team.add("ada")
+    opener = _Opener(ada)
+    with peer_daemon(ada.home, opener, host="127.0.0.1", port=free_port(), heartbeat=0.05) as d:
+        team.wait_for_presence(ada)
+        beats = d.heartbeat
+    assert beats is not None
+    sent = beats.sent
+    assert sent >= 1
+    assert opener.closed == opener.opened
+    assert len(opener.opened) == 1
+    time.sleep(0.3)  # six more beats, were it still running
+    assert beats.sent == sent
+
+
+def test_url_defaults_to_the_listen_address_and_no_coordinator_means_no_heartbeat(
+    tmp_path: Path,
+) -> None:
+    ada = Team(tmp_path, None).add("ada")
+    port = free_port()
+    with peer_daemon(ada.home, _Opener(ada), host="127.0.0.1", port=port) as daemon:
+        assert daemon.url == f"http://127.0.0.1:{port}"
+        assert (daemon.coordinator, daemon.heartbeat, daemon.advertiser) == (None, None, None)
+
+
+def test_an_invalid_policy_starts_nothing_and_opens_no_store(tmp_path: Path) -> None:
+    ada = Team(tmp_path, NOWHERE).add("ada")
+    (ada.home / "team.yaml").write_text(BROKEN_POLICY, encoding="utf-8")
+    opener = _Opener(ada)
+    with pytest.raises(PolicyInvalid), peer_daemon(ada.home, opener, host="127.0.0.1", port=1):
+        pytest.fail("the daemon started")
+    assert opener.opened == []
+
+
+def test_a_public_address_without_a_token_is_refused_before_the_store_opens(
+    tmp_path: Path,
+) -> None:
+    ada = Team(tmp_path, NOWHERE).add("ada")
+    opener = _Opener(ada)
+    public = "0.0.0.0"  # noqa: S104 (refused, never bound)
+    refused = pytest.raises(NetError, match=f"refusing to listen on {re.escape(public)} without")
+    with refused, peer_daemon(ada.home, opener, host=public, port=1):
+        pytest.fail("the daemon started")
+    assert opener.opened == []
+    assert not (ada.home / "memory.db").exists()
+
+
+def test_discovery_announces_the_daemon_on_the_given_interfaces(tmp_path: Path) -> None:
+    ada = Team(tmp_path, NOWHERE).add("ada", discovery=True)
+    port = free_port()
+    with peer_daemon(
+        ada.home, _Opener(ada), host="127.0.0.1", port=port, interfaces=["127.0.0.1"]
+    ) as daemon:
+        assert daemon.advertiser is not None
+        heard: list[Hint] = []
+        for _ in range(3):  # multicast may lose an answer
+            heard += browse(["127.0.0.1"], 2.0)
+            if any(h.key_id == ada.key_id for h in heard):
+                break
+    assert Hint(url=f"http://127.0.0.1:{port}", key_id=ada.key_id, name="ada") in heard

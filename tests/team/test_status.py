@@ -1,0 +1,70 @@
+"""`team_status`: a member's active items counted per project, on a real store and registry."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memmesh.local.store import Store
+from memmesh.policy import PolicyInvalid
+from memmesh.registry import load_identity
+from memmesh.team.member import Member as Acting
+from memmesh.team.status import ProjectStatus, team_status
+from tests.team._team import NOWHERE, SHARED_KINDS, TEAM, Member, Team
+
+
+@pytest.fixture
+def ada(tmp_path: Path) -> Member:
+    # A coordinator that never answers: publishing is allowed, nothing is ever acknowledged.
+    return Team(tmp_path, NOWHERE).add("ada")
+
+
+@pytest.fixture
+def acting(ada: Member) -> Iterator[Acting]:
+    """ada at work on her store, with her policy as it is now."""
+    with Store(ada.home, author="ada") as store:
+        yield Acting(store, ada.identity, ada.policy())
+
+
+def test_status_counts_private_eligible_published_and_blocked_per_project(
+    ada: Member, acting: Acting
+) -> None:
+    published = ada.remember("We chose Postgres advisory locks", project="shop")
+    ada.remember("The CI cache is keyed on the lockfile hash", kind="gotcha", project="shop")
+    ada.remember("Laptops run macOS 14", kind="fact", project="global")
+    ada.publish(published)
+
+    status = team_status(acting)
+    assert (status.member_id, status.team, status.coordinator) == (ada.key_id, TEAM, NOWHERE)
+    assert status.public_key == ada.identity.public_key_text
+    assert status.awaiting_sync == 1
+    assert list(status.projects) == ["global", "shop"]
+    assert status.projects["shop"] == ProjectStatus(
+        private=1, eligible=1, published=1, withheld=0, blocked={}
+    )
+    assert status.projects["global"] == ProjectStatus(
+        private=1,
+        eligible=0,
+        published=0,
+        withheld=0,
+        blocked={"share.kinds: fact is not shared": 1},
+    )
+
+
+def test_a_publication_the_policy_no_longer_allows_counts_as_withheld(ada: Member) -> None:
+    published = ada.remember("Always squash-merge feature branches", kind="convention")
+    ada.publish(published)
+    ada.write_policy(share={"kinds": [k for k in SHARED_KINDS if k != "convention"]})
+    with Store(ada.home, author="ada") as store:
+        status = team_status(Acting(store, load_identity(ada.home), ada.policy()))
+    assert status.projects["global"] == ProjectStatus(
+        private=0, eligible=0, published=0, withheld=1, blocked={}
+    )
+
+
+def test_status_without_a_usable_policy_says_why(ada: Member) -> None:
+    (ada.home / "team.yaml").write_text("version: 1\nteam: [not, a, name]\n", encoding="utf-8")
+    with Store(ada.home, author="ada") as store:
+        member = Acting(store, ada.identity, None, reconcile_first=False)
+        with pytest.raises(PolicyInvalid):
+            team_status(member)
