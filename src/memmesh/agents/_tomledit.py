@@ -113,7 +113,8 @@ def _put_first(table: Table, values: dict[str, Any], newline: str) -> None:
             del table[key]
     for position, (key, value) in enumerate(values.items()):
         if position < len(table.value.body):
-            # tomlkit adds new keys after the table's last value; memmesh's go first.
+            # memmesh's keys go first; tomlkit's public append would put them after the
+            # table's last value, and it has no public insert.
             table.value._insert_at(position, key, _item(value, newline))
         else:
             table.append(key, _item(value, newline))
