@@ -4,11 +4,12 @@ import json
 import stat
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from memmesh.agents.errors import ConfigFileError
+from memmesh.agents.install import CLIENTS as OFFERED
 from memmesh.agents.install import Client, FileChange, Launch, apply, plan_install
 from tests.agents._diff import inserted
 
@@ -508,6 +509,14 @@ def test_file_that_is_not_utf8_is_refused(user_home: Path) -> None:
 
 
 # -- where the files are -----------------------------------------------------------------------
+
+
+def test_every_client_the_type_names_is_offered_and_has_its_files(user_home: Path) -> None:
+    assert get_args(Client) == OFFERED
+    for client in get_args(Client):
+        changes = plan_install(client, LAUNCH, environ={}, user_home=user_home)
+        assert len({change.path for change in changes}) == 2
+        assert all(change.path.is_relative_to(user_home) for change in changes)
 
 
 def test_claude_config_dir_holds_both_claude_files(user_home: Path, tmp_path: Path) -> None:

@@ -1,11 +1,11 @@
-"""Setting Codex's `[mcp_servers.memmesh]` table: the rest of config.toml keeps every byte."""
+"""Setting and removing Codex's `[mcp_servers.memmesh]`: the rest of config.toml stays as it was."""
 
 import tomllib
 
 import pytest
 
 from memmesh.agents._jsonedit import EditError
-from memmesh.agents._tomledit import load_table, set_table
+from memmesh.agents._tomledit import load_table, remove_table, set_table
 
 PATH = ["mcp_servers", "memmesh"]
 VALUES = {"command": "/opt/memmesh/bin/mem", "args": ["--home", "/srv/mem", "mcp"]}
@@ -225,3 +225,35 @@ def test_a_table_known_only_through_its_sub_table_gets_its_own_header() -> None:
 
     assert after == before + "\n" + RENDERED
     assert tomllib.loads(after)["mcp_servers"]["memmesh"] == {**VALUES, "env": {"MEM_PROJECT": "x"}}
+
+
+def test_a_table_followed_at_once_by_the_next_gets_no_blank_line_between() -> None:
+    before = '[mcp_servers.memmesh]\ncommand = "mem"\n[mcp_servers.github]\ncommand = "gh"\n'
+
+    assert set_table(before, PATH, VALUES) == RENDERED + '[mcp_servers.github]\ncommand = "gh"\n'
+
+
+def test_removing_a_table_written_in_parts_takes_every_part_and_keeps_the_rest() -> None:
+    before = (
+        'model = "o3"\n\n[mcp_servers.memmesh]\ncommand = "mem"\n\n[other]\na = 1\n\n'
+        '[mcp_servers.memmesh.env]\nMEM_PROJECT = "x"\n\n[last]\nb = 2\n'
+    )
+
+    assert remove_table(before, PATH) == 'model = "o3"\n\n[other]\na = 1\n\n[last]\nb = 2\n'
+
+
+def test_removing_a_table_that_is_not_there_returns_the_same_text() -> None:
+    assert remove_table(CONFIG, PATH) == CONFIG
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[mcp_servers]\nmemmesh = { command = "mem", args = ["mcp"] }\n',
+        '[mcp_servers]\nmemmesh.command = "mem"\n',
+    ],
+    ids=["inline-in-table", "dotted-in-table"],
+)
+def test_removing_a_table_written_in_another_form_is_refused(text: str) -> None:
+    with pytest.raises(EditError, match="inline or dotted keys"):
+        remove_table(text, PATH)

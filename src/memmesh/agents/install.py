@@ -1,25 +1,14 @@
 """`mem hook install`: register memmesh with a coding agent's client.
 
 For each client two things are written: the MCP server entry (``mem mcp``) and a session-start
-hook that runs ``mem hook brief``. The edits are made on the files' text (see
-:mod:`memmesh.agents._jsonedit` and :mod:`memmesh.agents._tomledit`), so keys that are not
-memmesh's keep every byte; running the install again changes nothing; a file is backed up
+hook that runs ``mem hook brief``. Where each client keeps them, and in what shape, is one row
+of ``_RULES`` below. The edits are made on the files' text (JSON with
+:mod:`memmesh.agents._jsonedit`, TOML with :mod:`memmesh.agents._tomledit`), so keys that are
+not memmesh's keep every byte; running the install again changes nothing; a file is backed up
 before it is changed; and a dry run shows the diff without writing.
-
-==========  =======================================  =========================================
-client      MCP server                               session-start hook
-==========  =======================================  =========================================
-claude      ``~/.claude.json`` ``mcpServers``        ``~/.claude/settings.json`` SessionStart
-cursor      ``~/.cursor/mcp.json`` ``mcpServers``    ``~/.cursor/hooks.json`` sessionStart
-codex       ``~/.codex/config.toml`` ``mcp_servers`` ``~/.codex/hooks.json`` SessionStart
-==========  =======================================  =========================================
-
-``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` move those clients' folders, as they do for the
-clients themselves.
 """
 
 import difflib
-import itertools
 import os
 import shlex
 import shutil
@@ -28,19 +17,20 @@ import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import msgspec
 
-from memmesh.agents._jsonedit import (
-    EditError,
-    load_object,
-    remove_at,
-    remove_member,
-    set_member,
-    upsert_element,
+from memmesh.agents._entries import (
+    set_json_server,
+    set_toml_server,
+    with_grouped_hook,
+    with_listed_hook,
+    without_json_server,
+    without_our_hooks,
 )
-from memmesh.agents._tomledit import remove_table, set_table
+from memmesh.agents._jsonedit import EditError, load_object, set_member
+from memmesh.agents._tomledit import remove_table
 from memmesh.agents.errors import ConfigFileError
 
 __all__ = [
@@ -54,9 +44,68 @@ __all__ = [
 ]
 
 Client = Literal["claude", "cursor", "codex"]
-CLIENTS: tuple[str, ...] = get_args(Client)
 SERVER_NAME = "memmesh"
-HOOK_TIMEOUT_SECONDS = 10
+
+
+class _ClientRules(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one client keeps its MCP servers and its session-start hooks, and their shape.
+
+    * ``folder``: the client's folder in the user's home; ``folder_env`` names the variable
+      that moves it (an empty value does not).
+    * ``servers_file``: the file of MCP servers, in that folder; with ``servers_in_home``, in
+      the home folder itself unless ``folder_env`` moved the folder (Claude Code's
+      ``~/.claude.json``).
+    * ``servers_format``, ``servers_key``: the file's format, and the object or table of
+      servers in it, where memmesh's entry is ``SERVER_NAME``.
+    * ``stdio_entry``: a new entry names its transport and an empty ``env`` as well.
+    * ``hooks_file``: the file of hooks, in the folder; ``hook_event``: the key of the
+      session-start hooks under ``hooks``.
+    * ``hook_groups``: hooks sit in groups with a matcher (``{"matcher", "hooks": [...]}``)
+      rather than in a flat list; ``hooks_version``: the ``version`` a hooks file needs.
+    """
+
+    folder: str
+    folder_env: str | None = None
+    servers_file: str
+    servers_in_home: bool = False
+    servers_format: Literal["json", "toml"] = "json"
+    servers_key: str = "mcpServers"
+    stdio_entry: bool = False
+    hooks_file: str = "hooks.json"
+    hook_event: str = "SessionStart"
+    hook_groups: bool = True
+    hooks_version: int | None = None
+
+
+# One row per client; a row states only what differs from the defaults above.
+_RULES: dict[Client, _ClientRules] = {
+    # ~/.claude.json: mcpServers; ~/.claude/settings.json: hooks.SessionStart
+    "claude": _ClientRules(
+        folder=".claude",
+        folder_env="CLAUDE_CONFIG_DIR",
+        servers_file=".claude.json",
+        servers_in_home=True,
+        stdio_entry=True,
+        hooks_file="settings.json",
+    ),
+    # ~/.cursor/mcp.json: mcpServers; ~/.cursor/hooks.json: hooks.sessionStart, "version": 1
+    "cursor": _ClientRules(
+        folder=".cursor",
+        servers_file="mcp.json",
+        hook_event="sessionStart",
+        hook_groups=False,
+        hooks_version=1,
+    ),
+    # ~/.codex/config.toml: [mcp_servers]; ~/.codex/hooks.json: hooks.SessionStart
+    "codex": _ClientRules(
+        folder=".codex",
+        folder_env="CODEX_HOME",
+        servers_file="config.toml",
+        servers_format="toml",
+        servers_key="mcp_servers",
+    ),
+}
+CLIENTS: tuple[str, ...] = tuple(_RULES)
 
 
 class Launch(msgspec.Struct, frozen=True, kw_only=True):
@@ -107,18 +156,17 @@ def plan_install(
 
     Raises :class:`ConfigFileError` when a file cannot be read or edited without harm.
     """
-    servers, hooks = _files(client, environ, user_home or Path.home())
-    if client == "codex":
-        server = partial(set_table, path=["mcp_servers", SERVER_NAME], values=_entry(launch))
-    else:
-        server = partial(
-            _server, entry=_stdio_entry(launch) if client == "claude" else _entry(launch)
-        )
-    if client == "cursor":
-        hook = partial(_cursor_hooks, launch=launch)
-    else:
-        hook = partial(_session_start, launch=launch, client=client)
-    return [_edit(servers, "MCP server", server), _edit(hooks, _HOOK_NAMES[client], hook)]
+    rules = _RULES[client]
+    entry: dict[str, Any] = {"command": launch.argv[0], "args": [*launch.argv[1:], "mcp"]}
+    if rules.stdio_entry:
+        entry = {"type": "stdio", **entry, "env": {}}
+    server = partial(_set_server, rules=rules, entry=entry)
+    hook = partial(
+        _with_our_hook,
+        rules=rules,
+        command=launch.command("hook", "brief", "--client", client),
+    )
+    return _plan(rules, environ, user_home or Path.home(), server, hook)
 
 
 def plan_uninstall(
@@ -129,25 +177,28 @@ def plan_uninstall(
 ) -> list[FileChange]:
     """What removing memmesh from ``client`` would write: its MCP server entry and every hook
     running its brief go, everything else stays byte for byte."""
-    servers, hooks = _files(client, environ, user_home or Path.home())
-    server: Callable[[str], str] = _without_server
-    if client == "codex":
-        server = partial(remove_table, path=["mcp_servers", SERVER_NAME])
-    event = "sessionStart" if client == "cursor" else "SessionStart"
-    hook = partial(_without_our_hooks, event=event)
-    return [_edit(servers, "MCP server", server), _edit(hooks, _HOOK_NAMES[client], hook)]
+    rules = _RULES[client]
+    server = partial(_without_server, rules=rules)
+    hook = partial(without_our_hooks, event=rules.hook_event)
+    return _plan(rules, environ, user_home or Path.home(), server, hook)
 
 
-def _files(client: Client, environ: Mapping[str, str], home: Path) -> tuple[Path, Path]:
-    """The client's file holding MCP servers, and its file holding hooks."""
-    if client == "claude":
-        folder = Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else None
-        state = folder / ".claude.json" if folder else home / ".claude.json"
-        return state, (folder or home / ".claude") / "settings.json"
-    if client == "cursor":
-        return home / ".cursor" / "mcp.json", home / ".cursor" / "hooks.json"
-    folder = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home / ".codex"
-    return folder / "config.toml", folder / "hooks.json"
+def _plan(
+    rules: _ClientRules,
+    environ: Mapping[str, str],
+    home: Path,
+    server: Callable[[str], str],
+    hook: Callable[[str], str],
+) -> list[FileChange]:
+    """The changes ``server`` makes to the client's file of MCP servers and ``hook`` to its
+    file of hooks."""
+    moved = environ.get(rules.folder_env, "") if rules.folder_env else ""
+    folder = Path(moved) if moved else home / rules.folder
+    servers = home if rules.servers_in_home and not moved else folder
+    return [
+        _edit(servers / rules.servers_file, "MCP server", server),
+        _edit(folder / rules.hooks_file, f"{rules.hook_event} hook", hook),
+    ]
 
 
 def apply(changes: list[FileChange], *, clock: Callable[[], float] = time.time) -> list[Path]:
@@ -196,139 +247,28 @@ def _restore(change: FileChange, backup: Path | None) -> None:
 
 # -- what is written -------------------------------------------------------------------------
 
-_SERVERS = ["mcpServers", SERVER_NAME]
-_HOOK_NAMES = {
-    "claude": "SessionStart hook",
-    "cursor": "sessionStart hook",
-    "codex": "SessionStart hook",
-}
-# A new, cleared or compacted conversation needs the brief; a resumed one still has it.
-_MATCHER = "startup|clear|compact"
-# What memmesh owns in an existing server entry; the rest (``env``, timeouts) is the user's.
-_OWNED = ("command", "args")
+
+def _set_server(text: str, rules: _ClientRules, entry: dict[str, Any]) -> str:
+    path = [rules.servers_key, SERVER_NAME]
+    if rules.servers_format == "toml":
+        return set_toml_server(text, path, entry)
+    return set_json_server(text, path, entry)
 
 
-def _entry(launch: Launch) -> dict[str, Any]:
-    return {"command": launch.argv[0], "args": [*launch.argv[1:], "mcp"]}
+def _without_server(text: str, rules: _ClientRules) -> str:
+    path = [rules.servers_key, SERVER_NAME]
+    if rules.servers_format == "toml":
+        return remove_table(text, path)
+    return without_json_server(text, path)
 
 
-def _stdio_entry(launch: Launch) -> dict[str, Any]:
-    return {"type": "stdio", **_entry(launch), "env": {}}
-
-
-def _brief(launch: Launch, client: Client) -> str:
-    return launch.command("hook", "brief", "--client", client)
-
-
-def _server(text: str, entry: dict[str, Any]) -> str:
-    """Set memmesh's MCP server entry key by key, so that keys a user added to it (``env``,
-    say) stay."""
-    current = load_object(text).get("mcpServers")
-    if isinstance(current, dict) and isinstance(current.get(SERVER_NAME), dict):
-        for key in _OWNED:
-            text = set_member(text, [*_SERVERS, key], entry[key])
-        return text
-    return set_member(text, _SERVERS, entry)
-
-
-def _session_start(text: str, launch: Launch, client: Client) -> str:
-    """Claude Code / Codex: our hook goes into the first SessionStart group that holds one
-    (next to whatever hooks the user put there, under the user's matcher), else into a group of
-    its own; copies of it elsewhere (an older install) are removed."""
-    hook = {"type": "command", "command": _brief(launch, client), "timeout": HOOK_TIMEOUT_SECONDS}
-    hooks = load_object(text).get("hooks")
-    groups = hooks.get("SessionStart") if isinstance(hooks, dict) else None
-    holding = [
-        i for i, g in enumerate(groups if isinstance(groups, list) else []) if _is_our_group(g)
-    ]
-    if not holding:
-        group = {"matcher": _MATCHER, "hooks": [hook]}
-        return upsert_element(text, ["hooks", "SessionStart"], _is_our_group, group)
-    assert isinstance(groups, list)
-    for index in reversed(holding[1:]):
-        text = _drop_ours(text, ["hooks", "SessionStart"], index, groups[index])
-    first: list[str | int] = ["hooks", "SessionStart", holding[0], "hooks"]
-    return upsert_element(text, first, _is_our_hook, hook)
-
-
-def _without_server(text: str) -> str:
-    return _without_empty(remove_member(text, _SERVERS), _SERVERS[:1])
-
-
-def _without_our_hooks(text: str, event: str) -> str:
-    """Every hook running memmesh's brief removed from ``hooks.<event>``, and the groups
-    (Claude Code, Codex) left empty by that."""
-    hooks = load_object(text).get("hooks")
-    entries = hooks.get(event) if isinstance(hooks, dict) else None
-    if not isinstance(entries, list):
-        return text
-    where: list[str | int] = ["hooks", event]
-    for index in reversed(range(len(entries))):
-        text = _drop_ours(text, where, index, entries[index])
-    return _without_empty(text, ["hooks", event])
-
-
-def _drop_ours(text: str, where: list[str | int], index: int, entry: Any) -> str:
-    """Without memmesh's hooks in the entry at ``where[index]``: a hook of ours (Cursor) or a
-    group holding only ours goes whole; from a group shared with the user's hooks, only ours
-    go."""
-    if _is_our_hook(entry) or (
-        _is_our_group(entry) and all(_is_our_hook(hook) for hook in entry["hooks"])
-    ):
-        return remove_at(text, where, index)
-    if _is_our_group(entry):
-        inner = [*where, index, "hooks"]
-        for position in reversed(range(len(entry["hooks"]))):
-            if _is_our_hook(entry["hooks"][position]):
-                text = remove_at(text, inner, position)
-    return text
-
-
-def _without_empty(text: str, path: list[str]) -> str:
-    """Drop the containers along ``path`` that are left empty, innermost first."""
-    for depth in range(len(path), 0, -1):
-        current: Any = load_object(text)
-        for key in path[:depth]:
-            current = current.get(key) if isinstance(current, dict) else None
-        if current not in ([], {}):
-            break
-        text = remove_member(text, path[:depth])
-    return text
-
-
-def _cursor_hooks(text: str, launch: Launch) -> str:
-    if "version" not in load_object(text):
-        text = set_member(text, ["version"], 1)
-    return upsert_element(
-        text,
-        ["hooks", "sessionStart"],
-        _is_our_hook,
-        {"command": _brief(launch, "cursor"), "timeout": HOOK_TIMEOUT_SECONDS},
-    )
-
-
-def _is_our_group(group: Any) -> bool:
-    return (
-        isinstance(group, dict)
-        and isinstance(group.get("hooks"), list)
-        and any(_is_our_hook(hook) for hook in group["hooks"])
-    )
-
-
-def _is_our_hook(hook: Any) -> bool:
-    """A hook entry whose command runs memmesh's brief, wherever `mem` was installed."""
-    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
-        return False
-    try:
-        argv = shlex.split(hook["command"])
-    except ValueError:
-        return False
-    runs_memmesh = bool(argv) and (
-        Path(argv[0]).name == "mem"
-        or any(a == "-m" and b == "memmesh" for a, b in itertools.pairwise(argv))
-    )
-    runs_brief = any(a == "hook" and b == "brief" for a, b in itertools.pairwise(argv))
-    return runs_memmesh and runs_brief
+def _with_our_hook(text: str, rules: _ClientRules, command: str) -> str:
+    """Our hook running ``command`` in the form the client reads, and the hooks file's
+    ``version`` if it needs one and has none."""
+    if rules.hooks_version is not None and "version" not in load_object(text):
+        text = set_member(text, ["version"], rules.hooks_version)
+    add = with_grouped_hook if rules.hook_groups else with_listed_hook
+    return add(text, rules.hook_event, command)
 
 
 # -- files -----------------------------------------------------------------------------------
