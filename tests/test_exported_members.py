@@ -1,6 +1,9 @@
-"""Every public name a subpackage lists in ``__all__`` exists, and only those are public."""
+"""Every public name a subpackage lists in ``__all__`` exists, is the object it documents, and
+only those are public."""
 
 import importlib
+import pkgutil
+import types
 
 import pytest
 
@@ -18,7 +21,7 @@ MODULES = [
     "memmesh.local.journal",
     "memmesh.local.outcomes",
     "memmesh.local.project",
-    "memmesh.local._recall",
+    "memmesh.local.schema",
     "memmesh.local.store",
     "memmesh.local.doctor",
     "memmesh.local",
@@ -30,6 +33,18 @@ MODULES = [
     "memmesh.agents.tools",
     "memmesh.local.digest",
     "memmesh.team.member",
+    "memmesh.team.changes",
+    "memmesh.team.setup",
+    "memmesh.team.status",
+    "memmesh.net",
+    "memmesh.net.search",
+    "memmesh.net.presence",
+    "memmesh.net.wire",
+    "memmesh.coordinator.protocol",
+    "memmesh.peer.protocol",
+    "memmesh.peer.serve",
+    "memmesh.registry",
+    "memmesh.policy",
 ]
 
 
@@ -40,6 +55,33 @@ def test_all_names_exist(name: str) -> None:
     assert len(exported) == len(set(exported)), f"{name}.__all__ repeats a name"
     missing = [member for member in exported if not hasattr(module, member)]
     assert missing == []
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_exported_name_is_the_object_it_documents(name: str) -> None:
+    module = importlib.import_module(name)
+    # Importing a submodule binds its name on the package, where it would hide a function of
+    # the same name (`memmesh.local.recall`): import them all first.
+    for info in pkgutil.walk_packages(getattr(module, "__path__", []), f"{name}."):
+        # The command's entry point runs when imported; the MCP server needs its optional SDK.
+        if info.name not in ("memmesh.__main__", "memmesh.agents.server"):
+            importlib.import_module(info.name)
+    for member in module.__all__:
+        value = getattr(module, member)
+        assert not isinstance(value, types.ModuleType), f"{name}.{member} is a module"
+        if isinstance(value, type | types.FunctionType):
+            defining = importlib.import_module(value.__module__)
+            assert getattr(defining, value.__qualname__) is value, f"{name}.{member}"
+            assert value.__doc__, f"{name}.{member} has no docstring"
+
+
+def test_the_package_recall_is_the_recall_function() -> None:
+    importlib.import_module("memmesh.local.store")
+    from memmesh.local import recall
+    from memmesh.local._recall import recall as defined
+
+    assert recall is defined
+    assert callable(recall)
 
 
 def test_every_error_derives_from_the_root() -> None:

@@ -13,8 +13,6 @@ from memmesh.coordinator.protocol import (
     ChangesResponse,
     Info,
     PresenceList,
-    PresenceRequest,
-    PresenceResponse,
     PublishItem,
     PublishRequest,
     PublishResponse,
@@ -23,6 +21,7 @@ from memmesh.coordinator.protocol import (
 )
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused
+from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.wire import Health
 from memmesh.registry import Identity, create_identity

@@ -14,12 +14,12 @@ from memmesh.coordinator.protocol import (
     ChangesResponse,
     Info,
     Outcome,
-    PresenceRequest,
     PublishItem,
     PublishRequest,
     RetractRequest,
 )
 from memmesh.coordinator.service import MAX_PRESENCE_TTL
+from memmesh.net.presence import PresenceRequest
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import (

@@ -10,6 +10,7 @@ from memmesh.coordinator.service import Coordinator
 from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app
 from memmesh.net.limits import PUBLISH_BODY_LIMIT, QUERY_BODY_LIMIT, BodyLimit
 from memmesh.net.openapi import openapi_document
+from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.wire import Health
 
@@ -62,8 +63,8 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
         Endpoint(
             path="/v1/presence",
             handler=coordinator.heartbeat,
-            request=p.PresenceRequest,
-            response=p.PresenceResponse,
+            request=PresenceRequest,
+            response=PresenceResponse,
             limit=small,
             summary="A member's signed heartbeat.",
         ),

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from memmesh.net.presence import OutcomeStatus
 from memmesh.net.search import Vector
 from memmesh.net.wire import MAX_BATCH
 from memmesh.net.wire import Request as _Request
@@ -21,8 +22,6 @@ __all__ = [
     "Info",
     "Outcome",
     "PresenceList",
-    "PresenceRequest",
-    "PresenceResponse",
     "PublishItem",
     "PublishRequest",
     "PublishResponse",
@@ -50,9 +49,6 @@ class RetractRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=
     envelopes: Annotated[list[Envelope], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
 
 
-OutcomeStatus = Literal["accepted", "duplicate", "stale", "rejected"]
-
-
 class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     """What happened to one envelope. ``accepted``, ``duplicate`` and ``stale`` are final and
     idempotent (the sender may stop sending it); ``rejected`` says why in ``reason``."""
@@ -73,20 +69,6 @@ class RetractResponse(msgspec.Struct, frozen=True, kw_only=True):
     """One outcome per retraction, in request order."""
 
     results: list[Outcome]
-
-
-class PresenceRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``POST /v1/presence``: a signed heartbeat."""
-
-    envelope: Envelope
-
-
-class PresenceResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """The heartbeat's outcome and when it expires."""
-
-    status: OutcomeStatus
-    expires_at: float = 0.0
-    reason: str = ""
 
 
 class PresenceList(msgspec.Struct, frozen=True, kw_only=True):

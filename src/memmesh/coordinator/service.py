@@ -23,8 +23,6 @@ from memmesh.coordinator.protocol import (
     Info,
     Outcome,
     PresenceList,
-    PresenceRequest,
-    PresenceResponse,
     PublishItem,
     PublishRequest,
     PublishResponse,
@@ -34,6 +32,7 @@ from memmesh.coordinator.protocol import (
 from memmesh.local import Transaction
 from memmesh.local.errors import StoreError
 from memmesh.local.store import Store
+from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.wire import PROTOCOL_VERSION
 from memmesh.registry.envelopes import Envelope, Presence, Publication, Retraction, open_envelope

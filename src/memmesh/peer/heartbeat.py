@@ -3,9 +3,9 @@
 import logging
 import threading
 
-from memmesh.coordinator.protocol import PresenceRequest, PresenceResponse
 from memmesh.errors import MemmeshError
 from memmesh.net.client import Client
+from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.peer.service import PRESENCE_TTL, Peer
 
 __all__ = ["HEARTBEAT_INTERVAL", "Heartbeat"]
