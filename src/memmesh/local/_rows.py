@@ -19,6 +19,7 @@ from memmesh.local.items import Item, Kind, Status
 
 __all__ = [
     "ITEM_COLUMNS",
+    "Content",
     "ItemRow",
     "change",
     "content_hash",
@@ -127,41 +128,31 @@ def content_hash(clean: str) -> str:
 # -- writing rows: each call runs inside the caller's write transaction -------------------
 
 
+class Content(NamedTuple):
+    """What a new row says: the columns an item is written with, checked by the caller."""
+
+    id: str
+    text: str
+    kind: str
+    project: str
+    tags: tuple[str, ...]
+    author: str
+    vector: Vectors
+
+
 def insert(
-    conn: sqlite3.Connection,
-    item_id: str,
-    clean: str,
-    kind: str,
-    project: str,
-    tags: tuple[str, ...],
-    vector: Vectors,
-    author: str,
-    now: float,
-    *,
-    supersedes: str | None = None,
+    conn: sqlite3.Connection, content: Content, now: float, *, supersedes: str | None = None
 ) -> None:
     """Add a new active item's row."""
     conn.execute(
         "INSERT INTO items (id, text, kind, project, tags, author, created_at, updated_at, "
         "content_hash, vector, supersedes, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            item_id, clean, kind, project, json.dumps(list(tags)), author, now, now,
-            content_hash(clean), vector.astype(np.float32).tobytes(), supersedes, next_rev(conn),
-        ),
+        (*_columns(content), now, now, content_hash(content.text),
+         content.vector.astype(np.float32).tobytes(), supersedes, next_rev(conn)),
     )  # fmt: skip
 
 
-def replace_copy(
-    conn: sqlite3.Connection,
-    item_id: str,
-    clean: str,
-    kind: str,
-    project: str,
-    tags: tuple[str, ...],
-    vector: Vectors,
-    author: str,
-    created_at: float,
-) -> None:
+def replace_copy(conn: sqlite3.Connection, content: Content, created_at: float) -> None:
     """Write a copy of someone's item under its own id, as a fresh item."""
     # A copy is replaced in its own row: the vector index follows rows by number and rev, and
     # a deleted row would stay in it with its old vector.
@@ -170,13 +161,19 @@ def replace_copy(
         "created_at = ?, updated_at = ?, reinforcements = 0, worked = 0, failed = 0, "
         "partial = 0, outcomes_at = NULL, status = 'active', superseded_by = NULL, "
         "supersedes = NULL, content_hash = ?, vector = ?, rev = ? WHERE id = ?",
-        (
-            clean, kind, project, json.dumps(list(tags)), author, created_at, created_at,
-            content_hash(clean), vector.astype(np.float32).tobytes(), next_rev(conn), item_id,
-        ),
+        (*_columns(content)[1:], created_at, created_at, content_hash(content.text),
+         content.vector.astype(np.float32).tobytes(), next_rev(conn), content.id),
     ).rowcount  # fmt: skip
     if not replaced:
-        insert(conn, item_id, clean, kind, project, tags, vector, author, created_at)
+        insert(conn, content, created_at)
+
+
+def _columns(content: Content) -> tuple[str, str, str, str, str, str]:
+    """id, text, kind, project, tags (as JSON) and author, in the table's order."""
+    return (
+        content.id, content.text, content.kind, content.project, json.dumps(list(content.tags)),
+        content.author,
+    )  # fmt: skip
 
 
 def erase(conn: sqlite3.Connection, item_id: str, dim: int, now: float) -> bool:

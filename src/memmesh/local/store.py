@@ -184,7 +184,8 @@ class Store:
                 journal.log(conn, now, "reinforce", current.id)
                 return _rows.one(conn, "seq = ?", seq, now), "reinforced"
             item_id = new_id(now)
-            _rows.insert(conn, item_id, clean, kind, project, tag_list, vector, self.author, now)
+            content = _rows.Content(item_id, clean, kind, project, tag_list, self.author, vector)
+            _rows.insert(conn, content, now)
             journal.log(conn, now, "remember", item_id, kind=kind, project=project)
             return _rows.one(conn, "id = ?", item_id, now), "created"
 
@@ -215,7 +216,8 @@ class Store:
         if unit is None:
             unit = self.embedder.embed([clean])[0]
         with self._within(tx) as conn:
-            _rows.replace_copy(conn, item_id, clean, kind, project, tags, unit, author, created_at)
+            content = _rows.Content(item_id, clean, kind, project, tags, author, unit)
+            _rows.replace_copy(conn, content, created_at)
             journal.log(conn, self.clock(), "put", item_id)
 
     def purge(self, item_id: str, tx: Transaction | None = None) -> bool:
@@ -253,10 +255,8 @@ class Store:
             if clean == old.text:
                 raise InvalidInput(f"the new text of {old.id} is the same as the old one")
             new = new_id(now)
-            _rows.insert(
-                conn, new, clean, old.kind, old.project, old.tags, vector, old.author, now,
-                supersedes=old.id,
-            )  # fmt: skip
+            content = _rows.Content(new, clean, old.kind, old.project, old.tags, old.author, vector)
+            _rows.insert(conn, content, now, supersedes=old.id)
             _rows.change(conn, old.id, now, status="superseded", superseded_by=new)
             journal.log(conn, now, "revise", old.id, new_id=new)
             return _rows.one(conn, "id = ?", old.id, now), _rows.one(conn, "id = ?", new, now)
