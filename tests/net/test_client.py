@@ -2,14 +2,19 @@
 
 from collections.abc import Iterator
 
+import anyio
 import httpx
 import msgspec
 import pytest
 import respx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from memmesh.net.app import Endpoint, create_app
 from memmesh.net.client import Client
-from memmesh.net.errors import BadResponse, Refused, Unreachable
+from memmesh.net.errors import BadResponse, Refused, Timeout, Unreachable
 from memmesh.net.server import free_port
 from tests._servers import running
 
@@ -126,6 +131,22 @@ def test_closed_port_is_unreachable() -> None:
         pytest.raises(Unreachable, match="is unreachable") as caught,
     ):
         nobody.get("/healthz", Thing)
+    assert caught.value.exit_code == 4
+    assert not isinstance(caught.value, Timeout)
+
+
+def test_service_slower_than_the_timeout_raises_timeout_an_unreachable() -> None:
+    async def slow(request: Request) -> Response:
+        await anyio.sleep(1)
+        return Response(b'{"name": "late", "count": 0}', media_type="application/json")
+
+    with (
+        running(Starlette(routes=[Route("/slow", slow)])) as url,
+        Client(url, token=TOKEN, timeout=0.2) as client,
+        pytest.raises(Timeout, match="did not answer in time") as caught,
+    ):
+        client.get("/slow", Thing)
+    assert isinstance(caught.value, Unreachable)
     assert caught.value.exit_code == 4
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import memmesh.team.recall as recall_module
+import memmesh.team._sources as sources_module
 from memmesh.local.store import Store
 from memmesh.net.errors import Unreachable
 from memmesh.net.server import free_port
@@ -86,7 +86,7 @@ def lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
 def patient_browse(monkeypatch: pytest.MonkeyPatch) -> None:
     """recall-team listens on zeroconf long enough to hear a loopback answer (see the xfail)."""
     monkeypatch.setattr(
-        recall_module, "browse", lambda interfaces, seconds: browse(interfaces, PATIENCE)
+        sources_module, "browse", lambda interfaces, seconds: browse(interfaces, PATIENCE)
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from memmesh.net.errors import BadResponse, Refused, Unreachable
+from memmesh.net.errors import BadResponse, Refused, Timeout, Unreachable
 from memmesh.net.wire import encode
 
 __all__ = ["DEFAULT_MAX_RESPONSE", "DEFAULT_TIMEOUT", "Client"]
@@ -39,7 +39,8 @@ class Client:
 
     * ``base_url`` - the service, e.g. ``http://127.0.0.1:8400``.
     * ``token`` - the team token, sent as a bearer token (``None`` sends none).
-    * ``timeout`` - seconds for connecting and for each read.
+    * ``timeout`` - seconds for connecting and for each read; waiting longer raises
+      :class:`Timeout`.
     * ``max_response`` - bytes of response body read at most; more is a :class:`BadResponse`.
     """
 
@@ -89,7 +90,7 @@ class Client:
                 body = self._read(answer)
                 status = answer.status_code
         except httpx.TimeoutException:
-            raise Unreachable(f"{self.base_url} did not answer in time") from None
+            raise Timeout(f"{self.base_url} did not answer in time") from None
         except httpx.TransportError as exc:
             raise Unreachable(f"{self.base_url} is unreachable: {exc}") from None
         if status != 200:

@@ -10,7 +10,8 @@ MemmeshError
     ├── Conflict              409: a stale version or a retraction by another key
     ├── BodyTooLarge          413
     ├── Overloaded            503: too many requests at once
-    ├── Unreachable           client side: nothing answered in time (exit 4)
+    ├── Unreachable           client side: nothing answered (exit 4)
+    │   └── Timeout           client side: no answer within the client's timeout (exit 4)
     ├── BadResponse           client side: the answer broke the protocol
     └── Refused               client side: the service answered with an error status
 """
@@ -28,6 +29,7 @@ __all__ = [
     "Overloaded",
     "Refused",
     "RequestTimeout",
+    "Timeout",
     "Unauthorized",
     "Unreachable",
 ]
@@ -110,6 +112,12 @@ class Unreachable(NetError):
 
     exit_code = 4
     code = "unreachable"
+
+
+class Timeout(Unreachable):
+    """The service did not connect, accept the request or answer within the client's timeout."""
+
+    code = "timeout"
 
 
 class BadResponse(NetError):

@@ -6,12 +6,18 @@ of the query and the item alone: the cosine the source reported (comparable only
 source's embedder fingerprint is ours) and the share of the query's content words the item
 holds, plus the exact-token bonus. Identical inputs give identical scores wherever the item
 came from, which is what makes a federated answer match a single store's.
+
+Before scoring, copies of one item from several sources are merged: the highest version wins,
+and at equal versions the live author's copy.
 """
+
+from collections.abc import Iterable
 
 from memmesh import text as _text
 from memmesh.local import MIN_COVERAGE, W_EXACT, W_LEXICAL, W_VECTOR
+from memmesh.team._checks import Candidate
 
-__all__ = ["QueryTerms", "team_score"]
+__all__ = ["QueryTerms", "merge", "ranked", "team_score"]
 
 
 class QueryTerms:
@@ -43,3 +49,30 @@ def team_score(
     if cosine is None:
         return coverage + bonus
     return W_VECTOR * cosine + W_LEXICAL * coverage + bonus
+
+
+def merge(candidates: dict[str, Candidate], candidate: Candidate) -> None:
+    """Keep the highest version of each item; at equal versions the live author's copy."""
+    item_id = candidate.publication.item_id
+    current = candidates.get(item_id)
+    if current is None:
+        candidates[item_id] = candidate
+        return
+    newer = candidate.publication.version > current.publication.version
+    same = candidate.publication.version == current.publication.version
+    if newer or (same and candidate.from_peer and not current.from_peer):
+        candidates[item_id] = candidate
+
+
+def ranked(
+    candidates: Iterable[Candidate], terms: QueryTerms, min_cosine: float
+) -> list[tuple[float, Candidate]]:
+    """The relevant candidates with their :func:`team_score`, best first (ties by item id)."""
+    scored: list[tuple[float, Candidate]] = []
+    for candidate in candidates:
+        body = candidate.publication
+        score = team_score(terms, body.text, body.tags, candidate.cosine, min_cosine)
+        if score is not None:
+            scored.append((score, candidate))
+    scored.sort(key=lambda pair: (-pair[0], pair[1].publication.item_id))
+    return scored

@@ -1,0 +1,78 @@
+"""list_peers (``mem team peers``) through the discovery recall-team uses, against real peers
+and fakes on 127.0.0.1."""
+
+from pathlib import Path
+
+import pytest
+
+from memmesh.registry import create_identity
+from memmesh.team.recall import list_peers
+from tests.team._team import (
+    FINGERPRINT,
+    NOWHERE,
+    TEAM,
+    TOKEN,
+    FakeSource,
+    Member,
+    peer_in_thread,
+    presence_for,
+    serving,
+)
+
+
+@pytest.fixture(autouse=True)
+def token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+
+
+def test_list_peers_names_verified_peers_and_every_problem_met(tmp_path: Path) -> None:
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    carol = create_identity(tmp_path / "carol")
+    dead = "http://127.0.0.1:7"
+    misplaced = FakeSource()
+    with peer_in_thread(ada) as ada_url, serving(misplaced) as url:
+        misplaced.set_presence(presence_for(carol, NOWHERE, team=TEAM, name="carol"))
+        bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=None)
+        bob.write_policy(peers=[ada_url, dead, url])
+        seen, problems = list_peers(bob.policy(), own_key=bob.key_id, timeout=2)
+
+    assert [(p.name, p.key_id, p.url, p.learned_from, p.embedder) for p in seen] == [
+        ("ada", ada.key_id, ada_url, "team.yaml", FINGERPRINT)
+    ]
+    assert sorted(problems) == sorted(
+        [
+            f"{dead}: {dead} is unreachable: [Errno 111] Connection refused",
+            f"{url}: its presence names another address ({NOWHERE})",
+        ]
+    )
+
+
+def test_list_peers_says_a_peer_listed_in_presence_and_team_yaml_came_from_presence(
+    tmp_path: Path,
+) -> None:
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    coordinator = FakeSource()
+    with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
+        coordinator.presences = [presence_for(ada.identity, ada_url, team=TEAM, name="ada")]
+        bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
+        bob.write_policy(peers=[ada_url])
+        seen, problems = list_peers(bob.policy(), own_key=bob.key_id)
+
+    assert [(p.url, p.learned_from) for p in seen] == [(ada_url, "presence")]
+    assert problems == []
+
+
+def test_list_peers_leaves_out_our_own_peer_and_counts_bad_presences(tmp_path: Path) -> None:
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    coordinator = FakeSource()
+    with serving(coordinator) as url:
+        coordinator.presences = [
+            presence_for(bob.identity, "http://127.0.0.1:8", team=TEAM, name="bob"),
+            presence_for(bob.identity, "http://127.0.0.1:8", team="another-team", name="bob"),
+        ]
+        bob.write_policy(coordinator=url)
+        seen, problems = list_peers(bob.policy(), own_key=bob.key_id)
+
+    assert seen == []
+    assert problems == ["dropped 1 presence(s): bad_presence"]
+    assert coordinator.authorized("/v1/presence/list") == [f"Bearer {TOKEN}"]
