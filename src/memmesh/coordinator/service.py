@@ -17,7 +17,6 @@ from typing import Literal
 import numpy as np
 
 from memmesh import __version__
-from memmesh.coordinator._blas import one_blas_thread
 from memmesh.coordinator.protocol import (
     Change,
     ChangesRequest,
@@ -91,8 +90,6 @@ class Coordinator:
             data, embedder=embedder, author="coordinator", durable=True, lexicon=True
         )
         self._clock = clock
-        # Searches run side by side on the worker threads; BLAS threads would only slow them.
-        one_blas_thread()
         with self.store.db.write() as conn:
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
