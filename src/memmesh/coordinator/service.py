@@ -15,7 +15,6 @@ import numpy as np
 
 from memmesh import __version__
 from memmesh.coordinator import _tables
-from memmesh.coordinator._blas import one_blas_thread
 from memmesh.coordinator.protocol import (
     Change,
     ChangesRequest,
@@ -67,8 +66,6 @@ class Coordinator:
             data, embedder=embedder, author="coordinator", durable=True, lexicon=True
         )
         self._clock = clock
-        # Searches run side by side on the worker threads; BLAS threads would only slow them.
-        one_blas_thread()
         self.store.migrate(_tables.COORDINATOR_SCHEMA)
 
     def close(self) -> None:

@@ -17,6 +17,8 @@ class Embedder(Protocol):
 
     ``fingerprint`` names the exact vector space: two embedders with the same fingerprint
     produce comparable vectors, and vectors from different fingerprints must never be mixed.
+    So it names the model or algorithm and its exact version (for a model, the version of the
+    package that holds and runs it), and changes with anything else that could move a vector.
     """
 
     @property
@@ -29,7 +31,8 @@ class Embedder(Protocol):
 
     @property
     def fingerprint(self) -> str:
-        """Identity of the vector space: name, version, dimension and parameters."""
+        """Identity of the vector space: model or algorithm, its exact version, dimension
+        and parameters (a store refuses vectors made under any other)."""
 
     @property
     def min_cosine(self) -> float:

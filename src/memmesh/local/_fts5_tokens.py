@@ -1,0 +1,95 @@
+"""The full-text index's own tokenizer, run on a private in-memory FTS5 table.
+
+The lexicon takes its terms from here, so stemming, case and diacritic folding are FTS5's,
+not an imitation of them: rows are inserted into an FTS5 table with the same columns and
+settings as ``items_fts`` and read back through ``fts5vocab``, then rolled back.
+"""
+
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+
+from memmesh.local._schema import FTS_TOKENIZE
+
+__all__ = ["forget_phrases", "phrase_tokens", "row_tokens"]
+
+
+class _Tokenizer:
+    """The full-text index's tokenizer, run on a private in-memory FTS5 table."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.execute(
+            f"CREATE VIRTUAL TABLE t USING fts5 (text, tags, scope, tokenize = '{FTS_TOKENIZE}')"
+        )
+        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, instance)")
+        self._lock = threading.Lock()
+
+    def rows(self, rows: Sequence[tuple[int, str, str, str]]) -> list[tuple[str, int, str, int]]:
+        """(term, seq, column, offset) of every token of ``rows`` (seq, text, tags, project),
+        indexed as the ``items`` triggers index them."""
+        if not rows:
+            return []
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT INTO t (rowid, text, tags, scope) VALUES (?, ?, ?, 'p' || hex(?))",
+                    rows,
+                )
+                return self._conn.execute("SELECT term, doc, col, offset FROM v").fetchall()
+            finally:
+                self._conn.execute("ROLLBACK")
+
+    def phrase(self, text: str) -> tuple[str, ...]:
+        """The tokens FTS5 makes of the quoted string ``text`` in a query, in order."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.execute("INSERT INTO t (rowid, text) VALUES (1, ?)", (text,))
+                rows = self._conn.execute("SELECT term FROM v ORDER BY offset").fetchall()
+            finally:
+                self._conn.execute("ROLLBACK")
+        return tuple(term for (term,) in rows)
+
+
+_tokenizer: _Tokenizer | None = None
+_tokenizer_lock = threading.Lock()
+
+
+def _the_tokenizer() -> _Tokenizer:
+    """This process's tokenizer, made at first use (a forked worker makes its own)."""
+    global _tokenizer
+    with _tokenizer_lock:
+        if _tokenizer is None:
+            _tokenizer = _Tokenizer()
+        return _tokenizer
+
+
+def _forget_tokenizer() -> None:
+    global _tokenizer, _tokenizer_lock
+    _tokenizer, _tokenizer_lock = None, threading.Lock()
+
+
+# A SQLite connection must not be used on both sides of a fork.
+os.register_at_fork(after_in_child=_forget_tokenizer)
+
+
+def row_tokens(rows: Sequence[tuple[int, str, str, str]]) -> list[tuple[str, int, str, int]]:
+    """(term, seq, column, offset) of every token of ``rows`` (seq, text, tags, project), as
+    the ``items`` triggers index them into ``items_fts``."""
+    return _the_tokenizer().rows(rows)
+
+
+@lru_cache(maxsize=1 << 15)
+def phrase_tokens(text: str) -> tuple[str, ...]:
+    """The tokens FTS5 makes of the quoted string ``text`` in a query, in order; remembered,
+    since the same words come back query after query."""
+    return _the_tokenizer().phrase(text)
+
+
+def forget_phrases() -> None:
+    """Forget every phrase :func:`phrase_tokens` remembers (and so the words it was asked)."""
+    phrase_tokens.cache_clear()
