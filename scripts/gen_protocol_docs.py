@@ -1,6 +1,9 @@
 """Write docs/protocol.md: every endpoint with its request and response, from the structs."""
 
+import importlib
+import importlib.util
 import json
+import pkgutil
 import sys
 import tempfile
 from pathlib import Path
@@ -8,8 +11,10 @@ from typing import Any
 
 import msgspec
 
+import memmesh
 from memmesh.coordinator import Coordinator
 from memmesh.coordinator.app import endpoints, openapi
+from memmesh.errors import MemmeshError
 from memmesh.net.app import PROTOCOL_HEADER, Endpoint
 from memmesh.registry.envelopes import Presence, Publication, Retraction
 
@@ -124,6 +129,28 @@ def _section(endpoint: Endpoint) -> str:
     return "\n".join(parts)
 
 
+def _error_codes() -> str:
+    """The table of every error a service may answer with a status of its own (not 500)."""
+    for info in pkgutil.iter_modules(memmesh.__path__):
+        if info.ispkg and importlib.util.find_spec(f"memmesh.{info.name}.errors"):
+            importlib.import_module(f"memmesh.{info.name}.errors")
+    pending, errors = [MemmeshError], []
+    while pending:
+        errors.append(pending.pop())
+        pending += errors[-1].__subclasses__()
+    rows = sorted((e.status, e.code, (e.__doc__ or "").strip().split("\n")[0]) for e in errors)
+    lines = [
+        "## Error codes\n",
+        "An error body's `code` names the error; it is stable, unlike the message. Any other",
+        "error of the service is a `500` with the code of its kind, and a failure inside the",
+        "service is a `500` with the code `internal`.\n",
+        "| status | code | meaning |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{status}` | `{code}` | {doc} |" for status, code, doc in rows if status != 500]
+    return "\n".join(lines) + "\n"
+
+
 def render() -> str:
     """The whole of docs/protocol.md."""
     with tempfile.TemporaryDirectory() as data:
@@ -148,6 +175,7 @@ def render() -> str:
             *sections,
             "## Shared shapes\n",
             *shapes,
+            _error_codes(),
             "## OpenAPI document\n",
             f"```json\n{document}\n```\n",
         ]

@@ -45,6 +45,10 @@ MODULES = [
     "memmesh.peer.serve",
     "memmesh.registry",
     "memmesh.policy",
+    "memmesh.cli.errors",
+    "memmesh.net.errors",
+    "memmesh.policy.errors",
+    "memmesh.registry.errors",
 ]
 
 
@@ -84,15 +88,25 @@ def test_the_package_recall_is_the_recall_function() -> None:
     assert callable(recall)
 
 
-def test_every_error_derives_from_the_root() -> None:
-    from memmesh.agents import errors as agent_errors
-    from memmesh.embed import errors as embed_errors
-    from memmesh.errors import MemmeshError
-    from memmesh.local import errors as local_errors
+ERRORS_MODULES = [
+    "memmesh.agents.errors",
+    "memmesh.cli.errors",
+    "memmesh.embed.errors",
+    "memmesh.local.errors",
+    "memmesh.net.errors",
+    "memmesh.policy.errors",
+    "memmesh.registry.errors",
+]
 
-    for module in (embed_errors, local_errors, agent_errors):
-        for member in module.__all__:
-            error = getattr(module, member)
-            assert issubclass(error, MemmeshError), f"{module.__name__}.{member}"
-            assert isinstance(error.exit_code, int)
-            assert isinstance(error.status, int)
+
+@pytest.mark.parametrize("name", ERRORS_MODULES)
+def test_every_error_derives_from_the_root(name: str) -> None:
+    from memmesh.errors import MemmeshError
+
+    module = importlib.import_module(name)
+    for member in module.__all__:
+        error = getattr(module, member)
+        assert issubclass(error, MemmeshError), f"{module.__name__}.{member}"
+        assert isinstance(error.exit_code, int)
+        assert isinstance(error.status, int)
+        assert isinstance(error.code, str)

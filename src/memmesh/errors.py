@@ -1,22 +1,89 @@
-"""The root of every error memmesh raises on purpose.
+"""The root of every error memmesh raises on purpose, and the ``mem`` command's exit codes.
 
 Each subpackage has its own ``errors.py`` whose classes derive from :class:`MemmeshError`.
-An error carries the two translations the edges need: ``exit_code`` for the ``mem`` command
-and ``status`` for the HTTP daemons. Nothing below the edges prints or exits.
+An error carries what the edges need: ``exit_code`` for the ``mem`` command, ``status`` for
+the HTTP daemons, and ``code``, a short stable name that programs can rely on (the daemons
+send it in every error body). Nothing below the edges prints or exits.
 
-    MemmeshError
-    ├── memmesh.embed.errors.EmbedError
-    └── memmesh.local.errors.StoreError
+Every error class, with its exit code, HTTP status and code (``tests/test_errors.py`` checks
+that this tree is the real one):
+
+    class                               exit  status  code
+    MemmeshError                           1     500  error
+    ├── AgentError (agents)                1     500  agent_error
+    │   ├── ConfigFileError                1     500  config_file_error
+    │   └── McpUnavailable                 1     500  mcp_unavailable
+    ├── CliError (cli)                     1     500  cli_error
+    │   └── DemoFailed                     1     500  demo_failed
+    ├── EmbedError (embed)                 1     500  embed_error
+    │   ├── EmbedderUnavailable            1     500  embedder_unavailable
+    │   └── UnknownEmbedder                2     500  unknown_embedder
+    ├── NetError (net)                     1     500  net_error
+    │   ├── BadRequest                     1     400  bad_request
+    │   ├── BadResponse                    1     500  bad_response
+    │   ├── BodyTooLarge                   1     413  body_too_large
+    │   ├── CannotListen                   1     500  cannot_listen
+    │   ├── Conflict                       1     409  conflict
+    │   ├── Forbidden                      1     403  forbidden
+    │   ├── InsecureBind                   1     500  insecure_bind
+    │   ├── NotFound                       1     404  not_found
+    │   ├── Overloaded                     1     503  overloaded
+    │   ├── Refused                        1     500  refused
+    │   ├── RequestTimeout                 1     408  request_timeout
+    │   ├── Unauthorized                   1     401  unauthorized
+    │   ├── Unreachable                    4     500  unreachable
+    │   │   └── Timeout                    4     500  timeout
+    │   └── WorkerDied                     1     500  worker_died
+    ├── PolicyError (policy)               3     403  policy_error
+    │   ├── NoCoordinator                  3     403  no_coordinator
+    │   ├── PolicyInvalid                  3     403  policy_invalid
+    │   ├── PolicyMissing                  3     403  policy_missing
+    │   └── PublishRefused                 3     403  publish_refused
+    ├── RegistryError (registry)           1     500  registry_error
+    │   ├── BadSignature                   1     400  bad_signature
+    │   ├── IdentityExists                 1     500  identity_exists
+    │   ├── IdentityInvalid                1     500  identity_invalid
+    │   ├── IdentityMissing                1     500  identity_missing
+    │   ├── IdentityUnreadable             1     500  identity_unreadable
+    │   ├── LogTailMismatch                1     500  log_tail_mismatch
+    │   ├── NotPublished                   1     404  not_published
+    │   └── NotYourItem                    1     403  not_your_item
+    └── StoreError (local)                 1     500  store_error
+        ├── AmbiguousId                    2     400  ambiguous_id
+        ├── CorruptDatabase                1     500  corrupt_database
+        ├── DamagedVector                  1     500  damaged_vector
+        ├── EmbedderMismatch               1     500  embedder_mismatch
+        ├── ForeignDatabase                1     500  foreign_database
+        ├── HomeNotCreated                 1     500  home_not_created
+        ├── InvalidInput                   2     400  invalid_input
+        ├── ItemNotFound                   1     404  item_not_found
+        ├── NotActive                      1     409  not_active
+        ├── SchemaTooNew                   1     500  schema_too_new
+        └── StoreLocked                    1     500  store_locked
 """
 
-__all__ = ["MemmeshError"]
+from enum import IntEnum
+
+__all__ = ["ExitCode", "MemmeshError"]
+
+
+class ExitCode(IntEnum):
+    """What the ``mem`` command's exit status means."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    REFUSED = 3  # by the team policy
+    UNREACHABLE = 4  # no source answered
+    INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
 class MemmeshError(Exception):
     """Base of all memmesh errors; ``str(error)`` is one sentence fit for a user."""
 
-    exit_code: int = 1
+    exit_code: ExitCode = ExitCode.ERROR
     status: int = 500
+    code: str = "error"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

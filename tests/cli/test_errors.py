@@ -13,6 +13,7 @@ import pytest
 
 from memmesh import __version__
 from memmesh.embed import get_embedder
+from memmesh.errors import ExitCode
 from tests.cli._output import error_line
 from tests.conftest import MemRunner, requires_model
 
@@ -248,3 +249,11 @@ def test_numbers_out_of_range_are_usage_errors_before_anything_starts(
     result = mem(*args)
     assert result.returncode == 2
     assert message in error_line(result)
+
+
+def test_help_lists_every_exit_code(mem: MemRunner) -> None:
+    shown = mem("--help", home=False)
+    assert shown.returncode == ExitCode.OK
+    listed = shown.stdout.split("exit codes: ", 1)[1].split(", ")
+    numbers = {int(entry.split(" ", 1)[0]) for entry in listed}
+    assert numbers == {int(code) for code in ExitCode} - {ExitCode.INTERRUPTED}

@@ -16,6 +16,7 @@ from memmesh.registry import (
     create_identity,
     load_identity,
 )
+from memmesh.registry.errors import IdentityInvalid
 from memmesh.registry.identity import (
     KEY_FILENAME,
     key_id,
@@ -111,7 +112,7 @@ def test_load_identity_rejects_a_garbage_key_file(home: Path, content: bytes) ->
     (home / KEY_FILENAME).write_bytes(content)
     with pytest.raises(RegistryError) as caught:
         load_identity(home)
-    assert type(caught.value) is RegistryError
+    assert type(caught.value) is IdentityInvalid
     assert "is not a usable private key" in str(caught.value)
 
 

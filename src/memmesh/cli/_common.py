@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def _parser(
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
-    return 2
+    return ExitCode.USAGE
 
 
 def lazy(module: str, name: str) -> Handler:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from memmesh.cli.errors import DemoFailed
 from memmesh.errors import MemmeshError
 from memmesh.local import recall
 from memmesh.local.project import resolve_project
@@ -106,13 +107,13 @@ class _Processes:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise MemmeshError(f"the demo's {name} exited early ({process.returncode})")
+                raise DemoFailed(name, f"exited early ({process.returncode})")
             try:
                 if httpx.get(f"{url}/healthz", timeout=0.5).status_code == 200:
                     return
             except httpx.TransportError:
                 time.sleep(0.05)
-        raise MemmeshError(f"the demo's {name} did not start in 30 s")
+        raise DemoFailed(name, "did not start in 30 s")
 
     def stop(self, name: str) -> None:
         process = self.running.pop(name, None)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from memmesh.cli._common import emit, home_of, open_store, warn
+from memmesh.errors import ExitCode
 from memmesh.local.project import resolve_project
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
@@ -38,7 +39,7 @@ def run_serve(args: argparse.Namespace) -> int:
             f"memmesh peer {daemon.key_id} on {daemon.url}{heartbeats}", file=sys.stderr, flush=True
         )
         daemon.run()
-    return 0
+    return ExitCode.OK
 
 
 def run_peers(args: argparse.Namespace) -> int:
@@ -57,7 +58,7 @@ def run_peers(args: argparse.Namespace) -> int:
     ] or ["no peers online"]
     lines += [f"note: {problem}" for problem in problems]
     emit(args, data, "\n".join(lines))
-    return 0
+    return ExitCode.OK
 
 
 def run_recall_team(args: argparse.Namespace) -> int:
@@ -78,7 +79,7 @@ def run_recall_team(args: argparse.Namespace) -> int:
     emit(args, answer_json(answer), _answer_text(answer))
     for warning in answer.warnings:
         warn(warning)
-    return 0
+    return ExitCode.OK
 
 
 def answer_json(answer: "TeamAnswer") -> dict[str, Any]:

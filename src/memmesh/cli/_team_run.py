@@ -9,6 +9,7 @@ from contextlib import contextmanager
 import msgspec
 
 from memmesh.cli._common import emit, home_of, open_store, warn
+from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy
 from memmesh.registry import load_identity
@@ -66,7 +67,7 @@ def run_init(args: argparse.Namespace) -> int:
             f"identity created; edit {joined.policy_path} to choose what may be shared",
             file=sys.stderr,
         )
-    return 0
+    return ExitCode.OK
 
 
 def run_policy(args: argparse.Namespace) -> int:
@@ -74,14 +75,14 @@ def run_policy(args: argparse.Namespace) -> int:
     path = home / POLICY_FILENAME
     if args.action == "path":
         emit(args, {"path": str(path)}, str(path))
-        return 0
+        return ExitCode.OK
     policy = load_policy(home)
     if args.action == "check":
         emit(args, {"ok": True, "path": str(path)}, f"{path}: ok")
-        return 0
+        return ExitCode.OK
     data = msgspec.to_builtins(policy)
     emit(args, {"policy": data}, json.dumps(data, indent=2))
-    return 0
+    return ExitCode.OK
 
 
 def run_publish(args: argparse.Namespace) -> int:
@@ -107,7 +108,7 @@ def run_publish(args: argparse.Namespace) -> int:
             lines.append(f"           would send: {row['text']}")
     emit(args, {"dry_run": args.dry_run, "items": rows}, "\n".join(lines))
     refused = any(row["action"] == "refused" for row in rows)
-    return 3 if refused else 0
+    return ExitCode.REFUSED if refused else ExitCode.OK
 
 
 def run_sync(args: argparse.Namespace) -> int:
@@ -122,7 +123,7 @@ def run_sync(args: argparse.Namespace) -> int:
     lines += [f"withheld by policy: {item} [{rule}]" for item, rule in report.withheld]
     lines += [f"rejected by the coordinator: {item}: {why}" for item, why in report.rejected]
     emit(args, data, "\n".join(lines))
-    return 1 if report.rejected else 0
+    return ExitCode.ERROR if report.rejected else ExitCode.OK
 
 
 def run_retract(args: argparse.Namespace) -> int:
@@ -135,7 +136,7 @@ def run_retract(args: argparse.Namespace) -> int:
         {"retracted": rows},
         "\n".join(f"retracted  v{r['version']}  {r['id']}" for r in rows),
     )
-    return 0
+    return ExitCode.OK
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -156,7 +157,7 @@ def run_status(args: argparse.Namespace) -> int:
         for rule, count in sorted(row.blocked.items()):
             lines.append(f"    blocked by {rule}: {count}")
     emit(args, msgspec.to_builtins(status), "\n".join(lines))
-    return 0
+    return ExitCode.OK
 
 
 def run_log(args: argparse.Namespace) -> int:
@@ -181,7 +182,7 @@ def run_log(args: argparse.Namespace) -> int:
         for r in rows
     ]
     emit(args, {"entries": rows}, "\n".join(lines) or "the registry is empty")
-    return 0
+    return ExitCode.OK
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -193,4 +194,4 @@ def run_verify(args: argparse.Namespace) -> int:
         {"ok": not problems, "entries": count, "problems": problems},
         "\n".join(problems) if problems else f"ok: {count} entries, chain and signatures intact",
     )
-    return 1 if problems else 0
+    return ExitCode.ERROR if problems else ExitCode.OK

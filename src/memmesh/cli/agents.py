@@ -25,6 +25,7 @@ from memmesh.cli._common import (
     nonempty,
     open_store,
 )
+from memmesh.errors import ExitCode
 from memmesh.local.project import resolve_project
 
 __all__ = ["register"]
@@ -105,7 +106,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
     with open_store(args, serving=True) as store:
         serve(home_of(args), store)
-    return 0
+    return ExitCode.OK
 
 
 def _brief(args: argparse.Namespace) -> int:
@@ -117,7 +118,7 @@ def _brief(args: argparse.Namespace) -> int:
     text = render(digest(home_of(args), project))
     output = hook_output(args.client, text)
     emit(args, {"project": project, "brief": text}, output)
-    return 0
+    return ExitCode.OK
 
 
 def _hook_input() -> str:
@@ -187,7 +188,7 @@ def _report(args: argparse.Namespace, changes: list[FileChange]) -> int:
         lines += [f"backup     {b}" for b in backups]
         text = "\n".join(lines)
     emit(args, data, text)
-    return 0
+    return ExitCode.OK
 
 
 def _launch(args: argparse.Namespace) -> Launch:

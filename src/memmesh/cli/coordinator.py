@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memmesh.cli._common import command_adder, command_group, nonempty, port, positive_int
+from memmesh.errors import ExitCode
 from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 from memmesh.policy.config import DEFAULT_TOKEN_ENV
 
@@ -107,4 +108,4 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         for coordinator in opened:
             coordinator.close()
-    return 0
+    return ExitCode.OK

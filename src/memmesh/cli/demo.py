@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from memmesh.cli._common import command_adder
+from memmesh.errors import ExitCode
 
 __all__ = ["register"]
 
@@ -40,4 +41,4 @@ def _demo_main(args: argparse.Namespace) -> int:
             sys.stdout.write(f"\nthe demo's homes are kept in {root}\n")
         else:
             shutil.rmtree(root, ignore_errors=True)
-    return 0
+    return ExitCode.OK

@@ -14,6 +14,7 @@ from memmesh.cli._common import (
     positive_int,
     warn,
 )
+from memmesh.errors import ExitCode
 from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
 from memmesh.local.project import resolve_project
@@ -144,7 +145,7 @@ def _remember(args: argparse.Namespace) -> int:
     if status == "reinforced" and not getattr(args, "json", False):
         print(f"reinforced an existing item ({item.reinforcements}x)", file=sys.stderr)
     emit(args, {"id": item.id, "status": status, "item": item.to_dict()}, item.id)
-    return 0
+    return ExitCode.OK
 
 
 def _recall(args: argparse.Namespace) -> int:
@@ -154,7 +155,7 @@ def _recall(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         answer = recall(store, args.query, k=args.k, project=project)
     emit(args, recall_json(answer), _recall_text(answer))
-    return 0
+    return ExitCode.OK
 
 
 def recall_json(answer: "Recall") -> dict[str, Any]:
@@ -196,7 +197,7 @@ def _show(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         item = store.get(args.id)
     emit(args, {"item": item.to_dict()}, _item_text(item))
-    return 0
+    return ExitCode.OK
 
 
 def _item_text(item: Item) -> str:
@@ -227,7 +228,7 @@ def _list(args: argparse.Namespace) -> int:
         items = store.items(project=args.project, kind=args.kind, status=status, limit=args.limit)
     text = "\n".join(f"{i.id}  [{i.kind}, {i.project}, {i.status}]  {i.text}" for i in items)
     emit(args, {"items": [i.to_dict() for i in items]}, text or "no items")
-    return 0
+    return ExitCode.OK
 
 
 def _forget(args: argparse.Namespace) -> int:
@@ -240,7 +241,7 @@ def _forget(args: argparse.Namespace) -> int:
     emit(
         args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"archived {item.id}"
     )
-    return 0
+    return ExitCode.OK
 
 
 def _revise(args: argparse.Namespace) -> int:
@@ -255,7 +256,7 @@ def _revise(args: argparse.Namespace) -> int:
         {"id": new.id, "status": "revised", "superseded": revised.old.id, "item": new.to_dict()},
         new.id,
     )
-    return 0
+    return ExitCode.OK
 
 
 def _outcome(args: argparse.Namespace) -> int:
@@ -269,7 +270,7 @@ def _outcome(args: argparse.Namespace) -> int:
         {"id": item.id, "outcome_score": round(item.outcome_score, 4), "item": item.to_dict()},
         note,
     )
-    return 0
+    return ExitCode.OK
 
 
 def _stats(args: argparse.Namespace) -> int:
@@ -297,7 +298,7 @@ def _stats(args: argparse.Namespace) -> int:
         ]
     )
     emit(args, data, text)
-    return 0
+    return ExitCode.OK
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -315,7 +316,7 @@ def _doctor(args: argparse.Namespace) -> int:
     lines = [f"{key}: {value}" for key, value in facts.items()]
     lines += [f"[{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in checks]
     emit(args, data, "\n".join(lines))
-    return 0 if ok else 1
+    return ExitCode.OK if ok else ExitCode.ERROR
 
 
 def _reindex(args: argparse.Namespace) -> int:
@@ -333,4 +334,4 @@ def _reindex(args: argparse.Namespace) -> int:
     emit(
         args, {"reindexed": count, "embedder": fingerprint}, f"{count} items now use {fingerprint}"
     )
-    return 0
+    return ExitCode.OK

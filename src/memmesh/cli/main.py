@@ -9,20 +9,16 @@ from typing import NoReturn, cast
 from memmesh import __version__
 from memmesh.cli import agents, coordinator, demo, local, team
 from memmesh.cli._common import nonempty
-from memmesh.errors import MemmeshError
+from memmesh.errors import ExitCode, MemmeshError
 
 __all__ = ["build_parser", "main"]
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (exit 2), like every other error."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,11 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed usage or help already
-        return int(exc.code or 0)
+        return int(exc.code or ExitCode.OK)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     try:
         return int(handler(args))
     except MemmeshError as exc:
@@ -71,11 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("mem: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`mem list | head`); say nothing more.
         sys.stderr.close()
-        return EXIT_ERROR
+        return ExitCode.ERROR
     except Exception as exc:
         if os.environ.get("MEM_DEBUG"):
             raise
@@ -84,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(set MEM_DEBUG=1 for a traceback, and please report it)",
             file=sys.stderr,
         )
-        return EXIT_ERROR
+        return ExitCode.ERROR
 
 
 if __name__ == "__main__":

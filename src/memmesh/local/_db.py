@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from memmesh.local._schema import APPLICATION_ID, SCHEMA_VERSION, STORE_SCHEMA
-from memmesh.local.errors import CorruptDatabase, ForeignDatabase, SchemaTooNew, StoreError
+from memmesh.local.errors import (
+    CorruptDatabase,
+    ForeignDatabase,
+    SchemaTooNew,
+    StoreError,
+    StoreLocked,
+)
 from memmesh.local.schema import STORE_OWNER, Schema
 
 __all__ = ["DB_FILENAME", "Database", "Transaction", "connection_of"]
@@ -272,10 +278,7 @@ def _translated(path: Path) -> Iterator[None]:
         yield
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
-            raise StoreError(
-                f"{path} stayed locked by another process for {BUSY_TIMEOUT_SECONDS:.0f}s; "
-                "try again"
-            ) from None
+            raise StoreLocked(str(path), BUSY_TIMEOUT_SECONDS) from None
         raise CorruptDatabase(str(path), str(exc)) from None
     except sqlite3.DatabaseError as exc:
         raise CorruptDatabase(str(path), str(exc)) from None

@@ -9,10 +9,13 @@ MemmeshError
     ├── CorruptDatabase       the store file is damaged or not SQLite
     ├── ForeignDatabase       a SQLite file that some other program owns
     ├── SchemaTooNew          written by a newer memmesh
-    └── EmbedderMismatch      the store's vectors come from another embedder
+    ├── EmbedderMismatch      the store's vectors come from another embedder
+    ├── DamagedVector         a vector is not the size the embedder makes
+    ├── StoreLocked           another process held the store's lock too long
+    └── HomeNotCreated        the memmesh home folder cannot be made
 """
 
-from memmesh.errors import MemmeshError
+from memmesh.errors import ExitCode, MemmeshError
 
 __all__ = [
     "AmbiguousId",
@@ -20,29 +23,35 @@ __all__ = [
     "DamagedVector",
     "EmbedderMismatch",
     "ForeignDatabase",
+    "HomeNotCreated",
     "InvalidInput",
     "ItemNotFound",
     "NotActive",
     "SchemaTooNew",
     "StoreError",
+    "StoreLocked",
 ]
 
 
 class StoreError(MemmeshError):
     """The local store refused or failed an operation."""
 
+    code = "store_error"
+
 
 class InvalidInput(StoreError):
     """A value given to the store is not acceptable; nothing was changed."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
     status = 400
+    code = "invalid_input"
 
 
 class ItemNotFound(StoreError):
     """No item has this id (or id prefix)."""
 
     status = 404
+    code = "item_not_found"
 
     def __init__(self, item_id: str) -> None:
         super().__init__(f"no item with id {item_id!r}")
@@ -52,8 +61,9 @@ class ItemNotFound(StoreError):
 class AmbiguousId(StoreError):
     """An id prefix names more than one item."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
     status = 400
+    code = "ambiguous_id"
 
     def __init__(self, prefix: str, count: int) -> None:
         super().__init__(f"id prefix {prefix!r} matches {count} items; give more characters")
@@ -64,6 +74,7 @@ class NotActive(StoreError):
     """The operation needs an active item, and this one is archived or superseded."""
 
     status = 409
+    code = "not_active"
 
     def __init__(self, item_id: str, status: str) -> None:
         super().__init__(f"item {item_id} is {status}; only active items can be changed")
@@ -74,6 +85,8 @@ class NotActive(StoreError):
 class CorruptDatabase(StoreError):
     """The store file cannot be read as a memmesh database."""
 
+    code = "corrupt_database"
+
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path} is not a usable memmesh store: {reason}")
         self.path = path
@@ -81,6 +94,8 @@ class CorruptDatabase(StoreError):
 
 class ForeignDatabase(StoreError):
     """The file is a SQLite database that memmesh did not create."""
+
+    code = "foreign_database"
 
     def __init__(self, path: str) -> None:
         super().__init__(
@@ -92,6 +107,8 @@ class ForeignDatabase(StoreError):
 
 class SchemaTooNew(StoreError):
     """The store was written by a newer memmesh than this one."""
+
+    code = "schema_too_new"
 
     def __init__(self, path: str, found: int, supported: int, *, owner: str = "store") -> None:
         tables = "" if owner == "store" else f"its {owner} tables have "
@@ -107,6 +124,8 @@ class SchemaTooNew(StoreError):
 class EmbedderMismatch(StoreError):
     """The store's vectors were written by a different embedder than the one requested."""
 
+    code = "embedder_mismatch"
+
     def __init__(self, stored: str, requested: str) -> None:
         super().__init__(
             f"this store's vectors come from embedder {stored!r}, not {requested!r}; "
@@ -121,8 +140,32 @@ class EmbedderMismatch(StoreError):
 class DamagedVector(StoreError):
     """A stored vector is not the size the store's embedder makes; a reindex rebuilds it."""
 
+    code = "damaged_vector"
+
     def __init__(self, seq: int) -> None:
         super().__init__(
             f"item #{seq} has a damaged vector; run `mem reindex` to rebuild the vectors"
         )
         self.seq = seq
+
+
+class StoreLocked(StoreError):
+    """Another process held the store's write lock for longer than the store waits."""
+
+    code = "store_locked"
+
+    def __init__(self, path: str, seconds: float) -> None:
+        super().__init__(f"{path} stayed locked by another process for {seconds:.0f}s; try again")
+        self.path = path
+        self.seconds = seconds
+
+
+class HomeNotCreated(StoreError):
+    """The memmesh home folder does not exist and cannot be made."""
+
+    code = "home_not_created"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot create the memmesh home {path}: {reason}")
+        self.path = path
+        self.reason = reason

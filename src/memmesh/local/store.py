@@ -18,7 +18,7 @@ from memmesh.local import _embedding, _rows, journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of
 from memmesh.local._index import SearchIndex
 from memmesh.local._rows import ItemRow, content_hash, item_of, rows_in
-from memmesh.local.errors import EmbedderMismatch, InvalidInput, NotActive, StoreError
+from memmesh.local.errors import EmbedderMismatch, HomeNotCreated, InvalidInput, NotActive
 from memmesh.local.ids import new_id
 from memmesh.local.items import GLOBAL, Item, check_kind, check_name, check_tags, check_text
 from memmesh.local.schema import Schema
@@ -82,7 +82,7 @@ class Store:
         try:
             home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the memmesh home {home}: {exc.strerror}") from None
+            raise HomeNotCreated(str(home), str(exc.strerror)) from None
         self.home = home
         self.path = home / DB_FILENAME
         self.author = check_name(author or default_author(), "author")

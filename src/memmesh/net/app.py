@@ -8,7 +8,8 @@ must not block the event loop). The app adds, around every route:
   a missing and a wrong token get the same 401);
 * the protocol version header on every response;
 * error rendering: a :class:`~memmesh.errors.MemmeshError` becomes its status with a JSON
-  ``{"error": {"code", "message"}}``; anything else becomes a 500 that says nothing more.
+  ``{"error": {"code", "message"}}`` holding the error's own ``code`` and message; anything
+  else becomes a 500 that says nothing more.
 """
 
 import hmac
@@ -129,9 +130,7 @@ class _Armour:
         except MemmeshError as exc:
             if started:
                 raise
-            response = _json_response(
-                exc.status, error_body(getattr(exc, "code", "error"), exc.message)
-            )
+            response = _json_response(exc.status, error_body(exc.code, exc.message))
             if exc.status == 401:
                 response.headers["www-authenticate"] = "Bearer"
             await response(scope, receive, send_with_version)
@@ -158,7 +157,7 @@ class _Armour:
 
 async def _memmesh_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, MemmeshError)
-    response = _json_response(exc.status, error_body(getattr(exc, "code", "error"), exc.message))
+    response = _json_response(exc.status, error_body(exc.code, exc.message))
     if exc.status in (408, 413):
         # The rest of the body was never read: this connection cannot carry another request.
         response.headers["connection"] = "close"

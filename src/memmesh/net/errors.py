@@ -13,17 +13,22 @@ MemmeshError
     ├── Unreachable           client side: nothing answered (exit 4)
     │   └── Timeout           client side: no answer within the client's timeout (exit 4)
     ├── BadResponse           client side: the answer broke the protocol
-    └── Refused               client side: the service answered with an error status
+    ├── Refused               client side: the service answered with an error status
+    ├── InsecureBind          server side: beyond loopback, but no team token
+    ├── CannotListen          server side: the address cannot be bound
+    └── WorkerDied            server side: a worker process stopped by itself
 """
 
-from memmesh.errors import MemmeshError
+from memmesh.errors import ExitCode, MemmeshError
 
 __all__ = [
     "BadRequest",
     "BadResponse",
     "BodyTooLarge",
+    "CannotListen",
     "Conflict",
     "Forbidden",
+    "InsecureBind",
     "NetError",
     "NotFound",
     "Overloaded",
@@ -32,13 +37,14 @@ __all__ = [
     "Timeout",
     "Unauthorized",
     "Unreachable",
+    "WorkerDied",
 ]
 
 
 class NetError(MemmeshError):
     """A request or response could not be handled."""
 
-    code = "error"
+    code = "net_error"
 
 
 class BadRequest(NetError):
@@ -110,7 +116,7 @@ class Overloaded(NetError):
 class Unreachable(NetError):
     """Nothing answered (connection refused, timed out, DNS failed)."""
 
-    exit_code = 4
+    exit_code = ExitCode.UNREACHABLE
     code = "unreachable"
 
 
@@ -134,3 +140,37 @@ class Refused(NetError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"{message} (HTTP {status})")
         self.http_status = status
+
+
+class InsecureBind(NetError):
+    """A daemon was asked to listen beyond loopback without a team token to demand."""
+
+    code = "insecure_bind"
+
+    def __init__(self, host: str) -> None:
+        super().__init__(
+            f"refusing to listen on {host} without a team token: set the token variable, "
+            "or listen on 127.0.0.1"
+        )
+        self.host = host
+
+
+class CannotListen(NetError):
+    """The daemon's address cannot be bound (in use, not this machine's, not permitted)."""
+
+    code = "cannot_listen"
+
+    def __init__(self, host: str, port: int, reason: str) -> None:
+        super().__init__(f"cannot listen on {host}:{port}: {reason}")
+        self.host = host
+        self.port = port
+        self.reason = reason
+
+
+class WorkerDied(NetError):
+    """One of a daemon's worker processes stopped by itself, so all of them were stopped."""
+
+    code = "worker_died"
+
+    def __init__(self) -> None:
+        super().__init__("a worker process stopped unexpectedly; all were stopped")

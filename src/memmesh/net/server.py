@@ -10,7 +10,7 @@ from collections.abc import Callable
 import uvicorn
 from starlette.types import ASGIApp
 
-from memmesh.net.errors import NetError
+from memmesh.net.errors import CannotListen, InsecureBind, WorkerDied
 from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 
 __all__ = [
@@ -37,10 +37,7 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond loopback without a team token."""
     if not token and not is_loopback(host):
-        raise NetError(
-            f"refusing to listen on {host} without a team token: set the token variable, "
-            "or listen on 127.0.0.1"
-        )
+        raise InsecureBind(host)
 
 
 def serve(app: ASGIApp, settings: ServeSettings, *, token: str | None) -> None:
@@ -102,7 +99,7 @@ def serve_processes(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if failed:
-        raise NetError("a worker process stopped unexpectedly; all were stopped")
+        raise WorkerDied()
 
 
 def _work(make_app: Callable[[], ASGIApp], settings: ServeSettings, sock: socket.socket) -> None:
@@ -155,8 +152,8 @@ def _config(app: ASGIApp, settings: ServeSettings) -> uvicorn.Config:
     )
 
 
-def _cannot_listen(settings: ServeSettings, exc: OSError) -> NetError:
-    return NetError(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}")
+def _cannot_listen(settings: ServeSettings, exc: OSError) -> CannotListen:
+    return CannotListen(settings.host, settings.port, str(exc.strerror or exc))
 
 
 def free_port(host: str = "127.0.0.1") -> int:

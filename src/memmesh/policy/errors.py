@@ -4,23 +4,27 @@ MemmeshError
 └── PolicyError                 exit 3: refused by policy
     ├── PolicyInvalid           team.yaml is broken; names file, line and key
     ├── PolicyMissing           no team.yaml yet (run `mem team init`)
+    ├── NoCoordinator           team.yaml names no coordinator to send to
     └── PublishRefused          the policy withholds an item (names the rule)
 """
 
-from memmesh.errors import MemmeshError
+from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["PolicyError", "PolicyInvalid", "PolicyMissing", "PublishRefused"]
+__all__ = ["NoCoordinator", "PolicyError", "PolicyInvalid", "PolicyMissing", "PublishRefused"]
 
 
 class PolicyError(MemmeshError):
     """The team policy refuses, or cannot be read; nothing was sent or published."""
 
-    exit_code = 3
+    exit_code = ExitCode.REFUSED
     status = 403
+    code = "policy_error"
 
 
 class PolicyInvalid(PolicyError):
     """``team.yaml`` cannot be used; while it is invalid no team command sends anything."""
+
+    code = "policy_invalid"
 
     def __init__(self, path: str, line: int | None, key: str, problem: str) -> None:
         where = f"{path}:{line}" if line is not None else path
@@ -34,13 +38,26 @@ class PolicyInvalid(PolicyError):
 class PolicyMissing(PolicyError):
     """There is no ``team.yaml`` in the memmesh home."""
 
+    code = "policy_missing"
+
     def __init__(self, path: str) -> None:
         super().__init__(f"no team policy at {path}; run `mem team init --name NAME` first")
         self.path = path
 
 
+class NoCoordinator(PolicyError):
+    """``team.yaml`` names no coordinator, so the team has nowhere to send to."""
+
+    code = "no_coordinator"
+
+    def __init__(self) -> None:
+        super().__init__("team.yaml names no coordinator, so nothing is ever sent")
+
+
 class PublishRefused(PolicyError):
     """One or more items may not leave; the message names each item's deciding rule."""
+
+    code = "publish_refused"
 
     def __init__(self, refusals: list[tuple[str, str]]) -> None:
         listed = "; ".join(f"{item_id}: {rule}" for item_id, rule in refusals)

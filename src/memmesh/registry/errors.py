@@ -4,9 +4,12 @@ MemmeshError
 └── RegistryError
     ├── IdentityExists        `mem team init` would overwrite a key
     ├── IdentityMissing       no key yet (run `mem team init`)
+    ├── IdentityUnreadable    the key file cannot be read
+    ├── IdentityInvalid       the key file holds no usable Ed25519 private key
     ├── BadSignature          an envelope does not verify (status 400)
     ├── NotPublished          retracting an item that is not published
-    └── NotYourItem           retracting an item another key published (status 403)
+    ├── NotYourItem           retracting an item another key published (status 403)
+    └── LogTailMismatch       the log does not end where its recorded head says
 """
 
 from memmesh.errors import MemmeshError
@@ -14,7 +17,10 @@ from memmesh.errors import MemmeshError
 __all__ = [
     "BadSignature",
     "IdentityExists",
+    "IdentityInvalid",
     "IdentityMissing",
+    "IdentityUnreadable",
+    "LogTailMismatch",
     "NotPublished",
     "NotYourItem",
     "RegistryError",
@@ -24,9 +30,13 @@ __all__ = [
 class RegistryError(MemmeshError):
     """The registry or the member's identity refused or failed an operation."""
 
+    code = "registry_error"
+
 
 class IdentityExists(RegistryError):
     """A key pair is already there; memmesh never overwrites one."""
+
+    code = "identity_exists"
 
     def __init__(self, path: str) -> None:
         super().__init__(f"an identity key already exists at {path}; refusing to overwrite it")
@@ -35,6 +45,8 @@ class IdentityExists(RegistryError):
 
 class IdentityMissing(RegistryError):
     """No key pair yet."""
+
+    code = "identity_missing"
 
     def __init__(self, path: str) -> None:
         super().__init__(f"no identity key at {path}; run `mem team init --name NAME` first")
@@ -45,6 +57,7 @@ class BadSignature(RegistryError):
     """An envelope's signature, key or shape does not check out."""
 
     status = 400
+    code = "bad_signature"
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"envelope rejected: {reason}")
@@ -55,6 +68,7 @@ class NotPublished(RegistryError):
     """The item has no live publication to retract."""
 
     status = 404
+    code = "not_published"
 
     def __init__(self, item_id: str) -> None:
         super().__init__(f"item {item_id} is not published")
@@ -65,9 +79,50 @@ class NotYourItem(RegistryError):
     """Only the key that published an item can retract it."""
 
     status = 403
+    code = "not_your_item"
 
     def __init__(self, item_id: str) -> None:
         super().__init__(
             f"item {item_id} was published by another key; only its author can retract it"
         )
         self.item_id = item_id
+
+
+class IdentityUnreadable(RegistryError):
+    """The key file is there but cannot be read."""
+
+    code = "identity_unreadable"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot read the identity key {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class IdentityInvalid(RegistryError):
+    """The key file does not hold an Ed25519 private key memmesh can use.
+
+    ``problem`` completes "<path> is not ...", e.g. ``"an Ed25519 private key"``.
+    """
+
+    code = "identity_invalid"
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path} is not {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class LogTailMismatch(RegistryError):
+    """The log's last entry is not the head recorded beside it: an entry was removed or added.
+
+    Nothing is appended to a log in this state.
+    """
+
+    code = "log_tail_mismatch"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the registry log does not end where it should (an entry was removed or added); "
+            "run `mem team verify`"
+        )

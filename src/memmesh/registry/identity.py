@@ -13,7 +13,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from memmesh.registry.errors import BadSignature, IdentityExists, IdentityMissing, RegistryError
+from memmesh.registry.errors import (
+    BadSignature,
+    IdentityExists,
+    IdentityInvalid,
+    IdentityMissing,
+    IdentityUnreadable,
+)
 
 __all__ = [
     "KEY_FILENAME",
@@ -106,11 +112,11 @@ def load_identity(home: Path) -> Identity:
     except FileNotFoundError:
         raise IdentityMissing(str(path)) from None
     except OSError as exc:
-        raise RegistryError(f"cannot read the identity key {path}: {exc.strerror}") from None
+        raise IdentityUnreadable(str(path), str(exc.strerror)) from None
     try:
         private = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as exc:
-        raise RegistryError(f"{path} is not a usable private key: {exc}") from None
+        raise IdentityInvalid(str(path), f"a usable private key: {exc}") from None
     if not isinstance(private, Ed25519PrivateKey):
-        raise RegistryError(f"{path} is not an Ed25519 private key")
+        raise IdentityInvalid(str(path), "an Ed25519 private key")
     return Identity(private)

@@ -23,7 +23,7 @@ from memmesh.registry.envelopes import (
     open_envelope,
     seal,
 )
-from memmesh.registry.errors import BadSignature, RegistryError
+from memmesh.registry.errors import BadSignature, LogTailMismatch
 from memmesh.registry.identity import Identity
 
 __all__ = ["GENESIS", "Entry", "Live", "Registry", "fold", "verify_entries"]
@@ -93,10 +93,7 @@ class Registry:
         seq, prev = _head(tx)
         # Build only on an intact tail: a removed last entry must not be papered over.
         if self.store.setting(_HEAD_KEY, tx) != (f"{seq}:{prev}" if seq else None):
-            raise RegistryError(
-                "the registry log does not end where it should (an entry was removed or "
-                "added); run `mem team verify`"
-            )
+            raise LogTailMismatch()
         seq += 1
         assert body.seq == seq, "a body's sequence number is its position in the log"
         recorded_at = time.time()

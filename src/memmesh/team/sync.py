@@ -24,7 +24,7 @@ from memmesh.net.client import Client
 from memmesh.net.errors import BadResponse
 from memmesh.net.wire import MAX_BATCH
 from memmesh.policy.config import Policy
-from memmesh.policy.errors import PolicyError
+from memmesh.policy.errors import NoCoordinator
 from memmesh.registry.log import Entry, Registry
 from memmesh.registry.publish import reconcile, withheld
 
@@ -49,7 +49,7 @@ class SyncReport(msgspec.Struct, kw_only=True):
 def coordinator_client(policy: Policy, *, timeout: float = 10.0) -> Client:
     """A client for the policy's coordinator, with the team token from its variable."""
     if policy.coordinator is None:
-        raise PolicyError("team.yaml names no coordinator, so nothing is ever sent")
+        raise NoCoordinator()
     token = os.environ.get(policy.token_env) or None
     return Client(policy.coordinator, token=token, timeout=timeout)
 
