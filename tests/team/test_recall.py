@@ -256,15 +256,15 @@ def test_source_missing_the_deadline_is_timed_out_and_the_answer_comes_by_the_de
         bob.write_policy(peers=[url])
         before = set(threading.enumerate())
         started = time.monotonic()
-        result = _ask_with(bob, timeout=2.0, deadline=1.0)
+        result = _ask_with(bob, timeout=1.0, deadline=0.3)
         took = time.monotonic() - started
         # The abandoned call ends within the client's timeout, while carol still stalls.
-        give_up = time.monotonic() + 2.0 + 1.0
+        give_up = time.monotonic() + 1.0 + 1.0
         while left := [t.name for t in threading.enumerate() if t not in before]:
             assert time.monotonic() < give_up, f"still running after the client's timeout: {left}"
             time.sleep(0.05)
 
-    assert took < 1.0 + 0.5
+    assert took < 1.0  # the answer did not wait for carol's own timeout
     assert [h.id for h in result.hits] == [locks]
     assert [(s.name, s.status, s.error) for s in result.sources] == [
         ("coordinator", "ok", ""),
@@ -284,7 +284,7 @@ def test_peer_from_the_presence_list_is_asked_while_the_coordinators_search_stal
     with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
         coordinator.presences = [presence_for(ada.identity, ada_url, team=TEAM, name="ada")]
         bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
-        result = _ask_with(bob, timeout=10, deadline=2.0)
+        result = _ask_with(bob, timeout=10, deadline=1.0)
 
     assert [(h.id, h.source) for h in result.hits] == [(locks, "peer ada")]
     assert [(s.name, s.status, s.learned_from) for s in result.sources] == [
