@@ -123,6 +123,12 @@ def test_root_docstring_draws_the_real_tree() -> None:
     assert expected in drawn, f"the tree in memmesh/errors.py should read:\n{expected}"
 
 
+def test_the_architecture_page_draws_the_same_tree() -> None:
+    page = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+    expected = "\n".join(_tree(MemmeshError))
+    assert expected in page.read_text(encoding="utf-8"), f"docs/architecture.md:\n{expected}"
+
+
 # -- the CLI's exit codes ----------------------------------------------------------------------
 
 
