@@ -3,7 +3,8 @@
 Each subpackage has its own ``errors.py`` whose classes derive from :class:`MemmeshError`.
 An error carries what the edges need: ``exit_code`` for the ``mem`` command, ``status`` for
 the HTTP daemons, and ``code``, a short stable name that programs can rely on (the daemons
-send it in every error body). Nothing below the edges prints or exits.
+send it in every error body): the class's name in snake_case. Nothing below the edges prints
+or exits.
 
 Every error class, with its exit code, HTTP status and code (``tests/test_errors.py`` checks
 that this tree is the real one):
@@ -62,6 +63,7 @@ that this tree is the real one):
         └── StoreLocked                    1     500  store_locked
 """
 
+import re
 from enum import IntEnum
 
 __all__ = ["ExitCode", "MemmeshError"]
@@ -83,7 +85,14 @@ class MemmeshError(Exception):
 
     exit_code: ExitCode = ExitCode.ERROR
     status: int = 500
+    # Each subclass's code is its name in snake_case (``ItemNotFound`` -> ``item_not_found``):
+    # renaming an error class changes what programs see, like any change to the protocol.
     code: str = "error"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" not in cls.__dict__:
+            cls.code = _snake_case(cls.__name__)
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -91,3 +100,8 @@ class MemmeshError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
+
+
+def _snake_case(name: str) -> str:
+    """``ItemNotFound`` as ``item_not_found``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -15,13 +15,10 @@ class AgentError(MemmeshError):
     """Something between memmesh and a coding agent went wrong."""
 
     exit_code = ExitCode.ERROR
-    code = "agent_error"
 
 
 class McpUnavailable(AgentError):
     """`mem mcp` needs the MCP SDK, which is an optional extra."""
-
-    code = "mcp_unavailable"
 
     def __init__(self) -> None:
         super().__init__("the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'")
@@ -32,8 +29,6 @@ class ConfigFileError(AgentError):
 
     Nothing is written when this is raised.
     """
-
-    code = "config_file_error"
 
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path}: {problem}; nothing was changed")

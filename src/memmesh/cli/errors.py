@@ -13,13 +13,9 @@ __all__ = ["CliError", "DemoFailed"]
 class CliError(MemmeshError):
     """A command could not do its own part of the work."""
 
-    code = "cli_error"
-
 
 class DemoFailed(CliError):
     """A daemon that `mem demo` started exited or did not answer in time."""
-
-    code = "demo_failed"
 
     def __init__(self, name: str, problem: str) -> None:
         super().__init__(f"the demo's {name} {problem}")

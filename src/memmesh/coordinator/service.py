@@ -10,6 +10,7 @@ older envelope can never bring the item back.
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -38,6 +39,8 @@ from memmesh.registry.envelopes import Envelope, Presence, Publication, Retracti
 from memmesh.registry.errors import BadSignature
 
 __all__ = ["MAX_PRESENCE_TTL", "Coordinator"]
+
+_Body = TypeVar("_Body", Publication, Retraction)
 
 MAX_PRESENCE_TTL = 300.0
 
@@ -82,16 +85,22 @@ class Coordinator:
         """Verify and apply each retraction, purging the item's text and vector."""
         return RetractResponse(results=[self._retract_one(env) for env in request.envelopes])
 
-    def _publish_one(self, item: PublishItem) -> Outcome:
+    def _opened(self, envelope: Envelope, kind: type[_Body]) -> _Body | Outcome:
+        """The envelope's body if it verifies, is a ``kind`` and is this team's; else the
+        outcome that rejects it."""
         try:
-            body = open_envelope(item.envelope)
+            body = open_envelope(envelope)
         except BadSignature as exc:
             return Outcome(item_id="", version=0, status="rejected", reason=exc.message)
-        if not isinstance(body, Publication):
-            return _rejected(body.item_id, body.version, "not a publication")
+        if not isinstance(body, kind):
+            return _rejected(body.item_id, body.version, f"not a {kind.__name__.lower()}")
         refusal = self._refusal(body.team, body.author_key)
-        if refusal:
-            return _rejected(body.item_id, body.version, refusal)
+        return body if refusal is None else _rejected(body.item_id, body.version, refusal)
+
+    def _publish_one(self, item: PublishItem) -> Outcome:
+        body = self._opened(item.envelope, Publication)
+        if isinstance(body, Outcome):
+            return body
         vector = None
         if item.vector is not None and body.embedder == self.store.embedder.fingerprint:
             vector = np.asarray(item.vector, dtype=np.float64)
@@ -115,15 +124,9 @@ class Coordinator:
         return Outcome(item_id=body.item_id, version=body.version, status="accepted")
 
     def _retract_one(self, envelope: Envelope) -> Outcome:
-        try:
-            body = open_envelope(envelope)
-        except BadSignature as exc:
-            return Outcome(item_id="", version=0, status="rejected", reason=exc.message)
-        if not isinstance(body, Retraction):
-            return _rejected(body.item_id, body.version, "not a retraction")
-        refusal = self._refusal(body.team, body.author_key)
-        if refusal:
-            return _rejected(body.item_id, body.version, refusal)
+        body = self._opened(envelope, Retraction)
+        if isinstance(body, Outcome):
+            return body
         # The tombstone and the purge commit together.
         with self.store.transaction() as tx:
             settled = _settled(tx, body, envelope)

@@ -14,14 +14,11 @@ __all__ = ["EmbedError", "EmbedderUnavailable", "UnknownEmbedder"]
 class EmbedError(MemmeshError):
     """An embedder could not be found, loaded or run."""
 
-    code = "embed_error"
-
 
 class UnknownEmbedder(EmbedError):
     """No embedder is registered under the given name."""
 
     exit_code = ExitCode.USAGE
-    code = "unknown_embedder"
 
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"unknown embedder {name!r}; choose one of: {', '.join(known)}")
@@ -30,8 +27,6 @@ class UnknownEmbedder(EmbedError):
 
 class EmbedderUnavailable(EmbedError):
     """The embedder exists but its optional dependency is missing."""
-
-    code = "embedder_unavailable"
 
     def __init__(self, name: str, extra: str) -> None:
         super().__init__(

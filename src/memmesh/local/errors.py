@@ -36,22 +36,18 @@ __all__ = [
 class StoreError(MemmeshError):
     """The local store refused or failed an operation."""
 
-    code = "store_error"
-
 
 class InvalidInput(StoreError):
     """A value given to the store is not acceptable; nothing was changed."""
 
     exit_code = ExitCode.USAGE
     status = 400
-    code = "invalid_input"
 
 
 class ItemNotFound(StoreError):
     """No item has this id (or id prefix)."""
 
     status = 404
-    code = "item_not_found"
 
     def __init__(self, item_id: str) -> None:
         super().__init__(f"no item with id {item_id!r}")
@@ -63,7 +59,6 @@ class AmbiguousId(StoreError):
 
     exit_code = ExitCode.USAGE
     status = 400
-    code = "ambiguous_id"
 
     def __init__(self, prefix: str, count: int) -> None:
         super().__init__(f"id prefix {prefix!r} matches {count} items; give more characters")
@@ -74,7 +69,6 @@ class NotActive(StoreError):
     """The operation needs an active item, and this one is archived or superseded."""
 
     status = 409
-    code = "not_active"
 
     def __init__(self, item_id: str, status: str) -> None:
         super().__init__(f"item {item_id} is {status}; only active items can be changed")
@@ -85,8 +79,6 @@ class NotActive(StoreError):
 class CorruptDatabase(StoreError):
     """The store file cannot be read as a memmesh database."""
 
-    code = "corrupt_database"
-
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path} is not a usable memmesh store: {reason}")
         self.path = path
@@ -94,8 +86,6 @@ class CorruptDatabase(StoreError):
 
 class ForeignDatabase(StoreError):
     """The file is a SQLite database that memmesh did not create."""
-
-    code = "foreign_database"
 
     def __init__(self, path: str) -> None:
         super().__init__(
@@ -107,8 +97,6 @@ class ForeignDatabase(StoreError):
 
 class SchemaTooNew(StoreError):
     """The store was written by a newer memmesh than this one."""
-
-    code = "schema_too_new"
 
     def __init__(self, path: str, found: int, supported: int, *, owner: str = "store") -> None:
         tables = "" if owner == "store" else f"its {owner} tables have "
@@ -124,8 +112,6 @@ class SchemaTooNew(StoreError):
 class EmbedderMismatch(StoreError):
     """The store's vectors were written by a different embedder than the one requested."""
 
-    code = "embedder_mismatch"
-
     def __init__(self, stored: str, requested: str) -> None:
         super().__init__(
             f"this store's vectors come from embedder {stored!r}, not {requested!r}; "
@@ -140,8 +126,6 @@ class EmbedderMismatch(StoreError):
 class DamagedVector(StoreError):
     """A stored vector is not the size the store's embedder makes; a reindex rebuilds it."""
 
-    code = "damaged_vector"
-
     def __init__(self, seq: int) -> None:
         super().__init__(
             f"item #{seq} has a damaged vector; run `mem reindex` to rebuild the vectors"
@@ -152,8 +136,6 @@ class DamagedVector(StoreError):
 class StoreLocked(StoreError):
     """Another process held the store's write lock for longer than the store waits."""
 
-    code = "store_locked"
-
     def __init__(self, path: str, seconds: float) -> None:
         super().__init__(f"{path} stayed locked by another process for {seconds:.0f}s; try again")
         self.path = path
@@ -162,8 +144,6 @@ class StoreLocked(StoreError):
 
 class HomeNotCreated(StoreError):
     """The memmesh home folder does not exist and cannot be made."""
-
-    code = "home_not_created"
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"cannot create the memmesh home {path}: {reason}")

@@ -44,21 +44,17 @@ __all__ = [
 class NetError(MemmeshError):
     """A request or response could not be handled."""
 
-    code = "net_error"
-
 
 class BadRequest(NetError):
     """The request is malformed; the message names the field."""
 
     status = 400
-    code = "bad_request"
 
 
 class Unauthorized(NetError):
     """Missing or wrong bearer token; deliberately vague."""
 
     status = 401
-    code = "unauthorized"
 
     def __init__(self) -> None:
         super().__init__("missing or invalid token")
@@ -68,21 +64,18 @@ class Forbidden(NetError):
     """The signer is not allowed (outside the roster, or not the item's author)."""
 
     status = 403
-    code = "forbidden"
 
 
 class NotFound(NetError):
     """No such route or object."""
 
     status = 404
-    code = "not_found"
 
 
 class RequestTimeout(NetError):
     """The request body did not arrive within the read deadline."""
 
     status = 408
-    code = "request_timeout"
 
     def __init__(self, seconds: float) -> None:
         super().__init__(f"the request body did not arrive within {seconds:g}s")
@@ -92,14 +85,12 @@ class Conflict(NetError):
     """The request contradicts what the service holds (a stale version, say)."""
 
     status = 409
-    code = "conflict"
 
 
 class BodyTooLarge(NetError):
     """The request body is over the route's limit."""
 
     status = 413
-    code = "body_too_large"
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"the request body is larger than {limit} bytes")
@@ -110,32 +101,24 @@ class Overloaded(NetError):
     """Too many requests at once; try again shortly."""
 
     status = 503
-    code = "overloaded"
 
 
 class Unreachable(NetError):
     """Nothing answered (connection refused, timed out, DNS failed)."""
 
     exit_code = ExitCode.UNREACHABLE
-    code = "unreachable"
 
 
 class Timeout(Unreachable):
     """The service did not connect, accept the request or answer within the client's timeout."""
 
-    code = "timeout"
-
 
 class BadResponse(NetError):
     """The service answered, but not in the protocol's shape."""
 
-    code = "bad_response"
-
 
 class Refused(NetError):
     """The service answered with an error status and message."""
-
-    code = "refused"
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"{message} (HTTP {status})")
@@ -144,8 +127,6 @@ class Refused(NetError):
 
 class InsecureBind(NetError):
     """A daemon was asked to listen beyond loopback without a team token to demand."""
-
-    code = "insecure_bind"
 
     def __init__(self, host: str) -> None:
         super().__init__(
@@ -158,8 +139,6 @@ class InsecureBind(NetError):
 class CannotListen(NetError):
     """The daemon's address cannot be bound (in use, not this machine's, not permitted)."""
 
-    code = "cannot_listen"
-
     def __init__(self, host: str, port: int, reason: str) -> None:
         super().__init__(f"cannot listen on {host}:{port}: {reason}")
         self.host = host
@@ -169,8 +148,6 @@ class CannotListen(NetError):
 
 class WorkerDied(NetError):
     """One of a daemon's worker processes stopped by itself, so all of them were stopped."""
-
-    code = "worker_died"
 
     def __init__(self) -> None:
         super().__init__("a worker process stopped unexpectedly; all were stopped")

@@ -18,13 +18,10 @@ class PolicyError(MemmeshError):
 
     exit_code = ExitCode.REFUSED
     status = 403
-    code = "policy_error"
 
 
 class PolicyInvalid(PolicyError):
     """``team.yaml`` cannot be used; while it is invalid no team command sends anything."""
-
-    code = "policy_invalid"
 
     def __init__(self, path: str, line: int | None, key: str, problem: str) -> None:
         where = f"{path}:{line}" if line is not None else path
@@ -38,8 +35,6 @@ class PolicyInvalid(PolicyError):
 class PolicyMissing(PolicyError):
     """There is no ``team.yaml`` in the memmesh home."""
 
-    code = "policy_missing"
-
     def __init__(self, path: str) -> None:
         super().__init__(f"no team policy at {path}; run `mem team init --name NAME` first")
         self.path = path
@@ -48,16 +43,12 @@ class PolicyMissing(PolicyError):
 class NoCoordinator(PolicyError):
     """``team.yaml`` names no coordinator, so the team has nowhere to send to."""
 
-    code = "no_coordinator"
-
     def __init__(self) -> None:
         super().__init__("team.yaml names no coordinator, so nothing is ever sent")
 
 
 class PublishRefused(PolicyError):
     """One or more items may not leave; the message names each item's deciding rule."""
-
-    code = "publish_refused"
 
     def __init__(self, refusals: list[tuple[str, str]]) -> None:
         listed = "; ".join(f"{item_id}: {rule}" for item_id, rule in refusals)

@@ -30,13 +30,9 @@ __all__ = [
 class RegistryError(MemmeshError):
     """The registry or the member's identity refused or failed an operation."""
 
-    code = "registry_error"
-
 
 class IdentityExists(RegistryError):
     """A key pair is already there; memmesh never overwrites one."""
-
-    code = "identity_exists"
 
     def __init__(self, path: str) -> None:
         super().__init__(f"an identity key already exists at {path}; refusing to overwrite it")
@@ -45,8 +41,6 @@ class IdentityExists(RegistryError):
 
 class IdentityMissing(RegistryError):
     """No key pair yet."""
-
-    code = "identity_missing"
 
     def __init__(self, path: str) -> None:
         super().__init__(f"no identity key at {path}; run `mem team init --name NAME` first")
@@ -57,7 +51,6 @@ class BadSignature(RegistryError):
     """An envelope's signature, key or shape does not check out."""
 
     status = 400
-    code = "bad_signature"
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"envelope rejected: {reason}")
@@ -68,7 +61,6 @@ class NotPublished(RegistryError):
     """The item has no live publication to retract."""
 
     status = 404
-    code = "not_published"
 
     def __init__(self, item_id: str) -> None:
         super().__init__(f"item {item_id} is not published")
@@ -79,7 +71,6 @@ class NotYourItem(RegistryError):
     """Only the key that published an item can retract it."""
 
     status = 403
-    code = "not_your_item"
 
     def __init__(self, item_id: str) -> None:
         super().__init__(
@@ -90,8 +81,6 @@ class NotYourItem(RegistryError):
 
 class IdentityUnreadable(RegistryError):
     """The key file is there but cannot be read."""
-
-    code = "identity_unreadable"
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"cannot read the identity key {path}: {reason}")
@@ -105,8 +94,6 @@ class IdentityInvalid(RegistryError):
     ``problem`` completes "<path> is not ...", e.g. ``"an Ed25519 private key"``.
     """
 
-    code = "identity_invalid"
-
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path} is not {problem}")
         self.path = path
@@ -118,8 +105,6 @@ class LogTailMismatch(RegistryError):
 
     Nothing is appended to a log in this state.
     """
-
-    code = "log_tail_mismatch"
 
     def __init__(self) -> None:
         super().__init__(

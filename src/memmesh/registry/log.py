@@ -9,6 +9,7 @@ Folding the log gives the current published set.
 import hashlib
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 
@@ -16,6 +17,7 @@ from memmesh.local import Transaction
 from memmesh.local.store import Store
 from memmesh.registry._schema import REGISTRY_SCHEMA
 from memmesh.registry.envelopes import (
+    FORMAT_VERSION,
     Body,
     Envelope,
     Publication,
@@ -112,6 +114,28 @@ class Registry:
             forced_rule=forced_rule, recorded_at=recorded_at, prev_hash=prev,
             entry_hash=entry_hash, acked=False,
         )  # fmt: skip
+
+    def record(
+        self,
+        tx: Transaction,
+        body_type: type[Publication] | type[Retraction],
+        /,
+        *,
+        team: str,
+        item_id: str,
+        version: int,
+        forced_rule: str | None = None,
+        **fields: Any,
+    ) -> Entry:
+        """Sign a new ``body_type`` body for ``item_id`` at ``version`` by this member, with
+        the next sequence number and ``fields``, and append it (inside the caller's
+        transaction)."""
+        body = body_type(
+            format=FORMAT_VERSION, team=team, item_id=item_id, version=version,
+            author_key=self.identity.public_key_text, key_id=self.identity.key_id,
+            seq=self.next_seq(tx), **fields,
+        )  # fmt: skip
+        return self.append(tx, body, forced_rule=forced_rule)
 
     def next_seq(self, tx: Transaction) -> int:
         """The sequence number the next appended body must carry."""

@@ -15,7 +15,7 @@ from memmesh.local.items import Item
 from memmesh.policy.config import Policy
 from memmesh.policy.decide import Decision, decide
 from memmesh.policy.errors import PublishRefused
-from memmesh.registry.envelopes import FORMAT_VERSION, Publication, Retraction, text_hash
+from memmesh.registry.envelopes import Publication, Retraction, text_hash
 from memmesh.registry.errors import NotPublished, NotYourItem
 from memmesh.registry.log import Entry, Live, Registry
 
@@ -54,25 +54,13 @@ def publish(
             if entry.action != "publish":
                 continue
             item = entry.item
-            body = Publication(
-                format=FORMAT_VERSION,
-                team=registry.team,
-                item_id=item.id,
-                version=entry.version,
-                author_key=registry.identity.public_key_text,
-                key_id=registry.identity.key_id,
-                seq=registry.next_seq(tx),
-                author=item.author,
-                published_at=registry.store.clock(),
-                text=item.text,
-                kind=item.kind,
-                project=item.project,
-                tags=item.tags,
-                content_hash=text_hash(item.text),
-                embedder=registry.store.embedder.fingerprint,
-            )
-            forced = entry.decision.rule if entry.decision.forced else None
-            registry.append(tx, body, forced_rule=forced)
+            registry.record(
+                tx, Publication, team=registry.team, item_id=item.id, version=entry.version,
+                forced_rule=entry.decision.rule if entry.decision.forced else None,
+                author=item.author, published_at=registry.store.clock(), text=item.text,
+                kind=item.kind, project=item.project, tags=item.tags,
+                content_hash=text_hash(item.text), embedder=registry.store.embedder.fingerprint,
+            )  # fmt: skip
         return planned
 
 
@@ -131,17 +119,10 @@ def withheld(registry: Registry, policy: Policy) -> dict[str, Decision]:
 
 def _retract(registry: Registry, tx: Transaction, target: Live) -> Entry:
     publication = target.publication
-    body = Retraction(
-        format=FORMAT_VERSION,
-        team=publication.team,
-        item_id=publication.item_id,
-        version=publication.version,
-        author_key=registry.identity.public_key_text,
-        key_id=registry.identity.key_id,
-        seq=registry.next_seq(tx),
-        retracted_at=registry.store.clock(),
-    )
-    return registry.append(tx, body)
+    return registry.record(
+        tx, Retraction, team=publication.team, item_id=publication.item_id,
+        version=publication.version, retracted_at=registry.store.clock(),
+    )  # fmt: skip
 
 
 def _plan(
