@@ -7,12 +7,16 @@ from starlette.types import ASGIApp
 
 from memmesh.coordinator import protocol as p
 from memmesh.coordinator.service import Coordinator
-from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app
+from memmesh.net.app import (
+    DEFAULT_WORKERS,
+    Endpoint,
+    create_app,
+    health_endpoint,
+    search_endpoint,
+)
 from memmesh.net.limits import PUBLISH_BODY_LIMIT, QUERY_BODY_LIMIT, BodyLimit
 from memmesh.net.openapi import openapi_document
 from memmesh.net.presence import PresenceRequest, PresenceResponse
-from memmesh.net.search import SearchRequest, SearchResponse
-from memmesh.net.wire import Health
 
 __all__ = ["coordinator_app", "endpoints", "openapi"]
 
@@ -22,13 +26,7 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
     batch = BodyLimit(max_bytes=PUBLISH_BODY_LIMIT)
     small = BodyLimit(max_bytes=QUERY_BODY_LIMIT)
     return [
-        Endpoint(
-            path="/healthz",
-            handler=lambda: Health(),
-            response=Health,
-            inline=True,
-            summary="Liveness; the only route without a token.",
-        ),
+        health_endpoint("Liveness; the only route without a token."),
         Endpoint(
             path="/v1/info",
             handler=coordinator.info,
@@ -51,14 +49,10 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
             limit=batch,
             summary="Apply signed retractions: purge text and vector, keep the tombstone.",
         ),
-        Endpoint(
-            path="/v1/search",
-            handler=coordinator.search,
-            request=SearchRequest,
-            response=SearchResponse,
-            limit=small,
-            cpu_bound=True,
-            summary="Hybrid search over live publications; answers with signed envelopes.",
+        search_endpoint(
+            "/v1/search",
+            coordinator.search,
+            "Hybrid search over live publications; answers with signed envelopes.",
         ),
         Endpoint(
             path="/v1/presence",

@@ -57,37 +57,31 @@ def diagnose(store: Store) -> list[Check]:
         (bad,) = conn.execute(
             "SELECT count(*) FROM items WHERE length(vector) != ?", (expected,)
         ).fetchone()
-        checks.append(
-            Check(
-                name="vectors",
-                ok=bad == 0,
-                detail=f"{bad} items have vectors of the wrong size" if bad else
-                f"all {store.embedder.dim}-d from {store.embedder.fingerprint}",
-            )
-        )  # fmt: skip
+        fine = f"all {store.embedder.dim}-d from {store.embedder.fingerprint}"
+        checks.append(_none("vectors", bad, fine, "{} items have vectors of the wrong size"))
         (staged,) = conn.execute("SELECT count(*) FROM reindex_vectors").fetchone()
-        checks.append(
-            Check(
-                name="reindex",
-                ok=staged == 0,
-                detail="none pending" if staged == 0 else
-                f"an interrupted reindex left {staged} staged vectors; run `mem reindex` again",
-            )
-        )  # fmt: skip
+        again = "an interrupted reindex left {} staged vectors; run `mem reindex` again"
+        checks.append(_none("reindex", staged, "none pending", again))
     (dangling,) = _scalar(
         store,
         "SELECT count(*) FROM items WHERE status = 'superseded' AND superseded_by NOT IN "
         "(SELECT id FROM items)",
     )
     checks.append(
-        Check(
-            name="history",
-            ok=dangling == 0,
-            detail="every superseded item points at its successor" if dangling == 0 else
-            f"{dangling} superseded items point at missing successors",
+        _none(
+            "history",
+            dangling,
+            "every superseded item points at its successor",
+            "{} superseded items point at missing successors",
         )
-    )  # fmt: skip
+    )
     return checks
+
+
+def _none(name: str, count: int, fine: str, problem: str) -> Check:
+    """A check that passes when it counted nothing; ``problem`` says what, with ``{}`` for
+    the count."""
+    return Check(name=name, ok=count == 0, detail=fine if count == 0 else problem.format(count))
 
 
 def _scalar(store: Store, sql: str) -> tuple[Any, ...]:

@@ -30,7 +30,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memmesh.errors import MemmeshError
 from memmesh.net.errors import NotFound, Unauthorized
 from memmesh.net.limits import BodyLimit, read_body
-from memmesh.net.wire import PROTOCOL_VERSION, decode_request, encode
+from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.wire import PROTOCOL_VERSION, Health, decode_request, encode
 
 __all__ = ["DEFAULT_WORKERS", "PROTOCOL_HEADER", "Endpoint", "create_app", "error_body"]
 
@@ -61,6 +62,27 @@ class Endpoint:
     @property
     def method(self) -> str:
         return "GET" if self.request is None else "POST"
+
+
+def health_endpoint(summary: str) -> Endpoint:
+    """``GET /healthz``, answered on the event loop even while every worker is busy."""
+    return Endpoint(
+        path="/healthz", handler=lambda: Health(), response=Health, inline=True, summary=summary
+    )
+
+
+def search_endpoint(
+    path: str, handler: Callable[[SearchRequest], SearchResponse], summary: str
+) -> Endpoint:
+    """The search both daemons answer (:mod:`memmesh.net.search`), on the CPU-bound lane."""
+    return Endpoint(
+        path=path,
+        handler=handler,
+        request=SearchRequest,
+        response=SearchResponse,
+        cpu_bound=True,
+        summary=summary,
+    )
 
 
 def error_body(code: str, message: str) -> bytes:

@@ -2,10 +2,14 @@
 
 from starlette.types import ASGIApp
 
-from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app
+from memmesh.net.app import (
+    DEFAULT_WORKERS,
+    Endpoint,
+    create_app,
+    health_endpoint,
+    search_endpoint,
+)
 from memmesh.net.limits import BodyLimit
-from memmesh.net.search import SearchRequest, SearchResponse
-from memmesh.net.wire import Health
 from memmesh.peer.protocol import ConfirmRequest, ConfirmResponse, PeerPresence
 from memmesh.peer.service import Peer
 
@@ -18,27 +22,17 @@ def peer_endpoints(peer: Peer) -> list[Endpoint]:
     """Every route a peer serves."""
     small = BodyLimit()
     return [
-        Endpoint(
-            path="/healthz",
-            handler=lambda: Health(),
-            response=Health,
-            inline=True,
-            summary="Liveness (no token).",
-        ),
+        health_endpoint("Liveness (no token)."),
         Endpoint(
             path="/v1/presence",
             handler=peer.presence_document,
             response=PeerPresence,
             summary="This peer's signed presence (no token), to verify before sending one.",
         ),
-        Endpoint(
-            path="/v1/recall",
-            handler=peer.recall,
-            request=SearchRequest,
-            response=SearchResponse,
-            limit=small,
-            cpu_bound=True,
-            summary="Recall from the owner's currently published, policy-passing items.",
+        search_endpoint(
+            "/v1/recall",
+            peer.recall,
+            "Recall from the owner's currently published, policy-passing items.",
         ),
         Endpoint(
             path="/v1/confirm",
