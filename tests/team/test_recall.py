@@ -2,6 +2,7 @@
 127.0.0.1 in this process, plus tiny fakes for sources that misbehave, stall or miss the
 deadline."""
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -224,6 +225,17 @@ def _stalling_peer(tmp_path: Path) -> tuple[FakeSource, Identity]:
     slow = FakeSource()
     slow.stall = True
     return slow, create_identity(tmp_path / "carol")
+
+
+def test_recall_team_asked_from_inside_a_running_event_loop_still_answers(team: Team) -> None:
+    locks = team.add("ada").share(LOCKS)
+    bob = team.add("bob")
+
+    async def an_agent_framework() -> TeamAnswer:
+        return _ask_with(bob)  # a blocking call, made from a coroutine
+
+    result = asyncio.run(an_agent_framework())
+    assert [h.id for h in result.hits] == [locks]
 
 
 def test_source_slower_than_its_timeout_is_reported_as_timed_out(

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from memmesh.registry import create_identity
+from memmesh.team import _sources
 from memmesh.team.recall import list_peers
 from tests.team._team import (
     FINGERPRINT,
@@ -76,3 +77,18 @@ def test_list_peers_leaves_out_our_own_peer_and_counts_bad_presences(tmp_path: P
     assert seen == []
     assert problems == ["dropped 1 presence(s): bad_presence"]
     assert coordinator.authorized("/v1/presence/list") == [f"Bearer {TOKEN}"]
+
+
+def test_an_interface_zeroconf_cannot_listen_on_is_a_problem_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_such_device(interfaces: list[str], seconds: float) -> list[object]:
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(_sources, "browse", no_such_device)
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=None)
+    bob.write_policy(discovery=True)
+    seen, problems = list_peers(bob.policy(), own_key=bob.key_id, timeout=1)
+
+    assert seen == []
+    assert problems == ["zeroconf: cannot listen on 127.0.0.1: [Errno 19] No such device"]

@@ -19,7 +19,6 @@ from memmesh.agents._jsonedit import (
     set_member,
     upsert_element,
 )
-from memmesh.agents._tomledit import load_table, set_table
 
 __all__ = [
     "HOOK_TIMEOUT_SECONDS",
@@ -51,6 +50,9 @@ def set_json_server(text: str, path: list[str], entry: dict[str, Any]) -> str:
 
 def set_toml_server(text: str, path: list[str], entry: dict[str, Any]) -> str:
     """As :func:`set_json_server`, for the table at ``path`` of a TOML file."""
+    # tomlkit loads only where a TOML file is edited, not with every `mem` command.
+    from memmesh.agents._tomledit import load_table, set_table
+
     if isinstance(_get(load_table(text), path), dict):
         return set_table(text, path, {key: entry[key] for key in _OWNED})
     return set_table(text, path, entry)

@@ -30,7 +30,6 @@ from memmesh.agents._entries import (
     without_our_hooks,
 )
 from memmesh.agents._jsonedit import EditError, load_object, set_member
-from memmesh.agents._tomledit import remove_table
 from memmesh.agents.errors import ConfigFileError
 
 __all__ = [
@@ -258,6 +257,8 @@ def _set_server(text: str, rules: _ClientRules, entry: dict[str, Any]) -> str:
 def _without_server(text: str, rules: _ClientRules) -> str:
     path = [rules.servers_key, SERVER_NAME]
     if rules.servers_format == "toml":
+        from memmesh.agents._tomledit import remove_table  # tomlkit only where TOML is edited
+
         return remove_table(text, path)
     return without_json_server(text, path)
 

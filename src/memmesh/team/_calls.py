@@ -6,9 +6,11 @@ closes its client under it: the thread then ends within the client's own timeout
 waits for it.
 """
 
+import asyncio
+import concurrent.futures
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
@@ -20,7 +22,7 @@ from memmesh.errors import MemmeshError
 from memmesh.net.client import Client
 from memmesh.net.errors import Timeout, Unreachable
 
-__all__ = ["DEFAULT_TIMEOUT", "Calls", "ClientFactory", "Outcome", "default_client"]
+__all__ = ["DEFAULT_TIMEOUT", "Calls", "ClientFactory", "Outcome", "default_client", "run_blocking"]
 
 DEFAULT_TIMEOUT = 2.0
 # Threads for calls at once; more sources than this queue for a free one.
@@ -37,6 +39,21 @@ class Outcome(msgspec.Struct, kw_only=True):
     error: str = ""
     timed_out: bool = False
     latency_ms: float = 0.0
+
+
+def run_blocking(run: Callable[[], Awaitable[T]]) -> T:
+    """Run ``run()`` in an event loop of its own and wait for it.
+
+    A team operation blocks its caller, as any call of the `mem` command or a tool does; one
+    made from inside a running event loop (an agent's async framework) runs on a thread of its
+    own rather than failing because that thread already has a loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(run)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="team") as pool:
+        return pool.submit(anyio.run, run).result()
 
 
 def default_client(url: str, token: str | None, timeout: float) -> Client:

@@ -19,7 +19,14 @@ from memmesh.coordinator.protocol import PresenceList
 from memmesh.peer.discovery import browse
 from memmesh.peer.protocol import PeerPresence
 from memmesh.policy.config import Policy
-from memmesh.team._calls import DEFAULT_TIMEOUT, Calls, ClientFactory, Outcome, default_client
+from memmesh.team._calls import (
+    DEFAULT_TIMEOUT,
+    Calls,
+    ClientFactory,
+    Outcome,
+    default_client,
+    run_blocking,
+)
 from memmesh.team._checks import PeerSeen, roster_of, verified_presence
 
 __all__ = ["DISCOVERY_SECONDS", "Discovery", "Listener", "list_peers"]
@@ -84,7 +91,14 @@ class Discovery:
             )
 
     async def _listen(self, group: TaskGroup) -> None:
-        heard = await self.calls.in_thread(partial(browse, self.interfaces, self.listen_seconds))
+        try:
+            heard = await self.calls.in_thread(
+                partial(browse, self.interfaces, self.listen_seconds)
+            )
+        except (OSError, ValueError) as exc:  # no such interface, or not an address
+            failure = Outcome(error=f"cannot listen on {', '.join(self.interfaces)}: {exc}")
+            self._listener().failed("zeroconf", "zeroconf", failure)
+            return
         self._check_hints(group, {hint.url: "zeroconf" for hint in heard})
 
     def _check_hints(self, group: TaskGroup, hints: dict[str, str]) -> None:
@@ -168,7 +182,7 @@ def list_peers(
         finally:
             calls.close()
 
-    anyio.run(find)
+    run_blocking(find)
     problems = seen.problems + [
         f"dropped {count} presence(s): {why}" for why, count in dropped.items()
     ]

@@ -21,8 +21,8 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 
-import anyio
 import msgspec
 
 from memmesh.local.store import Store
@@ -30,7 +30,13 @@ from memmesh.net.errors import Unreachable
 from memmesh.net.search import SearchRequest
 from memmesh.policy.config import Policy
 from memmesh.registry.envelopes import Publication
-from memmesh.team._calls import DEFAULT_TIMEOUT, Calls, ClientFactory, default_client
+from memmesh.team._calls import (
+    DEFAULT_TIMEOUT,
+    Calls,
+    ClientFactory,
+    default_client,
+    run_blocking,
+)
 from memmesh.team._checks import Candidate, PeerSeen, roster_of, verified_hit
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
@@ -101,8 +107,9 @@ def recall_team(
 ) -> TeamAnswer:
     """Ask the whole team; see the module docstring.
 
-    ``timeout`` bounds each connect and read of one source, ``deadline`` the whole call. It runs
-    its own event loop: call it from synchronous code or a worker thread, not a coroutine.
+    ``timeout`` bounds each connect and read of one source, ``deadline`` the whole call. It
+    blocks, in an event loop of its own (on a thread of its own when the caller is itself
+    inside a running loop).
 
     Raises :class:`Unreachable` (exit 4) only when no source answered.
     """
@@ -134,7 +141,7 @@ def recall_team(
         return _merge_answers(fanout, policy, roster, dropped, warnings)
 
     try:
-        candidates = anyio.run(_gather, fanout, merged)
+        candidates = run_blocking(partial(_gather, fanout, merged))
     finally:
         # Whatever still runs after the deadline is abandoned, never waited for: closing its
         # client under it ends it within the client's timeout.
