@@ -403,3 +403,30 @@ def test_writes_are_journaled(store: Store) -> None:
     finally:
         conn.close()
     assert kinds == ["remember", "reinforce", "revise", "forget"]
+
+
+# -- transactions handed to the owners of tables beside the store's ---------------------------
+
+
+def test_a_transaction_is_unusable_once_its_block_ends(store: Store) -> None:
+    with store.transaction() as tx:
+        tx.execute("SELECT 1")
+    with pytest.raises(AssertionError, match="after its `with` block"):
+        tx.execute("SELECT 1")
+
+
+def test_a_write_refuses_a_read_transaction(store: Store) -> None:
+    item, _ = store.remember("The billing service retries webhooks 5 times")
+    with store.read() as tx, pytest.raises(AssertionError, match="read transaction"):
+        store.purge(item.id, tx=tx)
+    assert store.get(item.id).text == "The billing service retries webhooks 5 times"
+
+
+def test_other_owners_cannot_touch_the_stores_own_settings(store: Store) -> None:
+    with store.transaction() as tx:
+        store.set_setting(tx, "registry_head", "1:abc")
+        with pytest.raises(AssertionError, match="the store's own setting"):
+            store.set_setting(tx, "embedder_fingerprint", "forged")
+    assert store.setting("registry_head") == "1:abc"
+    with pytest.raises(AssertionError, match="the store's own setting"):
+        store.setting("embedder")

@@ -40,26 +40,34 @@ class Transaction:
 
     Components that keep tables beside the store's own (the registry, the coordinator) run
     their SQL through it, on their own tables only, and hand it to the store's methods so that
-    the store's rows and theirs commit together. It is valid only inside the ``with`` that
-    gave it.
+    the store's rows and theirs commit together. ``writable`` says whether it is a write
+    transaction; it is valid only inside the ``with`` that gave it.
     """
 
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "writable")
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
+    def __init__(self, conn: sqlite3.Connection, *, writable: bool) -> None:
+        self._conn: sqlite3.Connection | None = conn
+        self.writable = writable
 
     def execute(self, sql: str, parameters: Parameters = ()) -> sqlite3.Cursor:
         """Run one statement."""
-        return self._conn.execute(sql, parameters)
+        return connection_of(self).execute(sql, parameters)
 
     def executemany(self, sql: str, rows: Iterable[Parameters]) -> sqlite3.Cursor:
         """Run one statement for each of ``rows``."""
-        return self._conn.executemany(sql, rows)
+        return connection_of(self).executemany(sql, rows)
+
+    def end(self) -> None:
+        """Make it unusable: its ``with`` is over, and the connection serves others now."""
+        self._conn = None
 
 
-def connection_of(tx: Transaction) -> sqlite3.Connection:
-    """The connection under ``tx``, for the store's own modules."""
+def connection_of(tx: Transaction, *, write: bool = False) -> sqlite3.Connection:
+    """The connection under ``tx``, for the store's own modules; ``write``: for a write, which
+    only a write transaction may carry."""
+    assert tx._conn is not None, "a transaction used after its `with` block ended"
+    assert tx.writable or not write, "a write handed a read transaction"
     return tx._conn
 
 
@@ -180,7 +188,7 @@ class Database:
         self._migrated.add(STORE_OWNER)
 
     def migrate(self, schema: Schema) -> None:
-        """Bring ``schema``'s tables to its last version (once per process and owner).
+        """Bring ``schema``'s tables to its last version (checked once per owner on this file).
 
         Raises :class:`SchemaTooNew` when the file holds a newer version than ``schema`` knows.
         """

@@ -14,7 +14,12 @@ from memmesh.local._db import Database
 from memmesh.local._rows import next_rev
 from memmesh.local.errors import EmbedderMismatch
 
-__all__ = ["check_embedder", "choose_embedder", "meta", "reindex", "set_meta"]
+__all__ = ["STORE_META_KEYS", "check_embedder", "choose_embedder", "meta", "reindex", "set_meta"]
+
+# The store's own keys in ``meta``; other components keep theirs beside them.
+STORE_META_KEYS = frozenset(
+    {"embedder", "embedder_fingerprint", "created_at", "reindex_fingerprint"}
+)
 
 _REINDEX_BATCH = 256
 Progress = Callable[[int, int], None]

@@ -111,7 +111,7 @@ class Store:
 
     def migrate(self, schema: Schema) -> None:
         """Create or migrate another owner's tables in the store file (see
-        :mod:`memmesh.local.schema`); cheap once done in this process."""
+        :mod:`memmesh.local.schema`); cheap once done for this store."""
         self._db.migrate(schema)
 
     @contextmanager
@@ -120,19 +120,20 @@ class Store:
         that first makes sure the file's vectors still come from this store's embedder."""
         with self._db.write() as conn:
             _embedding.check_embedder(conn, self.embedder)
-            yield Transaction(conn)
+            with _valid(Transaction(conn, writable=True)) as tx:
+                yield tx
 
     @contextmanager
     def read(self) -> Iterator[Transaction]:
         """Reads on the store's connection (each statement sees the latest committed state)."""
-        with self._db.read() as conn:
-            yield Transaction(conn)
+        with self._db.read() as conn, _valid(Transaction(conn, writable=False)) as tx:
+            yield tx
 
     @contextmanager
     def reader(self) -> Iterator[Transaction]:
         """Reads on this thread's own connection, beside other threads' searches."""
-        with self._db.reader() as conn:
-            yield Transaction(conn)
+        with self._db.reader() as conn, _valid(Transaction(conn, writable=False)) as tx:
+            yield tx
 
     @contextmanager
     def _writing(self, *, check: bool = True) -> Iterator[sqlite3.Connection]:
@@ -148,10 +149,10 @@ class Store:
     def _within(self, tx: Transaction | None) -> Iterator[sqlite3.Connection]:
         """The caller's transaction if it passed one, else a new one."""
         if tx is not None:
-            yield connection_of(tx)
+            yield connection_of(tx, write=True)
         else:
             with self.transaction() as own:
-                yield connection_of(own)
+                yield connection_of(own, write=True)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -340,13 +341,13 @@ class Store:
     def setting(self, key: str, tx: Transaction | None = None) -> str | None:
         """A named value kept in the store file for another component (``registry_head``)."""
         if tx is not None:
-            return _embedding.meta(connection_of(tx), key)
+            return _embedding.meta(connection_of(tx), _owners_key(key))
         with self._db.read() as conn:
-            return _embedding.meta(conn, key)
+            return _embedding.meta(conn, _owners_key(key))
 
     def set_setting(self, tx: Transaction, key: str, value: str) -> None:
         """Set a named value inside the caller's transaction."""
-        _embedding.set_meta(connection_of(tx), key, value)
+        _embedding.set_meta(connection_of(tx, write=True), _owners_key(key), value)
 
     def counts(self) -> dict[str, Any]:
         """Item counts by status, by kind and by project (active items)."""
@@ -427,3 +428,18 @@ class Store:
         if item.status != "active":
             raise NotActive(item.id, item.status)
         return item
+
+
+@contextmanager
+def _valid(tx: Transaction) -> Iterator[Transaction]:
+    """``tx`` for the length of the ``with``, and unusable after it."""
+    try:
+        yield tx
+    finally:
+        tx.end()
+
+
+def _owners_key(key: str) -> str:
+    """``key``, which must not be one of the store's own ``meta`` keys."""
+    assert key not in _embedding.STORE_META_KEYS, f"{key!r} is the store's own setting"
+    return key

@@ -96,10 +96,10 @@ def peer_daemon(
     check_bind(host, token)
     url = advertise or f"http://{local_address(host)}:{port}"
     store = open_store()
-    peer = Peer(home, store, identity, url=url)
     beats = None
     advertiser = None
     try:
+        peer = Peer(home, store, identity, url=url)  # migrates the registry: may fail too
         peer.shareable()  # fail now, not on the first request, if anything is wrong
         store.warm()
         if policy.coordinator:

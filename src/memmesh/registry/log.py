@@ -148,10 +148,17 @@ class Registry:
         with self.store.read() as reader:
             return list(_entries(reader))
 
-    def unacked(self) -> list[Entry]:
+    def unacked(self, tx: Transaction | None = None) -> list[Entry]:
         """The entries the coordinator has not acknowledged yet, oldest first."""
-        with self.store.read() as tx:
+        if tx is not None:
             return list(_entries(tx, "WHERE acked = 0"))
+        with self.store.read() as reader:
+            return list(_entries(reader, "WHERE acked = 0"))
+
+    def unacked_count(self) -> int:
+        """How many entries the coordinator has not acknowledged yet."""
+        with self.store.read() as tx:
+            return int(tx.execute("SELECT count(*) FROM registry WHERE acked = 0").fetchone()[0])
 
     def ack(self, seqs: list[int]) -> None:
         """Mark these entries as acknowledged by the coordinator."""

@@ -46,7 +46,7 @@ def team_status(member: Member) -> TeamStatus:
     # Without a policy in hand, reading it again raises why it cannot be used.
     policy = member.policy or load_policy(member.store.home)
     live = member.registry.live()
-    awaiting = len(member.registry.unacked())
+    awaiting = member.registry.unacked_count()
     items = member.store.items(status="active")
     held = withheld(member.registry, policy)
     projects: dict[str, Counter[str]] = {}

@@ -64,7 +64,7 @@ def sync(
     held = withheld(registry, policy)
     with registry.store.read() as tx:
         live = registry.live(tx)
-        pending = [entry for entry in registry.entries(tx) if not entry.acked]
+        pending = registry.unacked(tx)
     sendable: list[Entry] = []
     for entry in pending:
         if entry.kind == "publication":
