@@ -24,6 +24,8 @@ from tests._servers import running
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner
 from tests.team._team import (
+    LOCKS,
+    LOCKS_QUERY,
     NOWHERE,
     TEAM,
     TOKEN,
@@ -31,13 +33,12 @@ from tests.team._team import (
     Member,
     Team,
     answer,
+    claim,
     presence_for,
     serving,
     team_on_loopback,
 )
 
-LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
-LOCKS_QUERY = "which locks does the job scheduler use"
 REVIEW = "Decided to move the quarterly review of the job scheduler to Thursdays"
 PRIVATE_LOCKS = "Decided the job scheduler locks expire after thirty seconds"
 WEBHOOKS = "The billing service retries failed webhooks 5 times with exponential backoff"
@@ -303,3 +304,22 @@ def test_hit_with_a_bad_signature_is_dropped_and_counted(tmp_path: Path) -> None
     assert _outcomes(data) == {"coordinator": ("ok", 2)}
     assert "fifth day" not in json.dumps(data)
     assert fake.authorized("/v1/search") == [f"Bearer {TOKEN}"]
+
+
+def test_a_peers_higher_version_under_another_authors_id_is_a_hit_of_its_own(
+    team: Team,
+) -> None:
+    ada, mallory = team.add("ada"), team.add("mallory")
+    locks = ada.share(LOCKS)
+    fake = FakeSource()  # mallory's own peer, answering with her key's claim on ada's id
+    fake.hits = answer(claim(mallory, REVIEW, item_id=locks, version=999))
+    with serving(fake) as url:
+        fake.present_as(mallory, url)
+        data = _ask(team.add("bob", peers=[url]), LOCKS_QUERY, "-k", "10")
+
+    seen = {(h["id"], h["key_id"], h["version"], h["text"], h["source"]) for h in data["hits"]}
+    assert seen == {
+        (locks, ada.key_id, 1, LOCKS, "coordinator"),
+        (locks, mallory.key_id, 999, REVIEW, "peer mallory"),
+    }
+    assert data["dropped"] == {}

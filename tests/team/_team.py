@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import httpx
+import msgspec
 import yaml
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -32,11 +33,18 @@ from memmesh.net.search import SearchHit, SearchResponse
 from memmesh.net.server import free_port
 from memmesh.net.wire import encode
 from memmesh.peer.app import peer_app
-from memmesh.peer.protocol import ConfirmResponse, PeerPresence
+from memmesh.peer.protocol import Confirmation, ConfirmResponse, PeerPresence
 from memmesh.peer.service import Peer
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry import Envelope, Identity, Registry, create_identity, publish, retract
-from memmesh.registry.envelopes import FORMAT_VERSION, Presence, open_envelope, seal
+from memmesh.registry.envelopes import (
+    FORMAT_VERSION,
+    Presence,
+    Publication,
+    open_envelope,
+    seal,
+    text_hash,
+)
 from memmesh.team.sync import SyncReport, coordinator_client, sync
 from tests._servers import running
 
@@ -44,6 +52,9 @@ TOKEN = "loopback-team-token"
 FINGERPRINT = HashingEmbedder().fingerprint
 TEAM = "acme"
 SHARED_KINDS = ["decision", "convention", "gotcha", "command", "incident"]
+# The team's one well-known decision, and a question it answers.
+LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
+LOCKS_QUERY = "which locks does the job scheduler use"
 # Nothing listens on the discard port: a coordinator URL that is set (so publishing is allowed)
 # but never answers.
 NOWHERE = "http://127.0.0.1:9"
@@ -289,6 +300,31 @@ def team_on_loopback(root: Path, *, team: str = TEAM) -> Iterator[Team]:
         coordinator.close()
 
 
+def signed_by(signer: Member, envelope: Envelope, **changes: Any) -> Envelope:
+    """``envelope``'s publication with ``changes``, as ``signer``'s own: their key, name and
+    signature (any item id or version they like, a valid content hash for a new text)."""
+    body = open_envelope(envelope)
+    assert isinstance(body, Publication)
+    if "text" in changes:
+        changes["content_hash"] = text_hash(changes["text"])
+    mine = msgspec.structs.replace(
+        body,
+        author_key=signer.identity.public_key_text,
+        key_id=signer.key_id,
+        author=signer.name,
+        **changes,
+    )
+    return seal(mine, signer.identity)
+
+
+def claim(member: Member, text: str, **changes: Any) -> Envelope:
+    """``member``'s published ``text``, re-signed by them with ``changes`` (another member's
+    item id, say): it verifies, since it is their own signature."""
+    item_id = member.remember(text)
+    member.publish(item_id)
+    return signed_by(member, member.envelope(item_id), **changes)
+
+
 def answer(*envelopes: Envelope, cosine: float = 0.9) -> SearchResponse:
     """A search or recall answer carrying ``envelopes`` as hits."""
     hits = [SearchHit(envelope=e, score=cosine, cosine=cosine, lexical=1.0) for e in envelopes]
@@ -302,19 +338,25 @@ class FakeSource:
     * ``presences`` - what ``GET /v1/presence/list`` lists.
     * ``hits`` - what ``POST /v1/recall`` and ``POST /v1/search`` answer.
     * ``stall`` - recall and search hold their answer until :meth:`release` (at most 20 s).
-    * ``POST /v1/confirm`` confirms nothing.
+    * ``confirmations`` - what ``POST /v1/confirm`` answers, whatever was asked (nothing by
+      default).
     """
 
     def __init__(self) -> None:
         self.presence: bytes = b"{}"
         self.hits = answer()
         self.presences: list[Envelope] = []
+        self.confirmations: list[Confirmation] = []
         self.stall = False
         self.requests: list[tuple[str, str | None]] = []
         self._released = threading.Event()
 
     def set_presence(self, envelope: Envelope) -> None:
         self.presence = encode(PeerPresence(envelope=envelope))
+
+    def present_as(self, member: Member, url: str) -> None:
+        """Answer at ``url`` as ``member``'s peer: a presence they signed, which verifies."""
+        self.set_presence(presence_for(member.identity, url, team=member.team, name=member.name))
 
     def release(self) -> None:
         self._released.set()
@@ -344,7 +386,9 @@ class FakeSource:
 
         async def confirm(request: Request) -> Response:
             self._record(request)
-            return Response(encode(ConfirmResponse(items=[])), media_type="application/json")
+            return Response(
+                encode(ConfirmResponse(items=self.confirmations)), media_type="application/json"
+            )
 
         async def health(request: Request) -> Response:
             return Response(b'{"status":"ok"}', media_type="application/json")

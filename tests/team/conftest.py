@@ -9,8 +9,13 @@ from tests.team._team import TOKEN, Team, team_on_loopback
 
 
 @pytest.fixture
-def loopback_team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
-    """A real coordinator on 127.0.0.1 and a :class:`Team` using it, with the team token set."""
+def team_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The team token in the environment, where members and peers read it."""
     monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+
+
+@pytest.fixture
+def loopback_team(tmp_path: Path, team_token: None) -> Iterator[Team]:
+    """A real coordinator on 127.0.0.1 and a :class:`Team` using it, with the team token set."""
     with team_on_loopback(tmp_path) as members:
         yield members

@@ -19,6 +19,8 @@ from memmesh.registry.envelopes import FORMAT_VERSION, Presence
 from memmesh.team.recall import TeamAnswer, recall_team
 from tests.team._team import (
     FINGERPRINT,
+    LOCKS,
+    LOCKS_QUERY,
     NOWHERE,
     TEAM,
     TOKEN,
@@ -31,9 +33,6 @@ from tests.team._team import (
     serving,
     team_on_loopback,
 )
-
-LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
-LOCKS_QUERY = "which locks does the job scheduler use"
 
 
 @pytest.fixture(autouse=True)

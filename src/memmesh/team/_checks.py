@@ -16,9 +16,13 @@ from memmesh.policy.config import Policy
 from memmesh.registry.envelopes import Envelope, Presence, Publication, open_envelope
 from memmesh.registry.errors import BadSignature
 
-__all__ = ["Candidate", "PeerSeen", "roster_of", "verified_hit", "verified_presence"]
+__all__ = ["Candidate", "ItemKey", "PeerSeen", "roster_of", "verified_hit", "verified_presence"]
 
 B = TypeVar("B", Presence, Publication)
+# An item's identity across sources: (author's key id, item id). Two authors may use one id,
+# and only an author's own key speaks for its item. The key id stands for the key itself:
+# opening an envelope checks that it is the fingerprint of the key that signed it.
+ItemKey = tuple[str, str]
 
 
 class PeerSeen(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,6 +43,11 @@ class Candidate(msgspec.Struct, kw_only=True):
     cosine: float | None
     source: str
     from_peer: bool
+
+    @property
+    def item_key(self) -> ItemKey:
+        """Whose item this is and which of theirs: see :data:`ItemKey`."""
+        return (self.publication.key_id, self.publication.item_id)
 
 
 def roster_of(policy: Policy) -> dict[str, str]:

@@ -17,7 +17,7 @@ from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.wire import MAX_BATCH
 from memmesh.peer.protocol import ConfirmRequest, ConfirmResponse
 from memmesh.team._calls import Outcome
-from memmesh.team._checks import Candidate, PeerSeen
+from memmesh.team._checks import Candidate, ItemKey, PeerSeen
 from memmesh.team._sources import Discovery
 
 __all__ = ["Fanout", "SourceReport", "Status"]
@@ -84,15 +84,17 @@ class Fanout:
             if report.status == "skipped":
                 report.status, report.error = "timeout", "no answer before the deadline"
 
-    async def defer_to_live_authors(self, candidates: dict[str, Candidate]) -> None:
+    async def defer_to_live_authors(self, candidates: dict[ItemKey, Candidate]) -> None:
         """Confirm coordinator copies with their authors' live peers; drop what they withdrew.
 
-        Confirmations that miss the deadline change nothing.
+        A peer speaks only for its own key's items: its "not published" withdraws that key's
+        copy of the id, never another author's item with the same id. Confirmations that miss
+        the deadline change nothing.
         """
         answered = {n.removeprefix("peer:") for n in self.answers if n.startswith("peer:")}
         asks: dict[str, list[str]] = {}
-        for item_id, candidate in candidates.items():
-            key = candidate.publication.key_id
+        for candidate in candidates.values():
+            key, item_id = candidate.item_key
             if not candidate.from_peer and key in answered:
                 asks.setdefault(key, []).append(item_id)
         with self._until_the_deadline():
@@ -151,16 +153,20 @@ class Fanout:
             report.hits = len(outcome.value.hits)
             report.lexical_only = outcome.value.lexical_only
 
-    async def _confirm(self, candidates: dict[str, Candidate], key: str, ids: list[str]) -> None:
+    async def _confirm(
+        self, candidates: dict[ItemKey, Candidate], key: str, ids: list[str]
+    ) -> None:
+        """Ask ``key``'s peer about its ``ids``; drop its copies it no longer publishes."""
         url = self.peer_reports[key].url
         request = ConfirmRequest(item_ids=ids)
         outcome = await self.calls.post(url, "/v1/confirm", request, ConfirmResponse)
         if not isinstance(outcome.value, ConfirmResponse):
             return
         for confirmation in outcome.value.items:
-            held = candidates.get(confirmation.item_id)
+            item = (key, confirmation.item_id)
+            held = candidates.get(item)
             if held is None or held.from_peer:
                 continue
             if not confirmation.published or confirmation.version != held.publication.version:
-                del candidates[confirmation.item_id]
+                del candidates[item]
                 self.discovery.dropped["withdrawn_by_author"] += 1

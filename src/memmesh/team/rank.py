@@ -8,14 +8,16 @@ holds, plus the exact-token bonus. Identical inputs give identical scores wherev
 came from, which is what makes a federated answer match a single store's.
 
 Before scoring, copies of one item from several sources are merged: the highest version wins,
-and at equal versions the live author's copy.
+and at equal versions the live author's copy. An item is its author's key and its id
+(:data:`~memmesh.team._checks.ItemKey`): another key's item with the same id is another item,
+whatever its version, and replaces nothing.
 """
 
 from collections.abc import Iterable
 
 from memmesh import text as _text
 from memmesh.local import MIN_COVERAGE, W_EXACT, W_LEXICAL, W_VECTOR
-from memmesh.team._checks import Candidate
+from memmesh.team._checks import Candidate, ItemKey
 
 __all__ = ["QueryTerms", "merge", "ranked", "team_score"]
 
@@ -51,28 +53,32 @@ def team_score(
     return W_VECTOR * cosine + W_LEXICAL * coverage + bonus
 
 
-def merge(candidates: dict[str, Candidate], candidate: Candidate) -> None:
-    """Keep the highest version of each item; at equal versions the live author's copy."""
-    item_id = candidate.publication.item_id
-    current = candidates.get(item_id)
+def merge(candidates: dict[ItemKey, Candidate], candidate: Candidate) -> None:
+    """Keep the highest version of each author's item; at equal versions the live author's copy
+    (a peer serves only its owner's items, so a peer's copy is the author's own)."""
+    item = candidate.item_key
+    current = candidates.get(item)
     if current is None:
-        candidates[item_id] = candidate
+        candidates[item] = candidate
         return
     newer = candidate.publication.version > current.publication.version
     same = candidate.publication.version == current.publication.version
     if newer or (same and candidate.from_peer and not current.from_peer):
-        candidates[item_id] = candidate
+        candidates[item] = candidate
 
 
 def ranked(
     candidates: Iterable[Candidate], terms: QueryTerms, min_cosine: float
 ) -> list[tuple[float, Candidate]]:
-    """The relevant candidates with their :func:`team_score`, best first (ties by item id)."""
+    """The relevant candidates with their :func:`team_score`, best first (ties by item id, then
+    author key id)."""
     scored: list[tuple[float, Candidate]] = []
     for candidate in candidates:
         body = candidate.publication
         score = team_score(terms, body.text, body.tags, candidate.cosine, min_cosine)
         if score is not None:
             scored.append((score, candidate))
-    scored.sort(key=lambda pair: (-pair[0], pair[1].publication.item_id))
+    scored.sort(
+        key=lambda pair: (-pair[0], pair[1].publication.item_id, pair[1].publication.key_id)
+    )
     return scored

@@ -10,10 +10,13 @@
    (:mod:`memmesh.team._fanout`).
 4. Every hit's envelope is verified; hits from keys outside the roster, from another team or
    with bad signatures are dropped and counted (:mod:`memmesh.team._checks`).
-5. A live author is the authority: a coordinator copy of an item whose author's peer answered
+5. An item is its author's key and its id (:data:`memmesh.team._checks.ItemKey`): two
+   authors' items with one id are two hits, and nobody's copy replaces or withdraws another
+   key's item. A peer serves only its owner's items; the coordinator may serve anyone's.
+6. A live author is the authority: a coordinator copy of an item whose author's peer answered
    is replaced by the peer's copy, or confirmed with the peer, and dropped if the author no
    longer publishes it.
-6. Hits are deduplicated by item id (highest version wins) and ranked by
+7. Hits are deduplicated per author and item (highest version wins) and ranked by
    :func:`memmesh.team.rank.team_score`, one score comparable across sources.
 """
 
@@ -37,7 +40,7 @@ from memmesh.team._calls import (
     default_client,
     run_blocking,
 )
-from memmesh.team._checks import Candidate, PeerSeen, roster_of, verified_hit
+from memmesh.team._checks import Candidate, ItemKey, PeerSeen, roster_of, verified_hit
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
 from memmesh.team.rank import QueryTerms, merge, ranked
@@ -60,7 +63,11 @@ _POOL = 3
 
 
 class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
-    """One verified, attributed answer."""
+    """One verified, attributed answer.
+
+    ``id`` and ``key_id`` (the author's member id, from the key that signed it) together name
+    the item: two authors' items may share an ``id`` and are then two hits.
+    """
 
     id: str
     text: str
@@ -137,7 +144,7 @@ def recall_team(
     )  # fmt: skip
     fanout = Fanout(request, discovery, end=end)
 
-    def merged() -> dict[str, Candidate]:
+    def merged() -> dict[ItemKey, Candidate]:
         return _merge_answers(fanout, policy, roster, dropped, warnings)
 
     try:
@@ -158,8 +165,8 @@ def recall_team(
 
 
 async def _gather(
-    fanout: Fanout, merged: Callable[[], dict[str, Candidate]]
-) -> dict[str, Candidate]:
+    fanout: Fanout, merged: Callable[[], dict[ItemKey, Candidate]]
+) -> dict[ItemKey, Candidate]:
     """Ask everyone, merge what answered, then let live authors confirm the coordinator's copies."""
     await fanout.ask_everyone()
     if not any(r.status == "ok" for r in fanout.reports):
@@ -178,8 +185,9 @@ def _merge_answers(
     roster: dict[str, str],
     dropped: Counter[str],
     warnings: list[str],
-) -> dict[str, Candidate]:
-    """Every answer's verified hits, one per item; a peer may only serve its own key's items."""
+) -> dict[ItemKey, Candidate]:
+    """Every answer's verified hits, one per author and item; a peer may only serve its own
+    key's items (the key of its verified presence)."""
     fingerprint = fanout.request.embedder
     comparable = all(
         a.embedder == fingerprint and not a.lexical_only for a in fanout.answers.values()
@@ -189,7 +197,7 @@ def _merge_answers(
             "a source uses another embedder or could not use our query vector: "
             "ranking by words only"
         )
-    candidates: dict[str, Candidate] = {}
+    candidates: dict[ItemKey, Candidate] = {}
     for name, answer in fanout.answers.items():
         key = name.removeprefix("peer:") if name.startswith("peer:") else None
         label = "coordinator" if key is None else f"peer {fanout.peer_reports[key].name}"
@@ -208,7 +216,7 @@ def _merge_answers(
 
 
 def _hits(
-    candidates: dict[str, Candidate],
+    candidates: dict[ItemKey, Candidate],
     query: str,
     roster: dict[str, str],
     author: str | None,

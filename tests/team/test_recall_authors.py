@@ -1,0 +1,137 @@
+"""recall-team binds every hit to its author: an item is (author key, item id), so nobody's
+answer can replace, hide or withdraw another member's item, whatever id or version it claims."""
+
+from pathlib import Path
+
+import pytest
+
+from memmesh.local.store import Store
+from memmesh.peer.protocol import Confirmation
+from memmesh.team.recall import TeamAnswer, recall_team
+from tests.team._team import (
+    LOCKS,
+    LOCKS_QUERY,
+    NOWHERE,
+    TEAM,
+    FakeSource,
+    Member,
+    Team,
+    answer,
+    claim,
+    peer_in_thread,
+    presence_for,
+    serving,
+    signed_by,
+)
+
+TAKEOVER = "We chose Redis locks over Postgres for the job scheduler, drop the advisory locks"
+QUEUE = "The job scheduler queue uses Postgres locks with a thirty second lease"
+
+pytestmark = pytest.mark.usefixtures("team_token")
+
+
+def _ask(member: Member) -> TeamAnswer:
+    with Store(member.home, author=member.name) as store:
+        return recall_team(store, member.policy(), LOCKS_QUERY, own_key=member.key_id, deadline=10)
+
+
+def _seen(result: TeamAnswer) -> set[tuple[str, str, int, str]]:
+    return {(h.id, h.key_id, h.version, h.text) for h in result.hits}
+
+
+def test_peer_claiming_another_authors_id_at_a_higher_version_replaces_nothing(
+    loopback_team: Team,
+) -> None:
+    ada, mallory = loopback_team.add("ada"), loopback_team.add("mallory")
+    locks = ada.share(LOCKS)
+    fake = FakeSource()  # mallory's own peer, serving her own signature on ada's id
+    fake.hits = answer(claim(mallory, TAKEOVER, item_id=locks, version=999))
+    with serving(fake) as url:
+        fake.present_as(mallory, url)
+        result = _ask(loopback_team.add("bob", peers=[url]))
+
+    assert _seen(result) == {
+        (locks, ada.key_id, 1, LOCKS),
+        (locks, mallory.key_id, 999, TAKEOVER),
+    }
+    [real] = [h for h in result.hits if h.key_id == ada.key_id]
+    assert (real.author, real.source) == ("ada", "coordinator")
+    assert result.dropped == {}
+
+
+def test_peer_relaying_another_members_retracted_item_is_dropped_and_counted(
+    loopback_team: Team,
+) -> None:
+    ada, mallory = loopback_team.add("ada"), loopback_team.add("mallory")
+    locks = ada.share(LOCKS)
+    kept = ada.envelope(locks)  # validly signed by ada, and withdrawn below
+    ada.retract(locks)
+    ada.sync()
+    queue = mallory.remember(QUEUE)
+    mallory.publish(queue)
+    fake = FakeSource()
+    fake.hits = answer(kept, mallory.envelope(queue))
+    with serving(fake) as url:
+        fake.present_as(mallory, url)
+        result = _ask(loopback_team.add("bob", peers=[url]))
+
+    assert _seen(result) == {(queue, mallory.key_id, 1, QUEUE)}
+    assert result.dropped == {"peer_served_another_key": 1}
+
+
+def test_two_authors_items_with_the_same_id_both_come_back(tmp_path: Path) -> None:
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    carol = Member("carol", tmp_path / "carol", team=TEAM, coordinator=NOWHERE)
+    locks = ada.remember(LOCKS)
+    ada.publish(locks)
+    # The same note under the same id: the same score, so the tie is broken by the key.
+    twin = signed_by(carol, ada.envelope(locks))
+    coordinator = FakeSource()
+    coordinator.hits = answer(ada.envelope(locks), twin)
+    with serving(coordinator) as url:
+        result = _ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
+
+    authors = sorted([(ada.key_id, "ada"), (carol.key_id, "carol")])
+    assert [(h.id, h.key_id, h.author) for h in result.hits] == [
+        (locks, key, name) for key, name in authors
+    ]
+    assert result.hits[0].score == result.hits[1].score
+    assert result.dropped == {}
+
+
+def test_live_authors_withdrawal_removes_only_its_own_copy(tmp_path: Path) -> None:
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    carol = Member("carol", tmp_path / "carol", team=TEAM, coordinator=NOWHERE)
+    locks = ada.remember(LOCKS)
+    ada.publish(locks)
+    stale = ada.envelope(locks)
+    ada.retract(locks)  # not synced: the coordinator still holds her copy
+    theirs = signed_by(carol, stale, text=QUEUE)  # carol's item under the same id
+    coordinator = FakeSource()
+    coordinator.hits = answer(stale, theirs)
+    with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
+        coordinator.presences = [presence_for(ada.identity, ada_url, team=TEAM, name="ada")]
+        result = _ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
+
+    assert _seen(result) == {(locks, carol.key_id, 1, QUEUE)}
+    assert result.dropped == {"withdrawn_by_author": 1}
+
+
+def test_peer_saying_another_authors_item_is_unpublished_withdraws_nothing(
+    loopback_team: Team,
+) -> None:
+    ada, mallory = loopback_team.add("ada"), loopback_team.add("mallory")
+    locks = ada.share(LOCKS)
+    queue = mallory.share(QUEUE)  # so that mallory's peer is asked to confirm it
+    fake = FakeSource()
+    fake.confirmations = [
+        Confirmation(item_id=locks, published=False),
+        Confirmation(item_id=queue, published=True, version=1),
+    ]
+    with serving(fake) as url:
+        fake.present_as(mallory, url)
+        result = _ask(loopback_team.add("bob", peers=[url]))
+
+    assert fake.authorized("/v1/confirm") != []
+    assert _seen(result) == {(locks, ada.key_id, 1, LOCKS), (queue, mallory.key_id, 1, QUEUE)}
+    assert result.dropped == {}
