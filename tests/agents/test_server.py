@@ -207,6 +207,7 @@ def test_publish_goes_through_the_policy_and_a_teammate_recalls_it(team: Team, c
 
         answer = await _call(client, "recall_team", query="which locks does the job scheduler use")
         assert answer["hits"][0]["author"] == "bob"
+        assert answer["hits"][0]["author_id"] == bob.key_id  # with the id, names the item
         assert answer["hits"][0]["source"] == "coordinator"
         assert answer["sources"]["coordinator"] == "ok"
 

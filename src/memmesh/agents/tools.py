@@ -96,6 +96,7 @@ class Tools:
                     "id": hit.id,
                     "text": hit.text,
                     "author": hit.author,
+                    "author_id": hit.key_id,
                     "kind": hit.kind,
                     "project": hit.project,
                     "score": round(hit.score, 3),
