@@ -154,7 +154,7 @@ def _error_codes() -> str:
 def render() -> str:
     """The whole of docs/protocol.md."""
     with tempfile.TemporaryDirectory() as data:
-        coordinator = Coordinator(Path(data))
+        coordinator = Coordinator(Path(data), team="acme")
         try:
             routes = endpoints(coordinator)
         finally:
