@@ -111,7 +111,7 @@ class Coordinator:
                 settled = _settled(current, body, item.envelope)
                 if settled is not None:
                     return settled
-                copy = _tables.copy_id(body) if current is None else current.copy_id
+                copy = _copy(current, body)
                 self.store.put(
                     item_id=copy, text=body.text, kind=body.kind, project=body.project,
                     tags=body.tags, author=body.author, created_at=body.published_at,
@@ -135,7 +135,7 @@ class Coordinator:
                 return settled
             # An id this key never published binds a tombstone to this key alone: the copy
             # it names does not exist yet, and another key's item of the same id is untouched.
-            copy = _tables.copy_id(body) if current is None else current.copy_id
+            copy = _copy(current, body)
             _tables.save(tx, "retraction", body, envelope, copy)
             self.store.purge(copy, tx=tx)
         return Outcome(item_id=body.item_id, version=body.version, status="accepted")
@@ -240,6 +240,11 @@ def _settled(
             return Outcome(item_id=item_id, version=incoming, status="duplicate")
         return _rejected(item_id, incoming, "a different envelope has this version")
     return None
+
+
+def _copy(current: _tables.Stored | None, body: Publication | Retraction) -> str:
+    """The store id of the searchable copy of the body's (author key, item id)."""
+    return _tables.copy_id(body) if current is None else current.copy_id
 
 
 def _rejected(item_id: str, version: int, reason: str) -> Outcome:
