@@ -495,7 +495,7 @@ def coordinator_server(data: Path, work: Path, workers: int = 1) -> Server:
     """``mem coordinator serve`` (as ``python -m memmesh``) over ``data``."""
     port = free_port()
     command = [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(data),
-               "--port", str(port), "--workers", str(workers)]  # fmt: skip
+               "--port", str(port), "--workers", str(workers), "--team", TEAM]  # fmt: skip
     return Server("coordinator", command, port, work / "coordinator.log")
 
 
@@ -641,7 +641,7 @@ def publish_in_process(data: Path, published: Published, start: int, stop: int) 
     outcomes: Counter[str] = Counter()
     began = time.perf_counter()
     cpu = time.process_time()
-    coordinator = Coordinator(data)
+    coordinator = Coordinator(data, team=TEAM)
     try:
         with coordinator.store._db.read() as conn:
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -829,7 +829,7 @@ def time_in_process(
     The steps are interleaved query by query (search and recall taking turns at going first),
     so that a change in the machine's load during the pass shifts them all alike.
     """
-    coordinator = Coordinator(data)
+    coordinator = Coordinator(data, team=TEAM)
     try:
         requests = [decode_request(body, SearchRequest) for body in bodies]
         for request in requests:  # warm-up: loads the vector index, fills caches

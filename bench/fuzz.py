@@ -566,7 +566,7 @@ def fuzz(
     logging.getLogger("memmesh.net").addHandler(causes)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="memmesh-fuzz-") as folder:
-        coordinator = Coordinator(Path(folder) / "data")
+        coordinator = Coordinator(Path(folder) / "data", team=TEAM)
         try:
             routes: list[Endpoint] = endpoints(coordinator)
             embedder = coordinator.store.embedder

@@ -45,6 +45,10 @@ not edit by hand. The same document is served by every coordinator at `GET /v1/o
 * Publish and retract are idempotent. Each envelope gets an outcome: `accepted`, `duplicate`
   (already held), `stale` (a newer version or a tombstone wins) — all three final, the sender
   may stop sending it — or `rejected` with a reason.
+* An item is its author's key and its item id together. An envelope only ever touches the
+  signing key's item of that id: two keys that use the same item id have two items, each with
+  its own versions, tombstone, place in the changes feed and search hit, told apart by the
+  `author_key` inside their envelopes.
 
 ## Endpoints
 """
@@ -154,7 +158,7 @@ def _error_codes() -> str:
 def render() -> str:
     """The whole of docs/protocol.md."""
     with tempfile.TemporaryDirectory() as data:
-        coordinator = Coordinator(Path(data))
+        coordinator = Coordinator(Path(data), team="acme")
         try:
             routes = endpoints(coordinator)
         finally:

@@ -48,9 +48,16 @@ class CoordinatorProcess:
     """`mem coordinator serve` in a real process, which tests may kill and restart."""
 
     def __init__(
-        self, data: Path, *, token: str | None, port: int | None = None, workers: int = 1
+        self,
+        data: Path,
+        *,
+        team: str,
+        token: str | None,
+        port: int | None = None,
+        workers: int = 1,
     ) -> None:
         self.data = data
+        self.team = team
         self.token = token
         self.workers = workers
         self.port = port or free_port()
@@ -65,7 +72,7 @@ class CoordinatorProcess:
             env.pop("MEM_TEAM_TOKEN", None)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(self.data),
-             "--port", str(self.port), "--workers", str(self.workers)],
+             "--port", str(self.port), "--workers", str(self.workers), "--team", self.team],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

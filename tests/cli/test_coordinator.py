@@ -1,4 +1,5 @@
-"""`mem coordinator serve` through the real command line: where it agrees to listen."""
+"""`mem coordinator serve` through the real command line: where it agrees to listen, and
+that it serves one named team."""
 
 import os
 import socket
@@ -37,7 +38,7 @@ def _serve(
     """`mem coordinator serve` as a process, killed on the way out whatever happened."""
     process = subprocess.Popen(
         [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(data),
-         "--port", str(port), *args],
+         "--port", str(port), "--team", "acme", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -113,7 +114,7 @@ def test_serve_beyond_loopback_with_a_token_listens_and_demands_it(tmp_path: Pat
 
 
 def test_serve_on_loopback_without_a_token_needs_none(tmp_path: Path) -> None:
-    process = CoordinatorProcess(tmp_path / "data", token=None)
+    process = CoordinatorProcess(tmp_path / "data", team="acme", token=None)
     try:
         process.start()
         info = httpx.get(f"{process.url}/v1/info", timeout=5)
@@ -142,10 +143,10 @@ def test_several_workers_share_one_port_see_each_others_writes_and_stop_together
 ) -> None:
     from memmesh.local.store import Store
     from memmesh.team.member import Member as Asker
-    from tests.team._team import TOKEN, Team
+    from tests.team._team import TEAM, TOKEN, Team
 
     monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
-    process = CoordinatorProcess(tmp_path / "data", token=TOKEN, workers=3)
+    process = CoordinatorProcess(tmp_path / "data", team=TEAM, token=TOKEN, workers=3)
     try:
         process.start()
         assert process.process is not None
@@ -177,3 +178,22 @@ def test_workers_must_be_a_positive_number(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 2
     assert "argument --workers: must be 1 or more, not 0" in error_line(result)
+
+
+def test_serve_without_a_team_is_a_usage_error_and_never_listens(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    port = free_port()
+
+    result = subprocess.run(
+        [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(data),
+         "--port", str(port)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    assert error_line(result) == (
+        "mem coordinator serve: error: the following arguments are required: --team "
+        "(see `mem coordinator serve --help`)"
+    )
+    assert not _listening(port)
+    assert not data.exists()

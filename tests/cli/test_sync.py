@@ -37,7 +37,7 @@ class _Served:
 
 
 @contextmanager
-def _serve(tmp_path: Path, name: str, team: str | None = None) -> Iterator[_Served]:
+def _serve(tmp_path: Path, name: str, team: str = TEAM) -> Iterator[_Served]:
     coordinator = Coordinator(tmp_path / name, team=team)
     try:
         with running(coordinator_app(coordinator, token=TOKEN)) as url:

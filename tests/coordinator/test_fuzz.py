@@ -149,7 +149,7 @@ class Target:
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """One real coordinator for the whole module, holding one seed publication."""
-    coordinator = Coordinator(tmp_path_factory.mktemp("fuzz") / "data")
+    coordinator = Coordinator(tmp_path_factory.mktemp("fuzz") / "data", team=TEAM)
     embedder = coordinator.store.embedder
     try:
         with (
@@ -335,7 +335,7 @@ def bodies(path: str, seed: dict[str, Any]) -> st.SearchStrategy[bytes]:
 
 
 def test_every_post_route_is_fuzzed(tmp_path: Path) -> None:
-    coordinator = Coordinator(tmp_path / "data")
+    coordinator = Coordinator(tmp_path / "data", team=TEAM)
     try:
         routes = {e.path for e in endpoints(coordinator) if e.request is not None}
     finally:

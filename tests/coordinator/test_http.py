@@ -48,7 +48,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def coordinator(tmp_path: Path, clock: FakeClock) -> Iterator[Coordinator]:
-    opened = Coordinator(tmp_path / "coordinator", clock=clock)
+    opened = Coordinator(tmp_path / "coordinator", team=TEAM, clock=clock)
     try:
         yield opened
     finally:
@@ -157,6 +157,33 @@ def test_changes_pages_through_the_wire(
     assert (len(first.changes), first.more) == (2, True)
     assert (len(second.changes), second.more) == (1, False)
     assert [c.envelope for c in first.changes + second.changes] == envelopes
+
+
+def test_a_stranger_who_learnt_an_id_first_cannot_take_it_over_the_wire(
+    coordinator: Coordinator, client: Client, identity: Identity, tmp_path: Path
+) -> None:
+    mallory = create_identity(tmp_path / "mallory")
+    squat = seal(retraction(mallory, version=2**53), mallory)
+    fake = seal(publication(mallory, text="The quokka ledger keys are in the wiki"), mallory)
+    client.post("/v1/retract", RetractRequest(envelopes=[squat]), RetractResponse)
+    client.post("/v1/publish", PublishRequest(items=[PublishItem(envelope=fake)]), PublishResponse)
+    envelope = seal(publication(identity, text=TEXT), identity)
+
+    published = client.post(
+        "/v1/publish", PublishRequest(items=[PublishItem(envelope=envelope)]), PublishResponse
+    )
+    found = client.post(
+        "/v1/search", SearchRequest(query="quokka ledger", project="billing"), SearchResponse
+    )
+    feed = client.post("/v1/changes", ChangesRequest(), ChangesResponse)
+
+    assert [(r.item_id, r.status) for r in published.results] == [(ITEM, "accepted")]
+    (hit,) = found.hits  # Mallory's own tombstone hides Mallory's item, and only that
+    assert hit.envelope == envelope
+    assert [(c.kind, c.item_id, c.envelope) for c in feed.changes] == [
+        ("retraction", ITEM, squat),
+        ("publication", ITEM, envelope),
+    ]
 
 
 def test_presence_heartbeat_and_list_through_the_wire(

@@ -75,7 +75,7 @@ def data(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def coordinator(data: Path, clock: FakeClock) -> Iterator[Coordinator]:
-    opened = Coordinator(data, clock=clock)
+    opened = Coordinator(data, team=TEAM, clock=clock)
     try:
         yield opened
     finally:
@@ -128,6 +128,16 @@ def _snapshot(c: Coordinator) -> Snapshot:
             "SELECT key_id, payload, signature, expires_at FROM coord_presence ORDER BY key_id"
         ).fetchall()
     return c.info(), c.changes(ChangesRequest(limit=500)), items, presence
+
+
+def _copy_of(c: Coordinator, identity: Identity, item_id: str = ITEM) -> str:
+    """The store id of the searchable copy of ``identity``'s item ``item_id``."""
+    with c.store.read() as conn:
+        (copy,) = conn.execute(
+            "SELECT copy_id FROM coord_envelopes WHERE author_key = ? AND item_id = ?",
+            (identity.public_key_text, item_id),
+        ).fetchone()
+    return str(copy)
 
 
 def _presence(identity: Identity, *, expires_at: float, team: str = TEAM) -> Envelope:
@@ -299,42 +309,48 @@ def test_altered_text_under_the_old_signature_is_rejected_and_changes_nothing(
     assert hit.envelope == genuine
 
 
-def test_retraction_signed_by_another_key_is_rejected_and_changes_nothing(
+def test_retraction_signed_by_another_key_touches_only_that_key_s_item(
     coordinator: Coordinator, identity: Identity, other_identity: Identity
 ) -> None:
     envelope = seal(_pub(coordinator, identity), identity)
     _publish(coordinator, envelope)
-    before = _snapshot(coordinator)
+    stranger = seal(retraction(other_identity, version=2**53), other_identity)
 
-    outcome = _retract(coordinator, seal(retraction(other_identity), other_identity))
+    outcome = _retract(coordinator, stranger)
 
-    assert outcome == Outcome(
-        item_id=ITEM,
-        version=1,
-        status="rejected",
-        reason="only the item's author can retract it",
-    )
-    assert _snapshot(coordinator) == before
-    assert _found(coordinator, "quokka ledger") == [ITEM]
+    # The tombstone is the stranger's own: it binds (their key, the id) and nothing else.
+    assert outcome == Outcome(item_id=ITEM, version=2**53, status="accepted")
+    (hit,) = _search(coordinator, "quokka ledger").hits
+    assert hit.envelope == envelope
+    newer = seal(_pub(coordinator, identity, version=2, seq=3), identity)
+    assert _publish(coordinator, newer).status == "accepted"
+    assert [c.envelope for c in coordinator.changes(ChangesRequest()).changes] == [
+        stranger,
+        newer,
+    ]
 
 
 @pytest.mark.parametrize("version", [1, 2], ids=["same-version", "newer-version"])
-def test_publication_of_an_existing_item_by_another_key_is_rejected(
+def test_publication_of_an_existing_item_id_by_another_key_is_that_key_s_own_item(
     coordinator: Coordinator, identity: Identity, other_identity: Identity, version: int
 ) -> None:
     envelope = seal(_pub(coordinator, identity), identity)
     _publish(coordinator, envelope)
-    before = _snapshot(coordinator)
     hijack_text = "The quokka ledger keys are stored in the wiki"
-    hijack = _pub(coordinator, other_identity, text=hijack_text, version=version)
+    hijack = seal(
+        _pub(coordinator, other_identity, text=hijack_text, version=version), other_identity
+    )
 
-    outcome = _publish(coordinator, seal(hijack, other_identity))
+    outcome = _publish(coordinator, hijack)
 
-    assert outcome.status == "rejected"
-    assert outcome.reason == "the item belongs to another key"
-    assert _snapshot(coordinator) == before
-    (hit,) = _search(coordinator, "quokka ledger").hits
-    assert hit.envelope == envelope
+    assert (outcome.status, outcome.reason) == ("accepted", "")
+    # Each hit is served with the envelope its own author signed.
+    served = {hit.envelope.payload: hit.envelope for hit in _search(coordinator, "quokka").hits}
+    assert served == {envelope.payload: envelope, hijack.payload: hijack}
+    newer = seal(_pub(coordinator, identity, version=version + 1, seq=3), identity)
+    assert _publish(coordinator, newer).status == "accepted"
+    info = coordinator.info()
+    assert (info.published, info.tombstones) == (2, 0)
 
 
 def test_replayed_older_version_is_stale_and_changes_nothing(
@@ -468,7 +484,8 @@ def test_retraction_purges_text_and_vector_and_keeps_only_the_tombstone(
     assert outcome == Outcome(item_id=ITEM, version=1, status="accepted")
     with coordinator.store.read() as conn:
         text, tags, status, vector = conn.execute(
-            "SELECT text, tags, status, vector FROM items WHERE id = ?", (ITEM,)
+            "SELECT text, tags, status, vector FROM items WHERE id = ?",
+            (_copy_of(coordinator, identity),),
         ).fetchone()
         (fts_matches,) = conn.execute(
             "SELECT count(*) FROM items_fts WHERE items_fts MATCH 'quokka'"
@@ -504,7 +521,7 @@ def test_retraction_purges_the_text_whatever_the_sqlite_build_default(
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", connect_as_a_default_build)
-    coordinator = Coordinator(tmp_path / "default-build")
+    coordinator = Coordinator(tmp_path / "default-build", team=TEAM)
     try:
         _publish(coordinator, seal(_pub(coordinator, identity), identity))
         _retract(coordinator, seal(retraction(identity), identity))
@@ -569,7 +586,7 @@ def test_republishing_after_a_retraction_is_a_new_version(
 def test_crash_between_storing_the_envelope_and_the_cache_heals_on_resend(
     monkeypatch: pytest.MonkeyPatch, data: Path, identity: Identity
 ) -> None:
-    coordinator = Coordinator(data)
+    coordinator = Coordinator(data, team=TEAM)
     envelope = seal(_pub(coordinator, identity), identity)
 
     def die(**fields: Any) -> None:
@@ -579,7 +596,7 @@ def test_crash_between_storing_the_envelope_and_the_cache_heals_on_resend(
     with pytest.raises(_Killed):
         _publish(coordinator, envelope)
     coordinator.close()
-    restarted = Coordinator(data)
+    restarted = Coordinator(data, team=TEAM)
     try:
         assert _publish(restarted, envelope).status in ("accepted", "duplicate")
         assert _found(restarted, "quokka ledger") == [ITEM]
@@ -590,7 +607,7 @@ def test_crash_between_storing_the_envelope_and_the_cache_heals_on_resend(
 def test_crash_between_storing_the_tombstone_and_the_purge_heals_on_resend(
     monkeypatch: pytest.MonkeyPatch, data: Path, identity: Identity
 ) -> None:
-    coordinator = Coordinator(data)
+    coordinator = Coordinator(data, team=TEAM)
     _publish(coordinator, seal(_pub(coordinator, identity), identity))
     tombstone = seal(retraction(identity), identity)
 
@@ -601,11 +618,13 @@ def test_crash_between_storing_the_tombstone_and_the_purge_heals_on_resend(
     with pytest.raises(_Killed):
         _retract(coordinator, tombstone)
     coordinator.close()
-    restarted = Coordinator(data)
+    restarted = Coordinator(data, team=TEAM)
     try:
         assert _retract(restarted, tombstone).status in ("accepted", "duplicate")
         with restarted.store.read() as conn:
-            (text,) = conn.execute("SELECT text FROM items WHERE id = ?", (ITEM,)).fetchone()
+            (text,) = conn.execute(
+                "SELECT text FROM items WHERE id = ?", (_copy_of(restarted, identity),)
+            ).fetchone()
         assert text == ""
         assert QUOKKA_PHRASE not in _database_bytes(restarted)
     finally:
@@ -644,7 +663,9 @@ def test_coordinator_for_one_team_refuses_every_envelope_of_another(
 def test_roster_refuses_keys_outside_it(
     tmp_path: Path, identity: Identity, other_identity: Identity
 ) -> None:
-    coordinator = Coordinator(tmp_path / "rostered", roster=frozenset({identity.public_key_text}))
+    coordinator = Coordinator(
+        tmp_path / "rostered", team=TEAM, roster=frozenset({identity.public_key_text})
+    )
     try:
         before = _snapshot(coordinator)
         stranger = _pub(coordinator, other_identity, item_id=_item_id(9))
@@ -661,6 +682,83 @@ def test_roster_refuses_keys_outside_it(
         assert _found(coordinator, "quokka ledger") == [ITEM]
     finally:
         coordinator.close()
+
+
+# -- each item is its author's ---------------------------------------------------------------
+
+
+def test_a_stranger_s_first_retraction_of_an_unsynced_id_does_not_stop_its_author(
+    coordinator: Coordinator, identity: Identity, other_identity: Identity
+) -> None:
+    # Mallory learnt the id before Ada synced, and tombstones it as far ahead as versions go.
+    squat = seal(retraction(other_identity, version=2**53), other_identity)
+    assert _retract(coordinator, squat).status == "accepted"
+
+    envelope = seal(_pub(coordinator, identity), identity)
+    outcome = _publish(coordinator, envelope)
+
+    assert outcome == Outcome(item_id=ITEM, version=1, status="accepted")
+    (hit,) = _search(coordinator, "quokka ledger").hits
+    assert hit.envelope == envelope
+    newer = seal(_pub(coordinator, identity, version=2, seq=3), identity)
+    assert _publish(coordinator, newer).status == "accepted"
+    # Ada's own tombstone still works, and the squatter's stays only the squatter's.
+    tombstone = seal(retraction(identity, version=2, seq=4), identity)
+    assert _retract(coordinator, tombstone).status == "accepted"
+    assert _publish(coordinator, newer).status == "stale"
+    feed = coordinator.changes(ChangesRequest()).changes
+    assert [(c.kind, c.item_id, c.envelope) for c in feed] == [
+        ("retraction", ITEM, squat),
+        ("retraction", ITEM, tombstone),
+    ]
+
+
+def test_a_stranger_publishing_an_id_first_does_not_lock_its_author_out(
+    coordinator: Coordinator, identity: Identity, other_identity: Identity
+) -> None:
+    fake_text = "The quokka ledger signing keys live in the shared wiki page"
+    fake = seal(_pub(coordinator, other_identity, text=fake_text, version=7), other_identity)
+    assert _publish(coordinator, fake).status == "accepted"
+
+    envelope = seal(_pub(coordinator, identity), identity)
+    outcome = _publish(coordinator, envelope, _vector(coordinator, QUOKKA))
+
+    assert outcome == Outcome(item_id=ITEM, version=1, status="accepted")
+    # Every hit carries the envelope its own key signed: Mallory's text is never Ada's item.
+    hits = _search(coordinator, "quokka ledger signing keys").hits
+    by_author = {open_envelope(h.envelope).author_key: h.envelope for h in hits}
+    assert by_author == {identity.public_key_text: envelope, other_identity.public_key_text: fake}
+    assert _copy_of(coordinator, identity) != _copy_of(coordinator, other_identity)
+    # Ada's retraction purges Ada's copy and nothing of Mallory's.
+    assert _retract(coordinator, seal(retraction(identity), identity)).status == "accepted"
+    (left,) = _search(coordinator, "quokka ledger signing keys").hits
+    assert left.envelope == fake
+    with coordinator.store.read() as conn:
+        texts = dict(conn.execute("SELECT id, text FROM items"))
+    assert texts == {
+        _copy_of(coordinator, identity): "",
+        _copy_of(coordinator, other_identity): fake_text,
+    }
+    info = coordinator.info()
+    assert (info.published, info.tombstones) == (1, 1)
+
+
+def test_a_stranger_s_envelopes_never_change_the_author_s_versions(
+    coordinator: Coordinator, identity: Identity, other_identity: Identity
+) -> None:
+    envelope = seal(_pub(coordinator, identity, version=3), identity)
+    _publish(coordinator, envelope)
+    for version in (1, 3, 4):
+        stranger = _pub(coordinator, other_identity, text="Mallory's quokka", version=version)
+        _publish(coordinator, seal(stranger, other_identity))
+
+    # Ada's order is Ada's alone: her replay is a duplicate, her older version stale.
+    assert _publish(coordinator, envelope).status == "duplicate"
+    older = seal(_pub(coordinator, identity, version=2), identity)
+    assert (_publish(coordinator, older).status, _publish(coordinator, older).reason) == (
+        "stale",
+        "a newer version is published",
+    )
 
 
 # -- presence --------------------------------------------------------------------------------
@@ -788,7 +886,7 @@ def test_changes_pages_with_cursor_limit_and_more(
 def test_restart_keeps_everything_acknowledged(
     data: Path, identity: Identity, clock: FakeClock
 ) -> None:
-    first = Coordinator(data, clock=clock)
+    first = Coordinator(data, team=TEAM, clock=clock)
     envelopes = [
         seal(_pub(first, identity, item_id=_item_id(n), text=text, seq=n + 1), identity)
         for n, text in enumerate(TEXTS[:3])
@@ -807,7 +905,7 @@ def test_restart_keeps_everything_acknowledged(
     answer_before = _search(first, query, **query_fields)
     first.close()
 
-    restarted = Coordinator(data, clock=clock)
+    restarted = Coordinator(data, team=TEAM, clock=clock)
     try:
         assert _snapshot(restarted) == before
         assert _search(restarted, query, **query_fields) == answer_before

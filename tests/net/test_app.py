@@ -181,7 +181,7 @@ def test_app_without_a_token_needs_none() -> None:
 
 
 def test_every_coordinator_route_but_healthz_needs_the_token(tmp_path: Path) -> None:
-    coordinator = Coordinator(tmp_path / "data")
+    coordinator = Coordinator(tmp_path / "data", team="acme")
     routes = [(e.method, e.path) for e in endpoints(coordinator)] + [("GET", "/v1/openapi.json")]
     try:
         with (
@@ -395,7 +395,7 @@ def test_the_daemons_answer_healthz_on_the_event_loop(tmp_path: Path) -> None:
     from memmesh.coordinator import Coordinator
     from memmesh.coordinator.app import endpoints
 
-    coordinator = Coordinator(tmp_path / "data")
+    coordinator = Coordinator(tmp_path / "data", team="acme")
     try:
         routes = {endpoint.path: endpoint for endpoint in endpoints(coordinator)}
     finally:

@@ -253,7 +253,7 @@ def test_non_ascii_content_length_is_400(server: str, recorder: Recorder) -> Non
 
 @pytest.mark.parametrize("path", ["/v1/search", "/v1/publish"])
 def test_non_ascii_content_length_is_400_on_the_coordinator(tmp_path: Path, path: str) -> None:
-    coordinator = Coordinator(tmp_path / "data")
+    coordinator = Coordinator(tmp_path / "data", team="acme")
     try:
         with running(coordinator_app(coordinator, token="t")) as url:
             head = (

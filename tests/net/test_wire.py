@@ -185,7 +185,7 @@ def test_valid_body_is_200_over_http(probe_server: httpx.Client) -> None:
 @pytest.fixture(scope="module")
 def coordinator_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """A client, with the token, of a real coordinator over an empty data folder."""
-    coordinator = Coordinator(tmp_path_factory.mktemp("wire") / "data")
+    coordinator = Coordinator(tmp_path_factory.mktemp("wire") / "data", team="acme")
     try:
         with (
             running(coordinator_app(coordinator, token="t")) as url,

@@ -77,7 +77,7 @@ def policy() -> Policy:
 
 @pytest.fixture
 def coordinator(tmp_path: Path) -> Iterator[Coordinator]:
-    opened = Coordinator(tmp_path / "coordinator")
+    opened = Coordinator(tmp_path / "coordinator", team=TEAM)
     try:
         yield opened
     finally:
@@ -161,7 +161,12 @@ def test_sync_pushes_exactly_the_unacked_entries_in_bounded_batches(
     with store.read() as conn:
         mine = dict(conn.execute("SELECT id, vector FROM items"))
     with coordinator.store.read() as conn:
-        cached = dict(conn.execute("SELECT id, vector FROM items"))
+        cached = dict(
+            conn.execute(
+                "SELECT e.item_id, i.vector FROM items AS i "
+                "JOIN coord_envelopes AS e ON e.copy_id = i.id"
+            )
+        )
     assert cached == mine
 
 
@@ -499,7 +504,7 @@ def _assert_interrupted(result: subprocess.CompletedProcess[str]) -> None:
 def test_kill_9_of_the_coordinator_at_several_points_then_sync_again_converges(
     tmp_path: Path,
 ) -> None:
-    process = CoordinatorProcess(tmp_path / "coordinator-data", token=TOKEN)
+    process = CoordinatorProcess(tmp_path / "coordinator-data", team=TEAM, token=TOKEN)
     proxy = _Proxy(process.url)
     try:
         process.start()
@@ -528,7 +533,7 @@ def test_kill_9_of_the_coordinator_at_several_points_then_sync_again_converges(
 
 
 def test_kill_9_of_the_syncing_client_then_sync_again_converges(tmp_path: Path) -> None:
-    coordinator = Coordinator(tmp_path / "coordinator-data")
+    coordinator = Coordinator(tmp_path / "coordinator-data", team=TEAM)
     try:
         with running(coordinator_app(coordinator, token=TOKEN)) as upstream:
             proxy = _Proxy(upstream)

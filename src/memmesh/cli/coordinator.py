@@ -24,7 +24,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         commands,
         "coordinator",
         "Run the team host's coordinator.",
-        "mem coordinator serve --data /var/lib/memmesh",
+        "mem coordinator serve --data /var/lib/memmesh --team acme",
         json_output=False,
     )
     p = command_adder(sub)(
@@ -35,7 +35,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--host 0.0.0.0 --team acme",
         description="Serve the coordinator until interrupted. It stores only published, "
         "signed envelopes (with their vectors), tombstones and short-lived presence. "
-        "It refuses to listen beyond loopback without a team token.",
+        "It serves one team, named by --team, and refuses every other team's envelopes; "
+        "it refuses to listen beyond loopback without a team token.",
         json_output=False,
     )
     p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
@@ -47,7 +48,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="VAR",
         help=f"environment variable holding the team token ({DEFAULT_TOKEN_ENV})",
     )
-    p.add_argument("--team", help="accept envelopes for this team only")
+    p.add_argument(
+        "--team",
+        required=True,
+        type=nonempty,
+        metavar="NAME",
+        help="the team it serves: envelopes of every other team are refused (required)",
+    )
     p.add_argument(
         "--embedder", help="vector space to search in (default: the data folder's, else hashing)"
     )

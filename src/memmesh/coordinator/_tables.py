@@ -1,21 +1,25 @@
 """The coordinator's tables in its store file: each item's signed state, and presence.
 
-``coord_envelopes`` holds one row per item: its live signed publication or its tombstone,
-bound to the key that first published it, with a cursor that puts the row at the end of the
-changes feed whenever it changes. ``coord_presence`` holds each member's latest heartbeat until
-it expires. Every function runs on the transaction or read the caller holds.
+An item is its author's key and its id together: two keys may use the same item id, and each
+has an item of its own. ``coord_envelopes`` holds one row per (author key, item id): its live
+signed publication or its tombstone, the id of its searchable copy in the store, and a cursor
+that puts the row at the end of the changes feed whenever it changes. ``coord_presence`` holds
+each member's latest heartbeat until it expires. Every function runs on the transaction or read
+the caller holds.
 """
 
+import hashlib
 import json
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from memmesh.local import Schema, Transaction
-from memmesh.registry.envelopes import Envelope
+from memmesh.registry.envelopes import Envelope, Publication, Retraction
 
 __all__ = [
     "COORDINATOR_SCHEMA",
     "Stored",
     "changes_after",
+    "copy_id",
     "counts",
     "live_publications",
     "presence",
@@ -44,46 +48,91 @@ CREATE TABLE IF NOT EXISTS coord_presence (
 );
 """
 
-COORDINATOR_SCHEMA = Schema(owner="coordinator", migrations=(_V1,))
+# Version 1 keyed items by id alone, so whichever key reached the coordinator first with an id
+# held it. Version 2 keys them by author key and id; each row keeps every column and its cursor
+# (the feed's positions are unchanged), and a copy made before it keeps the item id as its id.
+_V2 = """
+CREATE TABLE coord_envelopes_v2 (
+    author_key  TEXT NOT NULL,
+    item_id     TEXT NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('publication', 'retraction')),
+    version     INTEGER NOT NULL,
+    payload     BLOB NOT NULL,
+    signature   BLOB NOT NULL,
+    cursor      INTEGER NOT NULL UNIQUE,
+    copy_id     TEXT NOT NULL UNIQUE,
+    PRIMARY KEY (author_key, item_id)
+);
+INSERT INTO coord_envelopes_v2
+    (author_key, item_id, kind, version, payload, signature, cursor, copy_id)
+SELECT author_key, item_id, kind, version, payload, signature, cursor, item_id
+FROM coord_envelopes;
+DROP TABLE coord_envelopes;
+ALTER TABLE coord_envelopes_v2 RENAME TO coord_envelopes;
+"""
+
+COORDINATOR_SCHEMA = Schema(owner="coordinator", migrations=(_V1, _V2))
 
 Kind = Literal["publication", "retraction"]
-Stored = tuple[Kind, int, str, bytes]  # kind, version, author key, payload
 
 
-def stored(tx: Transaction, item_id: str) -> Stored | None:
-    """What is stored for the item: its kind, version, author key and signed payload."""
+class Stored(NamedTuple):
+    """What is stored for one (author key, item id)."""
+
+    kind: Kind
+    version: int
+    payload: bytes
+    copy_id: str
+
+
+def copy_id(body: Publication | Retraction) -> str:
+    """The store id of the searchable copy of a pair first seen from schema version 2 on.
+
+    The author's key id, then the SHA-256 of the author key and item id: the same pair always
+    has the same copy (a resend after a crash finds it), two pairs never share one, and at 81
+    characters it is never the id of a copy made before version 2 (an item id is at most 64).
+    """
+    digest = hashlib.sha256(f"{body.author_key}\n{body.item_id}".encode()).hexdigest()
+    return f"{body.key_id}.{digest}"
+
+
+def stored(tx: Transaction, author_key: str, item_id: str) -> Stored | None:
+    """What is stored for the author's item: its kind, version, signed payload and copy id."""
     row = tx.execute(
-        "SELECT kind, version, author_key, payload FROM coord_envelopes WHERE item_id = ?",
-        (item_id,),
+        "SELECT kind, version, payload, copy_id FROM coord_envelopes "
+        "WHERE author_key = ? AND item_id = ?",
+        (author_key, item_id),
     ).fetchone()
-    return None if row is None else (row[0], int(row[1]), str(row[2]), bytes(row[3]))
+    return None if row is None else Stored(row[0], int(row[1]), bytes(row[2]), str(row[3]))
 
 
 def save(
-    tx: Transaction, kind: Kind, item_id: str, version: int, author_key: str, envelope: Envelope
+    tx: Transaction, kind: Kind, body: Publication | Retraction, envelope: Envelope, copy: str
 ) -> None:
-    """Replace the item's state; the new cursor puts it at the end of the changes feed."""
+    """Replace the state of the body's (author key, item id), whose copy is ``copy``; the new
+    cursor puts it at the end of the changes feed."""
     (cursor,) = tx.execute("SELECT coalesce(max(cursor), 0) + 1 FROM coord_envelopes").fetchone()
     tx.execute(
         "INSERT OR REPLACE INTO coord_envelopes "
-        "(item_id, kind, version, author_key, payload, signature, cursor) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (item_id, kind, version, author_key, envelope.payload, envelope.signature, cursor),
-    )
+        "(author_key, item_id, kind, version, payload, signature, cursor, copy_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (body.author_key, body.item_id, kind, body.version, envelope.payload,
+         envelope.signature, cursor, copy),
+    )  # fmt: skip
 
 
-def live_publications(tx: Transaction, item_ids: list[str]) -> dict[str, Envelope]:
-    """The live signed publication of each of ``item_ids`` that has one, in one query."""
-    if not item_ids:
+def live_publications(tx: Transaction, copy_ids: list[str]) -> dict[str, Envelope]:
+    """The live signed publication behind each of ``copy_ids`` that has one, in one query."""
+    if not copy_ids:
         return {}
     rows = tx.execute(
-        "SELECT item_id, payload, signature FROM coord_envelopes "
-        "WHERE item_id IN (SELECT value FROM json_each(?)) AND kind = 'publication'",
-        (json.dumps(item_ids),),
+        "SELECT copy_id, payload, signature FROM coord_envelopes "
+        "WHERE copy_id IN (SELECT value FROM json_each(?)) AND kind = 'publication'",
+        (json.dumps(copy_ids),),
     ).fetchall()
     return {
-        item_id: Envelope(payload=bytes(payload), signature=bytes(signature))
-        for item_id, payload, signature in rows
+        copy: Envelope(payload=bytes(payload), signature=bytes(signature))
+        for copy, payload, signature in rows
     }
 
 
@@ -91,7 +140,7 @@ def changes_after(
     tx: Transaction, cursor: int, limit: int
 ) -> list[tuple[int, Kind, str, int, Envelope]]:
     """Up to ``limit`` items' states changed after ``cursor``, oldest change first: cursor,
-    kind, item id, version and envelope."""
+    kind, item id, version and envelope (which names the author's key)."""
     rows = tx.execute(
         "SELECT cursor, kind, item_id, version, payload, signature FROM coord_envelopes "
         "WHERE cursor > ? ORDER BY cursor LIMIT ?",

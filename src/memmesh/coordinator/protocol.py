@@ -85,7 +85,8 @@ class ChangesRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=
 
 
 class Change(msgspec.Struct, frozen=True, kw_only=True):
-    """An item's current state: its live publication, or its tombstone."""
+    """One author's item's current state: its live publication, or its tombstone (the
+    envelope names the author's key; another key's item of the same id is another change)."""
 
     cursor: int
     kind: Literal["publication", "retraction"]

@@ -2,9 +2,10 @@
 
 It stores only what members published: each item's live signed publication (and its vector,
 in a memmesh store used as a search cache) or its tombstone, plus short-lived presence. Every
-envelope is verified; an item is bound to the key that first published it; versions only move
-forward; a retraction purges the item's text and vector and leaves the tombstone, so a replayed
-older envelope can never bring the item back.
+envelope is verified. An item is its author's key and its id together: an envelope only ever
+touches the item of the key that signed it, so nobody can publish, version or retract under an
+id another key uses. Versions only move forward; a retraction purges the item's text and vector
+and leaves the tombstone, so a replayed older envelope can never bring the item back.
 """
 
 import time
@@ -29,7 +30,6 @@ from memmesh.coordinator.protocol import (
     RetractRequest,
     RetractResponse,
 )
-from memmesh.local import Transaction
 from memmesh.local.errors import StoreError
 from memmesh.local.store import Store
 from memmesh.net.presence import PresenceRequest, PresenceResponse
@@ -49,7 +49,7 @@ class Coordinator:
     """The passive team host: everything behind the HTTP routes.
 
     * ``data`` - the folder holding its database.
-    * ``team`` - accept only envelopes for this team (``None``: any).
+    * ``team`` - accept only envelopes for this team.
     * ``roster`` - public keys (as in envelopes) allowed to publish; empty means any key.
     * ``embedder`` - the vector space it searches in (vectors from others are re-embedded).
     """
@@ -58,7 +58,7 @@ class Coordinator:
         self,
         data: Path,
         *,
-        team: str | None = None,
+        team: str,
         roster: frozenset[str] = frozenset(),
         embedder: str | None = None,
         clock: Callable[[], float] = time.time,
@@ -107,17 +107,17 @@ class Coordinator:
         try:
             # The envelope and the searchable copy commit together, or not at all.
             with self.store.transaction() as tx:
-                settled = _settled(tx, body, item.envelope)
+                current = _tables.stored(tx, body.author_key, body.item_id)
+                settled = _settled(current, body, item.envelope)
                 if settled is not None:
                     return settled
+                copy = _copy(current, body)
                 self.store.put(
-                    item_id=body.item_id, text=body.text, kind=body.kind, project=body.project,
+                    item_id=copy, text=body.text, kind=body.kind, project=body.project,
                     tags=body.tags, author=body.author, created_at=body.published_at,
                     vector=vector, tx=tx,
                 )  # fmt: skip
-                _tables.save(
-                    tx, "publication", body.item_id, body.version, body.author_key, item.envelope
-                )
+                _tables.save(tx, "publication", body, item.envelope, copy)
         except StoreError as exc:
             # The envelope verified but does not make a valid item; nothing was written.
             return _rejected(body.item_id, body.version, exc.message)
@@ -129,15 +129,19 @@ class Coordinator:
             return body
         # The tombstone and the purge commit together.
         with self.store.transaction() as tx:
-            settled = _settled(tx, body, envelope)
+            current = _tables.stored(tx, body.author_key, body.item_id)
+            settled = _settled(current, body, envelope)
             if settled is not None:
                 return settled
-            _tables.save(tx, "retraction", body.item_id, body.version, body.author_key, envelope)
-            self.store.purge(body.item_id, tx=tx)
+            # An id this key never published binds a tombstone to this key alone: the copy
+            # it names does not exist yet, and another key's item of the same id is untouched.
+            copy = _copy(current, body)
+            _tables.save(tx, "retraction", body, envelope, copy)
+            self.store.purge(copy, tx=tx)
         return Outcome(item_id=body.item_id, version=body.version, status="accepted")
 
     def _refusal(self, team: str, author_key: str) -> str | None:
-        if self.team is not None and team != self.team:
+        if team != self.team:
             return f"this coordinator serves team {self.team!r}, not {team!r}"
         if self.roster and author_key not in self.roster:
             return "the signing key is not in the team's roster"
@@ -149,10 +153,10 @@ class Coordinator:
         """Hybrid search over live publications, answering with the signed envelopes."""
         return answer_search(self.store, request, self._publications)
 
-    def _publications(self, item_ids: list[str]) -> dict[str, Envelope]:
-        """The live signed publication of each of ``item_ids`` that has one."""
+    def _publications(self, copy_ids: list[str]) -> dict[str, Envelope]:
+        """The live signed publication behind each of the searchable copies ``copy_ids``."""
         with self.store.reader() as tx:
-            return _tables.live_publications(tx, item_ids)
+            return _tables.live_publications(tx, copy_ids)
 
     # -- presence --------------------------------------------------------------------------
 
@@ -210,26 +214,21 @@ class Coordinator:
         )
 
 
-def _settled(tx: Transaction, body: Publication | Retraction, envelope: Envelope) -> Outcome | None:
-    """What becomes of an incoming envelope given what is stored for its item: ``None`` when
-    it moves the item forward, else the outcome (nothing is written).
+def _settled(
+    current: _tables.Stored | None, body: Publication | Retraction, envelope: Envelope
+) -> Outcome | None:
+    """What becomes of an incoming envelope given what is stored for its author's item
+    (``current``): ``None`` when it moves the item forward, else the outcome (nothing is
+    written).
 
-    Versions only move forward: only the key that first published an item may touch it; a
-    retraction beats every publication up to its version; a replay is a duplicate.
+    Versions only move forward: a retraction beats every publication up to its version; a
+    replay is a duplicate.
     """
-    current = _tables.stored(tx, body.item_id)
     if current is None:
         return None
-    kind, version, author_key, payload = current
+    kind, version, payload, _ = current
     item_id, incoming = body.item_id, body.version
     retracting = isinstance(body, Retraction)
-    if author_key != body.author_key:
-        reason = (
-            "only the item's author can retract it"
-            if retracting
-            else "the item belongs to another key"
-        )
-        return _rejected(item_id, incoming, reason)
     if kind == "retraction" and incoming <= version:
         if retracting:
             return Outcome(item_id=item_id, version=incoming, status="duplicate")
@@ -241,6 +240,11 @@ def _settled(tx: Transaction, body: Publication | Retraction, envelope: Envelope
             return Outcome(item_id=item_id, version=incoming, status="duplicate")
         return _rejected(item_id, incoming, "a different envelope has this version")
     return None
+
+
+def _copy(current: _tables.Stored | None, body: Publication | Retraction) -> str:
+    """The store id of the searchable copy of the body's (author key, item id)."""
+    return _tables.copy_id(body) if current is None else current.copy_id
 
 
 def _rejected(item_id: str, version: int, reason: str) -> Outcome:
