@@ -24,7 +24,7 @@ from memmesh.local.errors import (
 )
 from memmesh.local.schema import STORE_OWNER, Schema
 
-__all__ = ["DB_FILENAME", "Database", "Transaction", "connection_of"]
+__all__ = ["DB_FILENAME", "Database", "Transaction", "connection_of", "scoped"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 DB_FILENAME = "memory.db"  # the store's file in the memmesh home
@@ -69,6 +69,16 @@ def connection_of(tx: Transaction, *, write: bool = False) -> sqlite3.Connection
     assert tx._conn is not None, "a transaction used after its `with` block ended"
     assert tx.writable or not write, "a write handed a read transaction"
     return tx._conn
+
+
+@contextmanager
+def scoped(conn: sqlite3.Connection, *, writable: bool) -> Iterator[Transaction]:
+    """A transaction on ``conn`` for the length of the ``with``, unusable after it."""
+    tx = Transaction(conn, writable=writable)
+    try:
+        yield tx
+    finally:
+        tx.end()
 
 
 class Database:

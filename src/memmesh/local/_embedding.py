@@ -14,7 +14,15 @@ from memmesh.local._db import Database
 from memmesh.local._rows import next_rev
 from memmesh.local.errors import EmbedderMismatch
 
-__all__ = ["STORE_META_KEYS", "check_embedder", "choose_embedder", "meta", "reindex", "set_meta"]
+__all__ = [
+    "STORE_META_KEYS",
+    "check_embedder",
+    "choose_embedder",
+    "meta",
+    "owners_key",
+    "reindex",
+    "set_meta",
+]
 
 # The store's own keys in ``meta``; other components keep theirs beside them.
 STORE_META_KEYS = frozenset(
@@ -118,6 +126,12 @@ def _stage(
         f"{verb} INTO reindex_vectors (seq, vector) VALUES (?, ?)",
         [(seq, v.tobytes()) for (seq, _), v in zip(rows, vectors, strict=True)],
     )
+
+
+def owners_key(key: str) -> str:
+    """``key``, which must not be one of the store's own ``meta`` keys."""
+    assert key not in STORE_META_KEYS, f"{key!r} is the store's own setting"
+    return key
 
 
 def meta(conn: sqlite3.Connection, key: str) -> str | None:

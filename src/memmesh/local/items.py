@@ -1,5 +1,7 @@
 """The item: one remembered fact, decision, gotcha or command, and the rules for its fields."""
 
+import getpass
+import os
 import re
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
@@ -22,6 +24,7 @@ __all__ = [
     "check_name",
     "check_tags",
     "check_text",
+    "default_author",
 ]
 
 Kind = Literal["decision", "convention", "gotcha", "command", "incident", "preference", "fact"]
@@ -117,3 +120,16 @@ def check_tags(tags: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     for tag in tags:
         seen[check_name(tag, "tag").lower()] = None
     return tuple(seen)
+
+
+def default_author() -> str:
+    """The author name for new items: ``MEM_AUTHOR``, else the login name."""
+    name = os.environ.get("MEM_AUTHOR") or _login_name()
+    return re.sub(r"[^A-Za-z0-9._-]", "-", name)[:64] or "me"
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "me"

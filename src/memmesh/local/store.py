@@ -1,8 +1,5 @@
 """The private local store: items in one SQLite file, with their vectors and journal."""
 
-import getpass
-import os
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -15,31 +12,26 @@ import numpy as np
 from memmesh import text as _text
 from memmesh.embed import Vectors, get_embedder, unit_vector
 from memmesh.local import _embedding, _rows, journal, outcomes
-from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of
+from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of, scoped
 from memmesh.local._index import SearchIndex
 from memmesh.local._rows import ItemRow, content_hash, item_of, rows_in
 from memmesh.local.errors import EmbedderMismatch, HomeNotCreated, InvalidInput, NotActive
 from memmesh.local.ids import new_id
-from memmesh.local.items import GLOBAL, Item, check_kind, check_name, check_tags, check_text
+from memmesh.local.items import (
+    GLOBAL,
+    Item,
+    check_kind,
+    check_name,
+    check_tags,
+    check_text,
+    default_author,
+)
 from memmesh.local.schema import Schema
 
-__all__ = ["DB_FILENAME", "ItemRow", "Remembered", "Store", "content_hash", "default_author"]
+__all__ = ["DB_FILENAME", "ItemRow", "Remembered", "Store", "content_hash"]
 
 Remembered = Literal["created", "reinforced"]
 Clock = Callable[[], float]
-
-
-def default_author() -> str:
-    """The author name for new items: ``MEM_AUTHOR``, else the login name."""
-    name = os.environ.get("MEM_AUTHOR") or _login_name()
-    return re.sub(r"[^A-Za-z0-9._-]", "-", name)[:64] or "me"
-
-
-def _login_name() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "me"
 
 
 class Store:
@@ -120,19 +112,19 @@ class Store:
         that first makes sure the file's vectors still come from this store's embedder."""
         with self._db.write() as conn:
             _embedding.check_embedder(conn, self.embedder)
-            with _valid(Transaction(conn, writable=True)) as tx:
+            with scoped(conn, writable=True) as tx:
                 yield tx
 
     @contextmanager
     def read(self) -> Iterator[Transaction]:
         """Reads on the store's connection (each statement sees the latest committed state)."""
-        with self._db.read() as conn, _valid(Transaction(conn, writable=False)) as tx:
+        with self._db.read() as conn, scoped(conn, writable=False) as tx:
             yield tx
 
     @contextmanager
     def reader(self) -> Iterator[Transaction]:
         """Reads on this thread's own connection, beside other threads' searches."""
-        with self._db.reader() as conn, _valid(Transaction(conn, writable=False)) as tx:
+        with self._db.reader() as conn, scoped(conn, writable=False) as tx:
             yield tx
 
     @contextmanager
@@ -341,13 +333,13 @@ class Store:
     def setting(self, key: str, tx: Transaction | None = None) -> str | None:
         """A named value kept in the store file for another component (``registry_head``)."""
         if tx is not None:
-            return _embedding.meta(connection_of(tx), _owners_key(key))
+            return _embedding.meta(connection_of(tx), _embedding.owners_key(key))
         with self._db.read() as conn:
-            return _embedding.meta(conn, _owners_key(key))
+            return _embedding.meta(conn, _embedding.owners_key(key))
 
     def set_setting(self, tx: Transaction, key: str, value: str) -> None:
         """Set a named value inside the caller's transaction."""
-        _embedding.set_meta(connection_of(tx, write=True), _owners_key(key), value)
+        _embedding.set_meta(connection_of(tx, write=True), _embedding.owners_key(key), value)
 
     def counts(self) -> dict[str, Any]:
         """Item counts by status, by kind and by project (active items)."""
@@ -428,18 +420,3 @@ class Store:
         if item.status != "active":
             raise NotActive(item.id, item.status)
         return item
-
-
-@contextmanager
-def _valid(tx: Transaction) -> Iterator[Transaction]:
-    """``tx`` for the length of the ``with``, and unusable after it."""
-    try:
-        yield tx
-    finally:
-        tx.end()
-
-
-def _owners_key(key: str) -> str:
-    """``key``, which must not be one of the store's own ``meta`` keys."""
-    assert key not in _embedding.STORE_META_KEYS, f"{key!r} is the store's own setting"
-    return key
