@@ -76,7 +76,7 @@ def test_no_import_runs_against_the_layer_order() -> None:
     layers = _layers()
     rank = {package: index for index, layer in enumerate(layers) for package in layer}
     # The root's shared modules sit below every layer.
-    rank.update(errors=len(layers), __main__=-1)
+    rank.update(errors=len(layers), _urls=len(layers), __main__=-1)
     against: list[str] = []
     for path in _modules():
         module = _module_name(path)

@@ -12,7 +12,7 @@ from memmesh.coordinator.protocol import PresenceList
 from memmesh.embed import HashingEmbedder
 from memmesh.local.store import Store
 from memmesh.net.client import Client
-from memmesh.net.errors import NetError
+from memmesh.net.errors import BadUrl, NetError
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import free_port
 from memmesh.peer.discovery import Hint, browse
@@ -151,3 +151,24 @@ def test_discovery_announces_the_daemon_on_the_given_interfaces(tmp_path: Path) 
             if any(h.key_id == ada.key_id for h in heard):
                 break
     assert Hint(url=f"http://127.0.0.1:{port}", key_id=ada.key_id, name="ada") in heard
+
+
+def test_an_unsound_advertised_url_is_refused_before_the_store_opens(tmp_path: Path) -> None:
+    ada = Team(tmp_path, NOWHERE).add("ada")
+    opener = _Opener(ada)
+    refused = pytest.raises(BadUrl, match="it names a user or password")
+    with (
+        refused,
+        peer_daemon(
+            ada.home, opener, host="127.0.0.1", port=1, advertise="http://ada:pw@127.0.0.1:8410"
+        ),
+    ):
+        pytest.fail("the daemon started")
+    assert opener.opened == []
+
+
+def test_an_ipv6_listen_address_is_announced_in_brackets(tmp_path: Path) -> None:
+    ada = Team(tmp_path, None).add("ada")
+    port = free_port()
+    with peer_daemon(ada.home, _Opener(ada), host="::1", port=port) as daemon:
+        assert daemon.url == f"http://[::1]:{port}"

@@ -31,6 +31,7 @@ def _invalid(source: str) -> PolicyInvalid:
 
 # -- every malformed policy is a PolicyInvalid naming file, line and key ---------------------
 
+_SOUND = "must be an http:// or https:// URL naming only a host and port"
 MALFORMED = [
     pytest.param(
         "version: 1\nteam: acme\n  extra: indented\n",
@@ -204,6 +205,48 @@ MALFORMED = [
         "coordinator",
         "must be an http:// or https:// URL",
         id="coordinator-with-space",
+    ),
+    pytest.param(
+        "team: acme\ncoordinator: 'http://[::1'\n",
+        2,
+        "coordinator",
+        f"{_SOUND}: it is not a URL (Invalid IPv6 URL)",
+        id="coordinator-unclosed-bracket",
+    ),
+    pytest.param(
+        "coordinator: http://team-host:8400/collect?to=me\n",
+        1,
+        "coordinator",
+        f"{_SOUND}: it has a query",
+        id="coordinator-query",
+    ),
+    pytest.param(
+        "coordinator: http://team-host:8400/collect\n",
+        1,
+        "coordinator",
+        f"{_SOUND}: it has a path",
+        id="coordinator-path",
+    ),
+    pytest.param(
+        "coordinator: http://team-host:0\n",
+        1,
+        "coordinator",
+        f"{_SOUND}: the port must be a number from 1 to 65535",
+        id="coordinator-port-0",
+    ),
+    pytest.param(
+        "team: acme\npeers:\n  - http://bob:8410\n  - http://bob:8410#x\n",
+        4,
+        "peers[1]",
+        f"{_SOUND}: it has a fragment",
+        id="peer-fragment",
+    ),
+    pytest.param(
+        "peers:\n  - http://bob:8410\n  - http://127.0.0.1:99999\n",
+        3,
+        "peers[1]",
+        f"{_SOUND}: the port must be a number from 1 to 65535",
+        id="peer-port-99999",
     ),
     pytest.param(
         "team: !custom acme\n",

@@ -32,6 +32,7 @@ __all__ = [
     "port",
     "positive_float",
     "positive_int",
+    "url",
     "warn",
 ]
 
@@ -223,6 +224,18 @@ def port(value: str) -> int:
     if number > 65535:
         raise argparse.ArgumentTypeError(f"a port is 1-65535, not {number}")
     return number
+
+
+def url(value: str) -> str:
+    """An argparse type: a sound coordinator or peer URL (see ``memmesh.net.urls``),
+    normalised."""
+    from memmesh.net.errors import BadUrl
+    from memmesh.net.urls import peer_url
+
+    try:
+        return peer_url(value)
+    except BadUrl as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def hits(value: str) -> int:

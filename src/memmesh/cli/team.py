@@ -16,6 +16,7 @@ from memmesh.cli._common import (
     nonempty,
     port,
     positive_float,
+    url,
 )
 from memmesh.local.items import KINDS, MAX_K
 
@@ -43,7 +44,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.add_argument("--name", required=True, type=nonempty, help="your name in the team")
     p.add_argument("--team", default="default", type=nonempty, help="the team's name")
-    p.add_argument("--coordinator", metavar="URL", help="the team host's coordinator URL")
+    p.add_argument("--coordinator", metavar="URL", type=url, help="the team host's coordinator URL")
     p.add_argument(
         "--share",
         action="append",
@@ -119,7 +120,9 @@ def _network_commands(command: Command) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     p.add_argument("--port", type=port, default=8410, help="port to listen on (8410)")
-    p.add_argument("--advertise", metavar="URL", help="URL teammates reach this daemon at")
+    p.add_argument(
+        "--advertise", metavar="URL", type=url, help="URL teammates reach this daemon at"
+    )
     p.add_argument(
         "--interface",
         action="append",

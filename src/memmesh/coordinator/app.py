@@ -60,7 +60,7 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
             request=PresenceRequest,
             response=PresenceResponse,
             limit=small,
-            summary="A member's signed heartbeat.",
+            summary="A member's signed heartbeat; one naming an unsound peer URL is rejected.",
         ),
         Endpoint(
             path="/v1/presence/list",

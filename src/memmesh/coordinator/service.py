@@ -32,8 +32,10 @@ from memmesh.coordinator.protocol import (
 )
 from memmesh.local.errors import StoreError
 from memmesh.local.store import Store
+from memmesh.net.errors import BadUrl
 from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
+from memmesh.net.urls import peer_url
 from memmesh.net.wire import PROTOCOL_VERSION
 from memmesh.registry.envelopes import Envelope, Presence, Publication, Retraction, open_envelope
 from memmesh.registry.errors import BadSignature
@@ -161,7 +163,11 @@ class Coordinator:
     # -- presence --------------------------------------------------------------------------
 
     def heartbeat(self, request: PresenceRequest) -> PresenceResponse:
-        """Record a signed presence until it expires (at most five minutes ahead)."""
+        """Record a signed presence until it expires (at most five minutes ahead).
+
+        A presence whose ``peer_url`` is unsound (see :func:`~memmesh.net.urls.peer_url`) is
+        rejected: members would send the team token there.
+        """
         try:
             body = open_envelope(request.envelope)
         except BadSignature as exc:
@@ -171,6 +177,10 @@ class Coordinator:
         refusal = self._refusal(body.team, body.author_key)
         if refusal:
             return PresenceResponse(status="rejected", reason=refusal)
+        try:
+            peer_url(body.peer_url)
+        except BadUrl as exc:
+            return PresenceResponse(status="rejected", reason=exc.message)
         now = self._clock()
         if body.expires_at <= now:
             return PresenceResponse(status="stale", reason="already expired")

@@ -13,6 +13,7 @@ MemmeshError
     ├── Unreachable           client side: nothing answered (exit 4)
     │   └── Timeout           client side: no answer within the client's timeout (exit 4)
     ├── BadResponse           client side: the answer broke the protocol
+    ├── BadUrl                400: a URL from outside is unsound (names what is wrong)
     ├── Refused               client side: the service answered with an error status
     ├── InsecureBind          server side: beyond loopback, but no team token
     ├── CannotListen          server side: the address cannot be bound
@@ -24,6 +25,7 @@ from memmesh.errors import ExitCode, MemmeshError
 __all__ = [
     "BadRequest",
     "BadResponse",
+    "BadUrl",
     "BodyTooLarge",
     "CannotListen",
     "Conflict",
@@ -115,6 +117,19 @@ class Timeout(Unreachable):
 
 class BadResponse(NetError):
     """The service answered, but not in the protocol's shape."""
+
+
+class BadUrl(NetError):
+    """A coordinator or peer URL that memmesh will not contact; ``problem`` says why."""
+
+    status = 400
+
+    def __init__(self, url: str, problem: str) -> None:
+        # Hostile text may be long or hold control characters: show a short, escaped excerpt.
+        shown = url if len(url) <= 100 else url[:100] + "..."
+        super().__init__(f"{shown!r} is not a usable URL: {problem}")
+        self.url = url
+        self.problem = problem
 
 
 class Refused(NetError):

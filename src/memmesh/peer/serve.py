@@ -16,6 +16,7 @@ from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.server import check_bind, serve
 from memmesh.net.settings import ServeSettings
+from memmesh.net.urls import peer_url
 from memmesh.peer.app import peer_app
 from memmesh.peer.discovery import Advertiser, local_address
 from memmesh.peer.heartbeat import HEARTBEAT_INTERVAL, Heartbeat
@@ -88,13 +89,16 @@ def peer_daemon(
     * ``heartbeat`` - seconds between presence heartbeats to the policy's coordinator.
 
     Raises :class:`PolicyError` while team.yaml is invalid, :class:`IdentityMissing` without a
-    key and :class:`NetError` for a listen address beyond loopback without a team token.
+    key, :class:`NetError` for a listen address beyond loopback without a team token and
+    :class:`BadUrl` (a ``NetError``) when the URL teammates would reach it at is unsound.
     """
     policy = load_policy(home)  # invalid: nothing starts
     identity = load_identity(home)
     token = os.environ.get(policy.token_env) or None
     check_bind(host, token)
-    url = advertise or f"http://{local_address(host)}:{port}"
+    address = local_address(host)
+    # A sound URL before anything starts: it goes into the signed presence teammates contact.
+    url = peer_url(advertise or f"http://{f'[{address}]' if ':' in address else address}:{port}")
     store = open_store()
     beats = None
     advertiser = None

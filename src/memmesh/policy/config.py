@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from memmesh._urls import UnsoundUrl, normalised_url
 from memmesh.local.items import KINDS, Kind
 from memmesh.policy.errors import PolicyInvalid, PolicyMissing
 
@@ -175,9 +176,6 @@ def _validation_problem(exc: msgspec.ValidationError, root: str) -> tuple[str, s
     return key, problem
 
 
-_URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(?::\d{1,5})?(?:/[^\s]*)?")
-
-
 def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
     """Rules the types alone cannot say."""
 
@@ -196,11 +194,14 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
             re.compile(pattern)
         except re.error as exc:
             fail(f"$.never.patterns[{index}]", f"bad regular expression: {exc}")
-    if policy.coordinator is not None and not _URL.fullmatch(policy.coordinator):
-        fail("$.coordinator", "must be an http:// or https:// URL")
-    for index, peer in enumerate(policy.peers):
-        if not _URL.fullmatch(peer):
-            fail(f"$.peers[{index}]", "must be an http:// or https:// URL")
+    urls = {f"$.peers[{index}]": peer for index, peer in enumerate(policy.peers)}
+    if policy.coordinator is not None:
+        urls = {"$.coordinator": policy.coordinator, **urls}
+    for key, url in urls.items():
+        try:
+            normalised_url(url)  # the check every contacted URL passes (memmesh.net.urls)
+        except UnsoundUrl as exc:
+            fail(key, f"must be an http:// or https:// URL naming only a host and port: {exc}")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", policy.token_env):
         fail("$.token_env", "must be an environment variable name")
     for kind in policy.share.kinds:

@@ -16,11 +16,13 @@ from typing import TypeVar
 
 import anyio
 import anyio.to_thread
+import httpx
 import msgspec
 
 from memmesh.errors import MemmeshError
 from memmesh.net.client import Client
-from memmesh.net.errors import Timeout, Unreachable
+from memmesh.net.errors import BadUrl, Timeout, Unreachable
+from memmesh.net.urls import peer_url
 
 __all__ = ["DEFAULT_TIMEOUT", "Calls", "ClientFactory", "Outcome", "default_client", "run_blocking"]
 
@@ -107,7 +109,12 @@ class Calls:
             self._clients.clear()
 
     def _client(self, url: str, with_token: bool) -> Client:
-        """One client (and its connections) per source and token use, for the whole run."""
+        """One client (and its connections) per source and token use, for the whole run.
+
+        Raises :class:`BadUrl` for a URL that is unsound or that no client can be built for,
+        so that it is that call's failure, never the run's.
+        """
+        url = peer_url(url)
         key = (url, with_token)
         with self._lock:
             if self._closed:
@@ -116,7 +123,11 @@ class Calls:
             client = self._clients.get(key)
             if client is None:
                 token = self._token if with_token else None
-                client = self._clients[key] = self._make(url, token, self._timeout)
+                try:
+                    client = self._make(url, token, self._timeout)
+                except (httpx.InvalidURL, ValueError) as exc:
+                    raise BadUrl(url, str(exc)) from None
+                self._clients[key] = client
             return client
 
 

@@ -2,7 +2,8 @@
 
 Nothing a source says is taken on trust: a presence or hit whose signature fails, that belongs
 to another team, that has expired or that is signed outside the roster is dropped, and the
-reason counted in ``dropped``.
+reason counted in ``dropped``; so is a presence whose peer URL is unsound
+(:func:`memmesh.net.urls.peer_url`), which nothing is ever sent to.
 """
 
 import time
@@ -11,7 +12,9 @@ from typing import TypeVar
 
 import msgspec
 
+from memmesh.net.errors import BadUrl
 from memmesh.net.search import SearchHit
+from memmesh.net.urls import peer_url
 from memmesh.policy.config import Policy
 from memmesh.registry.envelopes import Envelope, Presence, Publication, open_envelope
 from memmesh.registry.errors import BadSignature
@@ -74,7 +77,8 @@ def _in_roster(body: Publication | Presence, roster: dict[str, str]) -> bool:
 def verified_presence(
     envelope: Envelope, policy: Policy, roster: dict[str, str], dropped: Counter[str], source: str
 ) -> PeerSeen | None:
-    """The peer a presence announces, if it is signed, unexpired, of this team and the roster.
+    """The peer a presence announces, if it is signed, unexpired, of this team and the roster,
+    and names a sound URL (given normalised in :attr:`PeerSeen.url`).
 
     ``source`` says how the presence was learned of (``presence``, ``team.yaml``, ``zeroconf``).
     """
@@ -87,8 +91,13 @@ def verified_presence(
     if not _in_roster(body, roster):
         dropped["outside_roster"] += 1
         return None
+    try:
+        url = peer_url(body.peer_url)
+    except BadUrl:
+        dropped["bad_peer_url"] += 1
+        return None
     return PeerSeen(
-        name=body.name, key_id=body.key_id, url=body.peer_url, learned_from=source,
+        name=body.name, key_id=body.key_id, url=url, learned_from=source,
         embedder=body.embedder, expires_at=body.expires_at,
     )  # fmt: skip
 

@@ -1,9 +1,10 @@
 """Finding the team's peers: the coordinator's presence list, ``peers`` in team.yaml, zeroconf.
 
-A peer URL from team.yaml or zeroconf is only a hint: its signed presence is fetched without
-the token and must verify (see :mod:`memmesh.team._checks`) and name that very URL before the
-peer counts as found. recall-team asks each peer the moment it is found; ``mem team peers``
-lists them.
+A peer URL from team.yaml or zeroconf is only a hint: it must be sound
+(:func:`memmesh.net.urls.peer_url`; an unsound one is that hint's failure), and its signed
+presence is fetched without the token and must verify (see :mod:`memmesh.team._checks`) and
+name that very URL before the peer counts as found. recall-team asks each peer the moment it
+is found; ``mem team peers`` lists them.
 """
 
 import os
@@ -16,6 +17,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from memmesh.coordinator.protocol import PresenceList
+from memmesh.net.errors import BadUrl
+from memmesh.net.urls import peer_url
 from memmesh.peer.discovery import browse
 from memmesh.peer.protocol import PeerPresence
 from memmesh.policy.config import Policy
@@ -102,10 +105,15 @@ class Discovery:
         self._check_hints(group, {hint.url: "zeroconf" for hint in heard})
 
     def _check_hints(self, group: TaskGroup, hints: dict[str, str]) -> None:
-        for url, source in hints.items():
-            if url.rstrip("/") in self.known_urls:
+        for hinted, source in hints.items():
+            try:
+                url = peer_url(hinted)
+            except BadUrl as exc:
+                self._listener().failed(hinted, source, Outcome(error=exc.message))
                 continue
-            self.known_urls.add(url.rstrip("/"))
+            if url in self.known_urls:
+                continue
+            self.known_urls.add(url)
             group.start_soon(self._check_hint, url, source)
 
     async def _check_hint(self, url: str, source: str) -> None:
@@ -116,7 +124,7 @@ class Discovery:
             return
         envelope = outcome.value.envelope
         peer = verified_presence(envelope, self.policy, self.roster, self.dropped, source)
-        if peer is not None and peer.url.rstrip("/") != url.rstrip("/"):
+        if peer is not None and peer.url != url:  # both normalised by peer_url
             self._listener().misplaced(url, peer)
             return
         self._found(peer)
@@ -128,7 +136,7 @@ class Discovery:
     def _found(self, peer: PeerSeen | None) -> None:
         if peer is None or peer.key_id == self.own_key:
             return
-        self.known_urls.add(peer.url.rstrip("/"))
+        self.known_urls.add(peer.url)
         self._listener().found(peer)
 
 

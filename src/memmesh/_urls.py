@@ -1,0 +1,100 @@
+"""Which URLs memmesh ever contacts: the one check, shared by every layer.
+
+A coordinator or peer URL is sound when it is ``http`` or ``https``, names a host (an IPv4
+address, a bracketed IPv6 address or a DNS name) and nothing else that could carry or redirect
+a request: no user or password, no path but ``/``, no query, no fragment, and a port (when
+given) of 1-65535. It sits below every layer so that team.yaml's loader (below the network
+layer) and the network layer check with the same rules; each raises its own typed error from
+:class:`UnsoundUrl` (``memmesh.net.urls.peer_url`` raises ``BadUrl``).
+"""
+
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+__all__ = ["MAX_URL_LENGTH", "UnsoundUrl", "normalised_url"]
+
+MAX_URL_LENGTH = 2048
+_SCHEMES = ("http", "https")
+_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+class UnsoundUrl(ValueError):
+    """What is wrong with a URL, in ``problem`` (the callers' typed errors carry it on)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def normalised_url(text: str) -> str:
+    """``text`` as ``scheme://host[:port]`` (lower-case, no trailing slash) if it is sound.
+
+    Raises :class:`UnsoundUrl`, and nothing else, whatever ``text`` holds.
+    """
+    if len(text) > MAX_URL_LENGTH:
+        raise UnsoundUrl(f"it is longer than {MAX_URL_LENGTH} characters")
+    # urlsplit silently drops tabs and newlines and strips leading controls: refuse them first,
+    # so that what is checked is what would be sent.
+    if not text.isascii() or any(ch <= " " or ch == "\x7f" for ch in text):
+        raise UnsoundUrl("it holds spaces, control or non-ASCII characters")
+    if "?" in text:
+        raise UnsoundUrl("it has a query")
+    if "#" in text:
+        raise UnsoundUrl("it has a fragment")
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:  # "Invalid IPv6 URL": an unclosed bracket, say
+        raise UnsoundUrl(f"it is not a URL ({exc})") from None
+    scheme = parts.scheme.lower()
+    if scheme not in _SCHEMES or not text.lower().startswith(f"{scheme}://"):
+        raise UnsoundUrl("only http:// and https:// URLs are contacted")
+    if "@" in parts.netloc:
+        raise UnsoundUrl("it names a user or password")
+    if parts.path not in ("", "/"):
+        raise UnsoundUrl("it has a path")
+    host, port = _host_and_port(parts.netloc)
+    try:
+        number = parts.port
+    except ValueError:
+        number = None
+    if port is not None and (number is None or not 1 <= number <= 65535):
+        raise UnsoundUrl("the port must be a number from 1 to 65535")
+    return f"{scheme}://{host}" + (f":{number}" if port is not None else "")
+
+
+def _host_and_port(netloc: str) -> tuple[str, str | None]:
+    """The checked host (bracketed if IPv6) and the port text, if one was given."""
+    if netloc.startswith("["):
+        inside, _, rest = netloc[1:].partition("]")
+        if "%" in inside:
+            raise UnsoundUrl("an IPv6 zone is not allowed")
+        try:
+            host = f"[{ipaddress.IPv6Address(inside).compressed}]"
+        except ValueError:
+            raise UnsoundUrl("the host is not an IPv6 address") from None
+        if rest and not rest.startswith(":"):
+            raise UnsoundUrl("it is not a URL (text after the IPv6 address)")
+        return host, rest[1:] if rest else None
+    name, colon, port = netloc.partition(":")
+    if ":" in port:
+        raise UnsoundUrl("an IPv6 address must be in brackets")
+    return _host(name.lower()), port if colon else None
+
+
+def _host(name: str) -> str:
+    """An IPv4 address or a DNS name, checked."""
+    if not name:
+        raise UnsoundUrl("it names no host")
+    labels = name.split(".")
+    if all(_DIGITS.fullmatch(label) for label in labels):
+        try:
+            return str(ipaddress.IPv4Address(name))
+        except ValueError:
+            raise UnsoundUrl("the host is not an IPv4 address") from None
+    if len(name) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+        raise UnsoundUrl("the host is not an IP address or a DNS name")
+    if _DIGITS.fullmatch(labels[-1]):
+        raise UnsoundUrl("the host is not an IPv4 address")
+    return name
