@@ -18,6 +18,7 @@ MAX_URL_LENGTH = 2048
 _SCHEMES = ("http", "https")
 _LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _DIGITS = re.compile(r"[0-9]+")
+_HEX = re.compile(r"0x[0-9a-f]*")
 
 
 class UnsoundUrl(ValueError):
@@ -95,6 +96,18 @@ def _host(name: str) -> str:
             raise UnsoundUrl("the host is not an IPv4 address") from None
     if len(name) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
         raise UnsoundUrl("the host is not an IP address or a DNS name")
-    if _DIGITS.fullmatch(labels[-1]):
-        raise UnsoundUrl("the host is not an IPv4 address")
+    if _DIGITS.fullmatch(labels[-1]) or any(_HEX.fullmatch(label) for label in labels):
+        raise UnsoundUrl("the host is not an IPv4 address")  # 0x7f.1 resolves as one
+    if any(label.startswith("xn--") for label in labels):
+        _punycode(name)
     return name
+
+
+def _punycode(name: str) -> None:
+    """Refuse an internationalised name that does not decode: clients would fail on it."""
+    import idna  # httpx's own IDNA codec, so that what passes here is what it can connect to
+
+    try:
+        idna.decode(name)
+    except (idna.IDNAError, UnicodeError):
+        raise UnsoundUrl("the host is not a valid internationalised domain name") from None

@@ -22,7 +22,7 @@ that this tree is the real one):
     ├── NetError (net)                     1     500  net_error
     │   ├── BadRequest                     1     400  bad_request
     │   ├── BadResponse                    1     500  bad_response
-│   ├── BadUrl                         1     400  bad_url
+    │   ├── BadUrl                         1     400  bad_url
     │   ├── BodyTooLarge                   1     413  body_too_large
     │   ├── CannotListen                   1     500  cannot_listen
     │   ├── Conflict                       1     409  conflict

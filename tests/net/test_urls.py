@@ -67,6 +67,12 @@ def test_sound_url_comes_back_normalised(text: str, normalised: str) -> None:
         ("http://teamhost\n:8400", "it holds spaces, control or non-ASCII characters"),
         ("http://bücher.example", "it holds spaces, control or non-ASCII characters"),
         ("http://" + "a" * 2050, "it is longer than 2048 characters"),
+        # httpx could not encode it: every member's recall-team would fail on it.
+        ("http://xn--t:8410", "the host is not a valid internationalised domain name"),
+        ("http://xn--zz.example:8410", "the host is not a valid internationalised domain name"),
+        # getaddrinfo reads these as 127.0.0.1.
+        ("http://0x7f000001:8410", "the host is not an IPv4 address"),
+        ("http://0x7f.0x1:8410", "the host is not an IPv4 address"),
     ],
 )
 def test_unsound_url_is_a_bad_url_naming_what_is_wrong(text: str, problem: str) -> None:

@@ -19,6 +19,7 @@ from memmesh.registry import (
 from memmesh.registry.errors import IdentityInvalid
 from memmesh.registry.identity import (
     KEY_FILENAME,
+    Identity,
     key_id,
     public_key_from_text,
     verify_signature,
@@ -207,3 +208,19 @@ def test_verify_signature_rejects_a_signature_of_the_wrong_length(
 def test_public_key_from_text_rejects_a_malformed_key(text: str) -> None:
     with pytest.raises(BadSignature):
         public_key_from_text(text)
+
+
+@pytest.mark.parametrize("suffix", ["\n!", "==", "!"])
+def test_a_public_key_written_another_way_is_refused(identity: Identity, suffix: str) -> None:
+    # base64 decoding ignores stray characters: the same key written twice would be two keys
+    # wherever keys are compared as text.
+    with pytest.raises(BadSignature):
+        public_key_from_text(identity.public_key_text + suffix)
+
+
+def test_a_public_key_with_a_spare_bit_set_is_refused(identity: Identity) -> None:
+    text = identity.public_key_text
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    flipped = text[:-1] + alphabet[alphabet.index(text[-1]) ^ 1]
+    with pytest.raises(BadSignature, match="canonical"):
+        public_key_from_text(flipped)

@@ -135,3 +135,26 @@ def test_peer_saying_another_authors_item_is_unpublished_withdraws_nothing(
     assert fake.authorized("/v1/confirm") != []
     assert _seen(result) == {(locks, ada.key_id, 1, LOCKS), (queue, mallory.key_id, 1, QUEUE)}
     assert result.dropped == {}
+
+
+def test_a_presence_naming_a_teammates_url_does_not_hide_the_teammate(tmp_path: Path) -> None:
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    mallory = Member("mallory", tmp_path / "mallory", team=TEAM, coordinator=NOWHERE)
+    locks = ada.remember(LOCKS)
+    ada.publish(locks)
+    stale = ada.envelope(locks)
+    ada.retract(locks)  # withdrawn: the coordinator still holds the old copy
+    coordinator = FakeSource()
+    coordinator.hits = answer(stale)
+    with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
+        coordinator.presences = [
+            presence_for(mallory.identity, ada_url, team=TEAM, name="mallory"),  # ada's URL
+            presence_for(ada.identity, ada_url, team=TEAM, name="ada"),
+        ]
+        bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
+        with Store(bob.home, author="bob") as store:
+            result = recall_team(store, bob.policy(), LOCKS_QUERY, own_key=bob.key_id)
+
+    assert result.hits == []  # ada's peer was asked as ada, and her withdrawal stands
+    assert result.dropped["withdrawn_by_author"] == 1
+    assert {s.name for s in result.sources if s.kind == "peer"} == {"ada", "mallory"}

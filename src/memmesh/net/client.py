@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from memmesh.net.errors import BadResponse, Refused, Timeout, Unreachable
+from memmesh.net.errors import BadResponse, BadUrl, Refused, Timeout, Unreachable
 from memmesh.net.wire import encode
 
 __all__ = ["DEFAULT_MAX_RESPONSE", "DEFAULT_TIMEOUT", "Client"]
@@ -93,6 +93,8 @@ class Client:
             raise Timeout(f"{self.base_url} did not answer in time") from None
         except httpx.TransportError as exc:
             raise Unreachable(f"{self.base_url} is unreachable: {exc}") from None
+        except (httpx.InvalidURL, UnicodeError) as exc:  # a host httpx cannot encode
+            raise BadUrl(self.base_url, str(exc)) from None
         if status != 200:
             try:
                 detail = msgspec.json.decode(body, type=_ErrorBody).error.message

@@ -54,6 +54,10 @@ def public_key_from_text(text: str) -> bytes:
         raise BadSignature("the public key is not base64") from None
     if len(raw) != 32:
         raise BadSignature("the public key is not 32 bytes")
+    # One key, one text: decoding ignores stray characters and spare bits, and a key written
+    # two ways would be two authors wherever keys are compared as text (the coordinator).
+    if public_key_text(raw) != text:
+        raise BadSignature("the public key is not written in its one canonical form")
     return raw
 
 

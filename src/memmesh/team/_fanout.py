@@ -63,7 +63,6 @@ class Fanout:
         self.reports: list[SourceReport] = []
         self.answers: dict[str, SearchResponse] = {}
         self.peer_reports: dict[str, SourceReport] = {}
-        self.peer_urls: set[str] = set()
         self._group: TaskGroup | None = None
 
     async def ask_everyone(self) -> None:
@@ -105,11 +104,11 @@ class Fanout:
     # -- what discovery reports (memmesh.team._sources.Listener) ---------------------------
 
     def found(self, peer: PeerSeen) -> None:
-        """Ask a verified peer at once (once per peer)."""
-        if peer.url in self.peer_urls or peer.key_id in self.peer_reports:
+        """Ask a verified peer at once, once per key: a URL another key's presence also names
+        is asked for each (each answer keeps only its own key's items)."""
+        if peer.key_id in self.peer_reports:
             return
         assert self._group is not None, "peers are found only while everyone is asked"
-        self.peer_urls.add(peer.url)
         report = SourceReport(
             name=peer.name, kind="peer", url=peer.url, learned_from=peer.learned_from
         )

@@ -134,9 +134,10 @@ class Discovery:
         return self.listener
 
     def _found(self, peer: PeerSeen | None) -> None:
+        # A URL that a listed presence names is still checked when hinted: another key's
+        # presence may name a teammate's URL to hide the teammate.
         if peer is None or peer.key_id == self.own_key:
             return
-        self.known_urls.add(peer.url)
         self._listener().found(peer)
 
 
@@ -144,14 +145,14 @@ class _Seen:
     """The peers found and the problems met, for :func:`list_peers`."""
 
     def __init__(self) -> None:
-        self.peers: dict[str, PeerSeen] = {}
+        self.peers: dict[str, PeerSeen] = {}  # by key id
         self.problems: list[str] = []
 
     def found(self, peer: PeerSeen) -> None:
-        held = self.peers.get(peer.url)
+        held = self.peers.get(peer.key_id)
         rank = _PREFERRED.index
         if held is None or rank(peer.learned_from) < rank(held.learned_from):
-            self.peers[peer.url] = peer
+            self.peers[peer.key_id] = peer
 
     def failed(self, url: str, source: str, outcome: Outcome) -> None:
         where = "coordinator" if source == "presence" else url
