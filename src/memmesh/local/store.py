@@ -116,8 +116,12 @@ class Store:
                 yield tx
 
     @contextmanager
-    def read(self) -> Iterator[Transaction]:
-        """Reads on the store's connection (each statement sees the latest committed state)."""
+    def read(self, within: Transaction | None = None) -> Iterator[Transaction]:
+        """Reads on the store's connection (each statement sees the latest committed state),
+        or inside ``within``, the caller's own transaction, when it passes one."""
+        if within is not None:
+            yield within
+            return
         with self._db.read() as conn, scoped(conn, writable=False) as tx:
             yield tx
 
@@ -277,10 +281,8 @@ class Store:
     def get(self, item_id: str, tx: Transaction | None = None) -> Item:
         """The item with this id, or with this unique id prefix (at least 4 characters);
         read through ``tx`` when given."""
-        if tx is not None:
-            return _rows.find(connection_of(tx), item_id, self.clock())
-        with self._db.read() as conn:
-            return _rows.find(conn, item_id, self.clock())
+        with self.read(tx) as reader:
+            return _rows.find(connection_of(reader), item_id, self.clock())
 
     def items(
         self,
@@ -304,11 +306,8 @@ class Store:
     def items_by_id(self, item_ids: list[str], tx: Transaction | None = None) -> dict[str, Item]:
         """The items among ``item_ids`` that exist, keyed by id; read through ``tx`` if given."""
         now = self.clock()
-        if tx is not None:
-            rows = rows_in(connection_of(tx), "id", item_ids)
-        else:
-            with self._db.read() as conn:
-                rows = rows_in(conn, "id", item_ids)
+        with self.read(tx) as reader:
+            rows = rows_in(connection_of(reader), "id", item_ids)
         return {row.id: item_of(row, now) for row in rows}
 
     def revision(self) -> int:
@@ -332,10 +331,8 @@ class Store:
 
     def setting(self, key: str, tx: Transaction | None = None) -> str | None:
         """A named value kept in the store file for another component (``registry_head``)."""
-        if tx is not None:
-            return _embedding.meta(connection_of(tx), _embedding.owners_key(key))
-        with self._db.read() as conn:
-            return _embedding.meta(conn, _embedding.owners_key(key))
+        with self.read(tx) as reader:
+            return _embedding.meta(connection_of(reader), _embedding.owners_key(key))
 
     def set_setting(self, tx: Transaction, key: str, value: str) -> None:
         """Set a named value inside the caller's transaction."""

@@ -143,16 +143,12 @@ class Registry:
 
     def entries(self, tx: Transaction | None = None) -> list[Entry]:
         """Every entry, oldest first (read through ``tx`` when given)."""
-        if tx is not None:
-            return list(_entries(tx))
-        with self.store.read() as reader:
+        with self.store.read(tx) as reader:
             return list(_entries(reader))
 
     def unacked(self, tx: Transaction | None = None) -> list[Entry]:
         """The entries the coordinator has not acknowledged yet, oldest first."""
-        if tx is not None:
-            return list(_entries(tx, "WHERE acked = 0"))
-        with self.store.read() as reader:
+        with self.store.read(tx) as reader:
             return list(_entries(reader, "WHERE acked = 0"))
 
     def unacked_count(self) -> int:
