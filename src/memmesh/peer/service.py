@@ -40,7 +40,7 @@ class Peer:
         self._lock = threading.Lock()
         self._cache_key: tuple[str, str] | None = None
         self._cache: tuple[Policy, dict[str, Live]] | None = None
-        # Only to read the log's head, which changes with every entry (any team name will do).
+        # Read only (its head, its live publications), so the team name plays no part.
         self._registry = Registry(store, identity, "default")
 
     def shareable(self) -> tuple[Policy, dict[str, Live]]:
@@ -57,9 +57,8 @@ class Peer:
             if self._cache is not None and self._cache_key == key:
                 return self._cache
         policy = load_policy(self.home)  # invalid now: raise, and serve nothing
-        registry = Registry(self.store, self.identity, policy.team)
-        live = registry.live()
-        held = withheld(registry, policy)
+        live = self._registry.live()
+        held = withheld(self._registry, policy, live)
         mine = {
             item_id: entry
             for item_id, entry in live.items()

@@ -96,10 +96,14 @@ def reconcile(registry: Registry) -> list[Entry]:
         return [_retract(registry, tx, target) for target in stale]
 
 
-def withheld(registry: Registry, policy: Policy) -> dict[str, Decision]:
-    """Live publications the policy (or a local change) would withhold now, with the reason."""
+def withheld(
+    registry: Registry, policy: Policy, live: dict[str, Live] | None = None
+) -> dict[str, Decision]:
+    """Live publications the policy (or a local change) would withhold now, with the reason;
+    ``live`` is the folded log when the caller has it already (else it is folded here)."""
     with registry.store.read() as tx:
-        live = registry.live(tx)
+        if live is None:
+            live = registry.live(tx)
         items = _items(registry, tx, list(live))
     out: dict[str, Decision] = {}
     for item_id, target in live.items():

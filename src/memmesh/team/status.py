@@ -48,7 +48,7 @@ def team_status(member: Member) -> TeamStatus:
     live = member.registry.live()
     awaiting = member.registry.unacked_count()
     items = member.store.items(status="active")
-    held = withheld(member.registry, policy)
+    held = withheld(member.registry, policy, live)
     projects: dict[str, Counter[str]] = {}
     blocked: dict[str, Counter[str]] = {}
     for item in items:

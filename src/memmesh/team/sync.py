@@ -61,10 +61,10 @@ def sync(
     assert 1 <= batch_size <= MAX_BATCH
     reconcile(registry)
     report = SyncReport()
-    held = withheld(registry, policy)
     with registry.store.read() as tx:
         live = registry.live(tx)
         pending = registry.unacked(tx)
+    held = withheld(registry, policy, live)
     sendable: list[Entry] = []
     for entry in pending:
         if entry.kind == "publication":
