@@ -84,3 +84,11 @@ class MemRunner:
 def mem(home: Path, tmp_path: Path) -> MemRunner:
     """The `mem` command line, run for real, with its own home."""
     return MemRunner(home, tmp_path / "cwd")
+
+
+@pytest.fixture
+def team_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loopback team's token in the environment, where members and peers read it."""
+    from tests.team._team import TOKEN
+
+    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)

@@ -47,9 +47,7 @@ BILLING_QUERY = "what does the billing service do"
 GYP = "npm install fails with node-gyp error E1234 unless python3-dev is installed"
 
 
-@pytest.fixture(autouse=True)
-def token(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+pytestmark = pytest.mark.usefixtures("team_token")
 
 
 @pytest.fixture

@@ -90,9 +90,7 @@ def patient_browse(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-@pytest.fixture(autouse=True)
-def token(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+pytestmark = pytest.mark.usefixtures("team_token")
 
 
 def _ask(member: Member) -> TeamAnswer:

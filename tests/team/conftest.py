@@ -1,17 +1,11 @@
-"""Fixtures for the team operations' tests: the team token and a team on loopback."""
+"""Fixtures for the team operations' tests: a team on loopback."""
 
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.team._team import TOKEN, Team, team_on_loopback
-
-
-@pytest.fixture
-def team_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The team token in the environment, where members and peers read it."""
-    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+from tests.team._team import Team, team_on_loopback
 
 
 @pytest.fixture

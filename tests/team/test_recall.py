@@ -34,10 +34,7 @@ from tests.team._team import (
     team_on_loopback,
 )
 
-
-@pytest.fixture(autouse=True)
-def token(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+pytestmark = pytest.mark.usefixtures("team_token")
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import pytest
 
 from memmesh.local.store import Store
 from memmesh.peer.protocol import Confirmation
+from memmesh.registry import Envelope
 from memmesh.team.recall import TeamAnswer, recall_team
 from tests.team._team import (
     LOCKS,
@@ -33,6 +34,17 @@ pytestmark = pytest.mark.usefixtures("team_token")
 def _ask(member: Member) -> TeamAnswer:
     with Store(member.home, author=member.name) as store:
         return recall_team(store, member.policy(), LOCKS_QUERY, own_key=member.key_id, deadline=10)
+
+
+def _withdrawn(tmp_path: Path) -> tuple[Member, str, Envelope]:
+    """Ada, and her item: published, then retracted before any sync, so that a coordinator
+    may still hold the envelope returned."""
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    locks = ada.remember(LOCKS)
+    ada.publish(locks)
+    stale = ada.envelope(locks)
+    ada.retract(locks)
+    return ada, locks, stale
 
 
 def _seen(result: TeamAnswer) -> set[tuple[str, str, int, str]]:
@@ -100,12 +112,8 @@ def test_two_authors_items_with_the_same_id_both_come_back(tmp_path: Path) -> No
 
 
 def test_live_authors_withdrawal_removes_only_its_own_copy(tmp_path: Path) -> None:
-    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    ada, locks, stale = _withdrawn(tmp_path)  # the coordinator still holds her copy
     carol = Member("carol", tmp_path / "carol", team=TEAM, coordinator=NOWHERE)
-    locks = ada.remember(LOCKS)
-    ada.publish(locks)
-    stale = ada.envelope(locks)
-    ada.retract(locks)  # not synced: the coordinator still holds her copy
     theirs = signed_by(carol, stale, text=QUEUE)  # carol's item under the same id
     coordinator = FakeSource()
     coordinator.hits = answer(stale, theirs)
@@ -138,12 +146,8 @@ def test_peer_saying_another_authors_item_is_unpublished_withdraws_nothing(
 
 
 def test_a_presence_naming_a_teammates_url_does_not_hide_the_teammate(tmp_path: Path) -> None:
-    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    ada, _, stale = _withdrawn(tmp_path)  # the coordinator still holds her copy
     mallory = Member("mallory", tmp_path / "mallory", team=TEAM, coordinator=NOWHERE)
-    locks = ada.remember(LOCKS)
-    ada.publish(locks)
-    stale = ada.envelope(locks)
-    ada.retract(locks)  # withdrawn: the coordinator still holds the old copy
     coordinator = FakeSource()
     coordinator.hits = answer(stale)
     with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
@@ -151,9 +155,7 @@ def test_a_presence_naming_a_teammates_url_does_not_hide_the_teammate(tmp_path: 
             presence_for(mallory.identity, ada_url, team=TEAM, name="mallory"),  # ada's URL
             presence_for(ada.identity, ada_url, team=TEAM, name="ada"),
         ]
-        bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
-        with Store(bob.home, author="bob") as store:
-            result = recall_team(store, bob.policy(), LOCKS_QUERY, own_key=bob.key_id)
+        result = _ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
 
     assert result.hits == []  # ada's peer was asked as ada, and her withdrawal stands
     assert result.dropped["withdrawn_by_author"] == 1

@@ -20,10 +20,7 @@ from tests.team._team import (
     serving,
 )
 
-
-@pytest.fixture(autouse=True)
-def token(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+pytestmark = pytest.mark.usefixtures("team_token")
 
 
 def test_list_peers_names_verified_peers_and_every_problem_met(tmp_path: Path) -> None:
