@@ -42,7 +42,7 @@ from memmesh.registry.errors import BadSignature
 
 __all__ = ["MAX_PRESENCE_TTL", "Coordinator"]
 
-_Body = TypeVar("_Body", Publication, Retraction)
+_Body = TypeVar("_Body", Publication, Retraction, Presence)
 
 MAX_PRESENCE_TTL = 300.0
 
@@ -168,15 +168,9 @@ class Coordinator:
         A presence whose ``peer_url`` is unsound (see :func:`~memmesh.net.urls.peer_url`) is
         rejected: members would send the team token there.
         """
-        try:
-            body = open_envelope(request.envelope)
-        except BadSignature as exc:
-            return PresenceResponse(status="rejected", reason=exc.message)
-        if not isinstance(body, Presence):
-            return PresenceResponse(status="rejected", reason="not a presence")
-        refusal = self._refusal(body.team, body.author_key)
-        if refusal:
-            return PresenceResponse(status="rejected", reason=refusal)
+        body = self._opened(request.envelope, Presence)
+        if isinstance(body, Outcome):
+            return PresenceResponse(status="rejected", reason=body.reason)
         try:
             peer_url(body.peer_url)
         except BadUrl as exc:
