@@ -132,14 +132,10 @@ class Store:
             yield tx
 
     @contextmanager
-    def _writing(self, *, check: bool = True) -> Iterator[sqlite3.Connection]:
-        """A write transaction that first makes sure the store still uses our embedder, with
-        the vector index (which the novelty gate reads) up to date."""
-        with self._db.write() as conn:
-            if check:
-                _embedding.check_embedder(conn, self.embedder)
-                self.index.load_vectors(conn)
-            yield conn
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """:meth:`transaction`, for the store's own statements."""
+        with self.transaction() as tx:
+            yield connection_of(tx, write=True)
 
     @contextmanager
     def _within(self, tx: Transaction | None) -> Iterator[sqlite3.Connection]:
@@ -147,8 +143,8 @@ class Store:
         if tx is not None:
             yield connection_of(tx, write=True)
         else:
-            with self.transaction() as own:
-                yield connection_of(own, write=True)
+            with self._writing() as conn:
+                yield conn
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -174,6 +170,8 @@ class Store:
         vector = self.embedder.embed([clean])[0]
         now = self.clock()
         with self._writing() as conn:
+            # Only the novelty gate needs the vectors: the other writes never load them.
+            self.index.load_vectors(conn)
             seq = self._duplicate_of(conn, clean, vector, project)
             if seq is not None:
                 current = _rows.one(conn, "seq = ?", seq, now)
