@@ -19,7 +19,16 @@ __all__ = [
     "Change",
     "ChangesRequest",
     "ChangesResponse",
+    "Disclosure",
+    "DisclosuresRequest",
+    "DisclosuresResponse",
     "Info",
+    "Invite",
+    "InviteRequest",
+    "JoinRequest",
+    "JoinResponse",
+    "MemberAdd",
+    "MemberRevoke",
     "Outcome",
     "PresenceList",
     "PublishItem",
@@ -27,6 +36,9 @@ __all__ = [
     "PublishResponse",
     "RetractRequest",
     "RetractResponse",
+    "RevokeResponse",
+    "Roster",
+    "RosterMember",
 ]
 
 
@@ -51,12 +63,17 @@ class RetractRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=
 
 class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     """What happened to one envelope. ``accepted``, ``duplicate`` and ``stale`` are final and
-    idempotent (the sender may stop sending it); ``rejected`` says why in ``reason``."""
+    idempotent (the sender may stop sending it); ``rejected`` says why in ``reason``.
+
+    An applied (or already applied) retraction carries ``receipt``: a
+    :class:`~memmesh.registry.envelopes.Receipt` signed by the coordinator's key.
+    """
 
     item_id: str
     version: int
     status: OutcomeStatus
     reason: str = ""
+    receipt: Envelope | None = None
 
 
 class PublishResponse(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,10 +88,117 @@ class RetractResponse(msgspec.Struct, frozen=True, kw_only=True):
     results: list[Outcome]
 
 
+class RosterMember(msgspec.Struct, frozen=True, kw_only=True):
+    """One member of the team's roster, as the coordinator holds it.
+
+    A revoked member stays listed (``revoked_at`` set), so that every member drops its items.
+    """
+
+    name: str
+    key: str
+    key_id: str
+    admin: bool
+    added_at: float
+    revoked_at: float | None = None
+
+
+class Roster(msgspec.Struct, frozen=True, kw_only=True):
+    """``GET /v1/members``: the roster. ``enforced`` is false while the roster is empty (a
+    team set up before rosters: any signer holding the token is accepted)."""
+
+    members: list[RosterMember]
+    enforced: bool
+
+
 class PresenceList(msgspec.Struct, frozen=True, kw_only=True):
-    """``GET /v1/presence``: every unexpired signed heartbeat."""
+    """``GET /v1/presence/list``: every unexpired signed heartbeat, and the roster (so that one
+    call tells a member who the team's peers and members are)."""
 
     members: list[Envelope]
+    roster: Roster | None = None
+
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+KeyText = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+class MemberAdd(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/members/add`` (an admin): put a key on the roster under ``name``."""
+
+    name: Name
+    key: KeyText
+    admin: bool = False
+
+
+class MemberRevoke(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/members/revoke`` (an admin): refuse ``member`` (a name, key or member id) from
+    now on; with ``purge``, remove its published items too."""
+
+    member: KeyText
+    purge: bool = False
+
+
+class RevokeResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """The revoked member, and how many of its published items were purged."""
+
+    member: RosterMember
+    purged: int
+
+
+class InviteRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/invites`` (an admin): a single-use invite for ``name``. Only the SHA-256 of
+    the secret (``digest``, 64 hex digits) reaches the coordinator; the secret is in the code."""
+
+    name: Name
+    digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+    expires_at: Annotated[float, msgspec.Meta(gt=0)]
+    admin: bool = False
+
+
+class Invite(msgspec.Struct, frozen=True, kw_only=True):
+    """The invite as stored: whom it is for, until when, and whether it makes an admin."""
+
+    name: str
+    expires_at: float
+    admin: bool
+
+
+class JoinRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/join`` (any signer): the invite's secret; the signer's key joins the roster
+    under the name the invite was made for."""
+
+    secret: Annotated[str, msgspec.Meta(min_length=16, max_length=128)]
+
+
+class JoinResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """The new member as the roster has it, the team, and the coordinator's own public key
+    (which signs retraction receipts)."""
+
+    member: RosterMember
+    team: str
+    coordinator_key: str
+
+
+class DisclosuresRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/disclosures``: who was served the signer's own items (``item_id``: one)."""
+
+    item_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+
+
+class Disclosure(msgspec.Struct, frozen=True, kw_only=True):
+    """One item served to one member at one time (never the query)."""
+
+    item_id: str
+    asker_key_id: str
+    asker_name: str
+    served_at: float
+
+
+class DisclosuresResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """The newest disclosures first."""
+
+    entries: list[Disclosure]
 
 
 class ChangesRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -114,3 +238,5 @@ class Info(msgspec.Struct, frozen=True, kw_only=True):
     published: int
     tombstones: int
     online: int
+    coordinator_key: str = ""
+    roster: bool = False

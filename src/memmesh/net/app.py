@@ -5,7 +5,11 @@ a body limit, and a plain function that runs in a bounded worker pool (SQLite an
 must not block the event loop). The app adds, around every route:
 
 * bearer-token authentication on everything but the public paths (constant-time comparison;
-  a missing and a wrong token get the same 401);
+  a missing and a wrong token get the same 401): an optional outer gate, never the identity;
+* member identity: with a :class:`~memmesh.net.signing.RequestVerifier`, every route but those
+  open to ``anyone`` needs a request signed for this daemon (:mod:`memmesh.net.signing`; 401
+  otherwise), and a route for ``members`` lets the daemon's ``admit`` refuse the signer (403);
+  a handler that asks for it gets the :class:`~memmesh.net.signing.Caller` first;
 * the protocol version header on every response;
 * error rendering: a :class:`~memmesh.errors.MemmeshError` becomes its status with a JSON
   ``{"error": {"code", "message"}}`` holding the error's own ``code`` and message; anything
@@ -16,7 +20,7 @@ import hmac
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -31,19 +35,35 @@ from memmesh.errors import MemmeshError
 from memmesh.net.errors import NotFound, Unauthorized
 from memmesh.net.limits import BodyLimit, read_body
 from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.signing import Caller, RequestVerifier
 from memmesh.net.wire import PROTOCOL_VERSION, Health, decode_request, encode
 
-__all__ = ["DEFAULT_WORKERS", "PROTOCOL_HEADER", "Endpoint", "create_app", "error_body"]
+__all__ = [
+    "DEFAULT_WORKERS",
+    "PROTOCOL_HEADER",
+    "Access",
+    "Admit",
+    "Endpoint",
+    "create_app",
+    "error_body",
+]
 
 PROTOCOL_HEADER = "x-memmesh-protocol"
 DEFAULT_WORKERS = 4
 CPU_BOUND_THREADS = 1
 _log = logging.getLogger("memmesh.net")
 
+# Who may call a route: any member the daemon admits; anyone whose request is signed (joining
+# with an invite, before the key is a member); or anyone at all (health, a peer's presence).
+Access = Literal["members", "signed", "anyone"]
+# The daemon's word on a verified signer: returns, or raises (Forbidden for a stranger).
+Admit = Callable[[Caller], None]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Endpoint:
-    """One route: ``handler(request_struct)`` (or ``handler()`` for GET) returns a struct."""
+    """One route: ``handler(request_struct)`` (or ``handler()`` for GET) returns a struct;
+    with ``caller`` set, the signer comes first: ``handler(caller, request_struct)``."""
 
     path: str
     handler: Callable[..., Any]
@@ -58,6 +78,8 @@ class Endpoint:
     # in one process only fight over the GIL, and each costs nearly twice the CPU (see
     # docs/benchmarks.md). More processes (``--workers``) run them side by side.
     cpu_bound: bool = False
+    access: Access = "members"
+    caller: bool = False
 
     @property
     def method(self) -> str:
@@ -67,7 +89,12 @@ class Endpoint:
 def health_endpoint(summary: str) -> Endpoint:
     """``GET /healthz``, answered on the event loop even while every worker is busy."""
     return Endpoint(
-        path="/healthz", handler=lambda: Health(), response=Health, inline=True, summary=summary
+        path="/healthz",
+        handler=lambda: Health(),
+        response=Health,
+        inline=True,
+        access="anyone",
+        summary=summary,
     )
 
 
@@ -94,20 +121,32 @@ def _json_response(status: int, body: bytes) -> Response:
     return Response(body, status_code=status, media_type="application/json")
 
 
-def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter) -> Route:
+def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter, guard: "_Guard") -> Route:
     """The route of ``endpoint``, whose handler runs on a thread that ``limiter`` lends."""
+
+    def handle(caller: Caller | None, *args: Any) -> Any:
+        if caller is not None and endpoint.access == "members" and guard.admit is not None:
+            guard.admit(caller)  # the roster may be a database read: off the event loop
+        if endpoint.caller:
+            return endpoint.handler(caller, *args)
+        return endpoint.handler(*args)
 
     async def call(*args: Any) -> Any:
         if endpoint.inline:
-            return endpoint.handler(*args)
-        return await anyio.to_thread.run_sync(endpoint.handler, *args, limiter=limiter)
+            return handle(*args)
+        return await anyio.to_thread.run_sync(handle, *args, limiter=limiter)
 
     async def run(request: Request) -> Response:
-        if endpoint.request is None:
-            args: tuple[Any, ...] = ()
-        else:
-            body = await read_body(request, endpoint.limit)
-            args = (decode_request(body, endpoint.request),)
+        body = b"" if endpoint.request is None else await read_body(request, endpoint.limit)
+        caller = None
+        if guard.verifier is not None and endpoint.access != "anyone":
+            # Before the body is decoded: a stranger's request costs one signature check.
+            caller = guard.verifier.verify(
+                request.method, request.url.path, request.scope["headers"], body
+            )
+        args: tuple[Any, ...] = (caller,)
+        if endpoint.request is not None:
+            args += (decode_request(body, endpoint.request),)
         try:
             result = await call(*args)
         except MemmeshError:
@@ -120,6 +159,14 @@ def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter) -> Route:
         return _json_response(200, encode(result))
 
     return Route(endpoint.path, run, methods=[endpoint.method], name=endpoint.path)
+
+
+@dataclass(frozen=True)
+class _Guard:
+    """How an app checks identity: the verifier of signed requests, and the daemon's word."""
+
+    verifier: RequestVerifier | None
+    admit: Admit | None
 
 
 class _Armour:
@@ -206,17 +253,25 @@ def create_app(
     token: str | None,
     workers: int = DEFAULT_WORKERS,
     public_paths: Sequence[str] = ("/healthz",),
+    verifier: RequestVerifier | None = None,
+    admit: Admit | None = None,
 ) -> ASGIApp:
     """An ASGI app serving ``endpoints`` behind the shared armour.
 
     * ``token`` - the team token every non-public path requires; ``None`` disables the check
-      (only allowed on loopback: see :func:`memmesh.net.server.serve`).
+      (only allowed on loopback: see :func:`memmesh.net.server.serve`). Routes not reserved
+      to ``members`` are public too: whoever joins with an invite has no token yet.
     * ``workers`` - the size of the worker pool for handlers (CPU-bound ones have a single
       thread of their own).
+    * ``verifier`` - checks that requests are signed for this daemon (``None``: not checked).
+    * ``admit`` - refuses a verified signer on routes for ``members`` (``None``: any signer).
     """
     limiter = anyio.CapacityLimiter(workers)
     cpu = anyio.CapacityLimiter(CPU_BOUND_THREADS)
-    routes = [_route(endpoint, cpu if endpoint.cpu_bound else limiter) for endpoint in endpoints]
+    guard = _Guard(verifier=verifier, admit=admit)
+    routes = [
+        _route(endpoint, cpu if endpoint.cpu_bound else limiter, guard) for endpoint in endpoints
+    ]
     app = Starlette(
         routes=routes,
         exception_handlers={
@@ -225,4 +280,5 @@ def create_app(
             Exception: _internal_error,
         },
     )
-    return _Armour(app, token=token, public=frozenset(public_paths))
+    public = {e.path for e in endpoints if e.access != "members"} | set(public_paths)
+    return _Armour(app, token=token, public=frozenset(public))

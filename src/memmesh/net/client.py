@@ -1,4 +1,5 @@
-"""The client side of the protocol: timeouts, a response size cap, typed responses."""
+"""The client side of the protocol: timeouts, a response size cap, typed responses, and each
+request signed by the member for the daemon it is meant for (:mod:`memmesh.net.signing`)."""
 
 import functools
 import ssl
@@ -8,7 +9,9 @@ import httpx
 import msgspec
 
 from memmesh.net.errors import BadResponse, BadUrl, Refused, Timeout, Unreachable
+from memmesh.net.signing import sign_request
 from memmesh.net.wire import encode
+from memmesh.registry.identity import Identity
 
 __all__ = ["DEFAULT_MAX_RESPONSE", "DEFAULT_TIMEOUT", "Client"]
 
@@ -42,6 +45,10 @@ class Client:
     * ``timeout`` - seconds for connecting and for each read; waiting longer raises
       :class:`Timeout`.
     * ``max_response`` - bytes of response body read at most; more is a :class:`BadResponse`.
+    * ``identity`` and ``audience`` - the member who signs every request, and for which daemon
+      (see :mod:`memmesh.net.signing`); without an identity nothing is signed.
+    * ``tls`` - the TLS context for an ``https`` service (a pinned one from
+      :mod:`memmesh.net.tls`); ``None`` trusts the system's certificate authorities.
     """
 
     def __init__(
@@ -52,18 +59,25 @@ class Client:
         timeout: float = DEFAULT_TIMEOUT,
         max_response: int = DEFAULT_MAX_RESPONSE,
         transport: httpx.BaseTransport | None = None,
+        identity: Identity | None = None,
+        audience: str = "",
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
         self.max_response = max_response
+        self.identity = identity
+        self.audience = audience
         self._http = httpx.Client(
             base_url=self.base_url,
             headers=headers,
             timeout=httpx.Timeout(timeout),
             transport=transport,
             follow_redirects=False,
-            verify=_tls_context(),
+            verify=tls or _tls_context(),
         )
+        # The path the service sees, which is what is signed (a base URL may have a prefix).
+        self._prefix = self._http.base_url.raw_path.decode("ascii").rstrip("/")
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -85,6 +99,11 @@ class Client:
 
     def _call(self, method: str, path: str, response: type[T], content: bytes | None = None) -> T:
         headers = {"content-type": "application/json"} if content is not None else {}
+        if self.identity is not None:
+            signed = sign_request(
+                self.identity, method, self._prefix + path, content or b"", self.audience
+            )
+            headers.update(signed)
         try:
             with self._http.stream(method, path, content=content, headers=headers) as answer:
                 body = self._read(answer)

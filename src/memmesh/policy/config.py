@@ -84,6 +84,12 @@ class Policy(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     team: str = "default"
     identity: Identity | None = None
     coordinator: str | None = None
+    # The SHA-256 pin of the coordinator's TLS certificate (``sha256:`` + 64 hex digits).
+    coordinator_pin: str | None = None
+    # The coordinator's own public key, which signs retraction receipts.
+    coordinator_key: str | None = None
+    # Allow plain http:// beyond loopback (everything sent can then be read on the way).
+    insecure_http: bool = False
     token_env: str = DEFAULT_TOKEN_ENV
     peers: tuple[str, ...] = ()
     discovery: bool = False

@@ -20,6 +20,7 @@ __all__ = [
     "Envelope",
     "Presence",
     "Publication",
+    "Receipt",
     "Retraction",
     "open_envelope",
     "seal",
@@ -71,9 +72,23 @@ class Presence(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag
     peer_url: str
     embedder: str
     expires_at: float
+    # The SHA-256 pin of the peer's TLS certificate (``sha256:`` and 64 hex digits) when
+    # ``peer_url`` is https: askers pin the peer from this signed statement.
+    tls_pin: str = ""
 
 
-Body = Publication | Retraction | Presence
+class Receipt(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="receipt"):
+    """The coordinator's signed word that it applied a retraction and purged the text.
+
+    Signed by the coordinator's own key (``author_key``); ``member_key`` is the key whose
+    item ``item_id`` was retracted at ``version``.
+    """
+
+    member_key: str
+    purged_at: float
+
+
+Body = Publication | Retraction | Presence | Receipt
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -1,0 +1,190 @@
+"""Signed requests: every request a member sends carries its key's signature.
+
+A request is signed over one canonical text: a version tag, the method, the path, the
+*audience* (which daemon it is meant for: :func:`coordinator_audience` or
+:func:`peer_audience`), the time, a random nonce and the SHA-256 of the body. The five headers
+of :data:`SIGNED_HEADERS` carry the key, the time, the nonce, the audience and the signature.
+
+A daemon checks a request with a :class:`RequestVerifier` made for its own audience: the
+signature must hold for the named key, the audience must be its own (a request signed for a
+teammate's peer is worthless at the coordinator), the time within :data:`REPLAY_WINDOW` of its
+clock, and the nonce unseen in that window (a captured request cannot be sent twice). Any
+failure is the same vague 401; whether the key may ask at all (the roster) is the daemon's
+business, decided on the :class:`Caller` this gives.
+"""
+
+import base64
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+import msgspec
+
+from memmesh.net.errors import Overloaded, Unauthorized
+from memmesh.registry.errors import BadSignature
+from memmesh.registry.identity import Identity, key_id, public_key_from_text, verify_signature
+
+__all__ = [
+    "AUDIENCE_HEADER",
+    "KEY_HEADER",
+    "MAX_NONCES",
+    "NONCE_HEADER",
+    "REPLAY_WINDOW",
+    "SIGNATURE_HEADER",
+    "SIGNED_HEADERS",
+    "TIME_HEADER",
+    "Caller",
+    "RequestVerifier",
+    "coordinator_audience",
+    "peer_audience",
+    "sign_request",
+]
+
+KEY_HEADER = "x-memmesh-key"
+TIME_HEADER = "x-memmesh-time"
+NONCE_HEADER = "x-memmesh-nonce"
+AUDIENCE_HEADER = "x-memmesh-audience"
+SIGNATURE_HEADER = "x-memmesh-signature"
+SIGNED_HEADERS = (KEY_HEADER, TIME_HEADER, NONCE_HEADER, AUDIENCE_HEADER, SIGNATURE_HEADER)
+
+# Seconds a request's time may differ from the daemon's clock (laptop clocks drift).
+REPLAY_WINDOW = 120.0
+# Nonces remembered at once; a flood of fresh signed requests beyond it gets 503, never a
+# forgotten nonce.
+MAX_NONCES = 200_000
+_TAG = b"memmesh-request/1"
+
+
+class Caller(msgspec.Struct, frozen=True, kw_only=True):
+    """Who signed a request: the public key (as in envelopes) and its member id."""
+
+    key: str
+    key_id: str
+
+
+def coordinator_audience(team: str) -> str:
+    """The audience of requests meant for ``team``'s coordinator."""
+    return f"coordinator:{team}"
+
+
+def peer_audience(peer_key_id: str) -> str:
+    """The audience of requests meant for the peer daemon of the member ``peer_key_id``."""
+    return f"peer:{peer_key_id}"
+
+
+def _message(method: str, path: str, audience: str, stamp: str, nonce: str, body: bytes) -> bytes:
+    digest = hashlib.sha256(body).hexdigest()
+    lines = (method.upper(), path, audience, stamp, nonce, digest)
+    return _TAG + b"\n" + "\n".join(lines).encode("utf-8")
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def sign_request(
+    identity: Identity,
+    method: str,
+    path: str,
+    body: bytes,
+    audience: str,
+    *,
+    now: float | None = None,
+    nonce: str | None = None,
+) -> dict[str, str]:
+    """The headers that sign ``method path`` with ``body`` for ``audience``."""
+    stamp = str(int(time.time() if now is None else now))
+    nonce = nonce or os.urandom(16).hex()
+    signature = identity.sign(_message(method, path, audience, stamp, nonce, body))
+    return {
+        KEY_HEADER: identity.public_key_text,
+        TIME_HEADER: stamp,
+        NONCE_HEADER: nonce,
+        AUDIENCE_HEADER: audience,
+        SIGNATURE_HEADER: _b64(signature),
+    }
+
+
+class RequestVerifier:
+    """Checks signed requests meant for ``audience``.
+
+    * ``window`` - seconds of clock difference allowed either way (:data:`REPLAY_WINDOW`).
+    * ``clock`` - the time now, in seconds.
+    * ``max_nonces`` - nonces remembered at once (:data:`MAX_NONCES`).
+    """
+
+    def __init__(
+        self,
+        audience: str,
+        *,
+        window: float = REPLAY_WINDOW,
+        clock: Callable[[], float] = time.time,
+        max_nonces: int = MAX_NONCES,
+    ) -> None:
+        self.audience = audience
+        self.window = window
+        self._clock = clock
+        self._max_nonces = max_nonces
+        self._seen: dict[str, float] = {}  # nonce -> when it may be forgotten
+        self._lock = threading.Lock()
+
+    def verify(
+        self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
+    ) -> Caller:
+        """The caller of a request with these raw ``headers``; :class:`Unauthorized` unless
+        it is signed, for this audience, fresh and new."""
+        values = _signed_values(headers)
+        if values is None:
+            raise Unauthorized()
+        key_text, stamp, nonce, audience, signature = values
+        if audience != self.audience:
+            raise Unauthorized()
+        if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= 12):
+            raise Unauthorized()
+        if not (len(nonce) == 32 and all(c in "0123456789abcdef" for c in nonce)):
+            raise Unauthorized()
+        now = self._clock()
+        if abs(now - int(stamp)) > self.window:
+            raise Unauthorized()
+        try:
+            public_key = public_key_from_text(key_text)
+            raw_signature = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
+            message = _message(method, path, audience, stamp, nonce, body)
+            verify_signature(public_key, raw_signature, message)
+        except (BadSignature, ValueError):
+            raise Unauthorized() from None
+        self._remember(f"{key_text}:{nonce}", now)
+        return Caller(key=key_text, key_id=key_id(public_key))
+
+    def _remember(self, nonce: str, now: float) -> None:
+        """Record ``nonce``, refusing one already seen in the window."""
+        with self._lock:
+            if nonce in self._seen:
+                raise Unauthorized()
+            if len(self._seen) >= self._max_nonces:
+                self._seen = {n: until for n, until in self._seen.items() if until > now}
+                if len(self._seen) >= self._max_nonces:
+                    raise Overloaded("too many signed requests at once; try again shortly")
+            # A stamp may lie up to a window ahead, and is accepted a window behind.
+            self._seen[nonce] = now + 2 * self.window
+
+
+def _signed_values(
+    headers: Iterable[tuple[bytes, bytes]],
+) -> tuple[str, str, str, str, str] | None:
+    """The five signed headers' values, or ``None`` if one is missing, repeated or not ASCII."""
+    wanted = {name.encode(): name for name in SIGNED_HEADERS}
+    found: dict[str, str] = {}
+    for raw_name, raw_value in headers:
+        name = wanted.get(raw_name.lower())
+        if name is None:
+            continue
+        if name in found or len(raw_value) > 512 or not raw_value.isascii():
+            return None
+        found[name] = raw_value.decode("ascii").strip()
+    if len(found) != len(SIGNED_HEADERS):
+        return None
+    key, stamp, nonce, audience, signature = (found[name] for name in SIGNED_HEADERS)
+    return key, stamp, nonce, audience, signature
