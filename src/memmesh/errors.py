@@ -16,6 +16,8 @@ that this tree is the real one):
     │   └── McpUnavailable                 1     500  mcp_unavailable
     ├── CliError (cli)                     1     500  cli_error
     │   └── DemoFailed                     1     500  demo_failed
+    ├── CoordinatorError (coordinator)     1     500  coordinator_error
+    │   └── BadJoinCode                    2     400  bad_join_code
     ├── EmbedError (embed)                 1     500  embed_error
     │   ├── EmbedderUnavailable            1     500  embedder_unavailable
     │   └── UnknownEmbedder                2     500  unknown_embedder
@@ -25,15 +27,18 @@ that this tree is the real one):
     │   ├── BadUrl                         1     400  bad_url
     │   ├── BodyTooLarge                   1     413  body_too_large
     │   ├── CannotListen                   1     500  cannot_listen
+    │   ├── CertificateUnusable            1     500  certificate_unusable
     │   ├── Conflict                       1     409  conflict
     │   ├── Forbidden                      1     403  forbidden
     │   ├── InsecureBind                   1     500  insecure_bind
+    │   ├── InsecureUrl                    3     500  insecure_url
     │   ├── NotFound                       1     404  not_found
     │   ├── Overloaded                     1     503  overloaded
     │   ├── Refused                        1     500  refused
     │   ├── RequestTimeout                 1     408  request_timeout
     │   ├── Unauthorized                   1     401  unauthorized
     │   ├── Unreachable                    4     500  unreachable
+    │   │   ├── PinMismatch                4     500  pin_mismatch
     │   │   └── Timeout                    4     500  timeout
     │   └── WorkerDied                     1     500  worker_died
     ├── PolicyError (policy)               3     403  policy_error

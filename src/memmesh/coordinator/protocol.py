@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from memmesh.net.presence import OutcomeStatus
+from memmesh.net.presence import OutcomeStatus, Roster, RosterMember
 from memmesh.net.search import Vector
 from memmesh.net.wire import MAX_BATCH
 from memmesh.net.wire import Request as _Request
@@ -86,28 +86,6 @@ class RetractResponse(msgspec.Struct, frozen=True, kw_only=True):
     """One outcome per retraction, in request order."""
 
     results: list[Outcome]
-
-
-class RosterMember(msgspec.Struct, frozen=True, kw_only=True):
-    """One member of the team's roster, as the coordinator holds it.
-
-    A revoked member stays listed (``revoked_at`` set), so that every member drops its items.
-    """
-
-    name: str
-    key: str
-    key_id: str
-    admin: bool
-    added_at: float
-    revoked_at: float | None = None
-
-
-class Roster(msgspec.Struct, frozen=True, kw_only=True):
-    """``GET /v1/members``: the roster. ``enforced`` is false while the roster is empty (a
-    team set up before rosters: any signer holding the token is accepted)."""
-
-    members: list[RosterMember]
-    enforced: bool
 
 
 class PresenceList(msgspec.Struct, frozen=True, kw_only=True):

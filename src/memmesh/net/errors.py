@@ -11,10 +11,13 @@ MemmeshError
     ├── BodyTooLarge          413
     ├── Overloaded            503: too many requests at once
     ├── Unreachable           client side: nothing answered (exit 4)
+    │   ├── PinMismatch       client side: not the pinned certificate; nothing sent (exit 4)
     │   └── Timeout           client side: no answer within the client's timeout (exit 4)
     ├── BadResponse           client side: the answer broke the protocol
     ├── BadUrl                400: a URL from outside is unsound (names what is wrong)
     ├── Refused               client side: the service answered with an error status
+    ├── InsecureUrl           client side: plain http beyond loopback, not allowed (exit 3)
+    ├── CertificateUnusable   server side: a TLS certificate or key cannot be used
     ├── InsecureBind          server side: beyond loopback, but no team token
     ├── CannotListen          server side: the address cannot be bound
     └── WorkerDied            server side: a worker process stopped by itself
@@ -28,12 +31,15 @@ __all__ = [
     "BadUrl",
     "BodyTooLarge",
     "CannotListen",
+    "CertificateUnusable",
     "Conflict",
     "Forbidden",
     "InsecureBind",
+    "InsecureUrl",
     "NetError",
     "NotFound",
     "Overloaded",
+    "PinMismatch",
     "Refused",
     "RequestTimeout",
     "Timeout",
@@ -166,3 +172,39 @@ class WorkerDied(NetError):
 
     def __init__(self) -> None:
         super().__init__("a worker process stopped unexpectedly; all were stopped")
+
+
+class PinMismatch(Unreachable):
+    """The service presented a certificate other than the pinned one: nothing was sent."""
+
+    def __init__(self, where: str, expected: str, got: str) -> None:
+        super().__init__(
+            f"{where} presented a certificate other than the pinned one (expected {expected}, "
+            f"got {got}): nothing was sent to it. If its certificate was replaced on purpose, "
+            "put the new pin in team.yaml"
+        )
+        self.expected = expected
+        self.got = got
+
+
+class InsecureUrl(NetError):
+    """Plain ``http://`` to something beyond loopback, without ``insecure_http: true``."""
+
+    exit_code = ExitCode.REFUSED
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            f"refusing to send anything to {url} over plain http: beyond this machine anyone "
+            "on the way could read and change it. Use https (the coordinator makes a "
+            "certificate and prints its pin), or write insecure_http: true in team.yaml"
+        )
+        self.url = url
+
+
+class CertificateUnusable(NetError):
+    """A TLS certificate or key file cannot be read or does not belong together."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"the TLS certificate {path} cannot be used: {reason}")
+        self.path = path
+        self.reason = reason

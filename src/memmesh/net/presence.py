@@ -11,7 +11,7 @@ import msgspec
 from memmesh.net.wire import Request
 from memmesh.registry.envelopes import Envelope
 
-__all__ = ["OutcomeStatus", "PresenceRequest", "PresenceResponse"]
+__all__ = ["OutcomeStatus", "PresenceRequest", "PresenceResponse", "Roster", "RosterMember"]
 
 # What became of one envelope sent to the coordinator (see ``Outcome`` in its protocol).
 OutcomeStatus = Literal["accepted", "duplicate", "stale", "rejected"]
@@ -23,9 +23,33 @@ class PresenceRequest(Request, frozen=True, kw_only=True, forbid_unknown_fields=
     envelope: Envelope
 
 
+class RosterMember(msgspec.Struct, frozen=True, kw_only=True):
+    """One member of the team's roster, as the coordinator holds it.
+
+    A revoked member stays listed (``revoked_at`` set), so that every member drops its items.
+    """
+
+    name: str
+    key: str
+    key_id: str
+    admin: bool
+    added_at: float
+    revoked_at: float | None = None
+
+
+class Roster(msgspec.Struct, frozen=True, kw_only=True):
+    """``GET /v1/members``: the roster. ``enforced`` is false while the roster is empty (a
+    team set up before rosters: any signer holding the token is accepted)."""
+
+    members: list[RosterMember]
+    enforced: bool
+
+
 class PresenceResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """The heartbeat's outcome and when it expires."""
+    """The heartbeat's outcome and when it expires, and the roster now (so that a peer knows
+    whom to answer: a revoked member is refused within a heartbeat)."""
 
     status: OutcomeStatus
     expires_at: float = 0.0
     reason: str = ""
+    roster: Roster | None = None

@@ -1,7 +1,6 @@
 """Running an app under uvicorn, with the limits every daemon shares."""
 
 import contextlib
-import ipaddress
 import os
 import signal
 import socket
@@ -12,6 +11,7 @@ from starlette.types import ASGIApp
 
 from memmesh.net.errors import CannotListen, InsecureBind, WorkerDied
 from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
+from memmesh.net.urls import is_loopback
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -22,16 +22,6 @@ __all__ = [
     "serve",
     "serve_processes",
 ]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names only this machine (127.0.0.0/8, ::1 or localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -149,6 +139,8 @@ def _config(app: ASGIApp, settings: ServeSettings) -> uvicorn.Config:
         access_log=False,  # paths only would be fine, but queries must never be logged
         server_header=False,
         date_header=False,
+        ssl_certfile=settings.tls_cert,
+        ssl_keyfile=settings.tls_key,
     )
 
 

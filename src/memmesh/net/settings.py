@@ -22,3 +22,10 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     timeout_keep_alive: int = 5
     log_level: str = "warning"
     workers: int = 1
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+    @property
+    def scheme(self) -> str:
+        """``https`` when a certificate is served, else ``http``."""
+        return "https" if self.tls_cert else "http"

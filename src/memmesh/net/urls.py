@@ -4,10 +4,33 @@ Every URL that comes from a presence, zeroconf, team.yaml or the command line pa
 :func:`peer_url` before memmesh contacts it (and so before the team token goes there).
 """
 
-from memmesh._urls import UnsoundUrl, normalised_url
-from memmesh.net.errors import BadUrl
+import ipaddress
+from urllib.parse import urlsplit
 
-__all__ = ["peer_url"]
+from memmesh._urls import UnsoundUrl, normalised_url
+from memmesh.net.errors import BadUrl, InsecureUrl
+
+__all__ = ["check_transport", "is_loopback", "peer_url"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (127.0.0.0/8, ::1 or localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_transport(url: str, *, insecure_http: bool) -> None:
+    """Refuse plain ``http`` beyond loopback (:class:`InsecureUrl`) unless allowed.
+
+    ``url`` must already be sound (:func:`peer_url`).
+    """
+    parts = urlsplit(url)
+    if parts.scheme == "http" and not insecure_http and not is_loopback(parts.hostname or ""):
+        raise InsecureUrl(url)
 
 
 def peer_url(text: str) -> str:

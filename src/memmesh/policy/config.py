@@ -210,6 +210,14 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
             fail(key, f"must be an http:// or https:// URL naming only a host and port: {exc}")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", policy.token_env):
         fail("$.token_env", "must be an environment variable name")
+    if policy.coordinator_pin is not None and not re.fullmatch(
+        r"sha256:[0-9a-f]{64}", policy.coordinator_pin
+    ):
+        fail("$.coordinator_pin", "must be sha256: and 64 hex digits, as the coordinator prints")
+    if policy.coordinator_key is not None and not re.fullmatch(
+        r"[A-Za-z0-9_-]{43}", policy.coordinator_key
+    ):
+        fail("$.coordinator_key", "must be the coordinator's public key, as `mem team join` wrote")
     for kind in policy.share.kinds:
         assert kind in KINDS  # msgspec checked the Literal
 
