@@ -45,6 +45,7 @@ that this tree is the real one):
     │   ├── NoCoordinator                  3     403  no_coordinator
     │   ├── PolicyInvalid                  3     403  policy_invalid
     │   ├── PolicyMissing                  3     403  policy_missing
+    │   ├── PolicyNotEditable              3     403  policy_not_editable
     │   └── PublishRefused                 3     403  publish_refused
     ├── RegistryError (registry)           1     500  registry_error
     │   ├── BadSignature                   1     400  bad_signature

@@ -414,6 +414,18 @@ def test_template_is_commented_and_quotes_awkward_names() -> None:
     assert (policy.identity.name, policy.team) == (name, team)
 
 
+def test_template_mentions_the_coordinators_pin_key_and_plain_http_commented_out() -> None:
+    text = policy_template(name="ada", team="acme", coordinator=COORDINATOR)
+    for key in ("coordinator_pin", "coordinator_key", "insecure_http"):
+        assert f"\n# {key}: " in text
+    policy = parse_policy(text)
+    assert (policy.coordinator_pin, policy.coordinator_key, policy.insecure_http) == (
+        None,
+        None,
+        False,
+    )
+
+
 # -- load_policy -----------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from memmesh.policy.config import POLICY_FILENAME, Policy, load_policy, parse_policy
 from memmesh.policy.decide import Decision, decide
+from memmesh.policy.edit import update_policy
 from memmesh.policy.errors import PolicyError, PolicyInvalid, PolicyMissing, PublishRefused
 from memmesh.policy.secrets import Finding, find_secrets
 from memmesh.policy.template import policy_template
@@ -20,4 +21,5 @@ __all__ = [
     "load_policy",
     "parse_policy",
     "policy_template",
+    "update_policy",
 ]

@@ -5,7 +5,9 @@ regex is a :class:`PolicyInvalid` naming the file, the line and the key. An expl
 ``[]`` is a value; only an absent key takes the default.
 """
 
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,8 @@ __all__ = [
     "Share",
     "load_policy",
     "parse_policy",
+    "read_policy_source",
+    "write_policy_source",
 ]
 
 POLICY_FILENAME = "team.yaml"
@@ -105,14 +109,45 @@ class Policy(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
 
 def load_policy(home: Path) -> Policy:
     """The policy in ``home/team.yaml``; raises if it is missing or invalid."""
+    return parse_policy(read_policy_source(home), str(home / POLICY_FILENAME))
+
+
+def read_policy_source(home: Path) -> str:
+    """The text of ``home/team.yaml``, unchecked; :class:`PolicyMissing` when there is none,
+    :class:`PolicyInvalid` when it cannot be read."""
     path = home / POLICY_FILENAME
     try:
-        source = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PolicyMissing(str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyInvalid(str(path), None, "(file)", f"cannot be read: {exc}") from None
-    return parse_policy(source, str(path))
+
+
+def write_policy_source(home: Path, text: str) -> Path:
+    """Replace ``home/team.yaml`` with ``text`` at once (a reader sees the old file or the new,
+    never half of one), keeping the old file's permissions; returns its path.
+
+    The caller has checked ``text`` (:func:`parse_policy`).
+    """
+    path = home / POLICY_FILENAME
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    handle, temporary = tempfile.mkstemp(prefix=f".{POLICY_FILENAME}.", dir=home)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(temporary).chmod(mode)
+        Path(temporary).replace(path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
 
 
 def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:

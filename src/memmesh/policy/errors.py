@@ -4,13 +4,21 @@ MemmeshError
 └── PolicyError                 exit 3: refused by policy
     ├── PolicyInvalid           team.yaml is broken; names file, line and key
     ├── PolicyMissing           no team.yaml yet (run `mem team init`)
+    ├── PolicyNotEditable       keys of team.yaml cannot be changed in place (names them)
     ├── NoCoordinator           team.yaml names no coordinator to send to
     └── PublishRefused          the policy withholds an item (names the rule)
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["NoCoordinator", "PolicyError", "PolicyInvalid", "PolicyMissing", "PublishRefused"]
+__all__ = [
+    "NoCoordinator",
+    "PolicyError",
+    "PolicyInvalid",
+    "PolicyMissing",
+    "PolicyNotEditable",
+    "PublishRefused",
+]
 
 
 class PolicyError(MemmeshError):
@@ -38,6 +46,23 @@ class PolicyMissing(PolicyError):
     def __init__(self, path: str) -> None:
         super().__init__(f"no team policy at {path}; run `mem team init --name NAME` first")
         self.path = path
+
+
+class PolicyNotEditable(PolicyError):
+    """Keys of ``team.yaml`` cannot be set without rewriting more of it; nothing was changed.
+
+    They are written over several lines, or through an alias; ``keys`` names them.
+    """
+
+    def __init__(self, path: str, keys: list[str]) -> None:
+        listed = ", ".join(keys)
+        super().__init__(
+            f"{path}: cannot set {listed} without rewriting more of the file (a value written "
+            "over several lines, or an alias?); nothing was changed. Write them on one line "
+            "each, or set them by hand"
+        )
+        self.path = path
+        self.keys = keys
 
 
 class NoCoordinator(PolicyError):

@@ -1,4 +1,5 @@
-"""The commented ``team.yaml`` that `mem team init` writes: it shares nothing until edited."""
+"""The commented ``team.yaml`` that `mem team init` and `mem team join` start from: it shares
+nothing until edited."""
 
 import json
 from collections.abc import Sequence
@@ -25,7 +26,13 @@ identity:
   name: {json.dumps(name)}
 
 # The team host. While it is absent, nothing is ever published or sent (the kill switch).
+# `mem team join CODE` writes it, with the pin of its TLS certificate and its own public key
+# (which signs retraction receipts); both come from the join code and the coordinator.
 {coordinator_line}
+# coordinator_pin: sha256:<64 hex digits, as the coordinator prints>
+# coordinator_key: <the coordinator's public key>
+# Plain http:// beyond this machine is refused: anyone on the way could read and change it.
+# insecure_http: false
 
 # The environment variable holding the shared team token.
 token_env: MEM_TEAM_TOKEN
@@ -34,7 +41,8 @@ token_env: MEM_TEAM_TOKEN
 peers: []
 discovery: false
 
-# The roster: when set, items signed by other keys are dropped.
+# The team's roster is the coordinator's (`mem team members`). This local list, when set,
+# also drops items signed by other keys; `mem team members add --from-policy` copies it there.
 # members:
 #   - name: bob
 #     key: <bob's public key from `mem team status`>
