@@ -1,0 +1,82 @@
+"""Who was served my published items: the coordinator's log and my own peer daemon's.
+
+Both logs keep one entry per item served to one member at one time: the item, the asker's
+member id and name, and when. Neither keeps a query. The coordinator answers only for the
+signer's own items (``POST /v1/disclosures``); the peer daemon's log is in the member's store.
+"""
+
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from memmesh.coordinator.protocol import Disclosure, DisclosuresRequest, DisclosuresResponse
+from memmesh.local.store import Store
+from memmesh.net.connect import coordinator_client
+from memmesh.policy import Policy
+from memmesh.registry import Identity
+
+__all__ = ["Disclosed", "merged", "my_disclosures"]
+
+Source = Literal["coordinator", "peer"]
+
+
+class Disclosed(msgspec.Struct, frozen=True, kw_only=True):
+    """One of my items served to one member, and which log says so."""
+
+    item_id: str
+    asker_key_id: str
+    asker_name: str
+    served_at: float
+    source: Source
+
+
+def my_disclosures(
+    policy: Policy,
+    identity: Identity,
+    store: Store,
+    *,
+    item_id: str | None = None,
+    limit: int = 100,
+) -> list[Disclosed]:
+    """The newest ``limit`` disclosures of my items (of ``item_id`` only, when given), from the
+    coordinator's log and my peer daemon's. Raises the client's errors when the coordinator
+    cannot answer."""
+    request = DisclosuresRequest(item_id=item_id, limit=limit)
+    with coordinator_client(policy, identity) as client:
+        answer = client.post("/v1/disclosures", request, DisclosuresResponse)
+    return merged(answer.entries, _peer_log(store, item_id, limit), item_id=item_id, limit=limit)
+
+
+def merged(
+    coordinator: Sequence[Disclosure],
+    peer: Sequence[Disclosure],
+    *,
+    item_id: str | None = None,
+    limit: int = 100,
+) -> list[Disclosed]:
+    """Both logs as one, newest first, cut to ``limit`` (and to ``item_id``, whatever a log
+    sent)."""
+    logs: list[tuple[Source, Sequence[Disclosure]]] = [("coordinator", coordinator), ("peer", peer)]
+    rows = [
+        Disclosed(
+            item_id=entry.item_id,
+            asker_key_id=entry.asker_key_id,
+            asker_name=entry.asker_name,
+            served_at=entry.served_at,
+            source=source,
+        )
+        for source, entries in logs
+        for entry in entries
+        if item_id is None or entry.item_id == item_id
+    ]
+    rows.sort(key=lambda row: row.served_at, reverse=True)
+    return rows[:limit]
+
+
+def _peer_log(store: Store, item_id: str | None, limit: int) -> list[Disclosure]:
+    """What my own peer daemon served of my items."""
+    # PEER LOG: the peer daemon's own disclosure log is not in this tree yet. Once
+    # memmesh.peer has it, this is the one line to put here instead of ``return []``:
+    #     return peer_disclosures(store, item_id=item_id, limit=limit)
+    return []
