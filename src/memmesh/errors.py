@@ -15,7 +15,9 @@ that this tree is the real one):
     │   ├── ConfigFileError                1     500  config_file_error
     │   └── McpUnavailable                 1     500  mcp_unavailable
     ├── CliError (cli)                     1     500  cli_error
-    │   └── DemoFailed                     1     500  demo_failed
+    │   ├── DemoFailed                     1     500  demo_failed
+    │   ├── TeamRefused                    3     500  team_refused
+    │   └── UsageError                     2     500  usage_error
     ├── CoordinatorError (coordinator)     1     500  coordinator_error
     │   └── BadJoinCode                    2     400  bad_join_code
     ├── EmbedError (embed)                 1     500  embed_error

@@ -75,12 +75,14 @@ class Command(Protocol):
         *,
         description: str | None = None,
         json_output: bool = True,
+        json_shape: str | None = None,
     ) -> argparse.ArgumentParser: ...
 
 
 def command_adder(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> Command:
     """A helper adding one command: its summary is its help (and, unless a longer
-    ``description`` is given, its description), with an example in its epilog."""
+    ``description`` is given, its description), with an example in its epilog, after what
+    ``--json`` prints when ``json_shape`` says."""
 
     def command(
         name: str,
@@ -90,8 +92,9 @@ def command_adder(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
         *,
         description: str | None = None,
         json_output: bool = True,
+        json_shape: str | None = None,
     ) -> argparse.ArgumentParser:
-        parser = _parser(commands, name, summary, example, description, json_output)
+        parser = _parser(commands, name, summary, example, description, json_output, json_shape)
         parser.set_defaults(handler=handler)
         return parser
 
@@ -123,12 +126,14 @@ def _parser(
     example: str,
     description: str | None,
     json_output: bool,
+    json_shape: str | None = None,
 ) -> argparse.ArgumentParser:
+    shape = f"with --json, prints:\n  {json_shape}\n\n" if json_shape else ""
     parser = commands.add_parser(
         name,
         help=summary,
         description=description or summary,
-        epilog=f"example:\n  {example}",
+        epilog=f"{shape}example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common(parser, json_output=json_output)

@@ -2,12 +2,14 @@
 
 MemmeshError
 └── CliError
-    └── DemoFailed            a daemon the demo started did not come up
+    ├── DemoFailed            a daemon the demo started did not come up
+    ├── TeamRefused           exit 3: the coordinator refused this key (says what to do)
+    └── UsageError            exit 2: options that do not go together
 """
 
-from memmesh.errors import MemmeshError
+from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["CliError", "DemoFailed"]
+__all__ = ["CliError", "DemoFailed", "TeamRefused", "UsageError"]
 
 
 class CliError(MemmeshError):
@@ -20,4 +22,26 @@ class DemoFailed(CliError):
     def __init__(self, name: str, problem: str) -> None:
         super().__init__(f"the demo's {name} {problem}")
         self.name = name
+        self.problem = problem
+
+
+class TeamRefused(CliError):
+    """The coordinator refused what this key asked (not a member, not an admin, an invite it
+    does not accept); the message says what to do about it. ``http_status`` is its answer's."""
+
+    exit_code = ExitCode.REFUSED
+
+    def __init__(self, message: str, http_status: int) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+
+
+class UsageError(CliError):
+    """A command was given options that do not go together; nothing was done."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, command: str, problem: str) -> None:
+        super().__init__(f"{problem} (see `mem {command} --help`)")
+        self.command = command
         self.problem = problem

@@ -6,6 +6,7 @@ registry, the policy and the store are more than `mem` should load just to start
 
 import argparse
 
+from memmesh.cli import _team_members
 from memmesh.cli._common import (
     Command,
     Handler,
@@ -28,8 +29,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     sub = command_group(
         commands,
         "team",
-        "Share deliberately with your team: identity, policy, publish, retract, log.",
-        "mem team init --name ada --team acme",
+        "Share deliberately with your team: joining, policy, publish, retract, log, members.",
+        "mem team join memmesh-join:eyJ1cmwiOiJodHRwczovL3RlYW0taG9zdDo4NDAwIn0",
         description="Share deliberately with your team. Nothing leaves this laptop unless you "
         "publish it and team.yaml allows it.",
     )
@@ -41,6 +42,10 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "Create your identity key (never overwritten) and a team.yaml that shares nothing "
         "until you set a coordinator and share rules. Prints your member id.",
         "mem team init --name ada --team acme --coordinator http://team-host:8400",
+        description="Create your identity key (never overwritten) and a team.yaml that shares "
+        "nothing until you set a coordinator and share rules; works offline. Prints your "
+        "member id. To join a team whose admin gave you a join code, use `mem team join "
+        "CODE` instead: it does all of this and puts your key on the team's roster.",
     )
     p.add_argument("--name", required=True, type=nonempty, help="your name in the team")
     p.add_argument("--team", default="default", type=nonempty, help="the team's name")
@@ -95,6 +100,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "mem team sync",
     )
     _network_commands(command)
+    _team_members.register(command)
     command("log", _run("log"), "Show the registry log, oldest first.", "mem team log --json")
     command(
         "verify",

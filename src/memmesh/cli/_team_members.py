@@ -1,0 +1,167 @@
+"""`mem team invite`, `join`, `members`, `revoke` and `disclosures`: the roster the coordinator
+holds, registered in :mod:`memmesh.cli.team`.
+
+The commands' work is in :mod:`memmesh.cli._team_roster`, imported when one of them runs.
+"""
+
+import argparse
+import re
+
+from memmesh.cli._common import Command, Handler, command_adder, lazy, positive_int
+
+__all__ = ["duration", "member_name", "register"]
+
+_MEMBER = '{"name", "key", "key_id", "admin", "added_at", "revoked_at"}'
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def register(command: Command) -> None:
+    """Add the roster's commands through the team group's ``command`` helper."""
+    p = command(
+        "invite",
+        _run("invite"),
+        "Make a join code for a new member (admins only). It works once, until it expires.",
+        "mem team invite bob --ttl 2h",
+        description="Make a join code for a new member (admins only): one line holding the "
+        "coordinator's URL and certificate pin, the team, the name and a secret. It works "
+        "once, until it expires; only the secret's SHA-256 reaches the coordinator. Send it "
+        "privately: whoever holds it can join as NAME.",
+        json_shape='{"code", "name", "team", "expires_at", "admin"}; times are ISO 8601 UTC',
+    )
+    p.add_argument("name", metavar="NAME", type=member_name, help="the new member's name")
+    p.add_argument(
+        "--ttl",
+        type=duration,
+        default=duration("24h"),
+        metavar="TIME",
+        help="how long the code works: 90s, 30m, 24h or 7d (24h; at most 30d)",
+    )
+    p.add_argument("--admin", action="store_true", help="the new member may invite and revoke")
+
+    p = command(
+        "join",
+        _run("join"),
+        "Join a team with a join code from an admin, in one step.",
+        "mem team join memmesh-join:eyJ1cmwiOiJodHRwczovL3RlYW0taG9zdDo4NDAwIn0",
+        description="Join a team with a join code from an admin: makes your key unless this "
+        "home has one, presents the code once to the coordinator (trusting only the "
+        "certificate the code pins), and writes team.yaml: the team, your name and the "
+        "coordinator's URL, pin and key. An existing team.yaml keeps everything else, comments "
+        "included. When the code is damaged or expired, or the coordinator refuses it, "
+        "team.yaml is not touched.",
+        json_shape='{"member_id", "public_key", "name", "team", "coordinator", "admin", '
+        '"identity_created", "policy", "policy_created"}',
+    )
+    p.add_argument(
+        "code",
+        metavar="CODE",
+        help="the join code, or - to read it from stdin (out of your shell's history)",
+    )
+    p.add_argument(
+        "--name",
+        type=member_name,
+        help="your name in team.yaml (default: the name the invite was made for)",
+    )
+
+    members = _members(command)
+    listing = command_adder(members.add_subparsers(title="members commands", metavar="COMMAND"))
+    _members_list(listing)
+    p = listing(
+        "add",
+        _run("add"),
+        "Put a member's key on the roster (admins only), or every full key of team.yaml's "
+        "members: list with --from-policy.",
+        "mem team members add carol cM8vZ2X1YtqkQm0pN3r4s5t6u7v8w9x0y1z2A3B4C5D",
+        description="Put a member's public key on the roster (admins only). With "
+        "--from-policy, every entry of team.yaml's members: list that holds a full public key "
+        "is added (once); entries holding only a member id are reported as not addable.",
+        json_shape='{"added": [MEMBER], "already": [MEMBER], "not_addable": '
+        '[{"name", "key", "reason"}]}, MEMBER as in `mem team members`',
+    )
+    p.add_argument("member", nargs="?", metavar="NAME", type=member_name, help="their name")
+    p.add_argument(
+        "key", nargs="?", metavar="KEY", help="their public key (their `mem team status --json`)"
+    )
+    p.add_argument("--admin", action="store_true", help="they may invite and revoke too")
+    p.add_argument("--from-policy", action="store_true", help="add team.yaml's members: list")
+
+    p = command(
+        "revoke",
+        _run("revoke"),
+        "Take a member off the team (admins only): their key is refused from now on.",
+        "mem team revoke bob --purge --yes",
+        description="Take a member off the team (admins only): the coordinator refuses their "
+        "key from now on, and members drop their items. With --purge, the coordinator also "
+        "removes every item they published. Asks first unless --yes.",
+        json_shape=f'{{"member": {_MEMBER}, "purged"}}',
+    )
+    p.add_argument("member", metavar="MEMBER", help="their name, public key or member id")
+    p.add_argument("--purge", action="store_true", help="also remove their published items")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    p = command(
+        "disclosures",
+        _run("disclosures"),
+        "Who was served your published items: the coordinator's log and your peer's, newest "
+        "first (never what they asked).",
+        "mem team disclosures 01J9ZC4 --limit 20",
+        json_shape='{"entries": [{"item_id", "asker_key_id", "asker_name", "served_at", '
+        '"source": "coordinator" | "peer"}]}, newest first; times are ISO 8601 UTC',
+    )
+    p.add_argument("item", nargs="?", metavar="ID", help="only this item (an id or prefix)")
+    p.add_argument("--limit", type=_limit, default=100, metavar="N", help="at most N (100)")
+
+
+def _members(command: Command) -> argparse.ArgumentParser:
+    """`mem team members`: alone, it lists the roster."""
+    return _members_list(command, name="members")
+
+
+def _members_list(command: Command, *, name: str = "list") -> argparse.ArgumentParser:
+    return command(
+        name,
+        _run("members"),
+        "List the team's roster as the coordinator holds it: name, member id, admin, when "
+        "added and revoked.",
+        f"mem team {'members' if name == 'members' else 'members list'} --json",
+        json_shape=f'{{"enforced", "members": [{_MEMBER}]}}; times are ISO 8601 UTC, '
+        '"revoked_at" is null while a member',
+    )
+
+
+def _run(name: str) -> Handler:
+    return lazy("memmesh.cli._team_roster", f"run_{name}")
+
+
+def _limit(value: str) -> int:
+    """An argparse type: how many disclosures to show, 1 to 1000."""
+    number = positive_int(value)
+    if number > 1000:
+        raise argparse.ArgumentTypeError(f"must be at most 1000, not {number}")
+    return number
+
+
+def member_name(value: str) -> str:
+    """An argparse type: a member's name, 1 to 64 characters."""
+    name = value.strip()
+    if not name or len(name) > 64:
+        raise argparse.ArgumentTypeError("a member's name is 1 to 64 characters")
+    return name
+
+
+def duration(value: str) -> float:
+    """An argparse type: a time like ``90s``, ``30m``, ``24h`` or ``7d``, in seconds."""
+    match = re.fullmatch(r"([0-9]{1,7})([a-z]*)", value.strip().lower())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a time like 30m, 24h or 7d")
+    number, unit = match.groups()
+    if not unit:
+        raise argparse.ArgumentTypeError(f"{value!r} has no unit; write it as 90s, 30m, 24h or 7d")
+    if unit not in _UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{unit!r} is not a unit of time; use s, m, h or d (90s, 30m, 24h, 7d)"
+        )
+    seconds = int(number) * _UNITS[unit]
+    if seconds == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return float(seconds)

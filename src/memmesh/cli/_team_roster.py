@@ -1,0 +1,255 @@
+"""The work of the roster's commands registered in :mod:`memmesh.cli._team_members`.
+
+A refusal from the coordinator (:class:`~memmesh.net.errors.Refused`) is turned here into a
+sentence that says what it means and what to do (:class:`~memmesh.cli.errors.TeamRefused`).
+"""
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+import msgspec
+
+from memmesh.cli._common import emit, home_of, open_store
+from memmesh.cli.errors import TeamRefused, UsageError
+from memmesh.errors import ExitCode, MemmeshError
+from memmesh.local.errors import ItemNotFound
+from memmesh.local.items import iso
+from memmesh.net.errors import Refused
+from memmesh.net.presence import RosterMember
+from memmesh.policy import Policy, load_policy
+from memmesh.registry import Identity, load_identity
+from memmesh.team import roster
+from memmesh.team.disclosures import my_disclosures
+
+__all__ = [
+    "run_add",
+    "run_disclosures",
+    "run_invite",
+    "run_join",
+    "run_members",
+    "run_revoke",
+]
+
+# What a request asked for: any member's business, an admin's, or joining with a code.
+Asked = Literal["member", "admin", "join"]
+
+
+@contextmanager
+def _asking(
+    asked: Asked, what: str, policy: Policy | None = None, identity: Identity | None = None
+) -> Iterator[None]:
+    """Turn the coordinator's refusal of ``what`` into what it means for this key."""
+    try:
+        yield
+    except Refused as refused:
+        raise _explained(refused, asked, what, policy, identity) from None
+
+
+def _explained(
+    refused: Refused, asked: Asked, what: str, policy: Policy | None, identity: Identity | None
+) -> MemmeshError:
+    status, said = refused.http_status, refused.message
+    key = f" ({identity.key_id})" if identity else ""
+    team = f" {policy.team}" if policy else ""
+    if status == 401:
+        token = f" and the team token in ${policy.token_env}" if policy else ""
+        return TeamRefused(
+            f"the coordinator did not accept this request ({said}): check this computer's "
+            f"clock (it must be within 2 minutes of the coordinator's){token}",
+            status,
+        )
+    if status == 404 and "no route" in said:
+        return refused  # a coordinator that does not serve this yet says so itself
+    if asked == "join" and status in (403, 404, 409, 410):
+        return TeamRefused(
+            f"the coordinator did not accept this join code ({said}): a code works once, "
+            "until it expires; ask an admin for a new one (mem team invite NAME)",
+            status,
+        )
+    if status == 403 and asked == "admin":
+        return TeamRefused(
+            f"this key{key} may not {what} in team{team}: only its admins may "
+            f"(the coordinator said: {said})",
+            status,
+        )
+    if status == 403:
+        return TeamRefused(
+            f"this key{key} is not a member of team{team} (ask an admin for an invite: "
+            "mem team invite)",
+            status,
+        )
+    return refused
+
+
+def _member(args: argparse.Namespace) -> tuple[Policy, Identity]:
+    home = home_of(args)
+    return load_policy(home), load_identity(home)
+
+
+def _member_json(member: RosterMember) -> dict[str, Any]:
+    data: dict[str, Any] = msgspec.to_builtins(member)
+    data["added_at"] = iso(member.added_at)
+    data["revoked_at"] = iso(member.revoked_at) if member.revoked_at is not None else None
+    return data
+
+
+def _labelled(member: RosterMember) -> str:
+    admin = ", admin" if member.admin else ""
+    revoked = ", revoked" if member.revoked_at is not None else ""
+    return f"{member.name} ({member.key_id}{admin}{revoked})"
+
+
+def run_invite(args: argparse.Namespace) -> int:
+    if args.ttl > roster.MAX_INVITE_TTL:
+        raise UsageError("team invite", "an invite lasts at most 30 days (--ttl 30d)")
+    policy, identity = _member(args)
+    with _asking("admin", "invite members", policy, identity):
+        invited = roster.invite(policy, identity, args.name, ttl=args.ttl, admin=args.admin)
+    data = {
+        "code": invited.code,
+        "name": invited.name,
+        "team": invited.team,
+        "expires_at": iso(invited.expires_at),
+        "admin": invited.admin,
+    }
+    emit(args, data, invited.code)
+    if not getattr(args, "json", False):
+        role = " (an admin)" if invited.admin else ""
+        print(
+            f"This code lets one laptop join team {invited.team} as {invited.name}{role}, once, "
+            f"until {iso(invited.expires_at)}. Send it privately: whoever holds it can join. "
+            "On the new laptop: mem team join CODE",
+            file=sys.stderr,
+        )
+    return ExitCode.OK
+
+
+def run_join(args: argparse.Namespace) -> int:
+    code = sys.stdin.read() if args.code == "-" else args.code
+    with _asking("join", "join"):
+        joined = roster.join(home_of(args), code, name=args.name)
+    member = joined.member
+    data = {
+        "member_id": member.key_id,
+        "public_key": member.key,
+        "name": joined.name,
+        "team": joined.team,
+        "coordinator": joined.coordinator,
+        "admin": member.admin,
+        "identity_created": joined.identity_created,
+        "policy": str(joined.policy_path),
+        "policy_created": joined.policy_created,
+    }
+    emit(args, data, member.key_id)
+    if not getattr(args, "json", False):
+        role = " (an admin)" if member.admin else ""
+        written = (
+            f"wrote {joined.policy_path}: it shares nothing until you list kinds under share:"
+            if joined.policy_created
+            else f"updated the team's keys in {joined.policy_path}; the rest is as it was"
+        )
+        print(f"joined team {joined.team} as {member.name}{role}; {written}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def run_members(args: argparse.Namespace) -> int:
+    policy, identity = _member(args)
+    with _asking("member", "list members", policy, identity):
+        listed = roster.members(policy, identity)
+    rows = [
+        (m.name, m.key_id, "yes" if m.admin else "no", iso(m.added_at),
+         iso(m.revoked_at) if m.revoked_at is not None else "-")
+        for m in listed.members
+    ]  # fmt: skip
+    lines = []
+    if rows:
+        width = max(4, *(len(row[0]) for row in rows))
+        header = ("NAME", "MEMBER ID", "ADMIN", "ADDED", "REVOKED")
+        lines = [
+            f"{r[0]:<{width}}  {r[1]:<16}  {r[2]:<5}  {r[3]:<25}  {r[4]}" for r in [header, *rows]
+        ]
+    if not listed.enforced:
+        lines.append("the roster is not enforced yet: any key holding the team token is accepted")
+    data = {"enforced": listed.enforced, "members": [_member_json(m) for m in listed.members]}
+    emit(args, data, "\n".join(lines))
+    return ExitCode.OK
+
+
+def run_add(args: argparse.Namespace) -> int:
+    if args.from_policy == (args.member is not None or args.key is not None):
+        raise UsageError("team members add", "give NAME and KEY, or --from-policy alone")
+    if not args.from_policy and args.key is None:
+        raise UsageError("team members add", "give the member's public KEY after NAME")
+    policy, identity = _member(args)
+    with _asking("admin", "add members", policy, identity):
+        if args.from_policy:
+            report = roster.add_from_policy(policy, identity)
+        else:
+            member = roster.add_member(policy, identity, args.member, args.key, admin=args.admin)
+            report = roster.FromPolicy(added=[member], already=[], not_addable=[])
+    lines = [f"added {_labelled(m)} to team {policy.team}" for m in report.added]
+    lines += [f"already on the roster: {_labelled(m)}" for m in report.already]
+    lines += [f"not added: {n.name}: {n.reason}" for n in report.not_addable]
+    data = {
+        "added": [_member_json(m) for m in report.added],
+        "already": [_member_json(m) for m in report.already],
+        "not_addable": [msgspec.to_builtins(n) for n in report.not_addable],
+    }
+    emit(args, data, "\n".join(lines) or "team.yaml lists no members")
+    return ExitCode.OK
+
+
+def run_revoke(args: argparse.Namespace) -> int:
+    policy, identity = _member(args)
+    if not args.yes and not _confirmed(policy, identity, args.member, purge=args.purge):
+        print("nothing was revoked (answer y, or give --yes)", file=sys.stderr)
+        return ExitCode.ERROR
+    with _asking("admin", "revoke members", policy, identity):
+        revoked = roster.revoke(policy, identity, args.member, purge=args.purge)
+    purged = f"; {revoked.purged} published items purged" if args.purge else ""
+    emit(
+        args,
+        {"member": _member_json(revoked.member), "purged": revoked.purged},
+        f"revoked {_labelled(revoked.member)} from team {policy.team}{purged}",
+    )
+    return ExitCode.OK
+
+
+def _confirmed(policy: Policy, identity: Identity, member: str, *, purge: bool) -> bool:
+    """Ask on the terminal (stderr, stdin) whether to revoke ``member``; no answer is no."""
+    with _asking("member", "list members", policy, identity):
+        listed = roster.members(policy, identity).members
+    found = [m for m in listed if member in (m.name, m.key, m.key_id)]
+    who = ", ".join(_labelled(m) for m in found) or repr(member)
+    items = " and remove every item they published" if purge else ""
+    print(
+        f"Revoke {who} from team {policy.team}: refuse their key from now on{items}? [y/N] ",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def run_disclosures(args: argparse.Namespace) -> int:
+    policy, identity = _member(args)
+    with open_store(args) as store:
+        item_id = None
+        if args.item is not None:
+            try:
+                item_id = store.get(args.item).id
+            except ItemNotFound:
+                item_id = args.item  # gone from this store, perhaps still in the logs
+        with _asking("member", "see disclosures", policy, identity):
+            entries = my_disclosures(policy, identity, store, item_id=item_id, limit=args.limit)
+    lines = [
+        f"{iso(e.served_at)}  {e.item_id}  to {e.asker_name} ({e.asker_key_id})  via {e.source}"
+        for e in entries
+    ]
+    rows = [{**msgspec.to_builtins(e), "served_at": iso(e.served_at)} for e in entries]
+    nothing = "none of your items has been served" if item_id is None else "not served yet"
+    emit(args, {"entries": rows}, "\n".join(lines) or nothing)
+    return ExitCode.OK
