@@ -36,6 +36,8 @@ MODULES = [
     "memmesh.team.changes",
     "memmesh.team.setup",
     "memmesh.team.status",
+    "memmesh.team.roster",
+    "memmesh.team.disclosures",
     "memmesh.net",
     "memmesh.net.search",
     "memmesh.net.presence",
