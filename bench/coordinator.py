@@ -9,6 +9,9 @@ For each size N a coordinator gets a fresh data folder in a temporary directory 
 publications from a few members (Ed25519 identities created in temporary homes): synthetic
 developer memories over 20 projects plus ``global``, each with its hashing-embedder vector.
 
+* Every request is signed by a member's key (as members' requests are): publish batches by
+  their author (each batch holds one member's items), searches by one member, who is thus
+  served the others' items (the coordinator notes those disclosures, as it does for anyone).
 * Publish: the batches (256 items, as ``mem team sync`` sends them) go to ``POST /v1/publish``
   of ``mem coordinator serve`` running in its own process, one batch at a time, with the team
   token. When pushing all N that way would take longer than ``--publish-budget`` seconds, the
@@ -21,7 +24,8 @@ developer memories over 20 projects plus ``global``, each with its hashing-embed
   ``--seconds``, after a short unmeasured warm-up.
 * HTTP floor: the same load, the same bodies, against two constant servers run by this file
   in its own process under the same ``serve()`` settings: ``harness`` is ``create_app`` with a
-  ``/v1/search`` endpoint (token check, body limit, strict two-pass decode of the request,
+  ``/v1/search`` endpoint (token check, signature check, body limit, strict two-pass decode of
+  the request,
   the CPU-bound lane's thread, encode) whose handler returns one real search answer captured
   from the coordinator; ``raw`` is a bare Starlette route that reads the body and returns the same
   answer's bytes. search req/s over floor req/s says what share of the serving capacity the
@@ -71,6 +75,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 import memmesh
 from _common import (
@@ -100,6 +105,7 @@ from memmesh.net.app import Endpoint, create_app
 from memmesh.net.limits import QUERY_BODY_LIMIT, BodyLimit
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import ServeSettings, free_port, serve_processes
+from memmesh.net.signing import Caller, RequestVerifier, coordinator_audience, sign_request
 from memmesh.net.wire import MAX_BATCH, Health, decode_request, encode
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Publication, seal, text_hash
 from memmesh.registry.identity import Identity, create_identity
@@ -115,6 +121,11 @@ START_TIMEOUT = 120.0
 FLOOR_KINDS = ("harness", "raw")
 
 Vectors = npt.NDArray[np.float32]
+
+
+def _signed(identity: Identity, path: str, body: bytes, method: str = "POST") -> dict[str, str]:
+    """The headers that sign one request to the coordinator by ``identity``."""
+    return sign_request(identity, method, path, body, coordinator_audience(TEAM))
 
 
 # -- synthetic team memories -----------------------------------------------------------------
@@ -291,23 +302,32 @@ class Published:
     envelopes: list[Envelope]
     vectors: Vectors
     seconds: float
+    authors: list[Identity]  # who signed each envelope
 
-    def batches(self, start: int, stop: int) -> Iterator[PublishRequest]:
-        """Publish requests of at most MAX_BATCH items for ``[start, stop)``."""
-        for first in range(start, stop, MAX_BATCH):
-            last = min(first + MAX_BATCH, stop)
-            yield PublishRequest(
-                items=[
-                    PublishItem(envelope=self.envelopes[i], vector=self.vectors[i].tolist())
-                    for i in range(first, last)
-                ]
-            )
+    def batches(self, start: int, stop: int) -> Iterator[tuple[Identity, PublishRequest]]:
+        """Publish requests of at most MAX_BATCH items for ``[start, stop)``, each of one
+        author's items (a batch ends early where the next item is another's), with that
+        author."""
+        first = start
+        while first < stop:
+            author = self.authors[first]
+            last = first + 1
+            while last < min(first + MAX_BATCH, stop) and self.authors[last] is author:
+                last += 1
+            items = [
+                PublishItem(envelope=self.envelopes[i], vector=self.vectors[i].tolist())
+                for i in range(first, last)
+            ]
+            yield author, PublishRequest(items=items)
+            first = last
 
 
 def build_publications(
     memories: Sequence[Memory], identities: Sequence[Identity], embedder: HashingEmbedder
 ) -> Published:
-    """Sign one publication per memory, by its member, with a vector from ``embedder``."""
+    """Sign one publication per memory, by its member, with a vector from ``embedder``; the
+    memories come grouped by member, so that each batch is one member's."""
+    memories = sorted(memories, key=lambda memory: memory.member)
     started = time.perf_counter()
     vectors = np.empty((len(memories), embedder.dim), dtype=np.float32)
     for first in range(0, len(memories), 2000):
@@ -339,7 +359,11 @@ def build_publications(
             embedder=embedder.fingerprint,
         )
         envelopes.append(seal(body, identity))
-    return Published(envelopes=envelopes, vectors=vectors, seconds=time.perf_counter() - started)
+    authors = [identities[memory.member] for memory in memories]
+    return Published(
+        envelopes=envelopes, vectors=vectors, seconds=time.perf_counter() - started,
+        authors=authors,
+    )  # fmt: skip
 
 
 def search_bodies(queries: Sequence[Query], embedder: HashingEmbedder) -> list[bytes]:
@@ -511,8 +535,8 @@ def floor_server(kind: str, body_file: Path, work: Path, workers: int = 1) -> Se
 def serve_floor(kind: str, port: int, body_file: Path, workers: int = 1) -> None:
     """Serve a constant ``/v1/search`` on the coordinator's stack until interrupted.
 
-    ``harness``: ``create_app`` with the coordinator's search route shape (token, body limit,
-    strict decode into :class:`SearchRequest`, worker thread, encode of a
+    ``harness``: ``create_app`` with the coordinator's search route shape (token, signature
+    check, body limit, strict decode into :class:`SearchRequest`, worker thread, encode of a
     :class:`SearchResponse`). ``raw``: one Starlette route that reads the body and answers with
     the same bytes. Both under :func:`memmesh.net.server.serve_processes` with its default
     settings and the coordinator's number of worker processes.
@@ -523,7 +547,7 @@ def serve_floor(kind: str, port: int, body_file: Path, workers: int = 1) -> None
     if kind == "harness":
         answer = msgspec.json.decode(body, type=SearchResponse)
         endpoints = [
-            Endpoint(path="/healthz", handler=lambda: Health(), response=Health),
+            Endpoint(path="/healthz", handler=lambda: Health(), response=Health, access="anyone"),
             Endpoint(
                 path="/v1/search",
                 handler=lambda request: answer,
@@ -533,7 +557,12 @@ def serve_floor(kind: str, port: int, body_file: Path, workers: int = 1) -> None
                 cpu_bound=True,  # the lane the coordinator's search takes
             ),
         ]
-        serve_processes(lambda: create_app(endpoints, token=token), settings, token=token)
+        verifier = RequestVerifier(coordinator_audience(TEAM))
+
+        def harness() -> ASGIApp:
+            return create_app(endpoints, token=token, verifier=verifier)
+
+        serve_processes(harness, settings, token=token)
         return
 
     async def search(request: Request) -> Response:
@@ -606,10 +635,12 @@ def publish_http(
     began = time.perf_counter()
     cpu = server.cpu_seconds()
     with httpx.Client(base_url=server.url, headers=headers, timeout=300.0) as client:
-        for request in published.batches(start, stop):
+        for author, request in published.batches(start, stop):
             body = encode(request)
             sent = time.perf_counter()
-            answer = client.post("/v1/publish", content=body)
+            answer = client.post(
+                "/v1/publish", content=body, headers=_signed(author, "/v1/publish", body)
+            )
             batch_ms.append(ms_since(sent))
             if answer.status_code != 200:
                 raise RuntimeError(f"publish answered {answer.status_code}: {answer.text[:300]}")
@@ -645,9 +676,10 @@ def publish_in_process(data: Path, published: Published, start: int, stop: int) 
     try:
         with coordinator.store._db.read() as conn:
             conn.execute("PRAGMA synchronous = NORMAL")
-        for index, request in enumerate(published.batches(start, stop)):
+        for index, (author, request) in enumerate(published.batches(start, stop)):
             sent = time.perf_counter()
-            results = coordinator.publish(request).results
+            caller = Caller(key=author.public_key_text, key_id=author.key_id)
+            results = coordinator.publish(caller, request).results
             batch_ms.append(ms_since(sent))
             outcomes.update(result.status for result in results)
             if index % 40 == 39:
@@ -692,9 +724,12 @@ class _Run(NamedTuple):
     client_cpu: float
 
 
-async def _drive(server: Server, bodies: Sequence[bytes], clients: int, seconds: float) -> _Run:
-    """``clients`` keep-alive clients posting ``bodies`` in turn, closed loop: an unmeasured
-    warm-up, then ``seconds`` in which each request started is measured to its end."""
+async def _drive(
+    server: Server, bodies: Sequence[bytes], clients: int, seconds: float, asker: Identity
+) -> _Run:
+    """``clients`` keep-alive clients posting ``bodies`` in turn, each signed by ``asker``,
+    closed loop: an unmeasured warm-up, then ``seconds`` in which each request started is
+    measured to its end."""
     headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
     loop = asyncio.get_running_loop()
     measure_from = loop.time() + WARMUP_SECONDS
@@ -716,7 +751,8 @@ async def _drive(server: Server, bodies: Sequence[bytes], clients: int, seconds:
                 turn += 1
                 size = 0
                 try:
-                    answer = await client.post("/v1/search", content=body)
+                    signed = _signed(asker, "/v1/search", body)
+                    answer = await client.post("/v1/search", content=body, headers=signed)
                     outcome = "ok" if answer.status_code == 200 else f"HTTP {answer.status_code}"
                     size = len(answer.content)
                 except httpx.HTTPError as exc:
@@ -749,11 +785,16 @@ async def _drive(server: Server, bodies: Sequence[bytes], clients: int, seconds:
 
 
 def run_load(
-    server: Server, target: str, bodies: Sequence[bytes], clients: int, seconds: float
+    server: Server,
+    target: str,
+    bodies: Sequence[bytes],
+    clients: int,
+    seconds: float,
+    asker: Identity,
 ) -> LoadResult:
     """Closed-loop load for ``seconds`` (after warm-up) with CPU accounting on both sides."""
     log(f"  load: {target}, {clients} clients, {WARMUP_SECONDS:.0f}s warm-up + {seconds:.0f}s")
-    run = asyncio.run(_drive(server, bodies, clients, seconds))
+    run = asyncio.run(_drive(server, bodies, clients, seconds, asker))
     count = len(run.latencies)
     values = np.asarray(run.latencies or [float("nan")], dtype=np.float64)
     return LoadResult(
@@ -787,7 +828,7 @@ class Warmup:
     floor_body: bytes = field(repr=False)
 
 
-def warm_up(url: str, bodies: Sequence[bytes]) -> Warmup:
+def warm_up(url: str, bodies: Sequence[bytes], asker: Identity) -> Warmup:
     """Ask each query once; the first call loads the vector index of the fresh process."""
     headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
     times: list[float] = []
@@ -796,7 +837,8 @@ def warm_up(url: str, bodies: Sequence[bytes]) -> Warmup:
     with httpx.Client(base_url=url, headers=headers, timeout=REQUEST_TIMEOUT) as client:
         for body in bodies:
             sent = time.perf_counter()
-            answer = client.post("/v1/search", content=body)
+            signed = _signed(asker, "/v1/search", body)
+            answer = client.post("/v1/search", content=body, headers=signed)
             times.append(ms_since(sent))
             if answer.status_code != 200:
                 raise RuntimeError(f"search answered {answer.status_code}: {answer.text[:300]}")
@@ -821,7 +863,7 @@ def warm_up(url: str, bodies: Sequence[bytes]) -> Warmup:
 
 
 def time_in_process(
-    data: Path, bodies: Sequence[bytes], profile_queries: int
+    data: Path, bodies: Sequence[bytes], profile_queries: int, asker: Identity
 ) -> tuple[list[Latency], str | None]:
     """Decode, search, recall() alone and encode, one query at a time, with no HTTP; then
     optionally cProfile ``Coordinator.search`` over ``profile_queries`` queries.
@@ -830,15 +872,16 @@ def time_in_process(
     so that a change in the machine's load during the pass shifts them all alike.
     """
     coordinator = Coordinator(data, team=TEAM)
+    caller = Caller(key=asker.public_key_text, key_id=asker.key_id)
     try:
         requests = [decode_request(body, SearchRequest) for body in bodies]
         for request in requests:  # warm-up: loads the vector index, fills caches
-            coordinator.search(request)
+            coordinator.search(caller, request)
         decode_ms, search_ms, recall_ms, encode_ms = [], [], [], []
 
         def timed_search(request: SearchRequest) -> SearchResponse:
             started = time.perf_counter()
-            answer = coordinator.search(request)
+            answer = coordinator.search(caller, request)
             search_ms.append(ms_since(started))
             return answer
 
@@ -872,14 +915,14 @@ def time_in_process(
         ]
         profile_text = None
         if profile_queries > 0:
-            profile_text = profile_searches(coordinator, requests, profile_queries)
+            profile_text = profile_searches(coordinator, caller, requests, profile_queries)
         return steps, profile_text
     finally:
         coordinator.close()
 
 
 def profile_searches(
-    coordinator: Coordinator, requests: Sequence[SearchRequest], count: int
+    coordinator: Coordinator, caller: Caller, requests: Sequence[SearchRequest], count: int
 ) -> str:
     """cProfile of ``count`` calls of ``Coordinator.search``, by own and cumulative time.
 
@@ -899,7 +942,7 @@ def profile_searches(
             setattr(recall_module, switch, False)
         profiler.enable()
         for request in chosen:
-            coordinator.search(request)
+            coordinator.search(caller, request)
         profiler.disable()
     finally:
         if parallel is not None:
@@ -967,6 +1010,7 @@ def run_size(
     identities = [create_identity(work / f"members-{size}" / name) for name in MEMBERS]
     log(f"[{size:,}] signing {size:,} publications and embedding them")
     published = build_publications(Corpus(SEED).memories(size), identities, embedder)
+    asker = identities[-1]
     result.build_seconds = published.seconds
     bodies = search_bodies(Corpus(SEED + 1).queries(args.queries), embedder)
 
@@ -985,13 +1029,12 @@ def run_size(
     server = coordinator_server(data, work, args.workers)
     with running(server, env) as start_seconds:
         result.start_seconds = start_seconds
-        info = httpx.get(
-            f"{server.url}/v1/info", headers={"authorization": f"Bearer {TOKEN}"}, timeout=30
-        )
+        headers = {"authorization": f"Bearer {TOKEN}", **_signed(asker, "/v1/info", b"", "GET")}
+        info = httpx.get(f"{server.url}/v1/info", headers=headers, timeout=30)
         result.published = msgspec.json.decode(info.content, type=Info).published
         log(f"[{size:,}] {result.published:,} published; asking each of {len(bodies)} queries")
-        result.warmup = warm_up(server.url, bodies)
-        result.loads.append(run_load(server, "search", bodies, args.clients, args.seconds))
+        result.warmup = warm_up(server.url, bodies, asker)
+        result.loads.append(run_load(server, "search", bodies, args.clients, args.seconds, asker))
     db_files = [data / "memory.db", data / "memory.db-wal"]
     result.db_megabytes = sum(p.stat().st_size for p in db_files if p.exists()) / 1e6
 
@@ -1001,12 +1044,12 @@ def run_size(
         server = floor_server(kind, body_file, work, args.workers)
         with running(server, env):
             result.loads.append(
-                run_load(server, f"{kind} floor", bodies, args.clients, args.seconds)
+                run_load(server, f"{kind} floor", bodies, args.clients, args.seconds, asker)
             )
 
     log(f"[{size:,}] in process: decode, search, recall, encode" + (", cProfile" * profile))
     result.in_process, profile_text = time_in_process(
-        data, bodies, args.profile_queries if profile else 0
+        data, bodies, args.profile_queries if profile else 0, asker
     )
     return result, profile_text
 
@@ -1130,8 +1173,9 @@ def print_results(results: Sequence[SizeResult], args: argparse.Namespace) -> No
     print(
         "srv CPU / client CPU = CPU seconds used per wall second by the server process and by\n"
         "this load generator (1.0 = one core busy). Floors answer with one median-sized real\n"
-        "answer of the coordinator at that N: 'harness floor' through create_app (token, body\n"
-        "limit, strict decode, worker thread, encode), 'raw floor' from a bare Starlette route."
+        "answer of the coordinator at that N: 'harness floor' through create_app (token,\n"
+        "signature check, body limit, strict decode, worker thread, encode), 'raw floor' from\n"
+        "a bare Starlette route. Every request is signed by the load generator."
     )
     for res in results:
         for run in res.loads:

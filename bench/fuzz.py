@@ -29,6 +29,7 @@ no request got a 5xx or a crash, 1 otherwise (2 when the time budget ran out fir
 
 import argparse
 import copy
+import hashlib
 import json
 import logging
 import random
@@ -49,9 +50,11 @@ import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memmesh.coordinator import Coordinator, coordinator_app, endpoints
+from memmesh.coordinator.protocol import JoinRequest
 from memmesh.local.items import KINDS
 from memmesh.net.app import PROTOCOL_HEADER, Endpoint
 from memmesh.net.server import ServeSettings, free_port
+from memmesh.net.signing import Caller, coordinator_audience, sign_request
 from memmesh.net.wire import PROTOCOL_VERSION
 from memmesh.registry.envelopes import (
     FORMAT_VERSION,
@@ -235,6 +238,18 @@ class Fuzzer:
             return {"envelope": self.signed(self.presence())}
         if path == "/v1/changes":
             return {"cursor": 0, "limit": 10}
+        if path == "/v1/disclosures":
+            return {"item_id": SEED_ITEM, "limit": 10}
+        if path == "/v1/members/add":
+            newcomer = Identity(Ed25519PrivateKey.from_private_bytes(self.rng.randbytes(32)))
+            return {"name": "newcomer", "key": newcomer.public_key_text}
+        if path == "/v1/members/revoke":
+            return {"member": "newcomer", "purge": True}
+        if path == "/v1/invites":
+            digest = hashlib.sha256(self.text(20).encode()).hexdigest()
+            return {"name": "invited", "digest": digest, "expires_at": time.time() + 3600}
+        if path == "/v1/join":
+            return {"secret": "s" * 43}
         raise KeyError(path)
 
     # Bodies.
@@ -387,6 +402,18 @@ class Fuzzer:
         if rng.random() < 0.2:
             pieces.append("".join(rng.choice("&=;%?#/") for _ in range(rng.randint(1, 20))))
         return "&".join(pieces)
+
+    def signature(self, method: str, path: str, body: bytes | None) -> dict[str, str]:
+        """The member's signature of the request, mostly; sometimes none, or a broken one
+        (every request is checked before its body is decoded, so most must be signed to
+        reach the routes)."""
+        headers = sign_request(self.member, method, path, body or b"", coordinator_audience(TEAM))
+        roll = self.rng.random()
+        if roll < 0.03:
+            return {}
+        if roll < 0.06:
+            headers[self.rng.choice(list(headers))] = self.rng.randbytes(20).hex()
+        return headers
 
     def headers(self, authorized: bool = True) -> dict[str, str]:
         rng = self.rng
@@ -568,6 +595,13 @@ def fuzz(
     with tempfile.TemporaryDirectory(prefix="memmesh-fuzz-") as folder:
         coordinator = Coordinator(Path(folder) / "data", team=TEAM)
         try:
+            # The fuzzer is the team's admin, so that the admins' routes are reached too.
+            made = coordinator.membership.bootstrap("fuzzer")
+            assert made is not None
+            coordinator.membership.join(
+                Caller(key=member.public_key_text, key_id=member.key_id),
+                JoinRequest(secret=made[0]),
+            )
             routes: list[Endpoint] = endpoints(coordinator)
             embedder = coordinator.store.embedder
             fuzzer = Fuzzer(rng, member, embedder.fingerprint, embedder.dim)
@@ -587,9 +621,9 @@ def fuzz(
                 httpx.Client(base_url=server.url, timeout=REQUEST_TIMEOUT) as http,
             ):
                 # The seed publication goes first, so that searches have something to find.
-                http.post(
-                    "/v1/publish", content=_encode(seeds["/v1/publish"]), headers=fuzzer.headers()
-                )
+                first = _encode(seeds["/v1/publish"])
+                signed = {**fuzzer.headers(), **fuzzer.signature("POST", "/v1/publish", first)}
+                http.post("/v1/publish", content=first, headers=signed)
                 for done, path in enumerate(plan):
                     if time.monotonic() - started > max_seconds:
                         finished = False
@@ -600,11 +634,13 @@ def fuzz(
                     if path in posts:
                         body: bytes | None = fuzzer.body(path, seeds[path], limits[path])
                         headers.setdefault("content-type", "application/json")
+                        headers.update(fuzzer.signature("POST", path, body))
                         answer = _send(http, "POST", path, headers, body)
                     else:
                         query = fuzzer.query()
                         body = rng.randbytes(rng.randint(1, 64)) if rng.random() < 0.1 else None
                         target = f"{path}?{query}" if query else path
+                        headers.update(fuzzer.signature("GET", path, body))
                         answer = _send(http, "GET", target, headers, body)
                     tallies[path].count(answer, types[path], body or b"")
                 health = _send(http, "GET", "/healthz", {"connection": "close"}, None)

@@ -16,7 +16,7 @@ from memmesh.coordinator import Coordinator
 from memmesh.coordinator.app import endpoints, openapi
 from memmesh.errors import MemmeshError
 from memmesh.net.app import PROTOCOL_HEADER, Endpoint
-from memmesh.registry.envelopes import Presence, Publication, Retraction
+from memmesh.registry.envelopes import Presence, Publication, Receipt, Retraction
 
 DOCS_PATH = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
 
@@ -28,8 +28,19 @@ not edit by hand. The same document is served by every coordinator at `GET /v1/o
 
 ## Conventions
 
-* JSON over HTTP. Every endpoint but `GET /healthz` needs `Authorization: Bearer <team token>`;
-  a missing and a wrong token get the same `401`.
+* JSON over HTTPS (plain HTTP on loopback, or where the operator allows it).
+* Every request but `GET /healthz` is signed by a member's Ed25519 key, for this coordinator's
+  audience `coordinator:<team>`, in the headers `x-memmesh-key`, `x-memmesh-time`,
+  `x-memmesh-nonce`, `x-memmesh-audience` and `x-memmesh-signature` (see `memmesh.net.signing`):
+  a missing, stale, replayed or wrong signature gets `401`.
+* Once the roster holds a member, only members not revoked are served (`403` for any other
+  key, saying whether it is a stranger or revoked and when); while it is empty, any signer is.
+  The admins' routes (`/v1/members/add`, `/v1/members/revoke`, `/v1/invites`) answer `403` to
+  other members. `POST /v1/join` needs a signature only: whoever joins has no token yet.
+* The other endpoints but `GET /healthz` also need `Authorization: Bearer <team token>` when
+  the coordinator has one; a missing and a wrong token get the same `401`.
+* A member pushes only its own envelopes: a publication, retraction or heartbeat whose
+  `author_key` is not the request's signer is `rejected`.
 * Every response carries the header `{PROTOCOL_HEADER}: 1`.
 * Request bodies are strict: unknown fields, duplicate keys, `NaN`/`Infinity`, numbers out of
   range, invalid UTF-8 and nesting deeper than 32 levels are a `400` whose message names the
@@ -40,8 +51,17 @@ not edit by hand. The same document is served by every coordinator at `GET /v1/o
   says nothing more than `internal error`.
 * Every error is `{{"error": {{"code": "...", "message": "..."}}}}`.
 * `bytes` fields (envelope `payload` and `signature`) are base64 in JSON. The payload is the
-  canonical JSON of a signed body (`Publication`, `Retraction` or `Presence`); the signature is
-  Ed25519 over exactly those bytes, by the key named inside the payload.
+  canonical JSON of a signed body (`Publication`, `Retraction`, `Presence` or `Receipt`); the
+  signature is Ed25519 over exactly those bytes, by the key named inside the payload.
+* Each retraction `accepted` or `duplicate` carries a `receipt`: a `Receipt` signed by the
+  coordinator's own key (`GET /v1/info`'s `coordinator_key`), naming the item, the version, the
+  retracting member's key and when the purge was applied (a resent retraction gets the time it
+  was first applied).
+* Revoking a member with `purge` removes its live publications from search, storage and the
+  changes feed (the feed then holds no state for them; the roster, where the member stays
+  listed with `revoked_at`, is what tells members to drop that key's items). Its tombstones stay.
+* Search answers are noted in a disclosure log (the asker, the item's author and id, the time;
+  never the query), which an author reads for its own items only (`POST /v1/disclosures`).
 * Publish and retract are idempotent. Each envelope gets an outcome: `accepted`, `duplicate`
   (already held), `stale` (a newer version or a tombstone wins) — all three final, the sender
   may stop sending it — or `rejected` with a reason.
@@ -166,7 +186,7 @@ def render() -> str:
     sections = [_section(endpoint) for endpoint in routes]
     top = [e.request for e in routes if e.request is not None] + [e.response for e in routes]
     listed = {e.response for e in routes} | {e.request for e in routes if e.request is not None}
-    signed: list[type] = [Publication, Retraction, Presence]
+    signed: list[type] = [Publication, Retraction, Presence, Receipt]
     shared = [kind for kind in _nested(top) if kind not in listed] + signed
     shapes = [
         f"### `{kind.__name__}`\n\n{(kind.__doc__ or '').strip()}\n\n{_table(kind)}\n"

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,7 +45,10 @@ def running(app: ASGIApp, *, limit_concurrency: int | None = None) -> Iterator[s
 
 
 class CoordinatorProcess:
-    """`mem coordinator serve` in a real process, which tests may kill and restart."""
+    """`mem coordinator serve` in a real process, which tests may kill and restart.
+
+    ``args`` go on its command line (``--tls``, say); what it prints goes to :attr:`log`.
+    """
 
     def __init__(
         self,
@@ -55,13 +58,18 @@ class CoordinatorProcess:
         token: str | None,
         port: int | None = None,
         workers: int = 1,
+        args: Sequence[str] = (),
     ) -> None:
         self.data = data
         self.team = team
         self.token = token
         self.workers = workers
+        self.args = tuple(args)
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        # As `mem coordinator serve` decides (the host it listens on is always loopback here).
+        scheme = "https" if {"--tls", "--tls-cert"} & set(self.args) else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.log = data.with_name(f"{data.name}-serve.log")
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> "CoordinatorProcess":
@@ -70,24 +78,38 @@ class CoordinatorProcess:
             env["MEM_TEAM_TOKEN"] = self.token
         else:
             env.pop("MEM_TEAM_TOKEN", None)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(self.data),
-             "--port", str(self.port), "--workers", str(self.workers), "--team", self.team],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(self.data),
+                 "--port", str(self.port), "--workers", str(self.workers), "--team", self.team,
+                 *self.args],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )  # fmt: skip
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"the coordinator exited with {self.process.returncode}")
+                raise RuntimeError(
+                    f"the coordinator exited with {self.process.returncode}: {self.output()}"
+                )
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=0.5).status_code == 200:
+                # Only whether it answers: the certificate is checked by the tests' clients.
+                probe = httpx.get(f"{self.url}/healthz", timeout=0.5, verify=False)  # noqa: S501
+                if probe.status_code == 200:
                     return self
             except httpx.TransportError:
                 pass
             time.sleep(0.05)
         raise RuntimeError("the coordinator did not start within 20 s")
+
+    def output(self) -> str:
+        """Everything it printed so far."""
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+    def join_code(self) -> str:
+        """The first admin's join code it wrote to its data folder."""
+        return (self.data / "admin-join-code").read_text(encoding="utf-8").strip()
 
     def kill(self) -> None:
         """SIGKILL: no chance to clean up, as in a crash."""

@@ -18,8 +18,16 @@ OWNERS = {
         ("items", "items_fts", "events", "meta", "reindex_vectors", "schema_versions"), "local"
     ),
     "registry": "registry",
-    "coord_envelopes": "coordinator",
-    "coord_presence": "coordinator",
+    **dict.fromkeys(
+        (
+            "coord_envelopes",
+            "coord_presence",
+            "coord_members",
+            "coord_invites",
+            "coord_disclosures",
+        ),
+        "coordinator",
+    ),
 }
 _SQL_TABLE = re.compile(
     r"\b(?:FROM|INTO|UPDATE|JOIN|TABLE|EXISTS|ON)\s+(" + "|".join(OWNERS) + r")\b",

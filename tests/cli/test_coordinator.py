@@ -13,9 +13,32 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memmesh.coordinator.invites import JOIN_PREFIX, JoinCode
+from memmesh.coordinator.protocol import (
+    Info,
+    JoinRequest,
+    JoinResponse,
+    MemberAdd,
+    MemberRevoke,
+    PublishItem,
+    PublishRequest,
+    PublishResponse,
+    RevokeResponse,
+    RosterMember,
+)
+from memmesh.embed import HashingEmbedder
+from memmesh.net.client import Client
+from memmesh.net.errors import Refused
+from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import free_port
+from memmesh.net.signing import coordinator_audience
+from memmesh.net.tls import ensure_certificate, pin_of, pinned_context
+from memmesh.registry import Identity, create_identity
+from memmesh.registry.envelopes import open_envelope, seal
 from tests._servers import CoordinatorProcess
+from tests._signed import signed_client
 from tests.cli._output import error_line
+from tests.registry._helpers import publication
 
 # Listening on every interface is what these tests are about.
 ALL_INTERFACES = "0.0.0.0"  # noqa: S104
@@ -60,6 +83,8 @@ def _serve(
         pytest.param(
             {"MEM_TEAM_TOKEN": "s3cret"}, ("--token-env", "TEAM_HOST_TOKEN"), id="other-variable"
         ),
+        pytest.param({}, ("--insecure-http",), id="plain-http"),
+        pytest.param({}, ("--tls",), id="tls"),
     ],
 )
 def test_serve_beyond_loopback_without_a_token_refuses_and_never_listens(
@@ -83,12 +108,17 @@ def test_serve_beyond_loopback_without_a_token_refuses_and_never_listens(
     assert not data.exists()
 
 
+FINGERPRINT = HashingEmbedder().fingerprint
+
+
 def _wait_until_healthy(url: str, process: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         assert process.poll() is None, "the coordinator exited"
         try:
-            if httpx.get(f"{url}/healthz", timeout=0.5).status_code == 200:
+            # Whether it answers only: the tests' clients check the certificate.
+            probe = httpx.get(f"{url}/healthz", timeout=0.5, verify=False)  # noqa: S501
+            if probe.status_code == 200:
                 return
         except httpx.TransportError:
             pass
@@ -96,33 +126,171 @@ def _wait_until_healthy(url: str, process: subprocess.Popen[str]) -> None:
     pytest.fail("the coordinator did not answer within 30 s")
 
 
-def test_serve_beyond_loopback_with_a_token_listens_and_demands_it(tmp_path: Path) -> None:
+def _pin_in(output: str) -> str:
+    (line,) = [line for line in output.splitlines() if line.startswith("TLS pin: ")]
+    return line.removeprefix("TLS pin: ")
+
+
+def _code_in(output: str) -> JoinCode:
+    (line,) = [line for line in output.splitlines() if line.startswith(JOIN_PREFIX)]
+    return JoinCode.decode(line)
+
+
+def _pinned(url: str, pin: str, identity: Identity, *, token: str | None = None) -> Client:
+    return Client(
+        url, token=token, identity=identity, audience=coordinator_audience("acme"),
+        tls=pinned_context(url, pin, 5), timeout=5,
+    )  # fmt: skip
+
+
+def test_serve_beyond_loopback_serves_tls_with_the_printed_pin_and_demands_token_and_key(
+    tmp_path: Path,
+) -> None:
     data = tmp_path / "data"
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
+    ada = create_identity(tmp_path / "ada")
 
     with _serve(data, port, "--host", ALL_INTERFACES, env={"MEM_TEAM_TOKEN": "s3cret"}) as process:
         _wait_until_healthy(url, process)
-        anonymous = httpx.get(f"{url}/v1/info", timeout=5)
-        member = httpx.get(f"{url}/v1/info", headers={"authorization": "Bearer s3cret"}, timeout=5)
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    pin = _pin_in(stderr)
+    assert pin == pin_of((data / "tls" / "tls.crt").read_bytes())
+    code = _code_in(stderr)
+    assert (code.url, code.pin, code.admin) == (f"https://0.0.0.0:{port}", pin, True)
 
-    assert anonymous.status_code == 401
-    assert member.status_code == 200
-    assert member.json()["service"] == "memmesh-coordinator"
-    assert member.json()["published"] == 0
+    with _serve(data, port, "--host", ALL_INTERFACES, env={"MEM_TEAM_TOKEN": "s3cret"}) as process:
+        _wait_until_healthy(url, process)
+        with _pinned(url, pin, ada) as unsigned_client:
+            unsigned_client.identity = None
+            with pytest.raises(Refused) as no_key:
+                unsigned_client.get("/v1/info", Info)
+        with _pinned(url, pin, ada) as no_token, pytest.raises(Refused) as without_token:
+            no_token.get("/v1/info", Info)
+        with _pinned(url, pin, ada, token="s3cret") as member:
+            info = member.get("/v1/info", Info)
+
+    assert (no_key.value.http_status, without_token.value.http_status) == (401, 401)
+    assert (info.service, info.published, info.roster) == ("memmesh-coordinator", 0, False)
     assert (data / "memory.db").exists()
+
+
+def test_serve_beyond_loopback_with_insecure_http_serves_plain_http(tmp_path: Path) -> None:
+    process = CoordinatorProcess(
+        tmp_path / "data", team="acme", token="s3cret",
+        args=["--host", ALL_INTERFACES, "--insecure-http"],
+    )  # fmt: skip
+    try:
+        process.start()
+        with signed_client(process.url, create_identity(tmp_path / "ada"), team="acme",
+                           token="s3cret") as client:  # fmt: skip
+            info = client.get("/v1/info", Info)
+    finally:
+        process.stop()
+
+    assert process.url.startswith("http://")
+    assert info.published == 0
+    assert "TLS pin" not in process.output()
+    assert "warning: plain http beyond loopback" in process.output()
+
+
+def test_serve_with_tls_on_loopback_and_its_join_code_pin_the_certificate(
+    tmp_path: Path,
+) -> None:
+    process = CoordinatorProcess(tmp_path / "data", team="acme", token=None, args=["--tls"])
+    ada = create_identity(tmp_path / "ada")
+    try:
+        process.start()
+        pin = _pin_in(process.output())
+        code = _code_in(process.output())
+        with _pinned(process.url, pin, ada) as client:
+            joined = client.post("/v1/join", JoinRequest(secret=code.secret), JoinResponse)
+    finally:
+        process.stop()
+
+    assert (code.url, code.pin) == (process.url, pin)
+    assert (joined.member.name, joined.member.admin) == ("admin", True)
+
+
+def test_serve_with_a_certificate_of_its_own_serves_it_and_its_code_holds_no_pin(
+    tmp_path: Path,
+) -> None:
+    given = ensure_certificate(tmp_path / "issued", ["127.0.0.1"])
+    process = CoordinatorProcess(
+        tmp_path / "data", team="acme", token=None,
+        args=["--tls-cert", given.cert_path, "--tls-key", given.key_path, "--url",
+              "https://team-host.example:8400"],
+    )  # fmt: skip
+    try:
+        process.start()
+        output = process.output()
+        with _pinned(process.url, given.pin, create_identity(tmp_path / "ada")) as client:
+            info = client.get("/v1/info", Info)
+    finally:
+        process.stop()
+
+    assert _pin_in(output) == given.pin
+    code = _code_in(output)
+    assert (code.url, code.pin) == ("https://team-host.example:8400", None)
+    assert info.roster is False
+    assert not (tmp_path / "data" / "tls").exists()
+
+
+def test_a_certificate_without_its_key_is_a_usage_error(tmp_path: Path) -> None:
+    given = ensure_certificate(tmp_path / "issued", ["127.0.0.1"])
+    result = subprocess.run(
+        [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(tmp_path / "d"),
+         "--team", "acme", "--tls-cert", given.cert_path],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    assert "--tls-cert and --tls-key go together" in error_line(result)
+
+
+def test_serve_prints_a_join_code_that_makes_the_first_admin_once(tmp_path: Path) -> None:
+    process = CoordinatorProcess(tmp_path / "data", team="acme", token=None)
+    ada, mallory = create_identity(tmp_path / "ada"), create_identity(tmp_path / "mallory")
+    try:
+        process.start()
+        printed = process.output()
+        code = _code_in(printed)
+        with signed_client(process.url, ada, team="acme") as client:
+            joined = client.post("/v1/join", JoinRequest(secret=code.secret), JoinResponse)
+            info = client.get("/v1/info", Info)
+        with (
+            signed_client(process.url, mallory, team="acme") as client,
+            pytest.raises(Refused) as again,
+        ):
+            client.post("/v1/join", JoinRequest(secret=code.secret), JoinResponse)
+        process.stop()
+        process.start()
+    finally:
+        process.stop()
+
+    assert (code.url, code.team, code.name, code.pin) == (process.url, "acme", "admin", None)
+    assert (joined.member.name, joined.member.admin) == ("admin", True)
+    assert joined.coordinator_key == info.coordinator_key
+    assert info.roster is True
+    assert again.value.http_status == 403
+    # Once someone has joined, the next start neither prints a code nor keeps the file.
+    assert process.output().count(JOIN_PREFIX) == 1
+    assert not (tmp_path / "data" / "admin-join-code").exists()
 
 
 def test_serve_on_loopback_without_a_token_needs_none(tmp_path: Path) -> None:
     process = CoordinatorProcess(tmp_path / "data", team="acme", token=None)
     try:
         process.start()
-        info = httpx.get(f"{process.url}/v1/info", timeout=5)
+        with signed_client(process.url, create_identity(tmp_path / "ada"), team="acme") as client:
+            info = client.get("/v1/info", Info)
     finally:
         process.stop()
 
-    assert info.status_code == 200
-    assert info.json()["published"] == 0
+    assert info.published == 0
 
 
 def _children(pid: int) -> list[int]:
@@ -137,34 +305,52 @@ def _children(pid: int) -> list[int]:
     return children
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
-def test_several_workers_share_one_port_see_each_others_writes_and_stop_together(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from memmesh.local.store import Store
-    from memmesh.team.member import Member as Asker
-    from tests.team._team import TEAM, TOKEN, Team
+def _publication(identity: Identity, text: str) -> PublishRequest:
+    body = publication(identity, text=text, embedder=FINGERPRINT, project="global", team="acme")
+    return PublishRequest(items=[PublishItem(envelope=seal(body, identity))])
 
-    monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
-    process = CoordinatorProcess(tmp_path / "data", team=TEAM, token=TOKEN, workers=3)
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
+def test_several_workers_share_one_port_see_each_others_writes_and_revokes_and_stop_together(
+    tmp_path: Path,
+) -> None:
+    token = "s3cret"
+    process = CoordinatorProcess(tmp_path / "data", team="acme", token=token, workers=3)
+    ada, bob = create_identity(tmp_path / "ada"), create_identity(tmp_path / "bob")
+    text = "Deploys go through the blue-green script in ops/deploy.sh"
     try:
         process.start()
         assert process.process is not None
         workers = _children(process.process.pid)
         assert len(workers) == 3
-        team = Team(tmp_path, process.url)
-        ada, bob = team.add("ada"), team.add("bob")
-        ada.share("Deploys go through the blue-green script in ops/deploy.sh")
-        with Store(bob.home, author="bob") as store:
-            asker = Asker(store, bob.identity, bob.policy(), reconcile_first=False)
-            # Each ask opens new connections, which the kernel hands to any of the workers.
-            answers = [
-                [h.text for h in asker.ask_team("how do deploys work", k=3, project="global").hits]
-                for _ in range(12)
-            ]
-        assert answers == [["Deploys go through the blue-green script in ops/deploy.sh"]] * 12
+        secret = JoinCode.decode(process.join_code()).secret
+        with signed_client(process.url, ada, team="acme", token=token) as admin:
+            admin.post("/v1/join", JoinRequest(secret=secret), JoinResponse)
+            admin.post("/v1/members/add", MemberAdd(name="bob", key=bob.public_key_text),
+                       RosterMember)  # fmt: skip
+            admin.post("/v1/publish", _publication(ada, text), PublishResponse)
+        # Each client opens a new connection, which the kernel hands to any of the workers.
+        answers = []
+        for _ in range(12):
+            with signed_client(process.url, bob, team="acme", token=token) as client:
+                found = client.post(
+                    "/v1/search", SearchRequest(query="how do deploys work"), SearchResponse
+                )
+            answers.append([open_envelope(hit.envelope).item_id for hit in found.hits])
+        with signed_client(process.url, ada, team="acme", token=token) as admin:
+            admin.post("/v1/members/revoke", MemberRevoke(member="bob"), RevokeResponse)
+        refused = []
+        for _ in range(12):
+            with (
+                signed_client(process.url, bob, team="acme", token=token) as client,
+                pytest.raises(Refused) as caught,
+            ):
+                client.get("/v1/info", Info)
+            refused.append(caught.value.http_status)
     finally:
         process.stop()
+    assert answers == [["01JABCDEFGHJKMNPQRSTVWXYZ0"]] * 12
+    assert refused == [403] * 12
     assert process.process is not None
     assert process.process.returncode == 0
     assert all(not Path(f"/proc/{pid}").exists() for pid in workers)

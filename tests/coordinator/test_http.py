@@ -11,7 +11,9 @@ from memmesh.coordinator import Coordinator, coordinator_app, endpoints
 from memmesh.coordinator.protocol import (
     ChangesRequest,
     ChangesResponse,
+    DisclosuresRequest,
     Info,
+    MemberRevoke,
     PresenceList,
     PublishItem,
     PublishRequest,
@@ -28,6 +30,7 @@ from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import FORMAT_VERSION, Presence, open_envelope, seal
 from tests._clock import FakeClock
 from tests._servers import running
+from tests._signed import signed_client
 from tests.registry._helpers import TEAM, publication, retraction
 
 TOKEN = "t"
@@ -42,28 +45,14 @@ def identity(tmp_path: Path) -> Identity:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def coordinator(tmp_path: Path, clock: FakeClock) -> Iterator[Coordinator]:
-    opened = Coordinator(tmp_path / "coordinator", team=TEAM, clock=clock)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture
 def url(coordinator: Coordinator) -> Iterator[str]:
     with running(coordinator_app(coordinator, token=TOKEN)) as base:
         yield base
 
 
 @pytest.fixture
-def client(url: str) -> Iterator[Client]:
-    with Client(url, token=TOKEN) as opened:
+def client(url: str, identity: Identity) -> Iterator[Client]:
+    with signed_client(url, identity, team=TEAM, token=TOKEN) as opened:
         yield opened
 
 
@@ -114,6 +103,7 @@ def test_publish_search_retract_and_changes_through_the_wire(
     info = client.get("/v1/info", Info)
 
     assert [(r.item_id, r.status) for r in retracted.results] == [(ITEM, "accepted")]
+    assert retracted.results[0].receipt is not None
     assert (gone.hits, gone.abstained, gone.lexical_only) == ([], True, True)
     assert [(c.kind, c.item_id, c.version, c.envelope) for c in feed.changes] == [
         ("retraction", ITEM, 1, tombstone)
@@ -165,8 +155,11 @@ def test_a_stranger_who_learnt_an_id_first_cannot_take_it_over_the_wire(
     mallory = create_identity(tmp_path / "mallory")
     squat = seal(retraction(mallory, version=2**53), mallory)
     fake = seal(publication(mallory, text="The quokka ledger keys are in the wiki"), mallory)
-    client.post("/v1/retract", RetractRequest(envelopes=[squat]), RetractResponse)
-    client.post("/v1/publish", PublishRequest(items=[PublishItem(envelope=fake)]), PublishResponse)
+    with signed_client(client.base_url, mallory, team=TEAM, token=TOKEN) as as_mallory:
+        as_mallory.post("/v1/retract", RetractRequest(envelopes=[squat]), RetractResponse)
+        as_mallory.post(
+            "/v1/publish", PublishRequest(items=[PublishItem(envelope=fake)]), PublishResponse
+        )
     envelope = seal(publication(identity, text=TEXT), identity)
 
     published = client.post(
@@ -226,6 +219,9 @@ PROTECTED: list[tuple[str, Any]] = [
     ("/v1/search", SearchRequest(query="quokka")),
     ("/v1/publish", PublishRequest(items=[])),
     ("/v1/retract", RetractRequest(envelopes=[])),
+    ("/v1/members", None),
+    ("/v1/disclosures", DisclosuresRequest()),
+    ("/v1/members/revoke", MemberRevoke(member="ada")),
 ]
 
 
@@ -237,8 +233,10 @@ def _call(client: Client, path: str, body: Any) -> object:
 
 
 @pytest.mark.parametrize("token", [None, "wrong"], ids=["no-token", "wrong-token"])
-def test_every_route_but_healthz_needs_the_token(url: str, token: str | None) -> None:
-    with Client(url, token=token) as client:
+def test_every_members_route_needs_the_token(
+    url: str, token: str | None, identity: Identity
+) -> None:
+    with signed_client(url, identity, team=TEAM, token=token) as client:
         for path, body in PROTECTED:
             with pytest.raises(Refused) as refused:
                 _call(client, path, body)
@@ -262,7 +260,7 @@ def test_unauthorized_publish_stores_nothing(
     coordinator: Coordinator, url: str, identity: Identity
 ) -> None:
     envelope = seal(publication(identity, text=TEXT), identity)
-    with Client(url, token="wrong") as client, pytest.raises(Refused):
+    with signed_client(url, identity, team=TEAM, token="wrong") as client, pytest.raises(Refused):
         client.post(
             "/v1/publish", PublishRequest(items=[PublishItem(envelope=envelope)]), PublishResponse
         )
@@ -283,6 +281,12 @@ def test_openapi_document_lists_every_route(coordinator: Coordinator, client: Cl
         "/v1/presence",
         "/v1/presence/list",
         "/v1/changes",
+        "/v1/members",
+        "/v1/members/add",
+        "/v1/members/revoke",
+        "/v1/invites",
+        "/v1/join",
+        "/v1/disclosures",
     }
     assert document["openapi"].startswith("3.1")
     paths: dict[str, dict[str, Any]] = document["paths"]
@@ -296,5 +300,8 @@ def test_openapi_document_lists_every_route(coordinator: Coordinator, client: Cl
         assert ("requestBody" in operation) == (method == "post"), path
     assert paths["/healthz"]["get"]["security"] == []
     schemas = document["components"]["schemas"]
-    for name in ("PublishRequest", "RetractRequest", "SearchRequest", "ChangesRequest", "Info"):
+    for name in (
+        "PublishRequest", "RetractRequest", "SearchRequest", "ChangesRequest", "Info",
+        "JoinRequest", "Roster", "RevokeResponse",
+    ):  # fmt: skip
         assert name in schemas

@@ -1,18 +1,17 @@
 """The coordinator lists a presence only when its peer URL is sound: nobody can make members
 send the team token to an address no peer could honestly announce."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.coordinator.protocol import PresenceList
-from memmesh.net.client import Client
 from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.registry import Identity, create_identity
-from tests._clock import START, FakeClock
+from tests._clock import START
 from tests._servers import running
+from tests._signed import caller, signed_client
 from tests.registry._helpers import TEAM
 from tests.team._team import presence_for
 
@@ -34,15 +33,6 @@ def identity(tmp_path: Path) -> Identity:
     return create_identity(tmp_path / "ada")
 
 
-@pytest.fixture
-def coordinator(tmp_path: Path) -> Iterator[Coordinator]:
-    opened = Coordinator(tmp_path / "coordinator", team=TEAM, clock=FakeClock())
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
 def _beat(identity: Identity, url: str) -> PresenceRequest:
     return PresenceRequest(
         envelope=presence_for(identity, url, team=TEAM, name="ada", expires_at=START + 60)
@@ -53,7 +43,7 @@ def _beat(identity: Identity, url: str) -> PresenceRequest:
 def test_heartbeat_with_an_unsound_peer_url_is_rejected_and_never_listed(
     coordinator: Coordinator, identity: Identity, url: str
 ) -> None:
-    answer = coordinator.heartbeat(_beat(identity, url))
+    answer = coordinator.heartbeat(caller(identity), _beat(identity, url))
 
     assert (answer.status, answer.reason) == (
         "rejected",
@@ -67,9 +57,11 @@ def test_unsound_heartbeat_leaves_the_member_s_sound_one_listed(
     coordinator: Coordinator, identity: Identity
 ) -> None:
     sound = _beat(identity, "http://127.0.0.1:8410")
-    assert coordinator.heartbeat(sound).status == "accepted"
+    assert coordinator.heartbeat(caller(identity), sound).status == "accepted"
 
-    assert coordinator.heartbeat(_beat(identity, "http://[::1")).status == "rejected"
+    assert (
+        coordinator.heartbeat(caller(identity), _beat(identity, "http://[::1")).status == "rejected"
+    )
     assert coordinator.presence().members == [sound.envelope]
 
 
@@ -78,7 +70,7 @@ def test_heartbeat_with_an_unsound_peer_url_is_rejected_over_the_wire(
 ) -> None:
     with (
         running(coordinator_app(coordinator, token=TOKEN)) as url,
-        Client(url, token=TOKEN) as client,
+        signed_client(url, identity, team=TEAM, token=TOKEN) as client,
     ):
         answer = client.post("/v1/presence", _beat(identity, "http://[::1"), PresenceResponse)
         listed = client.get("/v1/presence/list", PresenceList)

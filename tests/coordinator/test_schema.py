@@ -1,6 +1,7 @@
 """The coordinator migrates its own tables in its store file, keeping what older ones stored."""
 
 import sqlite3
+import time
 from pathlib import Path
 
 from memmesh.coordinator import Coordinator
@@ -10,7 +11,15 @@ from memmesh.local import Schema
 from memmesh.local.store import DB_FILENAME, Store
 from memmesh.net.search import SearchRequest
 from memmesh.registry import Identity, create_identity
-from memmesh.registry.envelopes import Envelope, Publication, Retraction, open_envelope, seal
+from memmesh.registry.envelopes import (
+    Envelope,
+    Publication,
+    Receipt,
+    Retraction,
+    open_envelope,
+    seal,
+)
+from tests._signed import NOBODY, caller
 from tests.registry._helpers import TEAM, publication, retraction
 
 KEPT = "01JABCDEFGHJKMNPQRSTVWX001"
@@ -75,24 +84,35 @@ def test_a_version_1_coordinator_file_keeps_every_item_tombstone_and_cursor(
         ]
         info = coordinator.info()
         assert (info.published, info.tombstones) == (1, 1)
-        (hit,) = coordinator.search(SearchRequest(query="quokka ledger", project="billing")).hits
+        (hit,) = coordinator.search(
+            NOBODY, SearchRequest(query="quokka ledger", project="billing")
+        ).hits
         assert hit.envelope == kept
-        assert coordinator.search(SearchRequest(query="marmot", project="billing")).hits == []
+        assert (
+            coordinator.search(NOBODY, SearchRequest(query="marmot", project="billing")).hits == []
+        )
         # The rules hold on the old rows: a replay is a duplicate, the tombstone holds.
         gone_again = seal(publication(ada, item_id=GONE, text=GONE_TEXT, seq=2), ada)
         (replayed, revived) = coordinator.publish(
-            PublishRequest(items=[PublishItem(envelope=kept), PublishItem(envelope=gone_again)])
+            caller(ada),
+            PublishRequest(items=[PublishItem(envelope=kept), PublishItem(envelope=gone_again)]),
         ).results
         assert (replayed.status, revived.status) == ("duplicate", "stale")
         # A stranger's envelopes for the same ids are the stranger's own items.
         squat = seal(retraction(mallory, item_id=KEPT, version=2**53), mallory)
-        (squatted,) = coordinator.retract(RetractRequest(envelopes=[squat])).results
+        (squatted,) = coordinator.retract(
+            caller(mallory), RetractRequest(envelopes=[squat])
+        ).results
         assert squatted.status == "accepted"
-        (hit,) = coordinator.search(SearchRequest(query="quokka ledger", project="billing")).hits
+        (hit,) = coordinator.search(
+            NOBODY, SearchRequest(query="quokka ledger", project="billing")
+        ).hits
         assert hit.envelope == kept
         # Ada's retraction of the old item purges the copy the old coordinator made.
         ada_retracts = seal(retraction(ada, item_id=KEPT, seq=4), ada)
-        (retracted,) = coordinator.retract(RetractRequest(envelopes=[ada_retracts])).results
+        (retracted,) = coordinator.retract(
+            caller(ada), RetractRequest(envelopes=[ada_retracts])
+        ).results
         assert retracted.status == "accepted"
         with coordinator.store.read() as conn:
             texts = dict(conn.execute("SELECT id, text FROM items"))
@@ -116,9 +136,11 @@ def test_a_new_pair_s_copy_id_is_never_an_item_id_and_differs_per_key(tmp_path: 
         for body, identity in zip(bodies, (ada, mallory, ada), strict=True):
             envelope = seal(body, identity)
             if isinstance(body, Publication):
-                coordinator.publish(PublishRequest(items=[PublishItem(envelope=envelope)]))
+                coordinator.publish(
+                    caller(identity), PublishRequest(items=[PublishItem(envelope=envelope)])
+                )
             else:
-                coordinator.retract(RetractRequest(envelopes=[envelope]))
+                coordinator.retract(caller(identity), RetractRequest(envelopes=[envelope]))
         with coordinator.store.read() as conn:
             rows = conn.execute(
                 "SELECT author_key, item_id, copy_id FROM coord_envelopes"
@@ -133,3 +155,25 @@ def test_a_new_pair_s_copy_id_is_never_an_item_id_and_differs_per_key(tmp_path: 
     assert all(copy.startswith(keys[key] + ".") for key, _, copy in rows)
     # Each publication has its copy; the retraction of an id never published made none.
     assert sorted(copies) == sorted(copy for _, item_id, copy in rows if item_id == longest)
+
+
+def test_a_tombstone_stored_before_receipts_is_answered_with_the_time_of_the_migration(
+    tmp_path: Path,
+) -> None:
+    ada = create_identity(tmp_path / "ada")
+    data = tmp_path / "coordinator"
+    _, tombstone = _old_coordinator_file(data, ada)
+    before = time.time()
+
+    coordinator = Coordinator(data, team=TEAM)
+    try:
+        (again,) = coordinator.retract(caller(ada), RetractRequest(envelopes=[tombstone])).results
+    finally:
+        coordinator.close()
+
+    assert again.status == "duplicate"
+    assert again.receipt is not None
+    receipt = open_envelope(again.receipt)
+    assert isinstance(receipt, Receipt)
+    assert (receipt.item_id, receipt.member_key) == (GONE, ada.public_key_text)
+    assert before - 1 <= receipt.purged_at <= time.time() + 1

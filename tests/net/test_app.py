@@ -16,8 +16,11 @@ from memmesh.coordinator import Coordinator, coordinator_app, endpoints
 from memmesh.net.app import PROTOCOL_HEADER, Endpoint, create_app
 from memmesh.net.errors import Conflict
 from memmesh.net.limits import BodyLimit
+from memmesh.net.signing import coordinator_audience
 from memmesh.net.wire import PROTOCOL_VERSION
+from memmesh.registry import create_identity
 from tests._servers import running
+from tests._signed import SignedAuth
 
 TOKEN = "s3cret-team-token"
 UNAUTHORIZED = b'{"error":{"code":"unauthorized","message":"missing or invalid token"}}'
@@ -183,14 +186,18 @@ def test_app_without_a_token_needs_none() -> None:
 def test_every_coordinator_route_but_healthz_needs_the_token(tmp_path: Path) -> None:
     coordinator = Coordinator(tmp_path / "data", team="acme")
     routes = [(e.method, e.path) for e in endpoints(coordinator)] + [("GET", "/v1/openapi.json")]
+    signed = SignedAuth(create_identity(tmp_path / "ada"), coordinator_audience("acme"))
     try:
         with (
             running(coordinator_app(coordinator, token=TOKEN)) as served,
             httpx.Client(base_url=served, timeout=5) as client,
         ):
+            # Joining needs no token, only a signature (which is missing here too).
             without = {path: client.request(method, path, content=b"{}") for method, path in routes}
             right = {
-                path: client.get(path, headers=AUTH) for method, path in routes if method == "GET"
+                path: client.get(path, headers=AUTH, auth=signed)
+                for method, path in routes
+                if method == "GET"
             }
     finally:
         coordinator.close()

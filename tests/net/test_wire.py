@@ -10,8 +10,11 @@ import pytest
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.net.app import PROTOCOL_HEADER, Endpoint, create_app
 from memmesh.net.errors import BadRequest
+from memmesh.net.signing import coordinator_audience
 from memmesh.net.wire import MAX_DEPTH, PROTOCOL_VERSION, decode_request, encode
+from memmesh.registry import create_identity
 from tests._servers import running
+from tests._signed import SignedAuth
 
 
 class Probe(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -184,12 +187,17 @@ def test_valid_body_is_200_over_http(probe_server: httpx.Client) -> None:
 
 @pytest.fixture(scope="module")
 def coordinator_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    """A client, with the token, of a real coordinator over an empty data folder."""
-    coordinator = Coordinator(tmp_path_factory.mktemp("wire") / "data", team="acme")
+    """A client, with the token and signing each request, of a real coordinator over an
+    empty data folder."""
+    folder = tmp_path_factory.mktemp("wire")
+    coordinator = Coordinator(folder / "data", team="acme")
+    signed = SignedAuth(create_identity(folder / "ada"), coordinator_audience("acme"))
     try:
         with (
             running(coordinator_app(coordinator, token="t")) as url,
-            httpx.Client(base_url=url, headers={"authorization": "Bearer t"}, timeout=5) as http,
+            httpx.Client(
+                base_url=url, headers={"authorization": "Bearer t"}, auth=signed, timeout=5
+            ) as http,
         ):
             yield http
     finally:

@@ -32,6 +32,7 @@ from memmesh.registry import Identity, Registry, create_identity, load_identity,
 from memmesh.registry.envelopes import Envelope, open_envelope
 from memmesh.team.sync import SyncReport, sync
 from tests._servers import CoordinatorProcess, running
+from tests._signed import NOBODY
 from tests.registry._helpers import TEAM, make_policy
 
 TOKEN = "t"
@@ -121,7 +122,8 @@ def _feed(coordinator: Coordinator) -> State:
 
 
 def _search_ids(coordinator: Coordinator, query: str) -> list[str]:
-    hits = coordinator.search(SearchRequest(query=query, project="billing", k=50)).hits
+    request = SearchRequest(query=query, project="billing", k=50)
+    hits = coordinator.search(NOBODY, request).hits
     return [open_envelope(hit.envelope).item_id for hit in hits]
 
 

@@ -6,14 +6,17 @@ import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-from memmesh.cli._common import command_adder, command_group, nonempty, port, positive_int
+from memmesh.cli._common import command_adder, command_group, nonempty, port, positive_int, url
 from memmesh.errors import ExitCode
 from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 from memmesh.policy.config import DEFAULT_TOKEN_ENV
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
+
+    from memmesh.net.tls import Certificate
 
 __all__ = ["register"]
 
@@ -32,13 +35,18 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         _serve,
         "Serve the coordinator until interrupted.",
         "MEM_TEAM_TOKEN=s3cret mem coordinator serve --data /var/lib/memmesh "
-        "--host 0.0.0.0 --team acme",
+        "--host 0.0.0.0 --team acme --url https://team-host:8400",
         description="Serve the coordinator until interrupted. It stores only published, "
         "signed envelopes (with their vectors), tombstones and short-lived presence. "
         "It serves one team, named by --team, and refuses every other team's envelopes; "
-        "it refuses to listen beyond loopback without a team token.",
+        "it refuses to listen beyond loopback without a team token. Every request must be "
+        "signed by a member's key; once the roster has a member, only members are served. "
+        "Beyond loopback it serves https with a self-signed certificate kept in DATA/tls "
+        "(its pin is printed). While the roster is empty it prints the join code that "
+        "makes the first admin (also kept in DATA/admin-join-code).",
         json_output=False,
     )
+    p.set_defaults(parser=p)
     p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     p.add_argument("--port", type=port, default=8400, help="port to listen on (8400)")
@@ -70,22 +78,62 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         default=1,
         help="processes answering on the one port (1); searches use about one core each",
     )
+    p.add_argument(
+        "--url",
+        type=url,
+        metavar="URL",
+        help="where members reach it, for the join code (default: scheme://host:port)",
+    )
+    transport = p.add_mutually_exclusive_group()
+    transport.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve https on loopback too (beyond loopback it is the default)",
+    )
+    transport.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="serve https with this certificate (PEM) from an authority, with --tls-key",
+    )
+    transport.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="serve plain http beyond loopback (a team token is still required)",
+    )
+    p.add_argument("--tls-key", metavar="FILE", help="the private key (PEM) of --tls-cert")
+    p.add_argument(
+        "--admin-name",
+        type=nonempty,
+        default="admin",
+        metavar="NAME",
+        help="the name the first admin joins under (admin)",
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: the server stack is heavy, and every other command starts faster for it.
     from memmesh.coordinator import Coordinator, coordinator_app
+    from memmesh.coordinator.bootstrap import admin_join_code
+    from memmesh.coordinator.membership import when
     from memmesh.net.server import check_bind, serve_processes
+    from memmesh.net.urls import is_loopback
 
+    if bool(args.tls_cert) != bool(args.tls_key):
+        args.parser.error("--tls-cert and --tls-key go together")
     token = os.environ.get(args.token_env) or None
+    check_bind(args.host, token)
+    data = Path(args.data).expanduser()
+    certificate, pin = _certificate(args, data)
     settings = ServeSettings(
         host=args.host,
         port=args.port,
         limit_concurrency=args.concurrency,
         workers=args.workers,
+        tls_cert=certificate.cert_path if certificate else None,
+        tls_key=certificate.key_path if certificate else None,
     )
-    check_bind(settings.host, token)
-    data = Path(args.data).expanduser()
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    served = f"{settings.scheme}://{host}:{settings.port}"
 
     def open_coordinator() -> "Coordinator":
         return Coordinator(data, team=args.team, embedder=args.embedder)
@@ -94,14 +142,29 @@ def _serve(args: argparse.Namespace) -> int:
     # worker starts; each worker then opens its own.
     with contextlib.closing(open_coordinator()) as coordinator:
         fingerprint = coordinator.store.embedder.fingerprint
+        join_url = args.url or served
+        code = admin_join_code(
+            coordinator.membership, data, url=join_url,
+            pin=pin if join_url.startswith("https:") else None, name=args.admin_name,
+        )  # fmt: skip
     workers = f", {settings.workers} workers" if settings.workers > 1 else ""
-    print(
-        f"memmesh coordinator on http://{settings.host}:{settings.port} "
+    lines = [
+        f"memmesh coordinator on {served} "
         f"(data {args.data}, embedder {fingerprint}{workers}"
-        f"{', no token: loopback only' if not token else ''})",
-        file=sys.stderr,
-        flush=True,
-    )
+        f"{', no token: loopback only' if not token else ''})"
+    ]
+    if certificate is not None:
+        lines.append(f"TLS pin: {certificate.pin}")
+    elif args.insecure_http and not is_loopback(args.host):
+        lines.append("warning: plain http beyond loopback: anyone on the way can read what is sent")
+    if code is not None:
+        lines += [
+            f"The roster is empty. Join code for the first admin ({code.name}; single use, until "
+            f"{when(code.expires_at)}; also in {data / 'admin-join-code'}):",
+            code.encode(),
+            "Join with: mem team join CODE",
+        ]
+    print("\n".join(lines), file=sys.stderr, flush=True)
     opened: list[Coordinator] = []
 
     def make_app() -> "ASGIApp":
@@ -116,3 +179,18 @@ def _serve(args: argparse.Namespace) -> int:
         for coordinator in opened:
             coordinator.close()
     return ExitCode.OK
+
+
+def _certificate(args: argparse.Namespace, data: Path) -> "tuple[Certificate | None, str | None]":
+    """The certificate to serve (``None``: plain http), and the pin members should hold
+    (``None`` for one from an authority, which their system trusts)."""
+    from memmesh.net.tls import ensure_certificate, load_certificate
+    from memmesh.net.urls import is_loopback
+
+    if args.tls_cert:
+        return load_certificate(Path(args.tls_cert), Path(args.tls_key)), None
+    if args.tls or not (args.insecure_http or is_loopback(args.host)):
+        hosts = [args.host] + ([urlsplit(args.url).hostname or ""] if args.url else [])
+        certificate = ensure_certificate(data / "tls", [h for h in hosts if h])
+        return certificate, certificate.pin
+    return None, None

@@ -17,10 +17,13 @@ from memmesh.registry.envelopes import Envelope, Publication, Retraction
 
 __all__ = [
     "COORDINATOR_SCHEMA",
+    "Live",
     "Stored",
     "changes_after",
     "copy_id",
     "counts",
+    "drop_presence",
+    "drop_publications",
     "live_publications",
     "presence",
     "record_presence",
@@ -71,18 +74,35 @@ DROP TABLE coord_envelopes;
 ALTER TABLE coord_envelopes_v2 RENAME TO coord_envelopes;
 """
 
-COORDINATOR_SCHEMA = Schema(owner="coordinator", migrations=(_V1, _V2))
+# Version 3 records when each row was applied: a retraction's receipt says when its purge
+# happened, and says the same when the retraction is sent again. Tombstones stored before it
+# say the time of the migration, by which their purge had certainly happened.
+_V3 = """
+ALTER TABLE coord_envelopes ADD COLUMN applied_at REAL;
+UPDATE coord_envelopes SET applied_at = (julianday('now') - 2440587.5) * 86400.0;
+"""
+
+COORDINATOR_SCHEMA = Schema(owner="coordinator", migrations=(_V1, _V2, _V3))
 
 Kind = Literal["publication", "retraction"]
 
 
 class Stored(NamedTuple):
-    """What is stored for one (author key, item id)."""
+    """What is stored for one (author key, item id), and when it was applied."""
 
     kind: Kind
     version: int
     payload: bytes
     copy_id: str
+    applied_at: float
+
+
+class Live(NamedTuple):
+    """A live publication behind a searchable copy, and whose item it is."""
+
+    envelope: Envelope
+    author_key: str
+    item_id: str
 
 
 def copy_id(body: Publication | Retraction) -> str:
@@ -97,43 +117,62 @@ def copy_id(body: Publication | Retraction) -> str:
 
 
 def stored(tx: Transaction, author_key: str, item_id: str) -> Stored | None:
-    """What is stored for the author's item: its kind, version, signed payload and copy id."""
+    """What is stored for the author's item: its kind, version, signed payload, copy id and
+    when it was applied."""
     row = tx.execute(
-        "SELECT kind, version, payload, copy_id FROM coord_envelopes "
+        "SELECT kind, version, payload, copy_id, applied_at FROM coord_envelopes "
         "WHERE author_key = ? AND item_id = ?",
         (author_key, item_id),
     ).fetchone()
-    return None if row is None else Stored(row[0], int(row[1]), bytes(row[2]), str(row[3]))
+    if row is None:
+        return None
+    return Stored(row[0], int(row[1]), bytes(row[2]), str(row[3]), float(row[4]))
 
 
 def save(
-    tx: Transaction, kind: Kind, body: Publication | Retraction, envelope: Envelope, copy: str
+    tx: Transaction,
+    kind: Kind,
+    body: Publication | Retraction,
+    envelope: Envelope,
+    copy: str,
+    applied_at: float,
 ) -> None:
-    """Replace the state of the body's (author key, item id), whose copy is ``copy``; the new
-    cursor puts it at the end of the changes feed."""
+    """Replace the state of the body's (author key, item id), whose copy is ``copy``, applied
+    at ``applied_at``; the new cursor puts it at the end of the changes feed."""
     (cursor,) = tx.execute("SELECT coalesce(max(cursor), 0) + 1 FROM coord_envelopes").fetchone()
     tx.execute(
         "INSERT OR REPLACE INTO coord_envelopes "
-        "(author_key, item_id, kind, version, payload, signature, cursor, copy_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "(author_key, item_id, kind, version, payload, signature, cursor, copy_id, applied_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (body.author_key, body.item_id, kind, body.version, envelope.payload,
-         envelope.signature, cursor, copy),
+         envelope.signature, cursor, copy, applied_at),
     )  # fmt: skip
 
 
-def live_publications(tx: Transaction, copy_ids: list[str]) -> dict[str, Envelope]:
+def live_publications(tx: Transaction, copy_ids: list[str]) -> dict[str, Live]:
     """The live signed publication behind each of ``copy_ids`` that has one, in one query."""
     if not copy_ids:
         return {}
     rows = tx.execute(
-        "SELECT copy_id, payload, signature FROM coord_envelopes "
+        "SELECT copy_id, payload, signature, author_key, item_id FROM coord_envelopes "
         "WHERE copy_id IN (SELECT value FROM json_each(?)) AND kind = 'publication'",
         (json.dumps(copy_ids),),
     ).fetchall()
     return {
-        copy: Envelope(payload=bytes(payload), signature=bytes(signature))
-        for copy, payload, signature in rows
+        copy: Live(Envelope(payload=bytes(payload), signature=bytes(signature)), author, item)
+        for copy, payload, signature, author, item in rows
     }
+
+
+def drop_publications(tx: Transaction, author_key: str) -> list[str]:
+    """Delete every live publication of ``author_key`` (its tombstones stay); returns the ids
+    of their searchable copies, which the caller purges in the same transaction."""
+    rows = tx.execute(
+        "DELETE FROM coord_envelopes WHERE author_key = ? AND kind = 'publication' "
+        "RETURNING copy_id",
+        (author_key,),
+    ).fetchall()
+    return sorted(str(copy) for (copy,) in rows)
 
 
 def changes_after(
@@ -164,13 +203,19 @@ def record_presence(
     )
 
 
-def presence(tx: Transaction, now: float) -> list[Envelope]:
-    """Every heartbeat unexpired at ``now``, by member key."""
+def drop_presence(tx: Transaction, key_id: str) -> None:
+    """Forget the member's heartbeat (it was revoked)."""
+    tx.execute("DELETE FROM coord_presence WHERE key_id = ?", (key_id,))
+
+
+def presence(tx: Transaction, now: float) -> list[tuple[str, Envelope]]:
+    """Every heartbeat unexpired at ``now``, by member id: (member id, envelope)."""
     rows = tx.execute(
-        "SELECT payload, signature FROM coord_presence WHERE expires_at > ? ORDER BY key_id",
+        "SELECT key_id, payload, signature FROM coord_presence WHERE expires_at > ? "
+        "ORDER BY key_id",
         (now,),
     ).fetchall()
-    return [Envelope(payload=bytes(p), signature=bytes(s)) for p, s in rows]
+    return [(k, Envelope(payload=bytes(p), signature=bytes(s))) for k, p, s in rows]
 
 
 def counts(tx: Transaction, now: float) -> tuple[int, int, int]:

@@ -1,4 +1,10 @@
-"""The coordinator's HTTP routes on the shared harness, and its OpenAPI document."""
+"""The coordinator's HTTP routes on the shared harness, and its OpenAPI document.
+
+Every route but ``/healthz`` needs a request signed for this coordinator's audience
+(:func:`~memmesh.net.signing.coordinator_audience`); every route but ``/healthz`` and
+``/v1/join`` is for the members the coordinator admits (:meth:`Coordinator.admit`), and the
+admins' routes check the admin flag besides.
+"""
 
 from collections.abc import Sequence
 from typing import Any
@@ -7,16 +13,12 @@ from starlette.types import ASGIApp
 
 from memmesh.coordinator import protocol as p
 from memmesh.coordinator.service import Coordinator
-from memmesh.net.app import (
-    DEFAULT_WORKERS,
-    Endpoint,
-    create_app,
-    health_endpoint,
-    search_endpoint,
-)
+from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app, health_endpoint
 from memmesh.net.limits import PUBLISH_BODY_LIMIT, QUERY_BODY_LIMIT, BodyLimit
 from memmesh.net.openapi import openapi_document
 from memmesh.net.presence import PresenceRequest, PresenceResponse
+from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.signing import RequestVerifier, coordinator_audience
 
 __all__ = ["coordinator_app", "endpoints", "openapi"]
 
@@ -25,13 +27,15 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
     """Every route the coordinator serves."""
     batch = BodyLimit(max_bytes=PUBLISH_BODY_LIMIT)
     small = BodyLimit(max_bytes=QUERY_BODY_LIMIT)
+    members = coordinator.membership
     return [
-        health_endpoint("Liveness; the only route without a token."),
+        health_endpoint("Liveness; the only route open to anyone."),
         Endpoint(
             path="/v1/info",
             handler=coordinator.info,
             response=p.Info,
-            summary="What this coordinator is: team, embedder, counts.",
+            summary="What this coordinator is: team, embedder, counts, its key, whether the "
+            "roster is enforced.",
         ),
         Endpoint(
             path="/v1/publish",
@@ -39,7 +43,8 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
             request=p.PublishRequest,
             response=p.PublishResponse,
             limit=batch,
-            summary="Store signed publications (and their vectors), idempotently.",
+            caller=True,
+            summary="Store the caller's own signed publications (and their vectors), idempotently.",
         ),
         Endpoint(
             path="/v1/retract",
@@ -47,12 +52,19 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
             request=p.RetractRequest,
             response=p.RetractResponse,
             limit=batch,
-            summary="Apply signed retractions: purge text and vector, keep the tombstone.",
+            caller=True,
+            summary="Apply the caller's own signed retractions: purge text and vector, keep the "
+            "tombstone, answer with a receipt signed by the coordinator.",
         ),
-        search_endpoint(
-            "/v1/search",
-            coordinator.search,
-            "Hybrid search over live publications; answers with signed envelopes.",
+        Endpoint(
+            path="/v1/search",
+            handler=coordinator.search,
+            request=SearchRequest,
+            response=SearchResponse,
+            cpu_bound=True,
+            caller=True,
+            summary="Hybrid search over live publications; answers with signed envelopes and "
+            "notes which member was served which item (never the query).",
         ),
         Endpoint(
             path="/v1/presence",
@@ -60,13 +72,15 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
             request=PresenceRequest,
             response=PresenceResponse,
             limit=small,
-            summary="A member's signed heartbeat; one naming an unsound peer URL is rejected.",
+            caller=True,
+            summary="The caller's signed heartbeat (one naming an unsound peer URL is rejected); "
+            "answers with the roster.",
         ),
         Endpoint(
             path="/v1/presence/list",
             handler=coordinator.presence,
             response=p.PresenceList,
-            summary="Every unexpired heartbeat.",
+            summary="Every unexpired heartbeat of a member not revoked, and the roster.",
         ),
         Endpoint(
             path="/v1/changes",
@@ -75,6 +89,61 @@ def endpoints(coordinator: Coordinator) -> list[Endpoint]:
             response=p.ChangesResponse,
             limit=small,
             summary="A paged feed of each item's current state since a cursor.",
+        ),
+        Endpoint(
+            path="/v1/members",
+            handler=members.roster,
+            response=p.Roster,
+            summary="The roster: every member, revoked ones with their time.",
+        ),
+        Endpoint(
+            path="/v1/members/add",
+            handler=members.add,
+            request=p.MemberAdd,
+            response=p.RosterMember,
+            limit=small,
+            caller=True,
+            summary="(An admin) put a key on the roster; 409 if the key or an active name is "
+            "taken.",
+        ),
+        Endpoint(
+            path="/v1/members/revoke",
+            handler=members.revoke,
+            request=p.MemberRevoke,
+            response=p.RevokeResponse,
+            limit=small,
+            caller=True,
+            summary="(An admin) refuse a member's key from now on; with purge, erase its live "
+            "publications; 409 for the last admin.",
+        ),
+        Endpoint(
+            path="/v1/invites",
+            handler=members.invite,
+            request=p.InviteRequest,
+            response=p.Invite,
+            limit=small,
+            caller=True,
+            summary="(An admin) a single-use invite: the SHA-256 of its secret, a name, an expiry.",
+        ),
+        Endpoint(
+            path="/v1/join",
+            handler=members.join,
+            request=p.JoinRequest,
+            response=p.JoinResponse,
+            limit=small,
+            access="signed",
+            caller=True,
+            summary="(Any signer, no token) present an invite's secret once: the signing key "
+            "joins under the invite's name; 403 for a used, expired or unknown invite.",
+        ),
+        Endpoint(
+            path="/v1/disclosures",
+            handler=coordinator.disclosures,
+            request=p.DisclosuresRequest,
+            response=p.DisclosuresResponse,
+            limit=small,
+            caller=True,
+            summary="Which members were served the caller's own items, and when (newest first).",
         ),
     ]
 
@@ -87,7 +156,9 @@ def openapi(routes: Sequence[Endpoint]) -> dict[str, Any]:
 def coordinator_app(
     coordinator: Coordinator, *, token: str | None, workers: int = DEFAULT_WORKERS
 ) -> ASGIApp:
-    """The ASGI app for ``coordinator`` (also serving ``GET /v1/openapi.json``)."""
+    """The ASGI app for ``coordinator`` (also serving ``GET /v1/openapi.json``): requests
+    signed for its team's coordinator, callers admitted by its roster, and ``token`` (if
+    given) as an outer gate on the members' routes."""
     routes = endpoints(coordinator)
     document = openapi(routes)
     routes.append(
@@ -98,4 +169,10 @@ def coordinator_app(
             summary="This API's OpenAPI document.",
         )
     )
-    return create_app(routes, token=token, workers=workers)
+    return create_app(
+        routes,
+        token=token,
+        workers=workers,
+        verifier=RequestVerifier(coordinator_audience(coordinator.team)),
+        admit=coordinator.admit,
+    )

@@ -206,7 +206,9 @@ class ChangesResponse(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Info(msgspec.Struct, frozen=True, kw_only=True):
-    """``GET /v1/info``: what this coordinator is."""
+    """``GET /v1/info``: what this coordinator is. ``coordinator_key`` is its own public key
+    (it signs retraction receipts); ``roster`` is whether the roster is enforced (it has a
+    member, and only members not revoked are served)."""
 
     service: str
     protocol: str

@@ -6,6 +6,12 @@ envelope is verified. An item is its author's key and its id together: an envelo
 touches the item of the key that signed it, so nobody can publish, version or retract under an
 id another key uses. Versions only move forward; a retraction purges the item's text and vector
 and leaves the tombstone, so a replayed older envelope can never bring the item back.
+
+Every route is called by a signed request (:class:`~memmesh.net.signing.Caller`): a member
+pushes only envelopes its own key signed, and each applied retraction is answered with a
+:class:`~memmesh.registry.envelopes.Receipt` signed by the coordinator's own key (kept in its
+data folder). Who may call at all is :class:`~memmesh.coordinator.membership.Membership`'s
+word; which member was served which item is kept in the disclosure log.
 """
 
 import time
@@ -13,14 +19,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
 import numpy as np
 
 from memmesh import __version__
 from memmesh.coordinator import _tables
+from memmesh.coordinator._disclosures import DisclosureLog
+from memmesh.coordinator.membership import Membership
 from memmesh.coordinator.protocol import (
     Change,
     ChangesRequest,
     ChangesResponse,
+    Disclosure,
+    DisclosuresRequest,
+    DisclosuresResponse,
     Info,
     Outcome,
     PresenceList,
@@ -35,10 +47,27 @@ from memmesh.local.store import Store
 from memmesh.net.errors import BadUrl
 from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
+from memmesh.net.signing import Caller
 from memmesh.net.urls import peer_url
 from memmesh.net.wire import PROTOCOL_VERSION
-from memmesh.registry.envelopes import Envelope, Presence, Publication, Retraction, open_envelope
-from memmesh.registry.errors import BadSignature
+from memmesh.registry.envelopes import (
+    FORMAT_VERSION,
+    Envelope,
+    Presence,
+    Publication,
+    Receipt,
+    Retraction,
+    open_envelope,
+    seal,
+)
+from memmesh.registry.errors import BadSignature, IdentityExists, IdentityMissing
+from memmesh.registry.identity import (
+    Identity,
+    create_identity,
+    key_id,
+    load_identity,
+    public_key_from_text,
+)
 
 __all__ = ["MAX_PRESENCE_TTL", "Coordinator"]
 
@@ -50,10 +79,13 @@ MAX_PRESENCE_TTL = 300.0
 class Coordinator:
     """The passive team host: everything behind the HTTP routes.
 
-    * ``data`` - the folder holding its database.
+    * ``data`` - the folder holding its database and its own key (``identity.key``, made on
+      first start, mode 0600).
     * ``team`` - accept only envelopes for this team.
-    * ``roster`` - public keys (as in envelopes) allowed to publish; empty means any key.
     * ``embedder`` - the vector space it searches in (vectors from others are re-embedded).
+
+    The routes' handlers take the verified :class:`Caller` first; :meth:`admit` decides
+    whether a caller may use the members' routes at all (see :attr:`membership`).
     """
 
     def __init__(
@@ -61,46 +93,62 @@ class Coordinator:
         data: Path,
         *,
         team: str,
-        roster: frozenset[str] = frozenset(),
         embedder: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.team = team
-        self.roster = roster
         self.store = Store(
             data, embedder=embedder, author="coordinator", durable=True, lexicon=True
         )
         self._clock = clock
-        self.store.migrate(_tables.COORDINATOR_SCHEMA)
+        try:
+            self.store.migrate(_tables.COORDINATOR_SCHEMA)
+            self.identity = _own_identity(data)
+            self.membership = Membership(
+                self.store, team=team, coordinator_key=self.identity.public_key_text, clock=clock
+            )
+            self._disclosed = DisclosureLog(self.store, clock=clock)
+        except BaseException:
+            self.store.close()
+            raise
 
     def close(self) -> None:
-        """Close the database."""
+        """Write the disclosure rows kept in memory, and close the database."""
+        self._disclosed.close()
         self.store.close()
+
+    def admit(self, caller: Caller) -> None:
+        """Return if ``caller`` may use the members' routes, else raise
+        :class:`~memmesh.net.errors.Forbidden` (see :meth:`Membership.admit`)."""
+        self.membership.admit(caller)
 
     # -- publish and retract ---------------------------------------------------------------
 
-    def publish(self, request: PublishRequest) -> PublishResponse:
+    def publish(self, caller: Caller, request: PublishRequest) -> PublishResponse:
         """Verify and store each publication; see :class:`Outcome` for the statuses."""
-        return PublishResponse(results=[self._publish_one(item) for item in request.items])
+        return PublishResponse(results=[self._publish_one(caller, item) for item in request.items])
 
-    def retract(self, request: RetractRequest) -> RetractResponse:
-        """Verify and apply each retraction, purging the item's text and vector."""
-        return RetractResponse(results=[self._retract_one(env) for env in request.envelopes])
+    def retract(self, caller: Caller, request: RetractRequest) -> RetractResponse:
+        """Verify and apply each retraction, purging the item's text and vector; each one
+        applied (or applied before) carries the coordinator's signed receipt."""
+        return RetractResponse(
+            results=[self._retract_one(caller, env) for env in request.envelopes]
+        )
 
-    def _opened(self, envelope: Envelope, kind: type[_Body]) -> _Body | Outcome:
-        """The envelope's body if it verifies, is a ``kind`` and is this team's; else the
-        outcome that rejects it."""
+    def _opened(self, caller: Caller, envelope: Envelope, kind: type[_Body]) -> _Body | Outcome:
+        """The envelope's body if it verifies, is a ``kind``, is this team's and was signed by
+        the caller's own key; else the outcome that rejects it."""
         try:
             body = open_envelope(envelope)
         except BadSignature as exc:
             return Outcome(item_id="", version=0, status="rejected", reason=exc.message)
         if not isinstance(body, kind):
             return _rejected(body.item_id, body.version, f"not a {kind.__name__.lower()}")
-        refusal = self._refusal(body.team, body.author_key)
+        refusal = self._refusal(caller, body)
         return body if refusal is None else _rejected(body.item_id, body.version, refusal)
 
-    def _publish_one(self, item: PublishItem) -> Outcome:
-        body = self._opened(item.envelope, Publication)
+    def _publish_one(self, caller: Caller, item: PublishItem) -> Outcome:
+        body = self._opened(caller, item.envelope, Publication)
         if isinstance(body, Outcome):
             return body
         vector = None
@@ -119,14 +167,14 @@ class Coordinator:
                     tags=body.tags, author=body.author, created_at=body.published_at,
                     vector=vector, tx=tx,
                 )  # fmt: skip
-                _tables.save(tx, "publication", body, item.envelope, copy)
+                _tables.save(tx, "publication", body, item.envelope, copy, self._clock())
         except StoreError as exc:
             # The envelope verified but does not make a valid item; nothing was written.
             return _rejected(body.item_id, body.version, exc.message)
         return Outcome(item_id=body.item_id, version=body.version, status="accepted")
 
-    def _retract_one(self, envelope: Envelope) -> Outcome:
-        body = self._opened(envelope, Retraction)
+    def _retract_one(self, caller: Caller, envelope: Envelope) -> Outcome:
+        body = self._opened(caller, envelope, Retraction)
         if isinstance(body, Outcome):
             return body
         # The tombstone and the purge commit together.
@@ -134,59 +182,112 @@ class Coordinator:
             current = _tables.stored(tx, body.author_key, body.item_id)
             settled = _settled(current, body, envelope)
             if settled is not None:
-                return settled
+                if settled.status != "duplicate" or current is None:
+                    return settled
+                # Applied before: the same receipt, with the time it was applied then.
+                return msgspec.structs.replace(
+                    settled, receipt=self._receipt(body, current.applied_at)
+                )
             # An id this key never published binds a tombstone to this key alone: the copy
             # it names does not exist yet, and another key's item of the same id is untouched.
             copy = _copy(current, body)
-            _tables.save(tx, "retraction", body, envelope, copy)
+            applied_at = self._clock()
+            _tables.save(tx, "retraction", body, envelope, copy, applied_at)
             self.store.purge(copy, tx=tx)
-        return Outcome(item_id=body.item_id, version=body.version, status="accepted")
+        return Outcome(
+            item_id=body.item_id, version=body.version, status="accepted",
+            receipt=self._receipt(body, applied_at),
+        )  # fmt: skip
 
-    def _refusal(self, team: str, author_key: str) -> str | None:
-        if team != self.team:
-            return f"this coordinator serves team {self.team!r}, not {team!r}"
-        if self.roster and author_key not in self.roster:
-            return "the signing key is not in the team's roster"
+    def _receipt(self, body: Retraction, purged_at: float) -> Envelope:
+        """The coordinator's signed word that ``body`` was applied at ``purged_at``."""
+        receipt = Receipt(
+            format=FORMAT_VERSION, team=self.team, item_id=body.item_id, version=body.version,
+            author_key=self.identity.public_key_text, key_id=self.identity.key_id, seq=1,
+            member_key=body.author_key, purged_at=purged_at,
+        )  # fmt: skip
+        return seal(receipt, self.identity)
+
+    def _refusal(self, caller: Caller, body: Publication | Retraction | Presence) -> str | None:
+        if body.team != self.team:
+            return f"this coordinator serves team {self.team!r}, not {body.team!r}"
+        if body.author_key != caller.key:
+            return (
+                f"a member pushes only its own envelopes: this one is signed by {body.key_id}, "
+                f"the request by {caller.key_id}"
+            )
         return None
 
     # -- search ----------------------------------------------------------------------------
 
-    def search(self, request: SearchRequest) -> SearchResponse:
-        """Hybrid search over live publications, answering with the signed envelopes."""
-        return answer_search(self.store, request, self._publications)
+    def search(self, caller: Caller, request: SearchRequest) -> SearchResponse:
+        """Hybrid search over live publications, answering with the signed envelopes; each
+        other author's item served is noted in the disclosure log (never the query)."""
+        served: dict[Envelope, tuple[str, str]] = {}
 
-    def _publications(self, copy_ids: list[str]) -> dict[str, Envelope]:
-        """The live signed publication behind each of the searchable copies ``copy_ids``."""
-        with self.store.reader() as tx:
-            return _tables.live_publications(tx, copy_ids)
+        def publications(copy_ids: list[str]) -> dict[str, Envelope]:
+            with self.store.reader() as tx:
+                live = _tables.live_publications(tx, copy_ids)
+            served.update((pub.envelope, (pub.author_key, pub.item_id)) for pub in live.values())
+            return {copy: pub.envelope for copy, pub in live.items()}
+
+        answer = answer_search(self.store, request, publications)
+        self._disclosed.record(caller.key, [served[hit.envelope] for hit in answer.hits])
+        return answer
+
+    def disclosures(self, caller: Caller, request: DisclosuresRequest) -> DisclosuresResponse:
+        """Who was served the caller's own items, newest first."""
+        rows = self._disclosed.entries(caller.key, request.item_id, request.limit)
+        names = {m.key: m.name for m in self.membership.roster().members}
+        ids = {key: key_id(public_key_from_text(key)) for key in {r.asker_key for r in rows}}
+        return DisclosuresResponse(
+            entries=[
+                Disclosure(
+                    item_id=row.item_id,
+                    asker_key_id=ids[row.asker_key],
+                    asker_name=names.get(row.asker_key, ""),
+                    served_at=row.served_at,
+                )
+                for row in rows
+            ]
+        )
 
     # -- presence --------------------------------------------------------------------------
 
-    def heartbeat(self, request: PresenceRequest) -> PresenceResponse:
-        """Record a signed presence until it expires (at most five minutes ahead).
+    def heartbeat(self, caller: Caller, request: PresenceRequest) -> PresenceResponse:
+        """Record the caller's signed presence until it expires (at most five minutes ahead),
+        answering with the roster as it is now.
 
         A presence whose ``peer_url`` is unsound (see :func:`~memmesh.net.urls.peer_url`) is
         rejected: members would send the team token there.
         """
-        body = self._opened(request.envelope, Presence)
+        roster = self.membership.roster()
+        body = self._opened(caller, request.envelope, Presence)
         if isinstance(body, Outcome):
-            return PresenceResponse(status="rejected", reason=body.reason)
+            return PresenceResponse(status="rejected", reason=body.reason, roster=roster)
         try:
             peer_url(body.peer_url)
         except BadUrl as exc:
-            return PresenceResponse(status="rejected", reason=exc.message)
+            return PresenceResponse(status="rejected", reason=exc.message, roster=roster)
         now = self._clock()
         if body.expires_at <= now:
-            return PresenceResponse(status="stale", reason="already expired")
+            return PresenceResponse(status="stale", reason="already expired", roster=roster)
         expires = min(body.expires_at, now + MAX_PRESENCE_TTL)
         with self.store.transaction() as tx:
             _tables.record_presence(tx, body.key_id, request.envelope, expires, now)
-        return PresenceResponse(status="accepted", expires_at=expires)
+        return PresenceResponse(status="accepted", expires_at=expires, roster=roster)
 
     def presence(self) -> PresenceList:
-        """Every unexpired heartbeat, as signed by its member."""
+        """Every unexpired heartbeat of a member not revoked, as signed by its member, and
+        the roster."""
+        roster = self.membership.roster()
+        active = {m.key_id for m in roster.members if m.revoked_at is None}
         with self.store.read() as tx:
-            return PresenceList(members=_tables.presence(tx, self._clock()))
+            beats = _tables.presence(tx, self._clock())
+        return PresenceList(
+            members=[env for key, env in beats if not roster.enforced or key in active],
+            roster=roster,
+        )
 
     # -- feed and info ---------------------------------------------------------------------
 
@@ -215,6 +316,8 @@ class Coordinator:
             published=published,
             tombstones=tombstones,
             online=online,
+            coordinator_key=self.identity.public_key_text,
+            roster=self.membership.enforced(),
         )
 
 
@@ -230,7 +333,7 @@ def _settled(
     """
     if current is None:
         return None
-    kind, version, payload, _ = current
+    kind, version, payload = current.kind, current.version, current.payload
     item_id, incoming = body.item_id, body.version
     retracting = isinstance(body, Retraction)
     if kind == "retraction" and incoming <= version:
@@ -257,3 +360,15 @@ def _rejected(item_id: str, version: int, reason: str) -> Outcome:
 
 def _stale(item_id: str, version: int, reason: str) -> Outcome:
     return Outcome(item_id=item_id, version=version, status="stale", reason=reason)
+
+
+def _own_identity(data: Path) -> Identity:
+    """The coordinator's key pair in ``data``, made on first start."""
+    try:
+        return load_identity(data)
+    except IdentityMissing:
+        pass
+    try:
+        return create_identity(data)
+    except IdentityExists:  # another process made it first
+        return load_identity(data)

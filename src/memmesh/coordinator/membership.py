@@ -1,0 +1,241 @@
+"""Who may use the coordinator: the team's roster, the invites that add to it, and revocation.
+
+The roster lives in the coordinator's store file (:mod:`memmesh.coordinator._members`) and is
+read on every request, so that what one worker process changes holds in every other at once.
+While it is empty it is not enforced: any signer is admitted (a team set up before rosters;
+the team token, if there is one, is then the gate). From its first member on, only members
+that are not revoked are admitted.
+
+Admins put keys on the roster directly or with invites: an invite is the SHA-256 of a secret,
+for one name, until a time; whoever presents the secret first, with a signed request, joins
+under that name, and nobody after. Revoking a member keeps its entry (with the time), refuses
+its key from then on and, with ``purge``, erases its live publications from search and storage;
+the last admin cannot be revoked.
+"""
+
+import datetime
+import time
+from collections.abc import Callable
+
+from memmesh.coordinator import _members, _tables
+from memmesh.coordinator.invites import new_secret, secret_digest
+from memmesh.coordinator.protocol import (
+    Invite,
+    InviteRequest,
+    JoinRequest,
+    JoinResponse,
+    MemberAdd,
+    MemberRevoke,
+    RevokeResponse,
+)
+from memmesh.local import Transaction
+from memmesh.local.store import Store
+from memmesh.net.errors import BadRequest, Conflict, Forbidden, NotFound
+from memmesh.net.presence import Roster, RosterMember
+from memmesh.net.signing import Caller
+from memmesh.registry.errors import BadSignature
+from memmesh.registry.identity import key_id, public_key_from_text
+
+__all__ = ["BOOTSTRAP_TTL", "Membership", "when"]
+
+# How long the first admin's invite lasts; a restart after it expired makes a new one.
+BOOTSTRAP_TTL = 7 * 24 * 3600.0
+
+
+def when(moment: float) -> str:
+    """A time as messages show it: ``2025-01-31 14:05 UTC``."""
+    return datetime.datetime.fromtimestamp(moment, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+class Membership:
+    """The roster rules of one coordinator (``team``), on its store."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        team: str,
+        coordinator_key: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        store.migrate(_members.ROSTER_SCHEMA)
+        self.store = store
+        self.team = team
+        self.coordinator_key = coordinator_key
+        self._clock = clock
+
+    # -- admission -------------------------------------------------------------------------
+
+    def admit(self, caller: Caller) -> None:
+        """Return if ``caller`` may use the members' routes; :class:`Forbidden` otherwise."""
+        with self.store.reader() as tx:
+            entry = _members.member(tx, caller.key)
+            if entry is None and not _members.enforced(tx):
+                return
+        if entry is None:
+            raise Forbidden(f"this key is not a member of team {self.team!r}")
+        if entry.revoked_at is not None:
+            raise Forbidden(f"this key was revoked on {when(entry.revoked_at)}")
+
+    def roster(self) -> Roster:
+        """Every member ever admitted (revoked ones with their time), and whether the roster
+        is enforced."""
+        with self.store.reader() as tx:
+            entries = _members.members(tx)
+        return Roster(members=entries, enforced=bool(entries))
+
+    def enforced(self) -> bool:
+        """Whether the roster has a member (and so admits members only)."""
+        with self.store.reader() as tx:
+            return _members.enforced(tx)
+
+    def _admin(self, tx: Transaction, caller: Caller) -> RosterMember:
+        entry = _members.member(tx, caller.key)
+        if entry is None or entry.revoked_at is not None or not entry.admin:
+            raise Forbidden(f"only an admin of team {self.team!r} may do this")
+        return entry
+
+    # -- the admins' routes ----------------------------------------------------------------
+
+    def add(self, caller: Caller, request: MemberAdd) -> RosterMember:
+        """Put ``request.key`` on the roster under ``request.name`` (an admin only)."""
+        try:
+            raw = public_key_from_text(request.key)
+        except BadSignature as exc:
+            raise BadRequest(f"the key cannot be used: {exc.message}") from None
+        entry = RosterMember(
+            name=request.name, key=request.key, key_id=key_id(raw), admin=request.admin,
+            added_at=self._clock(),
+        )  # fmt: skip
+        with self.store.transaction() as tx:
+            self._admin(tx, caller)
+            self._check_free(tx, entry.key, entry.name)
+            _members.add_member(tx, entry)
+        return entry
+
+    def revoke(self, caller: Caller, request: MemberRevoke) -> RevokeResponse:
+        """Refuse a member's key from now on and, with ``purge``, erase its live publications
+        (an admin only). Revoking a member already revoked keeps its first time (and purges,
+        if asked)."""
+        now = self._clock()
+        with self.store.transaction() as tx:
+            self._admin(tx, caller)
+            entry = _members.find(tx, request.member)
+            if entry is None:
+                raise NotFound(f"team {self.team!r} has no member {request.member!r}")
+            if entry.revoked_at is None and entry.admin and _members.active_admins(tx) == 1:
+                raise Conflict(f"{entry.name} is the team's last admin; make another admin first")
+            _members.revoke(tx, entry.key, now)
+            _tables.drop_presence(tx, entry.key_id)
+            purged = 0
+            if request.purge:
+                # The publications leave the feed and search, their copies lose text and
+                # vector; the tombstones stay.
+                for copy in _tables.drop_publications(tx, entry.key):
+                    self.store.purge(copy, tx=tx)
+                    purged += 1
+            revoked = _members.member(tx, entry.key)
+        assert revoked is not None
+        return RevokeResponse(member=revoked, purged=purged)
+
+    def invite(self, caller: Caller, request: InviteRequest) -> Invite:
+        """Store a single-use invite for ``request.name`` (an admin only)."""
+        now = self._clock()
+        if request.expires_at <= now:
+            raise BadRequest(
+                f"the invite would expire before it is made ({when(request.expires_at)})"
+            )
+        with self.store.transaction() as tx:
+            admin = self._admin(tx, caller)
+            if _members.active_named(tx, request.name) is not None:
+                raise Conflict(f"team {self.team!r} already has a member named {request.name!r}")
+            if _members.invite(tx, request.digest) is not None:
+                raise Conflict("an invite with this secret exists already")
+            _members.add_invite(
+                tx,
+                _members.InviteRow(
+                    request.digest, request.name, request.admin, request.expires_at,
+                    admin.key_id, None,
+                ),
+            )  # fmt: skip
+        return Invite(name=request.name, expires_at=request.expires_at, admin=request.admin)
+
+    # -- joining ---------------------------------------------------------------------------
+
+    def join(self, caller: Caller, request: JoinRequest) -> JoinResponse:
+        """Put the signer's key on the roster under the invite's name, using the invite up.
+
+        :class:`Conflict` if the key is a member already (the invite stays unused) or the name
+        is taken; :class:`Forbidden` for an unknown, used or expired invite.
+        """
+        now = self._clock()
+        digest = secret_digest(request.secret)
+        with self.store.transaction() as tx:
+            existing = _members.member(tx, caller.key)
+            if existing is not None and existing.revoked_at is not None:
+                raise Forbidden(f"this key was revoked on {when(existing.revoked_at)}")
+            if existing is not None:
+                raise Conflict(
+                    f"this key is a member of team {self.team!r} already, as {existing.name}"
+                )
+            invite = _members.invite(tx, digest)
+            if invite is None:
+                raise Forbidden(f"this invite is not one of team {self.team!r}'s")
+            if invite.used_at is not None:
+                raise Forbidden(
+                    f"this invite was used on {when(invite.used_at)}; ask for a new one"
+                )
+            if invite.expires_at <= now:
+                raise Forbidden(
+                    f"this invite expired on {when(invite.expires_at)}; ask for a new one"
+                )
+            self._check_free(tx, caller.key, invite.name)
+            entry = RosterMember(
+                name=invite.name, key=caller.key, key_id=caller.key_id, admin=invite.admin,
+                added_at=now,
+            )  # fmt: skip
+            # One transaction: the invite is used up exactly when its member is added.
+            _members.use_invite(tx, digest, now)
+            _members.add_member(tx, entry)
+        return JoinResponse(member=entry, team=self.team, coordinator_key=self.coordinator_key)
+
+    def bootstrap(self, name: str, *, reuse: str | None = None) -> tuple[str, float] | None:
+        """The secret and expiry of the first admin's invite (for ``name``), or ``None`` once
+        the roster has a member (the unused bootstrap invites are then deleted).
+
+        ``reuse`` is the secret of an earlier bootstrap invite: while it is unused, unexpired
+        and for ``name``, it is the answer. Otherwise a new invite is made, and every other unused
+        bootstrap invite is deleted, so that only one code ever makes the first admin.
+        """
+        now = self._clock()
+        with self.store.transaction() as tx:
+            if _members.enforced(tx):
+                _members.drop_unused_invites(tx, _members.BOOTSTRAP)
+                return None
+            if reuse is not None:
+                for kept in _members.open_invites(tx, now, _members.BOOTSTRAP):
+                    if kept.digest == secret_digest(reuse) and kept.name == name:
+                        return reuse, kept.expires_at
+            _members.drop_unused_invites(tx, _members.BOOTSTRAP)
+            secret, expires = new_secret(), now + BOOTSTRAP_TTL
+            _members.add_invite(
+                tx,
+                _members.InviteRow(
+                    secret_digest(secret), name, True, expires, _members.BOOTSTRAP, None
+                ),
+            )
+        return secret, expires
+
+    def _check_free(self, tx: Transaction, key: str, name: str) -> None:
+        """:class:`Conflict` unless ``key`` was never on the roster and no active member is
+        called ``name``."""
+        existing = _members.member(tx, key)
+        if existing is not None:
+            revoked = (
+                "" if existing.revoked_at is None else f", revoked on {when(existing.revoked_at)}"
+            )
+            raise Conflict(
+                f"this key is on team {self.team!r}'s roster already, as {existing.name}{revoked}"
+            )
+        if _members.active_named(tx, name) is not None:
+            raise Conflict(f"team {self.team!r} already has a member named {name!r}")

@@ -1,0 +1,85 @@
+"""Signed requests for tests: every coordinator route but /healthz needs one."""
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+import httpx
+import msgspec
+
+from memmesh.coordinator.protocol import JoinRequest, MemberAdd
+from memmesh.net.client import Client
+from memmesh.net.presence import RosterMember
+from memmesh.net.signing import Caller, coordinator_audience, sign_request
+from memmesh.registry.envelopes import Envelope
+from memmesh.registry.identity import Identity
+
+if TYPE_CHECKING:
+    from memmesh.coordinator import Coordinator
+
+
+def caller(identity: Identity) -> Caller:
+    """The caller a request signed by ``identity`` verifies as."""
+    return Caller(key=identity.public_key_text, key_id=identity.key_id)
+
+
+# Who sends an envelope whose payload names no readable key (a damaged one, say).
+NOBODY = Caller(key="A" * 43, key_id="a" * 16)
+
+
+def author_of(envelope: Envelope) -> Caller:
+    """The caller an honest member sending ``envelope`` is: the key inside its payload (read
+    without checking the signature), or :data:`NOBODY` if the payload names none."""
+    try:
+        body = msgspec.json.decode(envelope.payload)
+        return Caller(key=body["author_key"], key_id=body["key_id"])
+    except (msgspec.MsgspecError, KeyError, TypeError):
+        return NOBODY
+
+
+def signed_client(
+    url: str, identity: Identity, *, team: str, token: str | None = None, timeout: float = 5.0
+) -> Client:
+    """A protocol client of ``team``'s coordinator at ``url`` whose requests ``identity``
+    signs."""
+    return Client(
+        url, token=token, identity=identity, audience=coordinator_audience(team), timeout=timeout
+    )
+
+
+class SignedAuth(httpx.Auth):
+    """Signs each raw httpx request with ``identity`` for ``audience``."""
+
+    requires_request_body = True
+
+    def __init__(self, identity: Identity, audience: str) -> None:
+        self.identity = identity
+        self.audience = audience
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        headers = sign_request(
+            self.identity, request.method, request.url.raw_path.decode("ascii"),
+            request.content, self.audience,
+        )  # fmt: skip
+        request.headers.update(headers)
+        yield request
+
+
+def make_admin(coordinator: "Coordinator", identity: Identity, name: str = "admin") -> RosterMember:
+    """Make ``identity`` the first admin of ``coordinator``, as its bootstrap invite does."""
+    made = coordinator.membership.bootstrap(name)
+    assert made is not None, "the roster has a member already"
+    secret, _ = made
+    return coordinator.membership.join(caller(identity), JoinRequest(secret=secret)).member
+
+
+def add_member(
+    coordinator: "Coordinator",
+    admin: Identity,
+    identity: Identity,
+    name: str,
+    *,
+    is_admin: bool = False,
+) -> RosterMember:
+    """Put ``identity`` on the roster as ``name``, added by the admin ``admin``."""
+    request = MemberAdd(name=name, key=identity.public_key_text, admin=is_admin)
+    return coordinator.membership.add(caller(admin), request)

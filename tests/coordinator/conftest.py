@@ -1,0 +1,39 @@
+"""Fixtures for the coordinator's tests: a real coordinator over a real SQLite file, on a clock
+only the test moves, and the same served by a real uvicorn server."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memmesh.coordinator import Coordinator, coordinator_app
+from tests._clock import FakeClock
+from tests._servers import running
+from tests.coordinator._served import TOKEN, Served
+from tests.registry._helpers import TEAM
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """The coordinator's data folder."""
+    return tmp_path / "coordinator"
+
+
+@pytest.fixture
+def coordinator(data: Path, clock: FakeClock) -> Iterator[Coordinator]:
+    opened = Coordinator(data, team=TEAM, clock=clock)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def served(coordinator: Coordinator, clock: FakeClock, tmp_path: Path) -> Iterator[Served]:
+    with running(coordinator_app(coordinator, token=TOKEN)) as url:
+        yield Served(coordinator, url, clock, tmp_path)
