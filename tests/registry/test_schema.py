@@ -71,3 +71,26 @@ def test_a_registry_table_newer_than_this_memmesh_is_refused(
     with Store(home, author="tester") as store, pytest.raises(SchemaTooNew) as refused:
         Registry(store, identity, TEAM)
     assert "registry tables have schema version 99" in refused.value.message
+
+
+def test_a_log_from_before_receipts_gains_the_receipts_table_and_keeps_every_entry(
+    home: Path, identity: Identity, policy: Policy
+) -> None:
+    with Store(home, author="tester") as store:
+        registry = Registry(store, identity, TEAM)
+        item, _ = store.remember("The billing service retries webhooks 5 times", kind="decision")
+        publish(registry, policy, [item.id])
+    # As the registry's schema 1 left it: no receipts table yet.
+    conn = sqlite3.connect(home / DB_FILENAME)
+    with conn:
+        conn.execute("DROP TABLE registry_receipts")
+        conn.execute("UPDATE schema_versions SET version = 1 WHERE owner = 'registry'")
+    conn.close()
+
+    with Store(home, author="tester") as store:
+        registry = Registry(store, identity, TEAM)
+        assert [entry.item_id for entry in registry.entries()] == [item.id]
+        assert registry.receipts() == []
+        assert registry.verify() == []
+    assert "registry_receipts" in _tables(home / DB_FILENAME)
+    assert len(list(home.glob(f"{DB_FILENAME}.registry-v1-*.bak"))) == 1
