@@ -18,6 +18,8 @@ OWNERS = {
         ("items", "items_fts", "events", "meta", "reindex_vectors", "schema_versions"), "local"
     ),
     "registry": "registry",
+    "registry_receipts": "registry",
+    "peer_disclosures": "peer",
     "coord_envelopes": "coordinator",
     "coord_presence": "coordinator",
 }
