@@ -17,11 +17,12 @@ folder removed, whatever happens.
 1. Latency. N members each remember a few hundred synthetic developer memories, publish about
    two thirds of them (the rest stay private) and sync them to the coordinator; their peer
    daemons run. Once the coordinator lists all N peers in its presence list, an extra member
-   (N+1) runs :func:`memmesh.team.recall.recall_team` in this process, with its own Store and
-   Policy and ``own_key`` set, for Q queries after a warm-up: wall ms per call, how many
-   sources were asked and answered, hits. A what-if row passes recall_team a
-   ``client_factory`` whose clients share one SSL context, everything else unchanged (the
-   product builds a fresh one, CA bundle included, per request). Then the peers are stopped
+   (N+1) runs :func:`memmesh.team.recall.recall_team` in this process, with its own Store,
+   Policy and identity (every member's team.yaml lists all of them under ``members:``, so
+   that peers ask and answer one another), for Q queries after a warm-up: wall ms per call,
+   how many sources were asked and answered, hits. Another row passes recall_team one
+   ``Calls`` kept for every query, so that its connections are reused (a single `mem team
+   recall-team` makes its clients anew and closes them). Then the peers are stopped
    and the same is measured twice: at once (their presence is still listed, so each peer is
    tried and refuses the connection) and once their presence has expired (the coordinator
    alone).
@@ -43,6 +44,15 @@ folder removed, whatever happens.
    run in this process with k=100), which shows whether it fell outside the k*3 pool that
    source sends.
 
+3. TLS beside plaintext (``--transport-only`` runs just this part). The same team is set up
+   twice: one coordinator and N peers on plain http, and one coordinator and N peers serving
+   https with certificates of their own (the coordinator pinned in team.yaml, each peer pinned
+   from its signed presence); both run as this script's ``_serve`` processes, the peers through
+   :func:`memmesh.peer.serve.peer_daemon`. Every request is signed in both. Each query is asked
+   of both teams in turn (which goes first alternates), first with one ``Calls`` per team kept
+   for all queries, then with fresh clients per call; the rows give p50/p95 and the ratio
+   TLS / plaintext. The cost of signing and verifying one request is timed alone.
+
 With ``--profile``, or when the p95 goal is missed, a few dozen full-team recall-team calls
 are run under cProfile (every thread, the main one and the fan-out workers) and the parts of
 one call are timed alone.
@@ -62,7 +72,6 @@ import secrets
 import shutil
 import signal
 import sqlite3
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -103,18 +112,32 @@ from _common import (
     table,
     timed,
 )
+from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.errors import MemmeshError
 from memmesh.local.items import KINDS
 from memmesh.local.store import Store
 from memmesh.net.client import Client
+from memmesh.net.connect import coordinator_client
 from memmesh.net.search import SearchRequest
-from memmesh.net.server import free_port
+from memmesh.net.server import free_port, serve
+from memmesh.net.settings import ServeSettings
+from memmesh.net.signing import Caller, RequestVerifier, peer_audience, sign_request
+from memmesh.net.tls import ensure_certificate
+from memmesh.net.wire import encode
+from memmesh.peer.serve import peer_daemon
 from memmesh.peer.service import PRESENCE_TTL, Peer
 from memmesh.policy import Policy, decide, load_policy, parse_policy, policy_template
-from memmesh.registry import Registry, create_identity, load_identity, open_envelope, publish
+from memmesh.registry import (
+    Identity,
+    Registry,
+    create_identity,
+    load_identity,
+    open_envelope,
+    publish,
+)
 from memmesh.team.rank import QueryTerms, team_score
-from memmesh.team.recall import ClientFactory, TeamAnswer, list_peers, recall_team
-from memmesh.team.sync import coordinator_client, sync
+from memmesh.team.recall import Calls, TeamAnswer, list_peers, member_clients, recall_team
+from memmesh.team.sync import sync
 
 SEED = 20241112
 TEAM = "acme"
@@ -326,13 +349,17 @@ class Processes:
         self.logs = logs
         self.running: dict[str, tuple[subprocess.Popen[bytes], IO[bytes], str]] = {}
 
-    def start(self, name: str, args: list[str], port: int) -> str:
-        """Start ``python -m memmesh ARGS`` (not waiting for it); returns its URL."""
+    def start(
+        self, name: str, args: list[str], port: int, *, bench: bool = False, tls: bool = False
+    ) -> str:
+        """Start ``python -m memmesh ARGS`` (with ``bench``: this script's ``_serve ARGS``)
+        without waiting for it; returns its URL (https with ``tls``)."""
         self.logs.mkdir(parents=True, exist_ok=True)
         output = (self.logs / f"{name}.log").open("wb")
+        command = [__file__, "_serve"] if bench else ["-m", "memmesh"]
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "memmesh", *args],
+                [sys.executable, *command, *args],
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
@@ -341,7 +368,7 @@ class Processes:
         except BaseException:
             output.close()
             raise
-        url = f"http://127.0.0.1:{port}"
+        url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         self.running[name] = (process, output, url)
         return url
 
@@ -349,7 +376,8 @@ class Processes:
         """Until every named server answers /healthz; raises if one exits or time runs out."""
         waiting = list(names)
         deadline = time.monotonic() + timeout
-        with httpx.Client(timeout=1.0) as http:
+        # Only whether it answers: the certificates here are self-signed (and pinned elsewhere).
+        with httpx.Client(timeout=1.0, verify=False) as http:  # noqa: S501
             while waiting:
                 name = waiting[0]
                 process, _, url = self.running[name]
@@ -411,6 +439,8 @@ class Member:
     name: str
     home: Path
     key_id: str
+    key: str = ""
+    coordinator: str | None = None
     url: str = ""
     remembered: int = 0
     created: int = 0
@@ -421,25 +451,54 @@ class Member:
     synced: int = 0
 
 
-def team_yaml(name: str, coordinator: str | None, peers: Sequence[str] = ()) -> str:
-    """A team.yaml from the template that shares every kind, with optional static peers."""
+def team_yaml(
+    name: str,
+    coordinator: str | None,
+    peers: Sequence[str] = (),
+    members: Sequence[Member] = (),
+    coordinator_pin: str | None = None,
+) -> str:
+    """A team.yaml from the template that shares every kind, with optional static peers, a
+    roster of ``members`` and the coordinator's TLS pin."""
     text = policy_template(name=name, team=TEAM, coordinator=coordinator)
     kinds = "  kinds: [" + ", ".join(KINDS) + "]"
-    replaced = text.replace("  kinds: []", kinds).replace(
-        "peers: []", f"peers: {json.dumps(list(peers))}"
+    roster = json.dumps([{"name": m.name, "key": m.key} for m in members])
+    replaced = (
+        text.replace("  kinds: []", kinds)
+        .replace("peers: []", f"peers: {json.dumps(list(peers))}")
+        .replace("members: []", f"members: {roster}")
     )
     if kinds not in replaced or (peers and json.dumps(list(peers)) not in replaced):
         raise RuntimeError("policy_template changed: cannot set share.kinds / peers")
+    if members and roster not in replaced:
+        raise RuntimeError("policy_template changed: cannot set members")
+    if coordinator_pin:
+        replaced += f"coordinator_pin: {json.dumps(coordinator_pin)}\n"
     return replaced
 
 
-def new_member(root: Path, name: str, coordinator: str | None) -> Member:
+def new_member(
+    root: Path, name: str, coordinator: str | None, coordinator_pin: str | None = None
+) -> Member:
     """A member home with an identity and a team.yaml, like `mem team init`."""
     home = root / name
     identity = create_identity(home)
-    (home / "team.yaml").write_text(team_yaml(name, coordinator), encoding="utf-8")
+    text = team_yaml(name, coordinator, coordinator_pin=coordinator_pin)
+    (home / "team.yaml").write_text(text, encoding="utf-8")
     load_policy(home)  # fail now if the policy is not valid
-    return Member(name=name, home=home, key_id=identity.key_id)
+    return Member(
+        name=name, home=home, key_id=identity.key_id, key=identity.public_key_text,
+        coordinator=coordinator,
+    )  # fmt: skip
+
+
+def trust_each_other(members: Sequence[Member], coordinator_pin: str | None = None) -> None:
+    """Every member's team.yaml lists all of ``members`` under ``members:``: their peers ask
+    and answer one another (a peer answers nobody outside its roster)."""
+    for member in members:
+        text = team_yaml(member.name, member.coordinator, (), members, coordinator_pin)
+        (member.home / "team.yaml").write_text(text, encoding="utf-8")
+        load_policy(member.home)
 
 
 def fill(
@@ -471,11 +530,12 @@ def fill(
                 texts.append(item.text)
             else:
                 member.refused += 1
-        registry = Registry(store, load_identity(member.home), policy.team)
+        identity = load_identity(member.home)
+        registry = Registry(store, identity, policy.team)
         publish(registry, policy, to_publish)
         member.published = len(to_publish)
         if push:
-            with coordinator_client(policy, timeout=30.0) as client:
+            with coordinator_client(policy, identity, timeout=30.0) as client:
                 report = sync(registry, policy, client)
             if report.rejected:
                 raise RuntimeError(f"{member.name}: the coordinator rejected {report.rejected[:3]}")
@@ -497,12 +557,14 @@ def serve_coordinator(processes: Processes, name: str, data: Path) -> str:
     return processes.start(name, args, port)
 
 
-def wait_for_presence(policy: Policy, own_key: str, wanted: set[str], timeout: float) -> float:
+def wait_for_presence(
+    policy: Policy, identity: Identity, wanted: set[str], timeout: float
+) -> float:
     """Until the coordinator lists exactly the ``wanted`` key ids; returns the seconds waited."""
     started = time.monotonic()
     seen: set[str] = set()
     while time.monotonic() - started < timeout:
-        peers, _ = list_peers(policy, own_key=own_key)
+        peers, _ = list_peers(policy, identity=identity)
         seen = {peer.key_id for peer in peers}
         if seen == wanted:
             return time.monotonic() - started
@@ -559,14 +621,15 @@ class LatencyRow:
 def run_team(
     store: Store,
     policy: Policy,
-    own_key: str,
+    identity: Identity,
     queries: Sequence[Query],
     k: int,
-    client_factory: ClientFactory | None = None,
+    calls: Calls | None = None,
 ) -> tuple[list[float], list[TeamAnswer | None]]:
     """recall_team for each query: wall ms, and the answer (None when it raised).
 
-    ``client_factory`` None is the product's own (one new ``Client`` per request).
+    ``calls`` None is what one `mem team recall-team` does: clients (and connections) made for
+    the call and closed after it; otherwise every call reuses the given clients.
     """
     times: list[float] = []
     answers: list[TeamAnswer | None] = []
@@ -579,8 +642,8 @@ def run_team(
                 query.text,
                 k=k,
                 project=query.project,
-                own_key=own_key,
-                client_factory=client_factory,
+                identity=identity,
+                calls=calls,
             )
         except MemmeshError:
             answer = None
@@ -657,14 +720,16 @@ def run_latency(root: Path, env: dict[str, str], args: argparse.Namespace) -> La
                 f"and synced ({member.synced}), {member.private} private, {member.folded} folded"
             )
         asker = new_member(root, "asker", coordinator)
+        trust_each_other([*members, asker])
         for member in members:
             serve_peer(processes, member)
         processes.wait_ready([m.name for m in members])
         result.setup_seconds = time.perf_counter() - started
         result.members = [asdict(m) | {"home": m.home.name} for m in members]
         policy = load_policy(asker.home)
+        identity = load_identity(asker.home)
         result.presence_seconds = wait_for_presence(
-            policy, asker.key_id, {m.key_id for m in members}, PRESENCE_TIMEOUT
+            policy, identity, {m.key_id for m in members}, PRESENCE_TIMEOUT
         )
         log(f"[latency] the coordinator lists all {len(members)} peers")
 
@@ -673,33 +738,37 @@ def run_latency(root: Path, env: dict[str, str], args: argparse.Namespace) -> La
         label = f"coordinator + {len(members)} peers"
         with Store(asker.home, author=asker.name) as store:
             log(f"[latency] warm-up ({len(warmup)} queries), then {len(queries)} queries, k=5")
-            run_team(store, policy, asker.key_id, warmup, 5)
+            run_team(store, policy, identity, warmup, 5)
             result.rows.append(
-                latency_row(label, 5, *run_team(store, policy, asker.key_id, queries, 5))
+                latency_row(label, 5, *run_team(store, policy, identity, queries, 5))
             )
             log(f"[latency] {len(queries)} queries, k=10")
             result.rows.append(
-                latency_row(label, 10, *run_team(store, policy, asker.key_id, queries, 10))
+                latency_row(label, 10, *run_team(store, policy, identity, queries, 10))
             )
-            log(f"[latency] {len(queries)} queries, k=5, what-if: one shared SSL context")
-            shared = shared_context_factory()
-            run_team(store, policy, asker.key_id, warmup[:5], 5, shared)
-            result.rows.append(
-                latency_row(
-                    f"{label}; what-if: shared SSL context",
-                    5,
-                    *run_team(store, policy, asker.key_id, queries, 5, shared),
+            log(f"[latency] {len(queries)} queries, k=5, one set of clients kept for all")
+            kept = Calls(member_clients(policy, identity), timeout=2.0)
+            try:
+                run_team(store, policy, identity, warmup[:5], 5, kept)
+                result.rows.append(
+                    latency_row(
+                        f"{label}; connections kept across calls",
+                        5,
+                        *run_team(store, policy, identity, queries, 5, kept),
+                    )
                 )
-            )
-            if args.profile or result.rows[0].p95 > LATENCY_GOAL_P95_MS:
-                log(f"[latency] profiling {args.profile_queries} recall-team calls (all threads)")
-                sample = queries[: args.profile_queries]
-                result.profile = profile_team(store, policy, asker.key_id, sample)
-                log("[latency] profiling the same calls, what-if: one shared SSL context")
-                result.profile_shared = profile_team(
-                    store, policy, asker.key_id, sample, shared, top=16
-                )
-                result.parts = time_parts(store, policy, asker.key_id, members, queries)
+                if args.profile or result.rows[0].p95 > LATENCY_GOAL_P95_MS:
+                    count = args.profile_queries
+                    log(f"[latency] profiling {count} recall-team calls (all threads)")
+                    sample = queries[:count]
+                    result.profile = profile_team(store, policy, identity, sample)
+                    log("[latency] profiling the same calls, connections kept")
+                    result.profile_shared = profile_team(
+                        store, policy, identity, sample, kept, top=16
+                    )
+                    result.parts = time_parts(store, policy, identity, members, queries)
+            finally:
+                kept.close()
 
             log("[latency] stopping the peers")
             stopped = time.monotonic()
@@ -710,7 +779,7 @@ def run_latency(root: Path, env: dict[str, str], args: argparse.Namespace) -> La
             times: list[float] = []
             answers: list[TeamAnswer | None] = []
             for query in queries:
-                took, answered = run_team(store, policy, asker.key_id, [query], 5)
+                took, answered = run_team(store, policy, identity, [query], 5)
                 answer = answered[0]
                 if answer is None or len(answer.sources) < len(members) + 1:
                     break
@@ -721,14 +790,14 @@ def run_latency(root: Path, env: dict[str, str], args: argparse.Namespace) -> La
                 result.rows.append(latency_row(label, 5, times, answers))
             if not args.no_expiry_wait:
                 log(f"[latency] waiting up to {PRESENCE_TTL:.0f} s for presence to expire")
-                wait_for_presence(policy, asker.key_id, set(), PRESENCE_TTL + PRESENCE_TIMEOUT)
+                wait_for_presence(policy, identity, set(), PRESENCE_TTL + PRESENCE_TIMEOUT)
                 result.expiry_seconds = time.monotonic() - stopped
-                run_team(store, policy, asker.key_id, warmup[:5], 5)
+                run_team(store, policy, identity, warmup[:5], 5)
                 result.rows.append(
                     latency_row(
                         "coordinator alone (presence expired)",
                         5,
-                        *run_team(store, policy, asker.key_id, queries, 5),
+                        *run_team(store, policy, identity, queries, 5),
                     )
                 )
     finally:
@@ -742,9 +811,9 @@ def run_latency(root: Path, env: dict[str, str], args: argparse.Namespace) -> La
 def profile_team(
     store: Store,
     policy: Policy,
-    own_key: str,
+    identity: Identity,
     queries: Sequence[Query],
-    client_factory: ClientFactory | None = None,
+    calls: Calls | None = None,
     top: int = 22,
 ) -> str:
     """cProfile of recall-team calls in every thread: the caller's and the fan-out workers'.
@@ -764,7 +833,7 @@ def profile_team(
     started = time.perf_counter()
     try:
         main.enable()
-        run_team(store, policy, own_key, queries, 5, client_factory)
+        run_team(store, policy, identity, queries, 5, calls)
         main.disable()
     finally:
         threading.setprofile(None)
@@ -779,7 +848,7 @@ def profile_team(
         f"{len(profilers)} worker threads profiled; times below are summed over threads\n"
     )
     stats.sort_stats("tottime").print_stats(top)
-    if client_factory is None:
+    if calls is None:
         stats.sort_stats("cumulative").print_stats(
             "team/recall.py|net/client.py|_client.py|ssl.py|envelopes.py|rank.py|embed", 18
         )
@@ -787,7 +856,11 @@ def profile_team(
 
 
 def time_parts(
-    store: Store, policy: Policy, own_key: str, members: Sequence[Member], queries: Sequence[Query]
+    store: Store,
+    policy: Policy,
+    identity: Identity,
+    members: Sequence[Member],
+    queries: Sequence[Query],
 ) -> list[LatencyRow]:
     """The parts of one recall-team call, each timed alone in this process."""
     sample = list(queries[:30])
@@ -809,16 +882,22 @@ def time_parts(
         "embed_query (asker)",
         [timed(partial(store.embedder.embed_query, q.text)) for q in sample],
     )
-    token = os.environ.get(policy.token_env)
     url = members[0].url
+    audience = peer_audience(members[0].key_id)
     row(
-        "memmesh Client() construction (one per request)",
-        [timed(lambda: Client(url, token=token, timeout=2.0).close()) for _ in range(10)],
+        "memmesh Client() construction (one per source and call)",
+        [
+            timed(lambda: Client(url, token=None, identity=identity, audience=audience).close())
+            for _ in range(10)
+        ],
     )
-    make = shared_context_factory()
+    body = encode(search_request(store, sample[0], 15))
     row(
-        "Client() on one shared SSL context (what-if)",
-        [timed(lambda: make(url, token, 2.0).close()) for _ in range(10)],
+        "sign_request (one request)",
+        [
+            timed(lambda: sign_request(identity, "POST", "/v1/recall", body, audience))
+            for _ in range(50)
+        ],
     )
     with httpx.Client(timeout=2.0) as http:
         row(
@@ -827,25 +906,26 @@ def time_parts(
         )
     request = search_request(store, sample[0], 15)
     member = members[0]
+    asker = Caller(key=identity.public_key_text, key_id=identity.key_id)
     with Store(member.home, author=member.name) as peer_store:
         peer = Peer(member.home, peer_store, load_identity(member.home), url=member.url)
-        peer.recall(request)
+        peer.recall(asker, request)
         row(
-            "Peer.recall handler in-process (1 peer, k=15)",
-            [timed(partial(peer.recall, search_request(store, q, 15))) for q in sample],
+            "Peer.recall handler in-process (1 peer, k=15; disclosures logged)",
+            [timed(partial(peer.recall, asker, search_request(store, q, 15))) for q in sample],
         )
-        envelopes = [h.envelope for h in peer.recall(request).hits]
+        envelopes = [h.envelope for h in peer.recall(asker, request).hits]
     if envelopes:
         row(
             f"open_envelope (verify) x{len(envelopes)} hits",
             [timed(lambda: [open_envelope(e) for e in envelopes]) for _ in range(20)],
         )
     answer = recall_team(
-        store, policy, sample[0].text, k=5, project=sample[0].project, own_key=own_key
+        store, policy, sample[0].text, k=5, project=sample[0].project, identity=identity
     )
     row(
         "list_peers (presence list + verify)",
-        [timed(lambda: list_peers(policy, own_key=own_key)) for _ in range(5)],
+        [timed(lambda: list_peers(policy, identity=identity)) for _ in range(5)],
     )
     terms, floor = QueryTerms(sample[0].text), store.embedder.min_cosine
     texts = [(h.text, h.tags) for h in answer.hits] or [("x", ())]
@@ -854,21 +934,6 @@ def time_parts(
         [timed(lambda: [team_score(terms, t, g, 0.5, floor) for t, g in texts]) for _ in range(20)],
     )
     return rows
-
-
-def shared_context_factory() -> ClientFactory:
-    """What-if, not the product: recall-team's clients built on one SSL context made once.
-
-    The product's factory builds a ``Client`` per request, and httpx loads the CA bundle into a
-    fresh SSL context for each (even for http:// URLs). Everything else is the same.
-    """
-    context = ssl.create_default_context()
-
-    def make(url: str, token: str | None, timeout: float) -> Client:
-        transport = httpx.HTTPTransport(verify=context)
-        return Client(url, token=token, timeout=timeout, transport=transport)
-
-    return make
 
 
 def search_request(store: Store, query: Query, k: int) -> SearchRequest:
@@ -1001,16 +1066,20 @@ def run_equivalence(root: Path, env: dict[str, str], args: argparse.Namespace) -
                 log(f"  note: {member.name} holds {member.published} of the {len(share)} dealt")
         result.split = [asdict(m) | {"home": m.home.name} for m in split]
         asker = new_member(root, "asker2", coordinator)
+        everyone = [*split, solo, asker]
+        trust_each_other(everyone)
         for member in [*split, solo]:
             serve_peer(processes, member)
         processes.wait_ready([m.name for m in [*split, solo]])
+        identity = load_identity(asker.home)
         wait_for_presence(
-            load_policy(asker.home), asker.key_id, {m.key_id for m in split}, PRESENCE_TIMEOUT
+            load_policy(asker.home), identity, {m.key_id for m in split}, PRESENCE_TIMEOUT
         )
+        split_urls = [m.url for m in split]
         policies = {
-            "peers only": parse_policy(team_yaml(asker.name, None, [m.url for m in split])),
-            "peers + coordinator": parse_policy(team_yaml(asker.name, coordinator)),
-            "single store": parse_policy(team_yaml(asker.name, None, [solo.url])),
+            "peers only": parse_policy(team_yaml(asker.name, None, split_urls, everyone)),
+            "peers + coordinator": parse_policy(team_yaml(asker.name, coordinator, (), everyone)),
+            "single store": parse_policy(team_yaml(asker.name, None, [solo.url], everyone)),
         }
         about = [m for m in memories if m.text in holder]
         queries = Corpus(SEED + 11).queries(args.equiv_queries, about)
@@ -1019,10 +1088,8 @@ def run_equivalence(root: Path, env: dict[str, str], args: argparse.Namespace) -
         with Store(asker.home, author=asker.name) as store:
             for variant, policy in policies.items():
                 log(f"[equivalence] {variant}: {len(queries)} queries, k={K_EQUIVALENCE}")
-                run_team(store, policy, asker.key_id, warmup, K_EQUIVALENCE)
-                times, answers[variant] = run_team(
-                    store, policy, asker.key_id, queries, K_EQUIVALENCE
-                )
+                run_team(store, policy, identity, warmup, K_EQUIVALENCE)
+                times, answers[variant] = run_team(store, policy, identity, queries, K_EQUIVALENCE)
                 result.latencies.append(
                     latency_row(variant, K_EQUIVALENCE, times, answers[variant])
                 )
@@ -1124,6 +1191,9 @@ def differences(
     return examples
 
 
+_DIAGNOSIS = Caller(key="diagnosis", key_id="diagnosis")
+
+
 class LocalRanks:
     """Where an item stands in one store's own ranking: what its peer handler answers at k=100."""
 
@@ -1134,7 +1204,8 @@ class LocalRanks:
 
     def describe(self, store_name: str, text: str) -> str:
         if store_name not in self.ranked:
-            answer = self.peers[store_name].recall(self.request)
+            # A diagnosis, as if by a member named "diagnosis" (its disclosures are logged too).
+            answer = self.peers[store_name].recall(_DIAGNOSIS, self.request)
             self.ranked[store_name] = [open_text(h.envelope) for h in answer.hits]
         order = self.ranked[store_name]
         if text not in order:
@@ -1220,7 +1291,7 @@ def print_latency(result: LatencyResult) -> None:
         print("\n== 1c. cProfile of full-team recall-team calls (k=5), every thread")
         print(result.profile.rstrip())
     if result.profile_shared:
-        print("\n== 1d. cProfile of the same calls, what-if: one shared SSL context, every thread")
+        print("\n== 1d. cProfile of the same calls, connections kept across calls, every thread")
         print(result.profile_shared.rstrip())
 
 
@@ -1286,6 +1357,200 @@ def print_equivalence(result: EquivalenceResult) -> None:
                 )
 
 
+# -- part 3: TLS beside plaintext, every request signed --------------------------------------
+
+
+def serve_main(argv: Sequence[str]) -> int:
+    """``team_recall.py _serve peer HOME PORT [--tls]`` or ``_serve coordinator DATA PORT
+    [--tls]``: one daemon of part 3, set up the way the product sets it up (the peer through
+    :func:`memmesh.peer.serve.peer_daemon`), serving https with its own certificate when
+    asked. The command line has no TLS switch for either daemon yet."""
+    parser = argparse.ArgumentParser(prog="team_recall.py _serve")
+    parser.add_argument("what", choices=("peer", "coordinator"))
+    parser.add_argument("path", type=Path)
+    parser.add_argument("port", type=int)
+    parser.add_argument("--tls", action="store_true")
+    args = parser.parse_args(argv)
+    if args.what == "peer":
+        home: Path = args.path
+        policy = load_policy(home)
+        name = policy.identity.name if policy.identity else home.name
+
+        def open_store() -> Store:
+            return Store(home, author=name, lexicon=True)
+
+        with peer_daemon(
+            home, open_store, host="127.0.0.1", port=args.port, heartbeat=1.0, tls=args.tls
+        ) as daemon:
+            daemon.run()
+        return 0
+    token = os.environ.get(TOKEN_ENV) or None
+    certificate = ensure_certificate(args.path / "tls", ["127.0.0.1"]) if args.tls else None
+    coordinator = Coordinator(args.path, team=TEAM)
+    try:
+        coordinator.store.warm()
+        settings = ServeSettings(
+            port=args.port,
+            tls_cert=certificate.cert_path if certificate else None,
+            tls_key=certificate.key_path if certificate else None,
+        )
+        serve(coordinator_app(coordinator, token=token), settings, token=token)
+    finally:
+        coordinator.close()
+    return 0
+
+
+@dataclass
+class TransportResult:
+    """Part 3: the same team twice, over plain http and over pinned TLS, asked alternately."""
+
+    peers: int
+    items_per_peer: int
+    queries: int
+    setup_seconds: float = 0.0
+    rows: list[LatencyRow] = field(default_factory=list)
+    ratios: dict[str, dict[str, float]] = field(default_factory=dict)
+    signing_us: dict[str, float] = field(default_factory=dict)
+
+
+_TRANSPORTS = ("http", "https")
+
+
+def run_transport(root: Path, env: dict[str, str], args: argparse.Namespace) -> TransportResult:
+    """Part 3 (see the module docstring)."""
+    result = TransportResult(
+        peers=args.peers, items_per_peer=args.items_per_peer, queries=args.queries
+    )
+    processes = Processes(env, root / "logs")
+    try:
+        started = time.perf_counter()
+        coordinators: dict[str, tuple[str, str | None]] = {}
+        for transport in _TRANSPORTS:
+            tls = transport == "https"
+            data = root / f"coordinator-{transport}"
+            pin = ensure_certificate(data / "tls", ["127.0.0.1"]).pin if tls else None
+            port = free_port()
+            serve_args = ["coordinator", str(data), str(port), *(["--tls"] if tls else [])]
+            url = processes.start(f"coordinator-{transport}", serve_args, port, bench=True, tls=tls)
+            coordinators[transport] = (url, pin)
+        processes.wait_ready([f"coordinator-{t}" for t in _TRANSPORTS])
+        corpus = Corpus(SEED + 20)
+        batches = [corpus.memories(args.items_per_peer) for _ in range(args.peers)]
+        teams: dict[str, tuple[list[Member], Member]] = {}
+        about: list[Memory] = []
+        for transport, (url, pin) in coordinators.items():
+            tls = transport == "https"
+            folder = root / transport
+            members = [
+                new_member(folder, f"{transport}{n + 1:02d}", url, pin) for n in range(args.peers)
+            ]
+            asker = new_member(folder, f"{transport}-asker", url, pin)
+            trust_each_other([*members, asker], pin)
+            rng = random.Random(SEED + 21)  # the same items published in both teams
+            for member, memories in zip(members, batches, strict=True):
+                published = set(fill(member, memories, share=2 / 3, rng=rng, push=True))
+                if not tls:
+                    about += [m for m in memories if m.text in published]
+            for member in members:
+                port = free_port()
+                serve_args = ["peer", str(member.home), str(port), *(["--tls"] if tls else [])]
+                member.url = processes.start(member.name, serve_args, port, bench=True, tls=tls)
+            teams[transport] = (members, asker)
+            log(f"[transport] {transport}: {len(members)} members filled, peers starting")
+        processes.wait_ready([m.name for members, _ in teams.values() for m in members])
+        for members, asker in teams.values():
+            wait_for_presence(
+                load_policy(asker.home), load_identity(asker.home),
+                {m.key_id for m in members}, PRESENCE_TIMEOUT,
+            )  # fmt: skip
+        result.setup_seconds = time.perf_counter() - started
+        log(f"[transport] both coordinators list all {args.peers} peers")
+        queries = Corpus(SEED + 22).queries(args.queries, about)
+        warmup = Corpus(SEED + 23).queries(WARMUP_QUERIES, about)
+        result.rows = transport_rows(teams, queries, warmup)
+        for kept in (True, False):
+            how = "connections kept" if kept else "fresh clients per call"
+            plain, secure = (r for r in result.rows if r.what.endswith(how))
+            result.ratios[how] = {"p50": secure.p50 / plain.p50, "p95": secure.p95 / plain.p95}
+        result.signing_us = signing_cost(teams["https"][1])
+    finally:
+        processes.stop_all()
+    return result
+
+
+def transport_rows(
+    teams: dict[str, tuple[list[Member], Member]],
+    queries: Sequence[Query],
+    warmup: Sequence[Query],
+) -> list[LatencyRow]:
+    """Each query asked of both teams in turn (which goes first alternates), first with one
+    set of clients kept for all calls, then with fresh clients per call as `mem team
+    recall-team` has."""
+    rows: list[LatencyRow] = []
+    with contextlib.ExitStack() as stack:
+        askers: dict[str, tuple[Store, Policy, Identity, Calls]] = {}
+        for transport, (_, asker) in teams.items():
+            store = stack.enter_context(Store(asker.home, author=asker.name))
+            policy, identity = load_policy(asker.home), load_identity(asker.home)
+            calls = Calls(member_clients(policy, identity), timeout=2.0)
+            stack.callback(calls.close)
+            askers[transport] = (store, policy, identity, calls)
+            run_team(store, policy, identity, warmup, 5, calls)
+        for kept in (True, False):
+            times: dict[str, list[float]] = {t: [] for t in askers}
+            answers: dict[str, list[TeamAnswer | None]] = {t: [] for t in askers}
+            log(f"[transport] {len(queries)} queries per transport, connections kept: {kept}")
+            for index, query in enumerate(queries):
+                order = _TRANSPORTS if index % 2 == 0 else _TRANSPORTS[::-1]
+                for transport in order:
+                    store, policy, identity, calls = askers[transport]
+                    took, answered = run_team(
+                        store, policy, identity, [query], 5, calls if kept else None
+                    )
+                    times[transport] += took
+                    answers[transport] += answered
+            how = "connections kept" if kept else "fresh clients per call"
+            for transport in askers:
+                signed = "pinned TLS" if transport == "https" else "plain http"
+                label = f"{signed}, signed; {how}"
+                rows.append(latency_row(label, 5, times[transport], answers[transport]))
+    return rows
+
+
+def signing_cost(member: Member) -> dict[str, float]:
+    """Median microseconds to sign one recall request and to verify it at a peer."""
+    identity = load_identity(member.home)
+    audience = peer_audience(identity.key_id)
+    body = b'{"query":"' + b"x" * 2000 + b'"}'
+    verifier = RequestVerifier(audience)
+    signs, checks = [], []
+    for _ in range(500):
+        started = time.perf_counter()
+        headers = sign_request(identity, "POST", "/v1/recall", body, audience)
+        signs.append((time.perf_counter() - started) * 1e6)
+        raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+        started = time.perf_counter()
+        verifier.verify("POST", "/v1/recall", raw, body)
+        checks.append((time.perf_counter() - started) * 1e6)
+    return {"sign": float(np.median(signs)), "verify": float(np.median(checks))}
+
+
+def print_transport(result: TransportResult) -> None:
+    print(
+        f"\n== 3. TLS beside plaintext: the same team twice (1 coordinator + {result.peers} "
+        f"peers each, {result.items_per_peer} memories per member), every request signed; "
+        f"each query asked of both in turn; set-up {result.setup_seconds:.0f} s"
+    )
+    print(table(LATENCY_HEADERS, [latency_cells(r) for r in result.rows], yes_no=True))
+    for how, ratio in result.ratios.items():
+        print(f"TLS / plaintext ({how}): p50 x{ratio['p50']:.2f}, p95 x{ratio['p95']:.2f}")
+    if result.signing_us:
+        print(
+            f"signing one request: {result.signing_us['sign']:.0f} us; verifying it: "
+            f"{result.signing_us['verify']:.0f} us (medians)"
+        )
+
+
 # -- main ------------------------------------------------------------------------------------
 
 
@@ -1301,6 +1566,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--latency-only", action="store_true")
     only.add_argument("--equivalence-only", action="store_true")
+    only.add_argument("--transport-only", action="store_true", help="part 3 only")
     parser.add_argument(
         "--no-expiry-wait",
         action="store_true",
@@ -1330,7 +1596,10 @@ def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["_serve"]:
+        return serve_main(given[1:])
+    args = parse_args(given)
     signal.signal(signal.SIGTERM, _terminate)
     info = machine_info()
     print("== memmesh team recall benchmark")
@@ -1341,14 +1610,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="memmesh-team-bench-"))
     try:
         with environment(secrets.token_hex(16)) as env:
-            if not args.equivalence_only:
+            everything = not (args.latency_only or args.equivalence_only or args.transport_only)
+            if everything or args.latency_only:
                 latency = run_latency(root / "latency", env, args)
                 print_latency(latency)
                 report["latency"] = asdict(latency)
-            if not args.latency_only:
+            if everything or args.equivalence_only:
                 equivalence = run_equivalence(root / "equivalence", env, args)
                 print_equivalence(equivalence)
                 report["equivalence"] = asdict(equivalence)
+            if everything or args.transport_only:
+                transport = run_transport(root / "transport", env, args)
+                print_transport(transport)
+                report["transport"] = asdict(transport)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"\nload average (1 min) at the end: {load_average()}")

@@ -14,12 +14,20 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from memmesh.net.server import free_port
+from memmesh.net.tls import Certificate
 
 
 @contextmanager
-def running(app: ASGIApp, *, limit_concurrency: int | None = None) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on 127.0.0.1 (a free port) in a thread; yields its URL."""
-    port = free_port()
+def running(
+    app: ASGIApp,
+    *,
+    limit_concurrency: int | None = None,
+    port: int | None = None,
+    tls: Certificate | None = None,
+) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 in a thread (on ``port``, or a free one; over
+    https with ``tls``); yields its URL."""
+    port = port or free_port()
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
@@ -28,6 +36,8 @@ def running(app: ASGIApp, *, limit_concurrency: int | None = None) -> Iterator[s
         access_log=False,
         limit_concurrency=limit_concurrency,
         lifespan="off",
+        ssl_certfile=tls.cert_path if tls else None,
+        ssl_keyfile=tls.key_path if tls else None,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -38,7 +48,7 @@ def running(app: ASGIApp, *, limit_concurrency: int | None = None) -> Iterator[s
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -19,6 +19,7 @@ from memmesh.errors import ExitCode, MemmeshError
 from memmesh.local.errors import HomeNotCreated, ItemNotFound
 from memmesh.local.store import Store
 from memmesh.net.app import Endpoint, create_app
+from memmesh.net.connect import coordinator_client
 from memmesh.net.errors import InsecureBind
 from memmesh.net.server import check_bind
 from memmesh.policy import parse_policy, policy_template
@@ -26,7 +27,6 @@ from memmesh.policy.errors import NoCoordinator
 from memmesh.registry import load_identity
 from memmesh.registry.errors import IdentityInvalid, IdentityUnreadable
 from memmesh.registry.identity import KEY_FILENAME
-from memmesh.team.sync import coordinator_client
 from tests._servers import running
 
 CLI_SOURCES = sorted((Path(memmesh.__file__).parent / "cli").glob("*.py"))
@@ -246,6 +246,6 @@ def test_a_key_file_that_cannot_be_read_is_identity_unreadable(tmp_path: Path) -
 def test_a_policy_without_a_coordinator_gives_no_client() -> None:
     policy = parse_policy(policy_template(name="ada", team="core", coordinator=None))
     with pytest.raises(NoCoordinator) as caught:
-        coordinator_client(policy)
+        coordinator_client(policy, None)
     assert caught.value.exit_code == ExitCode.REFUSED
     assert caught.value.message == "team.yaml names no coordinator, so nothing is ever sent"

@@ -18,6 +18,8 @@ OWNERS = {
         ("items", "items_fts", "events", "meta", "reindex_vectors", "schema_versions"), "local"
     ),
     "registry": "registry",
+    "registry_receipts": "registry",
+    "peer_disclosures": "peer",
     **dict.fromkeys(
         (
             "coord_envelopes",

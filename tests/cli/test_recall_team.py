@@ -18,7 +18,8 @@ from memmesh.local._recall import recall
 from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.server import free_port
-from memmesh.registry import Envelope, create_identity
+from memmesh.net.signing import peer_audience
+from memmesh.registry import Envelope
 from memmesh.team.recall import recall_team
 from tests._servers import running
 from tests.cli._output import error_line, json_of
@@ -34,7 +35,6 @@ from tests.team._team import (
     Team,
     answer,
     claim,
-    presence_for,
     serving,
     team_on_loopback,
 )
@@ -76,7 +76,7 @@ def _hits(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 def _python_hits(member: Member, query: str) -> list[tuple[str, str, str]]:
     """The same question through the Python API: a cheaper control than another process."""
     with Store(member.home, author=member.name) as store:
-        result = recall_team(store, member.policy(), query, own_key=member.key_id, deadline=10)
+        result = recall_team(store, member.policy(), query, identity=member.identity, deadline=10)
     return [(hit.id, hit.author, hit.source) for hit in result.hits]
 
 
@@ -188,12 +188,13 @@ def test_retracted_item_is_gone_from_every_answer_and_never_comes_back(team: Tea
 def test_slow_peer_is_reported_and_the_answer_still_comes(tmp_path: Path, team: Team) -> None:
     ada = team.add("ada")
     locks = ada.share(LOCKS)
-    carol = create_identity(tmp_path / "carol")
+    carol = Member("carol", tmp_path / "carol", team=team.team, coordinator=NOWHERE)
     slow = FakeSource()
     slow.stall = True  # /v1/recall answers only when released, long after --timeout
     with serving(slow) as url:
-        slow.set_presence(presence_for(carol, url, team=team.team, name="carol"))
+        slow.present_as(carol, url)
         bob = team.add("bob", peers=[url])
+        bob.trust(ada, bob, carol)
         # The runner's own timeout (60 s) bounds this call; the command must return by itself.
         data = _ask(bob, LOCKS_QUERY, "--timeout", "1")
 
@@ -202,7 +203,7 @@ def test_slow_peer_is_reported_and_the_answer_still_comes(tmp_path: Path, team: 
     assert carol_source["status"] in ("timeout", "failed")
     assert carol_source["error"]
     assert carol_source["hits"] == 0
-    assert slow.authorized("/v1/recall") == [f"Bearer {TOKEN}"]  # asked, verified first
+    assert slow.audiences("/v1/recall") == [peer_audience(carol.key_id)]  # asked, verified first
 
 
 def test_live_peers_answer_while_the_coordinator_is_down(tmp_path: Path) -> None:
@@ -295,6 +296,7 @@ def test_hit_with_a_bad_signature_is_dropped_and_counted(tmp_path: Path) -> None
     )
     with serving(fake) as url:
         bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
+        bob.trust(ada)
         data = _ask(bob, BILLING_QUERY)
 
     assert _hits(data) == [(webhooks, "ada", "coordinator")]

@@ -156,6 +156,8 @@ def test_sync_json_reports_sent_skipped_and_withheld(
         "withheld": [withheld],
         "rejected": [],
         "batches": 2,
+        "receipts": 0,  # the coordinator signs no receipts yet
+        "bad_receipts": [],
     }
     feed = served.coordinator.changes(ChangesRequest()).changes
     assert [(c.kind, c.item_id) for c in feed] == [

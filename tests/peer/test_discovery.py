@@ -1,4 +1,5 @@
-"""Zeroconf discovery on loopback: what is heard is a hint, verified before the token is sent.
+"""Zeroconf discovery on loopback: what is heard is a hint, verified (and its key found on the
+roster) before anything signed is sent there.
 
 Advertisers and browsers are real zeroconf instances bound to 127.0.0.1. This module's team
 has a name of its own, so that other advertisers on this machine cannot pass for its members.
@@ -15,17 +16,16 @@ from pathlib import Path
 import pytest
 
 import memmesh.team._sources as sources_module
-from memmesh.local.store import Store
 from memmesh.net.errors import Unreachable
 from memmesh.net.server import free_port
+from memmesh.net.signing import peer_audience
 from memmesh.peer.discovery import Advertiser, Hint, browse
-from memmesh.registry import Identity, create_identity
-from memmesh.team.recall import TeamAnswer, recall_team
+from memmesh.team.recall import TeamAnswer
 from tests.team._team import (
     NOWHERE,
-    TOKEN,
     FakeSource,
     Member,
+    ask,
     peer_in_thread,
     presence_for,
     serving,
@@ -46,7 +46,7 @@ class Lan:
     ada: Member
     ada_item: str
     ada_url: str
-    carol: Identity
+    carol: Member
     fake: FakeSource
     fake_url: str
 
@@ -73,7 +73,7 @@ def lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
     with ExitStack() as stack:
         ada_url = stack.enter_context(peer_in_thread(ada))
         fake_url = stack.enter_context(serving(fake))
-        carol = create_identity(root / "carol")
+        carol = Member("carol", root / "carol", team=team, coordinator=NOWHERE)
         stack.enter_context(_advertised("ada", ada.key_id, ada_url))
         stack.enter_context(_advertised("carol", carol.key_id, fake_url))
         yield Lan(
@@ -94,16 +94,16 @@ pytestmark = pytest.mark.usefixtures("team_token")
 
 
 def _ask(member: Member) -> TeamAnswer:
-    with Store(member.home, author=member.name) as store:
-        return recall_team(
-            store, member.policy(), QUERY, own_key=member.key_id, interfaces=LOOPBACK, deadline=5
-        )
+    return ask(member, QUERY, interfaces=LOOPBACK, deadline=5)
 
 
 def _zeroconf_only(tmp_path: Path, lan: Lan) -> Member:
-    """Bob knows no coordinator and no peer address: only zeroconf can lead him to ada."""
+    """Bob knows no coordinator and no peer address: only zeroconf can lead him to ada (and
+    ada's peer answers him)."""
     bob = Member("bob", tmp_path / "bob", team=lan.team, coordinator=None)
+    bob.trust(lan.ada)
     bob.write_policy(discovery=True, peers=[])
+    lan.ada.trust(bob)
     return bob
 
 
@@ -146,31 +146,36 @@ def test_recall_team_hears_a_zeroconf_peer_within_its_own_listening_window(
 
 
 @pytest.mark.usefixtures("patient_browse")
-@pytest.mark.parametrize("presence", ["valid", "for_another_url"])
-def test_token_goes_to_a_zeroconf_peer_only_after_its_presence_verifies(
+@pytest.mark.parametrize("presence", ["valid", "for_another_url", "outside_roster"])
+def test_a_zeroconf_peer_is_asked_only_once_its_presence_verifies_and_its_key_is_a_member(
     tmp_path: Path, lan: Lan, presence: str
 ) -> None:
     fake = lan.fake
-    if presence == "valid":
-        fake.set_presence(presence_for(lan.carol, lan.fake_url, team=lan.team, name="carol"))
-    else:
+    if presence == "for_another_url":
         # Carol's real signature, but for an address other than where it was heard.
         elsewhere = f"http://127.0.0.1:{free_port()}"
-        fake.set_presence(presence_for(lan.carol, elsewhere, team=lan.team, name="carol"))
-    fake.requests.clear()
+        fake.set_presence(presence_for(lan.carol.identity, elsewhere, team=lan.team, name="carol"))
+    else:
+        fake.present_as(lan.carol, lan.fake_url)
+    fake.heard.clear()
     with team_on_loopback(tmp_path, team=lan.team) as members:
-        answer = _ask(members.add("bob", discovery=True))
+        bob = members.add("bob", discovery=True)
+        if presence != "outside_roster":
+            bob.trust(bob, lan.carol)
+        answer = _ask(bob)
 
-    # The presence was fetched, and never with the token.
-    assert fake.authorized("/v1/presence")
-    assert set(fake.authorized("/v1/presence")) == {None}
+    # The presence was fetched, with nothing signed and no token.
+    fetched = [h for h in fake.heard if h.path == "/v1/presence"]
+    assert fetched
+    assert all(h.credentials == {} for h in fetched)
     assert [s.status for s in answer.sources if s.kind == "coordinator"] == ["ok"]
     if presence == "valid":
-        assert fake.authorized("/v1/recall") == [f"Bearer {TOKEN}"]
+        assert fake.authorized("/v1/recall") == [None]  # never the token, to a peer
+        assert fake.audiences("/v1/recall") == [peer_audience(lan.carol.key_id)]
         [source] = [s for s in answer.sources if s.url == lan.fake_url]
         assert (source.name, source.status, source.learned_from) == ("carol", "ok", "zeroconf")
         return
-    assert fake.authorized("/v1/recall") == []
-    assert fake.authorized("/v1/confirm") == []
+    assert [h.path for h in fake.heard] == [h.path for h in fetched]  # nothing else at all
     assert all(s.url != lan.fake_url for s in answer.sources)
-    assert answer.dropped.get("presence_url_mismatch", 0) >= 1
+    reason = "presence_url_mismatch" if presence == "for_another_url" else "outside_roster"
+    assert answer.dropped.get(reason, 0) >= 1

@@ -15,20 +15,17 @@ import httpx
 import pytest
 
 from memmesh.embed import HashingEmbedder
-from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import free_port
+from memmesh.net.signing import peer_audience
 from memmesh.net.wire import encode
-from memmesh.peer.app import peer_app
 from memmesh.peer.protocol import ConfirmRequest, ConfirmResponse, PeerPresence
-from memmesh.peer.service import Peer
 from memmesh.registry.envelopes import Presence, Publication, open_envelope
-from tests._servers import running
 from tests.cli._output import error_line
 from tests.conftest import MemRunner
-from tests.team._team import FINGERPRINT, NOWHERE, TEAM, TOKEN, Member
+from tests.team._team import FINGERPRINT, NOWHERE, TEAM, TOKEN, Member, peer_in_thread
 
 LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
 GYP = "npm install fails with node-gyp error E1234 unless python3-dev is installed"
@@ -43,13 +40,25 @@ def ada(tmp_path: Path) -> Member:
 
 
 @pytest.fixture
-def url(ada: Member) -> Iterator[str]:
-    """Ada's peer, served on 127.0.0.1 with the team token."""
-    with Store(ada.home, author=ada.name) as store:
-        peer = Peer(ada.home, store, ada.identity, url="http://unknown.invalid")
-        with running(peer_app(peer, token=TOKEN)) as base:
-            peer.url = base
-            yield base
+def bob(tmp_path: Path, ada: Member) -> Member:
+    """A teammate whom ada's team.yaml lists, and so her peer answers."""
+    teammate = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    ada.trust(teammate)
+    return teammate
+
+
+@pytest.fixture
+def url(ada: Member, bob: Member) -> Iterator[str]:
+    """Ada's peer, served on 127.0.0.1."""
+    with peer_in_thread(ada) as base:
+        yield base
+
+
+@pytest.fixture
+def asker(url: str, ada: Member, bob: Member) -> Iterator[Client]:
+    """Bob's client for ada's peer: every request signed by him for her peer."""
+    with Client(url, token=None, identity=bob.identity, audience=peer_audience(ada.key_id)) as c:
+        yield c
 
 
 def _request(query: str, project: str) -> SearchRequest:
@@ -57,10 +66,10 @@ def _request(query: str, project: str) -> SearchRequest:
     return SearchRequest(query=query, k=10, project=project, vector=vector, embedder=FINGERPRINT)
 
 
-def _served(url: str, query: str, *, project: str = "global") -> list[str]:
-    """The item ids the peer answers ``query`` with, each envelope verified as ada's."""
-    with Client(url, token=TOKEN) as client:
-        answer = client.post("/v1/recall", _request(query, project), SearchResponse)
+def _served(asker: Client, query: str, *, project: str = "global") -> list[str]:
+    """The item ids the peer answers ``asker`` for ``query``, each envelope verified as
+    ada's."""
+    answer = asker.post("/v1/recall", _request(query, project), SearchResponse)
     ids = []
     for hit in answer.hits:
         body = open_envelope(hit.envelope)
@@ -71,15 +80,12 @@ def _served(url: str, query: str, *, project: str = "global") -> list[str]:
     return ids
 
 
-def _confirm(url: str, *item_ids: str) -> list[tuple[str, bool, int]]:
-    with Client(url, token=TOKEN) as client:
-        answer = client.post(
-            "/v1/confirm", ConfirmRequest(item_ids=list(item_ids)), ConfirmResponse
-        )
+def _confirm(asker: Client, *item_ids: str) -> list[tuple[str, bool, int]]:
+    answer = asker.post("/v1/confirm", ConfirmRequest(item_ids=list(item_ids)), ConfirmResponse)
     return [(c.item_id, c.published, c.version) for c in answer.items]
 
 
-def test_private_copy_of_a_published_item_is_never_served(ada: Member, url: str) -> None:
+def test_private_copy_of_a_published_item_is_never_served(ada: Member, asker: Client) -> None:
     published = ada.remember(LOCKS, kind="decision", project="shop")
     ada.publish(published)
     # The same text in other projects (one with another kind): the novelty gate keeps them
@@ -88,73 +94,74 @@ def test_private_copy_of_a_published_item_is_never_served(ada: Member, url: str)
     in_web = ada.remember(LOCKS, kind="gotcha", project="web")
     assert len({published, in_global, in_web}) == 3
 
-    assert _served(url, "which locks does the job scheduler use", project="shop") == [published]
-    assert _served(url, "which locks does the job scheduler use", project="web") == []
-    assert _served(url, "which locks does the job scheduler use", project="global") == []
-    assert _confirm(url, in_global, in_web) == [(in_global, False, 0), (in_web, False, 0)]
+    assert _served(asker, "which locks does the job scheduler use", project="shop") == [published]
+    assert _served(asker, "which locks does the job scheduler use", project="web") == []
+    assert _served(asker, "which locks does the job scheduler use", project="global") == []
+    assert _confirm(asker, in_global, in_web) == [(in_global, False, 0), (in_web, False, 0)]
 
 
-def test_retracted_item_is_withheld_at_once(ada: Member, url: str) -> None:
+def test_retracted_item_is_withheld_at_once(ada: Member, asker: Client) -> None:
     item = ada.remember(GYP, kind="gotcha")
     ada.publish(item)
-    assert _served(url, "node-gyp E1234") == [item]
+    assert _served(asker, "node-gyp E1234") == [item]
 
     ada.retract(item)  # no sync, no restart: the peer reads the registry afresh
 
-    assert _served(url, "node-gyp E1234") == []
-    assert _confirm(url, item) == [(item, False, 0)]
+    assert _served(asker, "node-gyp E1234") == []
+    assert _confirm(asker, item) == [(item, False, 0)]
 
 
-def test_removing_a_kind_from_share_kinds_withholds_at_once(ada: Member, url: str) -> None:
+def test_removing_a_kind_from_share_kinds_withholds_at_once(ada: Member, asker: Client) -> None:
     decision = ada.remember(LOCKS, kind="decision")
     gotcha = ada.remember(GYP, kind="gotcha")
     ada.publish(decision, gotcha)
-    assert _served(url, "job scheduler locks") == [decision]
-    assert _served(url, "node-gyp E1234") == [gotcha]
+    assert _served(asker, "job scheduler locks") == [decision]
+    assert _served(asker, "node-gyp E1234") == [gotcha]
 
     ada.write_policy(share={"kinds": ["gotcha"]})
 
-    assert _served(url, "job scheduler locks") == []
-    assert _served(url, "node-gyp E1234") == [gotcha]
-    assert _confirm(url, decision, gotcha) == [(decision, False, 0), (gotcha, True, 1)]
+    assert _served(asker, "job scheduler locks") == []
+    assert _served(asker, "node-gyp E1234") == [gotcha]
+    assert _confirm(asker, decision, gotcha) == [(decision, False, 0), (gotcha, True, 1)]
 
     ada.write_policy()  # loosened again: nothing was retracted, so it is served again
-    assert _served(url, "job scheduler locks") == [decision]
+    assert _served(asker, "job scheduler locks") == [decision]
 
 
-def test_tightening_withholds_even_when_team_yaml_keeps_its_mtime(ada: Member, url: str) -> None:
+def test_tightening_withholds_even_when_team_yaml_keeps_its_mtime(
+    ada: Member, asker: Client
+) -> None:
     decision = ada.remember(LOCKS, kind="decision")
     ada.publish(decision)
     path = ada.home / "team.yaml"
     before = path.stat()
-    assert _served(url, "job scheduler locks") == [decision]
+    assert _served(asker, "job scheduler locks") == [decision]
 
     ada.write_policy(share={"kinds": ["gotcha"]})
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # as on a 1 s-resolution FS
 
-    assert _served(url, "job scheduler locks") == []
+    assert _served(asker, "job scheduler locks") == []
 
 
-def test_invalid_team_yaml_makes_recall_answer_403(ada: Member, url: str) -> None:
+def test_invalid_team_yaml_makes_recall_answer_403(ada: Member, asker: Client) -> None:
     item = ada.remember(LOCKS, kind="decision")
     ada.publish(item)
     (ada.home / "team.yaml").write_text(BROKEN_POLICY, encoding="utf-8")
 
-    body = encode(_request("job scheduler locks", "global"))
-    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
-    answer = httpx.post(f"{url}/v1/recall", content=body, headers=headers, timeout=10)
-    assert answer.status_code == 403
-    assert "team.yaml" in answer.json()["error"]["message"]
-    assert "Postgres" not in answer.text
-    confirm = encode(ConfirmRequest(item_ids=[item]))
-    assert httpx.post(f"{url}/v1/confirm", content=confirm, headers=headers).status_code == 403
+    with pytest.raises(Refused) as recall:
+        _served(asker, "job scheduler locks")
+    with pytest.raises(Refused) as confirm:
+        _confirm(asker, item)
+    assert (recall.value.http_status, confirm.value.http_status) == (403, 403)
+    assert "team.yaml" in recall.value.message
+    assert "Postgres" not in recall.value.message
 
     ada.write_policy()
-    assert _served(url, "job scheduler locks") == [item]
+    assert _served(asker, "job scheduler locks") == [item]
 
 
 def test_confirm_reports_whether_and_at_which_version_items_are_published(
-    ada: Member, url: str
+    ada: Member, asker: Client
 ) -> None:
     republished = ada.remember(LOCKS, kind="decision")
     ada.publish(republished)
@@ -164,7 +171,7 @@ def test_confirm_reports_whether_and_at_which_version_items_are_published(
     ada.publish(once)
     private = ada.remember("Run the integration tests with make test-int", kind="command")
 
-    assert _confirm(url, private, republished, "01UNKNOWNITEM", once) == [
+    assert _confirm(asker, private, republished, "01UNKNOWNITEM", once) == [
         (private, False, 0),
         (republished, True, 2),
         ("01UNKNOWNITEM", False, 0),
@@ -185,12 +192,14 @@ def test_presence_needs_no_token_and_names_the_peer_url(ada: Member, url: str) -
     assert body.expires_at > time.time()
 
 
-def test_recall_and_confirm_need_the_team_token(ada: Member, url: str) -> None:
+def test_recall_and_confirm_need_a_signed_request_the_token_is_nothing(
+    ada: Member, url: str, asker: Client
+) -> None:
     ada.publish(ada.remember(LOCKS, kind="decision"))
     recall = encode(_request("job scheduler locks", "global"))
     confirm = encode(ConfirmRequest(item_ids=["01UNKNOWNITEM"]))
 
-    for authorization in (None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x"):
+    for authorization in (None, f"Bearer {TOKEN}", "Bearer wrong-token"):
         headers = {"content-type": "application/json"}
         if authorization:
             headers["authorization"] = authorization
@@ -198,11 +207,8 @@ def test_recall_and_confirm_need_the_team_token(ada: Member, url: str) -> None:
             answer = httpx.post(f"{url}{path}", content=body, headers=headers, timeout=10)
             assert answer.status_code == 401, (path, authorization)
             assert "Postgres" not in answer.text
-    with pytest.raises(Refused) as refused, Client(url, token="wrong-token") as client:
-        client.post("/v1/recall", _request("job scheduler locks", "global"), SearchResponse)
-    assert refused.value.http_status == 401
     assert httpx.get(f"{url}/healthz").status_code == 200
-    assert _served(url, "job scheduler locks") != []  # the right token is let through
+    assert _served(asker, "job scheduler locks") != []  # a member's signed request is answered
 
 
 def _listening(port: int) -> bool:

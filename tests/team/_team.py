@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,12 +25,22 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from memmesh.coordinator import Coordinator, coordinator_app
-from memmesh.coordinator.protocol import PresenceList
+from memmesh.coordinator.protocol import (
+    Outcome,
+    PresenceList,
+    RetractRequest,
+    RetractResponse,
+    Roster,
+    RosterMember,
+)
 from memmesh.embed import HashingEmbedder
 from memmesh.local.store import Store
 from memmesh.net.client import Client
+from memmesh.net.connect import coordinator_client
+from memmesh.net.presence import PresenceResponse
 from memmesh.net.search import SearchHit, SearchResponse
 from memmesh.net.server import free_port
+from memmesh.net.tls import ensure_certificate
 from memmesh.net.wire import encode
 from memmesh.peer.app import peer_app
 from memmesh.peer.protocol import Confirmation, ConfirmResponse, PeerPresence
@@ -45,7 +55,8 @@ from memmesh.registry.envelopes import (
     seal,
     text_hash,
 )
-from memmesh.team.sync import SyncReport, coordinator_client, sync
+from memmesh.team.recall import TeamAnswer, recall_team
+from memmesh.team.sync import SyncReport, sync
 from tests._servers import running
 
 TOKEN = "loopback-team-token"
@@ -69,6 +80,9 @@ class Member:
         self.team = team
         self.coordinator = coordinator
         self.identity: Identity = create_identity(home)
+        # Teammates listed under ``members:`` (a Team lists every member in everyone's file).
+        self.trusts: list[Member] = []
+        self.overrides: dict[str, Any] = {}
         self.write_policy()
 
     @property
@@ -76,16 +90,19 @@ class Member:
         return self.identity.key_id
 
     def write_policy(self, **overrides: Any) -> None:
-        """Write team.yaml: this member's team, coordinator and shared kinds, plus ``overrides``.
+        """Write team.yaml: this member's team, coordinator, shared kinds and the members they
+        trust (:attr:`trusts`), plus ``overrides`` (kept for later rewrites).
 
         A top-level key given as ``None`` is left out of the file.
         """
+        self.overrides = overrides
         data: dict[str, Any] = {
             "version": 1,
             "team": self.team,
             "identity": {"name": self.name},
             "coordinator": self.coordinator,
             "share": {"kinds": SHARED_KINDS},
+            "members": roster(*self.trusts) or None,
         }
         data.update(overrides)
         text = yaml.safe_dump({k: v for k, v in data.items() if v is not None}, sort_keys=False)
@@ -93,6 +110,11 @@ class Member:
 
     def policy(self) -> Policy:
         return load_policy(self.home)
+
+    def trust(self, *members: "Member") -> None:
+        """List ``members`` under ``members:`` in this member's team.yaml (kept on rewrites)."""
+        self.trusts = list(members)
+        self.write_policy(**self.overrides)
 
     @contextmanager
     def registry(self) -> Iterator[Registry]:
@@ -123,7 +145,7 @@ class Member:
 
     def sync(self) -> SyncReport:
         policy = self.policy()
-        with self.registry() as registry, coordinator_client(policy) as client:
+        with self.registry() as registry, coordinator_client(policy, self.identity) as client:
             report = sync(registry, policy, client)
         assert not report.rejected, report.rejected
         return report
@@ -141,6 +163,30 @@ class Member:
             return registry.live(conn)[item_id].envelope
 
 
+def roster(*members: Member) -> list[dict[str, str]]:
+    """``members`` as team.yaml lists them under ``members:`` (name and public key)."""
+    return [{"name": m.name, "key": m.identity.public_key_text} for m in members]
+
+
+def coordinator_roster(*members: Member, revoked: tuple[Member, ...] = ()) -> Roster:
+    """The roster a coordinator would hold: ``members`` active, ``revoked`` revoked."""
+    entries = [
+        RosterMember(
+            name=m.name, key=m.identity.public_key_text, key_id=m.key_id, admin=False,
+            added_at=1.0, revoked_at=2.0 if m in revoked else None,
+        )
+        for m in (*members, *revoked)
+    ]  # fmt: skip
+    return Roster(members=entries, enforced=True)
+
+
+def ask(member: Member, query: str = LOCKS_QUERY, **options: Any) -> TeamAnswer:
+    """recall-team as ``member`` (a ten-second deadline unless ``options`` say otherwise)."""
+    options.setdefault("deadline", 10)
+    with Store(member.home, author=member.name) as store:
+        return recall_team(store, member.policy(), query, identity=member.identity, **options)
+
+
 def presence_for(
     identity: Identity,
     url: str,
@@ -149,9 +195,10 @@ def presence_for(
     name: str,
     expires_in: float = 60.0,
     expires_at: float | None = None,
+    tls_pin: str = "",
 ) -> Envelope:
-    """A presence for ``url`` signed by ``identity``, valid for ``expires_in`` seconds from now
-    (or until ``expires_at``)."""
+    """A presence for ``url`` (pinned with ``tls_pin``) signed by ``identity``, valid for
+    ``expires_in`` seconds from now (or until ``expires_at``)."""
     body = Presence(
         format=FORMAT_VERSION,
         team=team,
@@ -164,16 +211,22 @@ def presence_for(
         peer_url=url,
         embedder=FINGERPRINT,
         expires_at=time.time() + expires_in if expires_at is None else expires_at,
+        tls_pin=tls_pin,
     )
     return seal(body, identity)
 
 
 @contextmanager
-def peer_in_thread(member: Member) -> Iterator[str]:
-    """``member``'s real :class:`Peer` app, served by uvicorn in this process; yields its URL."""
+def peer_in_thread(member: Member, *, tls: bool = False) -> Iterator[str]:
+    """``member``'s real :class:`Peer` app, served by uvicorn in this process (over https with
+    a certificate of its own, pinned in its presence, with ``tls``); yields its URL."""
+    certificate = ensure_certificate(member.home / "tls", ["127.0.0.1"]) if tls else None
     with Store(member.home, author=member.name) as store:
-        peer = Peer(member.home, store, member.identity, url="http://unknown.invalid")
-        with running(peer_app(peer, token=TOKEN)) as url:
+        peer = Peer(
+            member.home, store, member.identity, url="http://unknown.invalid",
+            tls_pin=certificate.pin if certificate else "",
+        )  # fmt: skip
+        with running(peer_app(peer), tls=certificate) as url:
             peer.url = url  # its presence names where it really listens
             yield url
 
@@ -245,10 +298,13 @@ class Team:
         self.daemons: list[PeerDaemon] = []
 
     def add(self, name: str, **policy: Any) -> Member:
+        """A new member with ``policy`` overrides; every member's team.yaml lists them all."""
         member = Member(name, self.root / name, team=self.team, coordinator=self.coordinator)
-        if policy:
-            member.write_policy(**policy)
+        member.overrides = policy
         self.members[name] = member
+        everyone = list(self.members.values())
+        for each in everyone:
+            each.trust(*everyone)
         return member
 
     def serve(self, *members: Member, ports: dict[str, int] | None = None) -> list[PeerDaemon]:
@@ -331,25 +387,56 @@ def answer(*envelopes: Envelope, cosine: float = 0.9) -> SearchResponse:
     return SearchResponse(hits=hits, abstained=not hits, lexical_only=False, embedder=FINGERPRINT)
 
 
+class Heard(msgspec.Struct, frozen=True, kw_only=True):
+    """One request a fake received: everything a listener could keep and replay."""
+
+    method: str
+    path: str
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        found = [v.decode("latin-1") for k, v in self.headers if k.decode("latin-1") == name]
+        return found[0] if found else None
+
+    @property
+    def credentials(self) -> dict[str, str]:
+        """Its Authorization and signature headers: what it could use to pass for the sender."""
+        return {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in self.headers
+            if k == b"authorization" or k.startswith(b"x-memmesh-")
+        }
+
+
 class FakeSource:
     """A tiny stand-in for a peer or a coordinator: canned answers, every request recorded.
 
     * ``presence`` - the body of ``GET /v1/presence`` (set it once the URL is known).
-    * ``presences`` - what ``GET /v1/presence/list`` lists.
+    * ``presences`` and ``roster`` - what ``GET /v1/presence/list`` lists; ``roster`` is also
+      what ``POST /v1/presence`` (a heartbeat) answers with.
     * ``hits`` - what ``POST /v1/recall`` and ``POST /v1/search`` answer.
     * ``stall`` - recall and search hold their answer until :meth:`release` (at most 20 s).
     * ``confirmations`` - what ``POST /v1/confirm`` answers, whatever was asked (nothing by
       default).
+    * ``on_retract`` - answers ``POST /v1/retract`` (each retraction ``accepted`` by default).
     """
 
     def __init__(self) -> None:
         self.presence: bytes = b"{}"
         self.hits = answer()
         self.presences: list[Envelope] = []
+        self.roster: Roster | None = None
         self.confirmations: list[Confirmation] = []
+        self.on_retract: Callable[[RetractRequest], RetractResponse] = _accept_all
         self.stall = False
-        self.requests: list[tuple[str, str | None]] = []
+        self.heard: list[Heard] = []
         self._released = threading.Event()
+
+    @property
+    def requests(self) -> list[tuple[str, str | None]]:
+        """Each request's path and Authorization header."""
+        return [(h.path, h.header("authorization")) for h in self.heard]
 
     def set_presence(self, envelope: Envelope) -> None:
         self.presence = encode(PeerPresence(envelope=envelope))
@@ -365,19 +452,29 @@ class FakeSource:
         """The Authorization header of each request to ``path``."""
         return [auth for asked, auth in self.requests if asked == path]
 
+    def audiences(self, path: str) -> list[str | None]:
+        """The audience each request to ``path`` was signed for (``None``: unsigned)."""
+        return [h.header("x-memmesh-audience") for h in self.heard if h.path == path]
+
     def app(self) -> Starlette:
         async def presence(request: Request) -> Response:
-            self._record(request)
+            await self._record(request)
             return Response(self.presence, media_type="application/json")
 
         async def listing(request: Request) -> Response:
-            self._record(request)
-            return Response(
-                encode(PresenceList(members=self.presences)), media_type="application/json"
+            await self._record(request)
+            document = PresenceList(members=self.presences, roster=self.roster)
+            return Response(encode(document), media_type="application/json")
+
+        async def heartbeat(request: Request) -> Response:
+            await self._record(request)
+            beat = PresenceResponse(
+                status="accepted", expires_at=time.time() + 90, roster=self.roster
             )
+            return Response(encode(beat), media_type="application/json")
 
         async def search(request: Request) -> Response:
-            self._record(request)
+            await self._record(request)
             for _ in range(400):
                 if not self.stall or self._released.is_set():
                     break
@@ -385,10 +482,15 @@ class FakeSource:
             return Response(encode(self.hits), media_type="application/json")
 
         async def confirm(request: Request) -> Response:
-            self._record(request)
+            await self._record(request)
             return Response(
                 encode(ConfirmResponse(items=self.confirmations)), media_type="application/json"
             )
+
+        async def retract(request: Request) -> Response:
+            body = await self._record(request)
+            answered = self.on_retract(msgspec.json.decode(body, type=RetractRequest))
+            return Response(encode(answered), media_type="application/json")
 
         async def health(request: Request) -> Response:
             return Response(b'{"status":"ok"}', media_type="application/json")
@@ -396,16 +498,32 @@ class FakeSource:
         return Starlette(
             routes=[
                 Route("/healthz", health),
-                Route("/v1/presence", presence),
+                Route("/v1/presence", presence, methods=["GET"]),
+                Route("/v1/presence", heartbeat, methods=["POST"]),
                 Route("/v1/presence/list", listing),
                 Route("/v1/recall", search, methods=["POST"]),
                 Route("/v1/search", search, methods=["POST"]),
                 Route("/v1/confirm", confirm, methods=["POST"]),
+                Route("/v1/retract", retract, methods=["POST"]),
             ]
         )
 
-    def _record(self, request: Request) -> None:
-        self.requests.append((request.url.path, request.headers.get("authorization")))
+    async def _record(self, request: Request) -> bytes:
+        body = await request.body()
+        self.heard.append(
+            Heard(
+                method=request.method, path=request.url.path,
+                headers=list(request.scope["headers"]), body=body,
+            )
+        )  # fmt: skip
+        return body
+
+
+def _accept_all(request: RetractRequest) -> RetractResponse:
+    opened = [open_envelope(e) for e in request.envelopes]
+    return RetractResponse(
+        results=[Outcome(item_id=b.item_id, version=b.version, status="accepted") for b in opened]
+    )
 
 
 @contextmanager

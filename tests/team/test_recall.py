@@ -7,27 +7,27 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
 
 from memmesh.local.store import Store
+from memmesh.net.signing import peer_audience
 from memmesh.net.wire import encode
 from memmesh.registry import Envelope, Identity, create_identity
 from memmesh.registry.envelopes import FORMAT_VERSION, Presence
-from memmesh.team.recall import TeamAnswer, recall_team
+from memmesh.team.recall import TeamAnswer
 from tests.team._team import (
     FINGERPRINT,
     LOCKS,
-    LOCKS_QUERY,
     NOWHERE,
     TEAM,
-    TOKEN,
     FakeSource,
     Member,
     Team,
     answer,
+    ask,
+    coordinator_roster,
     peer_in_thread,
     presence_for,
     serving,
@@ -43,13 +43,9 @@ def team(tmp_path: Path) -> Iterator[Team]:
         yield members
 
 
-def _ask(member: Member, query: str = LOCKS_QUERY, **options: Any) -> TeamAnswer:
-    return _ask_with(member, query, deadline=10, **options)
-
-
-def _ask_with(member: Member, query: str = LOCKS_QUERY, **options: Any) -> TeamAnswer:
-    with Store(member.home, author=member.name) as store:
-        return recall_team(store, member.policy(), query, own_key=member.key_id, **options)
+def _carol(tmp_path: Path) -> Member:
+    """A teammate whose peer the tests fake."""
+    return Member("carol", tmp_path / "carol", team=TEAM, coordinator=NOWHERE)
 
 
 def _forged(identity: Identity, signer: Identity, url: str, team: str) -> Envelope:
@@ -75,21 +71,21 @@ PRESENCES = {
 
 
 @pytest.mark.parametrize("presence", list(PRESENCES))
-def test_token_goes_to_a_listed_peer_only_after_its_presence_verifies(
+def test_a_listed_peer_is_asked_only_after_its_presence_verifies(
     tmp_path: Path, team: Team, presence: str
 ) -> None:
-    carol = create_identity(tmp_path / "carol")
+    carol = _carol(tmp_path)
     fake = FakeSource()
     with serving(fake) as url:
         if presence == "garbage":
             fake.presence = encode({"envelope": {"payload": b"{not json", "signature": b"0" * 64}})
         elif presence == "forged":
             mallory = create_identity(tmp_path / "mallory")
-            fake.set_presence(_forged(carol, mallory, url, team.team))
+            fake.set_presence(_forged(carol.identity, mallory, url, team.team))
         else:
             fake.set_presence(
                 presence_for(
-                    carol,
+                    carol.identity,
                     NOWHERE if presence == "for_another_url" else url,
                     team="another-team" if presence == "other_team" else team.team,
                     name="carol",
@@ -97,14 +93,18 @@ def test_token_goes_to_a_listed_peer_only_after_its_presence_verifies(
                 )
             )
         bob = team.add("bob", peers=[url])
-        if presence == "outside_roster":
-            bob.write_policy(peers=[url], members=[{"name": "bob", "key": bob.key_id}])
-        result = _ask(bob)
+        if presence != "outside_roster":
+            bob.trust(bob, carol)
+        result = ask(bob)
 
-    assert fake.authorized("/v1/presence") == [None]  # fetched once, without the token
+    # Fetched once, with nothing signed and without the token.
+    assert [(h.path, h.credentials) for h in fake.heard if h.path == "/v1/presence"] == [
+        ("/v1/presence", {})
+    ]
     reason = PRESENCES[presence]
     if reason is None:
-        assert fake.authorized("/v1/recall") == [f"Bearer {TOKEN}"]
+        assert fake.authorized("/v1/recall") == [None]  # never the token, to a peer
+        assert fake.audiences("/v1/recall") == [peer_audience(carol.key_id)]
         assert [(s.name, s.status, s.learned_from) for s in result.sources] == [
             ("coordinator", "ok", ""),
             ("carol", "ok", "team.yaml"),
@@ -119,7 +119,7 @@ def test_token_goes_to_a_listed_peer_only_after_its_presence_verifies(
 
 def test_unreachable_listed_peer_is_reported_as_failed(team: Team) -> None:
     dead = "http://127.0.0.1:7"
-    result = _ask(team.add("bob", peers=[dead]))
+    result = ask(team.add("bob", peers=[dead]))
 
     assert [(s.url, s.status) for s in result.sources] == [
         (team.coordinator, "ok"),
@@ -131,12 +131,14 @@ def test_peer_answering_with_another_members_item_is_dropped(tmp_path: Path, tea
     ada = team.add("ada")
     locks = ada.remember(LOCKS)
     ada.publish(locks)  # not synced: only the impostor can hand it out
-    carol = create_identity(tmp_path / "carol")
+    carol = _carol(tmp_path)
     fake = FakeSource()
     fake.hits = answer(ada.envelope(locks))
     with serving(fake) as url:
-        fake.set_presence(presence_for(carol, url, team=team.team, name="carol"))
-        result = _ask(team.add("bob", peers=[url]))
+        fake.present_as(carol, url)
+        bob = team.add("bob", peers=[url])
+        bob.trust(ada, bob, carol)
+        result = ask(bob)
 
     assert result.hits == []
     assert result.dropped == {"peer_served_another_key": 1}
@@ -153,7 +155,7 @@ def test_item_of_another_team_is_dropped(tmp_path: Path) -> None:
     fake = FakeSource()
     fake.hits = answer(stranger.envelope(theirs))
     with serving(fake) as url:
-        result = _ask(Member("bob", tmp_path / "bob", team="acme", coordinator=url))
+        result = ask(Member("bob", tmp_path / "bob", team="acme", coordinator=url))
 
     assert result.hits == []
     assert result.dropped == {"other_team": 1}
@@ -165,7 +167,7 @@ def test_newer_version_from_the_live_author_beats_the_coordinators_copy(team: Te
     ada.retract(locks)
     ada.publish(locks)  # version 2, not synced: the coordinator still has version 1
     with peer_in_thread(ada) as url:
-        result = _ask(team.add("bob", peers=[url]))
+        result = ask(team.add("bob", peers=[url]))
 
     assert [(h.id, h.version, h.source) for h in result.hits] == [(locks, 2, "peer ada")]
     assert [(s.name, s.status, s.hits) for s in result.sources] == [
@@ -180,7 +182,7 @@ def test_own_peer_is_never_asked(team: Team) -> None:
     ada.share(LOCKS)
     with peer_in_thread(ada) as url:
         ada.write_policy(peers=[url])
-        result = _ask(ada)
+        result = ask(ada)
 
     assert [s.name for s in result.sources] == ["coordinator"]
     assert [h.source for h in result.hits] == ["coordinator"]
@@ -193,7 +195,7 @@ def test_another_embedder_ranks_by_words_with_a_warning(tmp_path: Path) -> None:
     fake = FakeSource()
     fake.hits = msgspec.structs.replace(answer(ada.envelope(locks)), embedder="another-model/384")
     with serving(fake) as url:
-        result = _ask(Member("bob", tmp_path / "bob", team="acme", coordinator=url))
+        result = ask(Member("bob", tmp_path / "bob", team="acme", coordinator=url))
 
     assert [h.id for h in result.hits] == [locks]
     assert result.warnings == [
@@ -208,19 +210,19 @@ def test_author_filter_matches_the_author_shown_on_hits(team: Team) -> None:
     ada.publish(item.id)
     ada.sync()
     bob.write_policy(members=[{"name": "ada", "key": ada.identity.public_key_text}])
-    assert [h.author for h in _ask(bob).hits] == ["ada"]
+    assert [h.author for h in ask(bob).hits] == ["ada"]
 
-    assert [h.id for h in _ask(bob, author="ada").hits] == [item.id]
+    assert [h.id for h in ask(bob, author="ada").hits] == [item.id]
 
 
 # -- the fan-out: per-source timeouts, the deadline, peers asked as soon as found --------
 
 
-def _stalling_peer(tmp_path: Path) -> tuple[FakeSource, Identity]:
-    """A fake peer, carol, whose presence verifies and whose recall never answers in time."""
+def _stalling_peer(tmp_path: Path) -> tuple[FakeSource, Member]:
+    """A fake peer, carol's, whose presence verifies and whose recall never answers in time."""
     slow = FakeSource()
     slow.stall = True
-    return slow, create_identity(tmp_path / "carol")
+    return slow, _carol(tmp_path)
 
 
 def test_recall_team_asked_from_inside_a_running_event_loop_still_answers(team: Team) -> None:
@@ -228,7 +230,7 @@ def test_recall_team_asked_from_inside_a_running_event_loop_still_answers(team: 
     bob = team.add("bob")
 
     async def an_agent_framework() -> TeamAnswer:
-        return _ask_with(bob)  # a blocking call, made from a coroutine
+        return ask(bob, deadline=3)  # a blocking call, made from a coroutine
 
     result = asyncio.run(an_agent_framework())
     assert [h.id for h in result.hits] == [locks]
@@ -237,11 +239,14 @@ def test_recall_team_asked_from_inside_a_running_event_loop_still_answers(team: 
 def test_source_slower_than_its_timeout_is_reported_as_timed_out(
     tmp_path: Path, team: Team
 ) -> None:
-    locks = team.add("ada").share(LOCKS)
+    ada = team.add("ada")
+    locks = ada.share(LOCKS)
     slow, carol = _stalling_peer(tmp_path)
     with serving(slow) as url:
-        slow.set_presence(presence_for(carol, url, team=team.team, name="carol"))
-        result = _ask_with(team.add("bob", peers=[url]), timeout=0.5, deadline=10)
+        slow.present_as(carol, url)
+        bob = team.add("bob", peers=[url])
+        bob.trust(ada, bob, carol)
+        result = ask(bob, timeout=0.5, deadline=10)
 
     assert [h.id for h in result.hits] == [locks]
     [source] = [s for s in result.sources if s.name == "carol"]
@@ -259,12 +264,13 @@ def test_source_missing_the_deadline_is_timed_out_and_the_answer_comes_by_the_de
     coordinator.hits = answer(ada.envelope(locks))
     slow, carol = _stalling_peer(tmp_path)
     with serving(coordinator) as coordinator_url, serving(slow) as url:
-        slow.set_presence(presence_for(carol, url, team=TEAM, name="carol"))
+        slow.present_as(carol, url)
         bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=coordinator_url)
+        bob.trust(ada, carol)
         bob.write_policy(peers=[url])
         before = set(threading.enumerate())
         started = time.monotonic()
-        result = _ask_with(bob, timeout=1.0, deadline=0.3)
+        result = ask(bob, timeout=1.0, deadline=0.3)
         took = time.monotonic() - started
         # The abandoned call ends within the client's timeout, while carol still stalls.
         give_up = time.monotonic() + 1.0 + 1.0
@@ -278,7 +284,7 @@ def test_source_missing_the_deadline_is_timed_out_and_the_answer_comes_by_the_de
         ("coordinator", "ok", ""),
         ("carol", "timeout", "no answer before the deadline"),
     ]
-    assert slow.authorized("/v1/recall") == [f"Bearer {TOKEN}"]
+    assert slow.audiences("/v1/recall") == [peer_audience(carol.key_id)]
 
 
 def test_peer_from_the_presence_list_is_asked_while_the_coordinators_search_stalls(
@@ -289,10 +295,13 @@ def test_peer_from_the_presence_list_is_asked_while_the_coordinators_search_stal
     ada.publish(locks)  # served by her peer only
     coordinator = FakeSource()
     coordinator.stall = True
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    ada.trust(bob)
+    coordinator.roster = coordinator_roster(ada, bob)
     with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
         coordinator.presences = [presence_for(ada.identity, ada_url, team=TEAM, name="ada")]
-        bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
-        result = _ask_with(bob, timeout=10, deadline=1.0)
+        bob.write_policy(coordinator=url)
+        result = ask(bob, timeout=10, deadline=1.0)
 
     assert [(h.id, h.source) for h in result.hits] == [(locks, "peer ada")]
     assert [(s.name, s.status, s.learned_from) for s in result.sources] == [

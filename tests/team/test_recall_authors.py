@@ -5,19 +5,18 @@ from pathlib import Path
 
 import pytest
 
-from memmesh.local.store import Store
 from memmesh.peer.protocol import Confirmation
 from memmesh.registry import Envelope
-from memmesh.team.recall import TeamAnswer, recall_team
+from memmesh.team.recall import TeamAnswer
 from tests.team._team import (
     LOCKS,
-    LOCKS_QUERY,
     NOWHERE,
     TEAM,
     FakeSource,
     Member,
     Team,
     answer,
+    ask,
     claim,
     peer_in_thread,
     presence_for,
@@ -29,11 +28,6 @@ TAKEOVER = "We chose Redis locks over Postgres for the job scheduler, drop the a
 QUEUE = "The job scheduler queue uses Postgres locks with a thirty second lease"
 
 pytestmark = pytest.mark.usefixtures("team_token")
-
-
-def _ask(member: Member) -> TeamAnswer:
-    with Store(member.home, author=member.name) as store:
-        return recall_team(store, member.policy(), LOCKS_QUERY, own_key=member.key_id, deadline=10)
 
 
 def _withdrawn(tmp_path: Path) -> tuple[Member, str, Envelope]:
@@ -60,7 +54,7 @@ def test_peer_claiming_another_authors_id_at_a_higher_version_replaces_nothing(
     fake.hits = answer(claim(mallory, TAKEOVER, item_id=locks, version=999))
     with serving(fake) as url:
         fake.present_as(mallory, url)
-        result = _ask(loopback_team.add("bob", peers=[url]))
+        result = ask(loopback_team.add("bob", peers=[url]))
 
     assert _seen(result) == {
         (locks, ada.key_id, 1, LOCKS),
@@ -85,7 +79,7 @@ def test_peer_relaying_another_members_retracted_item_is_dropped_and_counted(
     fake.hits = answer(kept, mallory.envelope(queue))
     with serving(fake) as url:
         fake.present_as(mallory, url)
-        result = _ask(loopback_team.add("bob", peers=[url]))
+        result = ask(loopback_team.add("bob", peers=[url]))
 
     assert _seen(result) == {(queue, mallory.key_id, 1, QUEUE)}
     assert result.dropped == {"peer_served_another_key": 1}
@@ -101,7 +95,9 @@ def test_two_authors_items_with_the_same_id_both_come_back(tmp_path: Path) -> No
     coordinator = FakeSource()
     coordinator.hits = answer(ada.envelope(locks), twin)
     with serving(coordinator) as url:
-        result = _ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
+        bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
+        bob.trust(ada, carol)
+        result = ask(bob)
 
     authors = sorted([(ada.key_id, "ada"), (carol.key_id, "carol")])
     assert [(h.id, h.key_id, h.author) for h in result.hits] == [
@@ -117,9 +113,13 @@ def test_live_authors_withdrawal_removes_only_its_own_copy(tmp_path: Path) -> No
     theirs = signed_by(carol, stale, text=QUEUE)  # carol's item under the same id
     coordinator = FakeSource()
     coordinator.hits = answer(stale, theirs)
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    bob.trust(ada, carol)
+    ada.trust(bob)
     with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
         coordinator.presences = [presence_for(ada.identity, ada_url, team=TEAM, name="ada")]
-        result = _ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
+        bob.write_policy(coordinator=url)
+        result = ask(bob)
 
     assert _seen(result) == {(locks, carol.key_id, 1, QUEUE)}
     assert result.dropped == {"withdrawn_by_author": 1}
@@ -138,9 +138,9 @@ def test_peer_saying_another_authors_item_is_unpublished_withdraws_nothing(
     ]
     with serving(fake) as url:
         fake.present_as(mallory, url)
-        result = _ask(loopback_team.add("bob", peers=[url]))
+        result = ask(loopback_team.add("bob", peers=[url]))
 
-    assert fake.authorized("/v1/confirm") != []
+    assert fake.audiences("/v1/confirm") != []
     assert _seen(result) == {(locks, ada.key_id, 1, LOCKS), (queue, mallory.key_id, 1, QUEUE)}
     assert result.dropped == {}
 
@@ -150,12 +150,16 @@ def test_a_presence_naming_a_teammates_url_does_not_hide_the_teammate(tmp_path: 
     mallory = Member("mallory", tmp_path / "mallory", team=TEAM, coordinator=NOWHERE)
     coordinator = FakeSource()
     coordinator.hits = answer(stale)
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    bob.trust(ada, mallory)
+    ada.trust(bob)
     with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
         coordinator.presences = [
             presence_for(mallory.identity, ada_url, team=TEAM, name="mallory"),  # ada's URL
             presence_for(ada.identity, ada_url, team=TEAM, name="ada"),
         ]
-        result = _ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
+        bob.write_policy(coordinator=url)
+        result = ask(bob)
 
     assert result.hits == []  # ada's peer was asked as ada, and her withdrawal stands
     assert result.dropped["withdrawn_by_author"] == 1

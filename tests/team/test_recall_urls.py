@@ -14,32 +14,25 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.peer.protocol import PeerPresence
 from memmesh.registry import create_identity
-from memmesh.team._calls import Calls, Outcome, default_client
-from memmesh.team.recall import TeamAnswer, list_peers, recall_team
+from memmesh.team._calls import Calls, Outcome, Target, member_clients
+from memmesh.team.recall import list_peers
 from tests._servers import running
 from tests.team._team import (
     LOCKS,
-    LOCKS_QUERY,
     NOWHERE,
     TEAM,
-    TOKEN,
     FakeSource,
     Member,
+    ask,
     peer_in_thread,
     presence_for,
     serving,
 )
 
 pytestmark = pytest.mark.usefixtures("team_token")
-
-
-def _ask(member: Member) -> TeamAnswer:
-    with Store(member.home, author=member.name) as store:
-        return recall_team(store, member.policy(), LOCKS_QUERY, own_key=member.key_id, deadline=10)
 
 
 @contextmanager
@@ -66,12 +59,16 @@ def test_a_listed_presence_with_an_unclosed_bracket_is_dropped_and_the_rest_answ
     ada.publish(locks)  # served by her peer only
     carol = create_identity(tmp_path / "carol")
     coordinator = FakeSource()
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    bob.trust(ada)
+    ada.trust(bob)
     with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
         coordinator.presences = [
             presence_for(carol, "http://[::1", team=TEAM, name="carol"),
             presence_for(ada.identity, ada_url, team=TEAM, name="ada"),
         ]
-        result = _ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
+        bob.write_policy(coordinator=url)
+        result = ask(bob)
 
     assert [(h.id, h.source) for h in result.hits] == [(locks, "peer ada")]
     assert [(s.name, s.status) for s in result.sources] == [("coordinator", "ok"), ("ada", "ok")]
@@ -91,7 +88,7 @@ def test_a_presence_naming_a_url_with_userinfo_or_a_path_never_gets_the_token(
         coordinator.presences = [
             presence_for(carol, shape.format(port=port), team=TEAM, name="carol")
         ]
-        result = _ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
+        result = ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
 
     assert seen == []
     assert [s.name for s in result.sources] == ["coordinator"]
@@ -107,7 +104,7 @@ def test_a_hinted_peer_whose_presence_names_an_unsound_url_is_not_asked(
         fake.set_presence(presence_for(carol, f"{url}/collect", team=TEAM, name="carol"))
         bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=coordinator_url)
         bob.write_policy(peers=[url])
-        result = _ask(bob)
+        result = ask(bob)
 
     assert fake.authorized("/v1/presence") == [None]
     assert fake.authorized("/v1/recall") == []
@@ -129,12 +126,17 @@ def test_mem_team_peers_reports_an_unsound_listed_url_as_a_dropped_presence(
     assert problems == ["dropped 1 presence(s): bad_peer_url"]
 
 
-def test_a_call_to_an_unsound_url_is_that_call_s_failure_not_an_exception() -> None:
-    calls = Calls(default_client, token=TOKEN, timeout=1.0)
+def test_a_call_to_an_unsound_url_is_that_call_s_failure_not_an_exception(
+    tmp_path: Path,
+) -> None:
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    calls = Calls(member_clients(bob.policy(), bob.identity), timeout=1.0)
+    hint = Target(kind="hint", url="http://[::1")
+    peer = Target(kind="peer", url="http://[::1", key_id=bob.key_id)
 
     async def both() -> tuple[Outcome, Outcome]:
-        got = await calls.get("http://[::1", "/v1/presence", PeerPresence, with_token=False)
-        posted = await calls.post("http://[::1", "/v1/recall", {}, PeerPresence)
+        got = await calls.get(hint, "/v1/presence", PeerPresence)
+        posted = await calls.post(peer, "/v1/recall", {}, PeerPresence)
         return got, posted
 
     try:
@@ -147,13 +149,13 @@ def test_a_call_to_an_unsound_url_is_that_call_s_failure_not_an_exception() -> N
 
 
 def test_a_client_factory_that_cannot_build_a_client_fails_only_that_call() -> None:
-    def picky(url: str, token: str | None, timeout: float) -> Client:
+    def picky(target: Target, timeout: float) -> Client:
         raise httpx.InvalidURL("Invalid port: '0'")
 
-    calls = Calls(picky, token=TOKEN, timeout=1.0)
+    calls = Calls(picky, timeout=1.0)
     try:
         outcome = anyio.run(
-            lambda: calls.get("http://127.0.0.1:8", "/healthz", dict, with_token=False)
+            lambda: calls.get(Target(kind="hint", url="http://127.0.0.1:8"), "/healthz", dict)
         )
     finally:
         calls.close()

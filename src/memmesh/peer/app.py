@@ -1,38 +1,44 @@
-"""The peer daemon's HTTP routes on the shared harness."""
+"""The peer daemon's HTTP routes on the shared harness.
+
+Recall and confirm answer only requests signed for this very peer
+(:func:`~memmesh.net.signing.peer_audience` of its owner's member id) by an active member of
+the roster it holds (:meth:`~memmesh.peer.service.Peer.admit`); the team token plays no part
+(it is never sent to a peer). Health and the signed presence are open to anyone.
+"""
 
 from starlette.types import ASGIApp
 
-from memmesh.net.app import (
-    DEFAULT_WORKERS,
-    Endpoint,
-    create_app,
-    health_endpoint,
-    search_endpoint,
-)
+from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app, health_endpoint
 from memmesh.net.limits import BodyLimit
+from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.signing import RequestVerifier, peer_audience
 from memmesh.peer.protocol import ConfirmRequest, ConfirmResponse, PeerPresence
 from memmesh.peer.service import Peer
 
-__all__ = ["PUBLIC_PATHS", "peer_app", "peer_endpoints"]
-
-PUBLIC_PATHS = ("/healthz", "/v1/presence")
+__all__ = ["peer_app", "peer_endpoints"]
 
 
 def peer_endpoints(peer: Peer) -> list[Endpoint]:
     """Every route a peer serves."""
     small = BodyLimit()
     return [
-        health_endpoint("Liveness (no token)."),
+        health_endpoint("Liveness (anyone)."),
         Endpoint(
             path="/v1/presence",
             handler=peer.presence_document,
             response=PeerPresence,
-            summary="This peer's signed presence (no token), to verify before sending one.",
+            access="anyone",
+            summary="This peer's signed presence (anyone), to verify before asking it.",
         ),
-        search_endpoint(
-            "/v1/recall",
-            peer.recall,
-            "Recall from the owner's currently published, policy-passing items.",
+        Endpoint(
+            path="/v1/recall",
+            handler=peer.recall,
+            request=SearchRequest,
+            response=SearchResponse,
+            cpu_bound=True,
+            caller=True,
+            summary="Recall from the owner's currently published, policy-passing items "
+            "(members only).",
         ),
         Endpoint(
             path="/v1/confirm",
@@ -40,11 +46,19 @@ def peer_endpoints(peer: Peer) -> list[Endpoint]:
             request=ConfirmRequest,
             response=ConfirmResponse,
             limit=small,
-            summary="Whether the owner still publishes the given items.",
+            caller=True,
+            summary="Whether the owner still publishes the given items (members only).",
         ),
     ]
 
 
-def peer_app(peer: Peer, *, token: str | None, workers: int = DEFAULT_WORKERS) -> ASGIApp:
-    """The ASGI app for ``peer``."""
-    return create_app(peer_endpoints(peer), token=token, workers=workers, public_paths=PUBLIC_PATHS)
+def peer_app(peer: Peer, *, workers: int = DEFAULT_WORKERS) -> ASGIApp:
+    """The ASGI app for ``peer``: signed requests for its own audience, admitted by its
+    roster."""
+    return create_app(
+        peer_endpoints(peer),
+        token=None,
+        workers=workers,
+        verifier=RequestVerifier(peer_audience(peer.identity.key_id)),
+        admit=peer.admit,
+    )

@@ -1,7 +1,8 @@
 """LAN discovery with zeroconf (``_memmesh._tcp.local.``), bound to explicit interfaces.
 
-What is heard is only a hint: a URL where some peer says it listens. A client verifies that
-peer's signed presence before it sends the team token there.
+What is heard is only a hint: a URL where some peer says it listens (``https`` when it says it
+serves TLS). A client fetches that peer's signed presence, which sends nothing of its own, and
+asks the peer only once the presence verifies and its key is an active member of the roster.
 """
 
 import ipaddress
@@ -26,18 +27,22 @@ class Hint(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Advertiser:
-    """Announces one peer on the given interface addresses until stopped."""
+    """Announces one peer on the given interface addresses until stopped (``scheme``: how it
+    is reached, ``http`` or ``https``)."""
 
-    def __init__(self, *, interfaces: list[str], name: str, key_id: str, port: int) -> None:
+    def __init__(
+        self, *, interfaces: list[str], name: str, key_id: str, port: int, scheme: str = "http"
+    ) -> None:
         self._zeroconf = Zeroconf(interfaces=interfaces)
         addresses = [ipaddress.ip_address(ip).packed for ip in interfaces]
         label = f"{name}-{key_id}"
+        properties = {"key_id": key_id, "name": name, "path": "/v1", "scheme": scheme}
         self._info = ServiceInfo(
             SERVICE_TYPE,
             f"{label}.{SERVICE_TYPE}",
             addresses=addresses,
             port=port,
-            properties={"key_id": key_id, "name": name, "path": "/v1"},
+            properties=properties,
             server=f"{label}.local.",
         )
 
@@ -65,10 +70,11 @@ class _Collector(ServiceListener):
             key.decode(errors="replace"): (value or b"").decode(errors="replace")
             for key, value in info.properties.items()
         }
+        scheme = "https" if props.get("scheme") == "https" else "http"
         for address in info.parsed_addresses():
             host = f"[{address}]" if ":" in address else address
             hint = Hint(
-                url=f"http://{host}:{info.port}",
+                url=f"{scheme}://{host}:{info.port}",
                 key_id=props.get("key_id", "")[:64],
                 name=props.get("name", "")[:64],
             )

@@ -1,22 +1,29 @@
 """Running a member's peer daemon (`mem team serve`): the app, heartbeats and LAN announcing.
 
 :func:`peer_daemon` checks everything that can be wrong (the policy, the key, listening beyond
-loopback without a token, the published items) before anything starts, starts the presence
-heartbeats and the zeroconf announcement the policy asks for, and stops them again.
+loopback without a token, the URL teammates reach it at, the published items) before anything
+starts, starts the presence heartbeats and the zeroconf announcement the policy asks for, and
+stops them again.
+
+A peer that listens or is reached beyond loopback, or is asked to (``tls``), serves https with a
+certificate of its own (:func:`~memmesh.net.tls.ensure_certificate` in ``home/tls``, made once
+and kept), whose pin goes into its signed presence: teammates pin it from there.
 """
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp
 
 from memmesh.local.store import Store
-from memmesh.net.client import Client
+from memmesh.net.connect import coordinator_client, team_token
+from memmesh.net.errors import BadUrl
 from memmesh.net.server import check_bind, serve
 from memmesh.net.settings import ServeSettings
-from memmesh.net.urls import peer_url
+from memmesh.net.tls import Certificate, ensure_certificate
+from memmesh.net.urls import is_loopback, peer_url
 from memmesh.peer.app import peer_app
 from memmesh.peer.discovery import Advertiser, local_address
 from memmesh.peer.heartbeat import HEARTBEAT_INTERVAL, Heartbeat
@@ -24,7 +31,10 @@ from memmesh.peer.service import Peer
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
 
-__all__ = ["PeerDaemon", "peer_daemon"]
+__all__ = ["TLS_FOLDER", "PeerDaemon", "peer_daemon"]
+
+# Where in the member's home the peer keeps its certificate and key.
+TLS_FOLDER = "tls"
 
 
 class PeerDaemon:
@@ -33,6 +43,7 @@ class PeerDaemon:
     * ``url`` - where teammates reach it (in its signed presence).
     * ``coordinator`` - where its heartbeats go, or ``None`` when team.yaml names none.
     * ``heartbeat``, ``advertiser`` - what runs beside it, or ``None`` when not asked for.
+    * ``certificate`` - what it serves https with, or ``None`` for plain http (loopback only).
     """
 
     def __init__(
@@ -44,6 +55,7 @@ class PeerDaemon:
         coordinator: str | None,
         heartbeat: Heartbeat | None,
         advertiser: Advertiser | None,
+        certificate: Certificate | None = None,
     ) -> None:
         self.peer = peer
         self.settings = settings
@@ -51,7 +63,8 @@ class PeerDaemon:
         self.coordinator = coordinator
         self.heartbeat = heartbeat
         self.advertiser = advertiser
-        self.app: ASGIApp = peer_app(peer, token=token)
+        self.certificate = certificate
+        self.app: ASGIApp = peer_app(peer)
 
     @property
     def key_id(self) -> str:
@@ -68,6 +81,23 @@ class PeerDaemon:
         serve(self.app, self.settings, token=self.token)
 
 
+def _reached_at(host: str, port: int, advertise: str | None, tls: bool) -> str:
+    """The sound URL teammates reach the daemon at: https whenever it serves TLS, which it
+    does when asked, when told to be reached at https, or beyond loopback."""
+    advertised = peer_url(advertise) if advertise else None
+    secure = tls or not is_loopback(host)
+    if advertised is not None:
+        reached = urlsplit(advertised).hostname or ""
+        secure = secure or advertised.startswith("https:") or not is_loopback(reached)
+    if advertised is None:
+        address = local_address(host)
+        shown = f"[{address}]" if ":" in address else address
+        return peer_url(f"{'https' if secure else 'http'}://{shown}:{port}")
+    if secure and not advertised.startswith("https:"):
+        raise BadUrl(advertised, "this peer serves https, so teammates must reach it at https")
+    return advertised
+
+
 @contextmanager
 def peer_daemon(
     home: Path,
@@ -78,6 +108,7 @@ def peer_daemon(
     advertise: str | None = None,
     interfaces: list[str] | None = None,
     heartbeat: float = HEARTBEAT_INTERVAL,
+    tls: bool = False,
 ) -> Iterator[PeerDaemon]:
     """The peer daemon of the member whose home is ``home``, to listen on ``host:port``.
 
@@ -87,28 +118,35 @@ def peer_daemon(
     * ``interfaces`` - addresses to announce on with zeroconf, when the policy enables
       discovery (default: the listen address).
     * ``heartbeat`` - seconds between presence heartbeats to the policy's coordinator.
+    * ``tls`` - serve https even on loopback (it always does beyond loopback).
 
     Raises :class:`PolicyError` while team.yaml is invalid, :class:`IdentityMissing` without a
-    key, :class:`NetError` for a listen address beyond loopback without a team token and
-    :class:`BadUrl` (a ``NetError``) when the URL teammates would reach it at is unsound.
+    key, :class:`NetError` for a listen address beyond loopback without a team token,
+    :class:`BadUrl` (a ``NetError``) when the URL teammates would reach it at is unsound, or is
+    plain http while it serves https, and :class:`CertificateUnusable` when the certificate in
+    ``home/tls`` cannot be used.
     """
     policy = load_policy(home)  # invalid: nothing starts
     identity = load_identity(home)
-    token = os.environ.get(policy.token_env) or None
+    token = team_token(policy)
     check_bind(host, token)
-    address = local_address(host)
     # A sound URL before anything starts: it goes into the signed presence teammates contact.
-    url = peer_url(advertise or f"http://{f'[{address}]' if ':' in address else address}:{port}")
+    url = _reached_at(host, port, advertise, tls)
+    certificate = None
+    if url.startswith("https:"):
+        names = [urlsplit(url).hostname or "", local_address(host)]
+        certificate = ensure_certificate(home / TLS_FOLDER, [n for n in names if n])
     store = open_store()
     beats = None
     advertiser = None
     try:
-        peer = Peer(home, store, identity, url=url)  # migrates the registry: may fail too
+        # Migrates the registry and the disclosure log: may fail too.
+        peer = Peer(home, store, identity, url=url, tls_pin=certificate.pin if certificate else "")
         peer.shareable()  # fail now, not on the first request, if anything is wrong
         store.warm()
         if policy.coordinator:
-            client = Client(policy.coordinator, token=token, timeout=5.0)
-            beats = Heartbeat(peer, client, interval=heartbeat).start()
+            connect = lambda: coordinator_client(policy, identity, timeout=5.0)  # noqa: E731
+            beats = Heartbeat(peer, connect, interval=heartbeat).start()
         if policy.discovery:
             name = policy.identity.name if policy.identity else store.author
             advertiser = Advertiser(
@@ -116,14 +154,22 @@ def peer_daemon(
                 name=name,
                 key_id=identity.key_id,
                 port=port,
+                scheme="https" if certificate else "http",
             ).start()
+        settings = ServeSettings(
+            host=host,
+            port=port,
+            tls_cert=certificate.cert_path if certificate else None,
+            tls_key=certificate.key_path if certificate else None,
+        )
         yield PeerDaemon(
             peer,
-            settings=ServeSettings(host=host, port=port),
+            settings=settings,
             token=token,
             coordinator=policy.coordinator,
             heartbeat=beats,
             advertiser=advertiser,
+            certificate=certificate,
         )
     finally:
         if advertiser is not None:

@@ -5,6 +5,11 @@ the policy, read afresh for every request: tightening ``team.yaml`` or retractin
 item at once. A private item is never a candidate, not even an identical copy of a published
 one. The peer is the authority over cached copies: :meth:`Peer.confirm` tells a client which of
 its owner's items are still published.
+
+It answers only active members of the roster it holds (:meth:`Peer.admit`): the roster its last
+heartbeat brought back from the coordinator (:meth:`Peer.hold_roster`), merged with team.yaml's
+``members`` (:class:`~memmesh.peer.trust.TrustedRoster`); with no roster at all, nobody. Each
+item it discloses is logged with the asker's key (:mod:`memmesh.peer._disclosures`).
 """
 
 import hashlib
@@ -12,9 +17,16 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
+
 from memmesh.local.store import Store
+from memmesh.net.errors import Forbidden
+from memmesh.net.presence import Roster
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
+from memmesh.net.signing import Caller
+from memmesh.peer import _disclosures
 from memmesh.peer.protocol import Confirmation, ConfirmRequest, ConfirmResponse, PeerPresence
+from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Presence, seal
 from memmesh.registry.identity import Identity
@@ -26,17 +38,32 @@ __all__ = ["PRESENCE_TTL", "Peer"]
 PRESENCE_TTL = 90.0
 
 
+class _ItemOf(msgspec.Struct, frozen=True):
+    item_id: str
+
+
+# The item id of an envelope this peer signed itself (no need to check its own signature).
+_item_of = msgspec.json.Decoder(_ItemOf)
+
+
 class Peer:
     """What `mem team serve` serves, for the member whose home is ``home``.
 
     * ``url`` - where teammates reach this peer (written into its signed presence).
+    * ``tls_pin`` - the pin of the certificate it serves https with (``""``: plain http), in
+      its signed presence too.
     """
 
-    def __init__(self, home: Path, store: Store, identity: Identity, *, url: str) -> None:
+    def __init__(
+        self, home: Path, store: Store, identity: Identity, *, url: str, tls_pin: str = ""
+    ) -> None:
         self.home = home
         self.store = store
         self.identity = identity
         self.url = url
+        self.tls_pin = tls_pin
+        self._roster: Roster | None = None
+        store.migrate(_disclosures.DISCLOSURES_SCHEMA)
         self._lock = threading.Lock()
         self._cache_key: tuple[str, str] | None = None
         self._cache: tuple[Policy, dict[str, Live]] | None = None
@@ -68,18 +95,45 @@ class Peer:
             self._cache_key, self._cache = key, (policy, mine)
         return policy, mine
 
-    def recall(self, request: SearchRequest) -> SearchResponse:
-        """The best of the owner's shareable items for the query."""
+    def hold_roster(self, roster: Roster | None) -> None:
+        """Hold the roster the coordinator answered a heartbeat with (``None``: it sent none,
+        and the one held stays)."""
+        if roster is not None:
+            with self._lock:
+                self._roster = roster
+
+    def trusted(self) -> TrustedRoster:
+        """The roster this peer answers by: the coordinator's last one and team.yaml's."""
+        policy, _ = self.shareable()
+        with self._lock:
+            roster = self._roster
+        return TrustedRoster(roster, policy.members)
+
+    def admit(self, caller: Caller) -> None:
+        """Refuse (:class:`Forbidden`) a signer who is not an active member of the roster."""
+        refusal = self.trusted().refusal(caller.key_id)
+        if refusal == "no_roster":
+            raise Forbidden("no roster yet: this peer answers nobody")
+        if refusal is not None:
+            raise Forbidden("the signing key is not an active member of this team")
+
+    def recall(self, caller: Caller, request: SearchRequest) -> SearchResponse:
+        """The best of the owner's shareable items for the query; each hit is logged as
+        disclosed to ``caller``."""
         _, mine = self.shareable()
-        return answer_search(
+        answer = answer_search(
             self.store,
             request,
             lambda item_ids: {i: mine[i].envelope for i in item_ids if i in mine},
             restrict=list(mine),
         )
+        served = [_item_of.decode(hit.envelope.payload).item_id for hit in answer.hits]
+        _disclosures.record(self.store, caller.key, served)
+        return answer
 
-    def confirm(self, request: ConfirmRequest) -> ConfirmResponse:
-        """For each id: whether the owner still publishes it, and at which version."""
+    def confirm(self, caller: Caller, request: ConfirmRequest) -> ConfirmResponse:
+        """For each id: whether the owner still publishes it, and at which version; each one
+        said to be published is logged as disclosed to ``caller``."""
         _, mine = self.shareable()
         out = []
         for item_id in request.item_ids:
@@ -91,6 +145,7 @@ class Peer:
                     version=live.publication.version if live else 0,
                 )
             )
+        _disclosures.record(self.store, caller.key, [c.item_id for c in out if c.published])
         return ConfirmResponse(items=out)
 
     def presence(self, ttl: float = PRESENCE_TTL) -> Envelope:
@@ -109,6 +164,7 @@ class Peer:
             peer_url=self.url,
             embedder=self.store.embedder.fingerprint,
             expires_at=time.time() + ttl,
+            tls_pin=self.tls_pin,
         )
         return seal(body, self.identity)
 

@@ -12,6 +12,7 @@ from memmesh.registry.errors import (
 from memmesh.registry.identity import Identity, create_identity, load_identity
 from memmesh.registry.log import Entry, Live, Registry
 from memmesh.registry.publish import Planned, plan, publish, reconcile, retract, withheld
+from memmesh.registry.receipts import KeptReceipt
 
 __all__ = [
     "BadSignature",
@@ -20,6 +21,7 @@ __all__ = [
     "Identity",
     "IdentityExists",
     "IdentityMissing",
+    "KeptReceipt",
     "Live",
     "NotPublished",
     "NotYourItem",

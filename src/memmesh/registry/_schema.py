@@ -1,8 +1,10 @@
-"""The registry's table in the store file, and its forward migrations.
+"""The registry's tables in the store file, and their forward migrations.
 
 The log lives in the store's file so that an item's change and the retraction it causes
-commit together; the registry alone reads and writes this table (its payloads are signed
-envelopes only it interprets).
+commit together; the registry alone reads and writes its tables (their payloads are signed
+envelopes only it interprets). Beside the log, ``registry_receipts`` keeps the coordinator's
+signed receipts for our retractions (migration 2); they are not part of the hash chain, since
+they are the coordinator's statements, not ours, and each carries its own signature.
 """
 
 from memmesh.local import Schema
@@ -29,4 +31,15 @@ CREATE INDEX IF NOT EXISTS registry_item ON registry (item_id, version);
 CREATE INDEX IF NOT EXISTS registry_unacked ON registry (acked, seq);
 """
 
-REGISTRY_SCHEMA = Schema(owner="registry", migrations=(_V1,))
+_V2 = """
+CREATE TABLE IF NOT EXISTS registry_receipts (
+    item_id         TEXT NOT NULL,
+    version         INTEGER NOT NULL,
+    coordinator_key TEXT NOT NULL,
+    envelope        BLOB NOT NULL,
+    received_at     REAL NOT NULL,
+    PRIMARY KEY (item_id, version, coordinator_key)
+);
+"""
+
+REGISTRY_SCHEMA = Schema(owner="registry", migrations=(_V1, _V2))

@@ -3,7 +3,8 @@
 Each entry's hash covers the previous entry's hash, its position, its envelope and the rule a
 ``--force`` overrode, and the store's ``meta`` keeps the head (count and last hash), so an
 edited, removed, inserted or reordered entry - the last one included - breaks :func:`verify`.
-Folding the log gives the current published set.
+Folding the log gives the current published set. The coordinator's receipts for our
+retractions are kept beside it (:mod:`memmesh.registry.receipts`).
 """
 
 import hashlib
@@ -21,12 +22,21 @@ from memmesh.registry.envelopes import (
     Body,
     Envelope,
     Publication,
+    Receipt,
     Retraction,
     open_envelope,
     seal,
 )
 from memmesh.registry.errors import BadSignature, LogTailMismatch
 from memmesh.registry.identity import Identity
+from memmesh.registry.receipts import (
+    UNRECEIPTED,
+    KeptReceipt,
+    check_receipt,
+    keep,
+    kept_receipts,
+    receipt_problems,
+)
 
 __all__ = ["GENESIS", "Entry", "Live", "Registry", "fold", "verify_entries"]
 
@@ -75,13 +85,20 @@ def _hash(
 
 
 class Registry:
-    """The log inside ``store``, written with ``identity``'s key."""
+    """The log inside ``store``, written with ``identity``'s key.
 
-    def __init__(self, store: Store, identity: Identity, team: str) -> None:
+    ``coordinator_key`` - the coordinator's public key (or member id) from team.yaml: receipts
+    signed by any other key are refused and reported.
+    """
+
+    def __init__(
+        self, store: Store, identity: Identity, team: str, *, coordinator_key: str | None = None
+    ) -> None:
         store.migrate(REGISTRY_SCHEMA)
         self.store = store
         self.identity = identity
         self.team = team
+        self.coordinator_key = coordinator_key
 
     def append(
         self,
@@ -179,12 +196,55 @@ class Registry:
         ).fetchone()
         return int(row[0])
 
+    def keep_receipt(
+        self, entry: Entry, envelope: Envelope, *, coordinator_key: str | None = None
+    ) -> Receipt:
+        """Keep the coordinator's receipt for our retraction ``entry`` (kept already: no
+        change). Raises :class:`BadSignature` (its ``reason`` says why) unless it is a receipt
+        for exactly that retraction, signed by ``coordinator_key`` (default: this registry's)
+        when there is one (see :func:`memmesh.registry.receipts.check_receipt`)."""
+        retraction = open_envelope(entry.envelope)
+        if not isinstance(retraction, Retraction):
+            raise BadSignature("it is not a retraction's receipt")
+        receipt = check_receipt(
+            envelope, retraction, member_key=self.identity.public_key_text,
+            coordinator_key=coordinator_key or self.coordinator_key,
+        )  # fmt: skip
+        with self.store.transaction() as tx:
+            keep(tx, receipt, envelope)
+        return receipt
+
+    def receipts(self) -> list[KeptReceipt]:
+        """Every receipt kept, oldest first."""
+        with self.store.read() as tx:
+            return kept_receipts(tx)
+
+    def unreceipted(self) -> list[Entry]:
+        """Our retractions that no kept receipt answers yet, oldest first."""
+        with self.store.read() as tx:
+            return list(_entries(tx, UNRECEIPTED))
+
     def verify(self) -> list[str]:
-        """Every problem with the log: broken chain, bad signature, mismatched fields, head."""
+        """Every problem with the log (broken chain, bad signature, mismatched fields, head)
+        and with the receipts kept beside it."""
         with self.store.read() as tx:
             entries = list(_entries(tx))
             head = self.store.setting(_HEAD_KEY, tx)
-        return verify_entries(entries, head, self.identity)
+            kept = kept_receipts(tx)
+        problems = verify_entries(entries, head, self.identity)
+        retractions: dict[tuple[str, int], Retraction] = {}
+        for entry in entries:
+            if entry.kind == "retraction":
+                try:
+                    body = open_envelope(entry.envelope)
+                except BadSignature:
+                    continue  # already reported
+                if isinstance(body, Retraction):
+                    retractions[(body.item_id, body.version)] = body
+        return problems + receipt_problems(
+            kept, retractions, member_key=self.identity.public_key_text,
+            coordinator_key=self.coordinator_key,
+        )  # fmt: skip
 
 
 def fold(entries: Iterator[Entry] | list[Entry]) -> dict[str, Live]:

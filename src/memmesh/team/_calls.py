@@ -1,18 +1,32 @@
-"""The HTTP calls of one team operation: a client per source, each call timed in a worker thread.
+"""The HTTP calls of one team operation: a client per target, each call timed in a worker thread.
+
+Every client comes from one place (:func:`member_clients`, over :mod:`memmesh.net.connect`):
+
+* the coordinator: every request signed for the coordinator, with the team token;
+* a teammate's peer: every request signed for that peer's member id, pinned with the pin of
+  its signed presence when it is https, and never the team token;
+* a hint (a URL from team.yaml or zeroconf, before its presence verifies): nothing signed and
+  no token, only its presence is fetched (over https without checking the certificate, since
+  nothing is sent and the presence carries its own signature; the peer is then asked only
+  through a client pinned with that presence's pin).
 
 :class:`~memmesh.net.client.Client` blocks, so every call runs in an anyio worker thread. A
 call whose task is cancelled (the overall deadline passed) is abandoned, and :meth:`Calls.close`
 closes its client under it: the thread then ends within the client's own timeout, and nothing
-waits for it.
+waits for it. One :class:`Calls` may serve many runs (one event loop each), keeping its
+connections.
 """
 
 import asyncio
 import concurrent.futures
+import functools
+import ssl
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -21,17 +35,41 @@ import msgspec
 
 from memmesh.errors import MemmeshError
 from memmesh.net.client import Client
+from memmesh.net.connect import coordinator_client, peer_client
 from memmesh.net.errors import BadUrl, Timeout, Unreachable
-from memmesh.net.urls import peer_url
+from memmesh.net.urls import check_transport, peer_url
+from memmesh.policy.config import Policy
+from memmesh.registry.identity import Identity
 
-__all__ = ["DEFAULT_TIMEOUT", "Calls", "ClientFactory", "Outcome", "default_client", "run_blocking"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Calls",
+    "ClientFactory",
+    "Outcome",
+    "Target",
+    "member_clients",
+    "run_blocking",
+]
 
 DEFAULT_TIMEOUT = 2.0
 # Threads for calls at once; more sources than this queue for a free one.
 _WORKERS = 16
 
 T = TypeVar("T")
-ClientFactory = Callable[[str, str | None, float], Client]
+
+
+class Target(msgspec.Struct, frozen=True, kw_only=True):
+    """Which daemon a call is for (see the module docstring): the ``coordinator``, the
+    ``peer`` of member ``key_id`` (pinned with ``pin``), or a ``hint`` not verified yet."""
+
+    kind: Literal["coordinator", "peer", "hint"]
+    url: str
+    key_id: str = ""
+    pin: str = ""
+
+
+# Builds the client for a target, with a timeout in seconds for each connect and read.
+ClientFactory = Callable[[Target, float], Client]
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -58,47 +96,70 @@ def run_blocking(run: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(anyio.run, run).result()
 
 
-def default_client(url: str, token: str | None, timeout: float) -> Client:
-    """The product's client: ``token`` as bearer token, ``timeout`` per connect and read."""
-    return Client(url, token=token, timeout=timeout)
+@functools.cache
+def _unverified() -> ssl.SSLContext:
+    """TLS for fetching a hinted peer's presence only (see the module docstring)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def member_clients(policy: Policy, identity: Identity | None) -> ClientFactory:
+    """The product's clients for the member ``identity`` under ``policy`` (``None`` signs
+    nothing: only for the routes anyone may call)."""
+
+    def make(target: Target, timeout: float) -> Client:
+        if target.kind == "coordinator":
+            return coordinator_client(policy, identity, timeout=timeout)
+        if target.kind == "peer":
+            return peer_client(
+                target.url, key_id=target.key_id, pin=target.pin, identity=identity,
+                policy=policy, timeout=timeout,
+            )  # fmt: skip
+        check_transport(target.url, insecure_http=policy.insecure_http)
+        tls = _unverified() if target.url.startswith("https:") else None
+        return Client(target.url, token=None, timeout=timeout, tls=tls)
+
+    return make
 
 
 class Calls:
-    """The calls of one run, all made from inside one anyio event loop.
+    """The calls of one or more runs, each run made from inside one anyio event loop.
 
-    * ``make`` - builds the client for a URL, a token (or ``None``) and a timeout.
-    * ``token`` - the team token, sent only where a call asks for it.
+    * ``make`` - builds the client for a :class:`Target` and a timeout.
     * ``timeout`` - each client's timeout, in seconds.
     """
 
-    def __init__(self, make: ClientFactory, *, token: str | None, timeout: float) -> None:
+    def __init__(self, make: ClientFactory, *, timeout: float) -> None:
         self._make = make
-        self._token = token
         self._timeout = timeout
-        self._clients: dict[tuple[str, bool], Client] = {}
+        self._clients: dict[Target, Client] = {}
         self._lock = threading.Lock()
         self._closed = False
-        self._limiter: anyio.CapacityLimiter | None = None
+        # A limiter belongs to the event loop that uses it: one per run's loop.
+        self._limiters: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, anyio.CapacityLimiter
+        ] = weakref.WeakKeyDictionary()
 
-    async def get(self, url: str, path: str, kind: type[T], *, with_token: bool) -> Outcome:
-        """GET ``path`` from ``url``, decoded as ``kind``; never raises a memmesh error."""
-        return await self.in_thread(
-            partial(_timed, lambda: self._client(url, with_token).get(path, kind))
-        )
+    async def get(self, target: Target, path: str, kind: type[T]) -> Outcome:
+        """GET ``path`` from ``target``, decoded as ``kind``; never raises a memmesh error."""
+        return await self.in_thread(partial(_timed, lambda: self._client(target).get(path, kind)))
 
-    async def post(self, url: str, path: str, body: object, kind: type[T]) -> Outcome:
-        """POST ``body`` to ``url`` with the token, decoded as ``kind``; never raises a memmesh
-        error."""
+    async def post(self, target: Target, path: str, body: object, kind: type[T]) -> Outcome:
+        """POST ``body`` to ``target``, decoded as ``kind``; never raises a memmesh error."""
         return await self.in_thread(
-            partial(_timed, lambda: self._client(url, True).post(path, body, kind))
+            partial(_timed, lambda: self._client(target).post(path, body, kind))
         )
 
     async def in_thread(self, call: Callable[[], T]) -> T:
         """``call()`` in a worker thread, abandoned if this task is cancelled."""
-        if self._limiter is None:
-            # Made in the event loop that uses it: a limiter belongs to one loop.
-            self._limiter = anyio.CapacityLimiter(_WORKERS)
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True, limiter=self._limiter)
+        loop = asyncio.get_running_loop()
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            limiter = self._limiters[loop] = anyio.CapacityLimiter(_WORKERS)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True, limiter=limiter)
 
     def close(self) -> None:
         """Close every client, including those an abandoned call still uses."""
@@ -108,26 +169,33 @@ class Calls:
                 client.close()
             self._clients.clear()
 
-    def _client(self, url: str, with_token: bool) -> Client:
-        """One client (and its connections) per source and token use, for the whole run.
+    def _client(self, target: Target) -> Client:
+        """One client (and its connections) per target, for as long as this lives.
 
         Raises :class:`BadUrl` for a URL that is unsound or that no client can be built for,
         so that it is that call's failure, never the run's.
         """
-        url = peer_url(url)
-        key = (url, with_token)
+        target = msgspec.structs.replace(target, url=peer_url(target.url))
         with self._lock:
             if self._closed:
                 # An abandoned call that only starts now must not open a client nobody closes.
-                raise Unreachable(f"{url} was not asked: the run is over")
-            client = self._clients.get(key)
-            if client is None:
-                token = self._token if with_token else None
-                try:
-                    client = self._make(url, token, self._timeout)
-                except (httpx.InvalidURL, ValueError) as exc:
-                    raise BadUrl(url, str(exc)) from None
-                self._clients[key] = client
+                raise Unreachable(f"{target.url} was not asked: the run is over")
+            client = self._clients.get(target)
+        if client is not None:
+            return client
+        # Outside the lock: a pinned client first fetches the certificate (a handshake).
+        try:
+            client = self._make(target, self._timeout)
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise BadUrl(target.url, str(exc)) from None
+        with self._lock:
+            held = self._clients.get(target)
+            if self._closed or held is not None:
+                client.close()
+                if held is None:
+                    raise Unreachable(f"{target.url} was not asked: the run is over")
+                return held
+            self._clients[target] = client
             return client
 
 

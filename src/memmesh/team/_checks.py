@@ -1,9 +1,12 @@
 """Checks on what team sources send: signed presences and hits, against the team and roster.
 
 Nothing a source says is taken on trust: a presence or hit whose signature fails, that belongs
-to another team, that has expired or that is signed outside the roster is dropped, and the
-reason counted in ``dropped``; so is a presence whose peer URL is unsound
-(:func:`memmesh.net.urls.peer_url`), which nothing is ever sent to.
+to another team or that has expired is dropped, and the reason counted in ``dropped``; so is a
+presence whose peer URL is unsound (:func:`memmesh.net.urls.peer_url`), which nothing is ever
+sent to, or whose TLS pin is malformed. A hit signed by a key that the roster
+(:class:`~memmesh.peer.trust.TrustedRoster`) does not hold as an active member is dropped too
+(``outside_roster``, ``revoked``); whether a peer is asked at all is decided on its presence's
+key by the same roster (:mod:`memmesh.team._sources`).
 """
 
 import time
@@ -14,12 +17,14 @@ import msgspec
 
 from memmesh.net.errors import BadUrl
 from memmesh.net.search import SearchHit
+from memmesh.net.tls import PIN_PATTERN
 from memmesh.net.urls import peer_url
+from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy
 from memmesh.registry.envelopes import Envelope, Presence, Publication, open_envelope
 from memmesh.registry.errors import BadSignature
 
-__all__ = ["Candidate", "ItemKey", "PeerSeen", "roster_of", "verified_hit", "verified_presence"]
+__all__ = ["Candidate", "ItemKey", "PeerSeen", "verified_hit", "verified_presence"]
 
 B = TypeVar("B", Presence, Publication)
 # An item's identity across sources: (author's key id, item id). Two authors may use one id,
@@ -29,7 +34,12 @@ ItemKey = tuple[str, str]
 
 
 class PeerSeen(msgspec.Struct, frozen=True, kw_only=True):
-    """A teammate's peer daemon: who, where, how we learned of it, and its embedder."""
+    """A teammate's peer daemon: who, where, how we learned of it, and its embedder.
+
+    ``tls_pin`` is the pin its signed presence gives for its https URL (``""``: plain http,
+    or https with a certificate the system's authorities vouch for). ``name`` is the name its
+    presence gives until the roster names it (see :mod:`memmesh.team._sources`).
+    """
 
     name: str
     key_id: str
@@ -37,6 +47,7 @@ class PeerSeen(msgspec.Struct, frozen=True, kw_only=True):
     learned_from: str
     embedder: str
     expires_at: float
+    tls_pin: str = ""
 
 
 class Candidate(msgspec.Struct, kw_only=True):
@@ -53,11 +64,6 @@ class Candidate(msgspec.Struct, kw_only=True):
         return (self.publication.key_id, self.publication.item_id)
 
 
-def roster_of(policy: Policy) -> dict[str, str]:
-    """Public key text -> member name; matches a roster entry given as key or member id."""
-    return {member.key: member.name for member in policy.members}
-
-
 def _opened(envelope: Envelope, kind: type[B], dropped: Counter[str], reason: str) -> B | None:
     """The envelope's body if its signature holds and it is a ``kind``; else count ``reason``."""
     try:
@@ -70,15 +76,12 @@ def _opened(envelope: Envelope, kind: type[B], dropped: Counter[str], reason: st
     return body
 
 
-def _in_roster(body: Publication | Presence, roster: dict[str, str]) -> bool:
-    return not roster or body.author_key in roster or body.key_id in roster
-
-
 def verified_presence(
-    envelope: Envelope, policy: Policy, roster: dict[str, str], dropped: Counter[str], source: str
+    envelope: Envelope, policy: Policy, dropped: Counter[str], source: str
 ) -> PeerSeen | None:
-    """The peer a presence announces, if it is signed, unexpired, of this team and the roster,
-    and names a sound URL (given normalised in :attr:`PeerSeen.url`).
+    """The peer a presence announces, if it is signed, unexpired and of this team, and names a
+    sound URL (given normalised in :attr:`PeerSeen.url`) and, for https, a well-formed pin or
+    none.
 
     ``source`` says how the presence was learned of (``presence``, ``team.yaml``, ``zeroconf``).
     """
@@ -88,31 +91,33 @@ def verified_presence(
     if body.team != policy.team or body.expires_at <= time.time():
         dropped["bad_presence"] += 1
         return None
-    if not _in_roster(body, roster):
-        dropped["outside_roster"] += 1
-        return None
     try:
         url = peer_url(body.peer_url)
     except BadUrl:
         dropped["bad_peer_url"] += 1
         return None
+    pin = body.tls_pin if url.startswith("https:") else ""
+    if pin and not PIN_PATTERN.fullmatch(pin):
+        dropped["bad_presence"] += 1
+        return None
     return PeerSeen(
         name=body.name, key_id=body.key_id, url=url, learned_from=source,
-        embedder=body.embedder, expires_at=body.expires_at,
+        embedder=body.embedder, expires_at=body.expires_at, tls_pin=pin,
     )  # fmt: skip
 
 
 def verified_hit(
     hit: SearchHit,
     policy: Policy,
-    roster: dict[str, str],
+    roster: TrustedRoster,
     dropped: Counter[str],
     *,
     comparable: bool,
     source: str,
     from_peer: bool,
 ) -> Candidate | None:
-    """The hit as a candidate, if its publication is signed, of this team and the roster.
+    """The hit as a candidate, if its publication is signed, of this team and, when there is a
+    roster at all, by an active member of it.
 
     ``comparable`` says whether the source's cosine can be ranked with ours (same embedder).
     """
@@ -122,8 +127,9 @@ def verified_hit(
     if body.team != policy.team:
         dropped["other_team"] += 1
         return None
-    if not _in_roster(body, roster):
-        dropped["outside_roster"] += 1
+    refusal = roster.refusal(body.key_id) if roster.known else None
+    if refusal is not None:
+        dropped[refusal] += 1
         return None
     return Candidate(
         publication=body,

@@ -2,8 +2,9 @@
 
 All of it runs in one anyio task group inside a cancel scope that ends at the deadline: the
 coordinator's search, discovery (:class:`~memmesh.team._sources.Discovery`) and one task per
-peer, started the moment that peer is found. What has not answered by the deadline is
-cancelled (its worker thread abandoned) and reported as timed out.
+peer, started the moment that peer is found (and admitted by the roster). What has not
+answered by the deadline is cancelled (its worker thread abandoned) and reported as timed out;
+a peer that must not be asked (no roster at all) is reported as skipped, saying why.
 """
 
 import time
@@ -16,9 +17,9 @@ from anyio.abc import TaskGroup
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.wire import MAX_BATCH
 from memmesh.peer.protocol import ConfirmRequest, ConfirmResponse
-from memmesh.team._calls import Outcome
+from memmesh.team._calls import Outcome, Target
 from memmesh.team._checks import Candidate, ItemKey, PeerSeen
-from memmesh.team._sources import Discovery
+from memmesh.team._sources import Discovery, coordinator_target
 
 __all__ = ["Fanout", "SourceReport", "Status"]
 
@@ -46,7 +47,8 @@ class Fanout:
     * ``discovery`` - finds the peers; its calls, policy and ``dropped`` serve the whole run.
     * ``end`` - the overall deadline, on :func:`time.monotonic`'s clock.
 
-    ``answers`` is keyed ``coordinator`` or ``peer:KEY_ID``; ``peer_reports`` by key id.
+    ``answers`` is keyed ``coordinator`` or ``peer:KEY_ID``; ``peer_reports`` and ``peers``
+    by key id.
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class Fanout:
         self.reports: list[SourceReport] = []
         self.answers: dict[str, SearchResponse] = {}
         self.peer_reports: dict[str, SourceReport] = {}
+        self.peers: dict[str, PeerSeen] = {}
         self._group: TaskGroup | None = None
 
     async def ask_everyone(self) -> None:
@@ -76,11 +79,12 @@ class Fanout:
                 if coordinator:
                     report = SourceReport(name="coordinator", kind="coordinator", url=coordinator)
                     self.reports.append(report)
-                    group.start_soon(self._ask, report, "coordinator", "/v1/search")
+                    target = coordinator_target(self.discovery.policy)
+                    group.start_soon(self._ask, report, target, "coordinator", "/v1/search")
                 self.discovery.start(group, self)
         self._group = None
         for report in self.reports:
-            if report.status == "skipped":
+            if report.status == "skipped" and not report.error:  # not one left out on purpose
                 report.status, report.error = "timeout", "no answer before the deadline"
 
     async def defer_to_live_authors(self, candidates: dict[ItemKey, Candidate]) -> None:
@@ -114,7 +118,20 @@ class Fanout:
         )
         self.reports.append(report)
         self.peer_reports[peer.key_id] = report
-        self._group.start_soon(self._ask, report, f"peer:{peer.key_id}", "/v1/recall")
+        self.peers[peer.key_id] = peer
+        name = f"peer:{peer.key_id}"
+        self._group.start_soon(self._ask, report, _target(peer), name, "/v1/recall")
+
+    def unasked(self, peer: PeerSeen, why: str) -> None:
+        """A peer that must not be asked is a source skipped on purpose, once per key."""
+        if peer.key_id in self.peer_reports:
+            return
+        report = SourceReport(
+            name=peer.name, kind="peer", url=peer.url, status="skipped", error=why,
+            learned_from=peer.learned_from,
+        )  # fmt: skip
+        self.reports.append(report)
+        self.peer_reports[peer.key_id] = report
 
     def failed(self, url: str, source: str, outcome: Outcome) -> None:
         """A peer the member listed is a source that failed, not a silent absence."""
@@ -138,9 +155,9 @@ class Fanout:
 
     # -- asking one source -----------------------------------------------------------------
 
-    async def _ask(self, report: SourceReport, name: str, path: str) -> None:
+    async def _ask(self, report: SourceReport, target: Target, name: str, path: str) -> None:
         """Ask one source and record its answer (or why there is none)."""
-        outcome = await self.calls.post(report.url, path, self.request, SearchResponse)
+        outcome = await self.calls.post(target, path, self.request, SearchResponse)
         report.latency_ms = round(outcome.latency_ms, 2)
         if outcome.error:
             report.status = "timeout" if outcome.timed_out else "failed"
@@ -156,9 +173,9 @@ class Fanout:
         self, candidates: dict[ItemKey, Candidate], key: str, ids: list[str]
     ) -> None:
         """Ask ``key``'s peer about its ``ids``; drop its copies it no longer publishes."""
-        url = self.peer_reports[key].url
         request = ConfirmRequest(item_ids=ids)
-        outcome = await self.calls.post(url, "/v1/confirm", request, ConfirmResponse)
+        target = _target(self.peers[key])
+        outcome = await self.calls.post(target, "/v1/confirm", request, ConfirmResponse)
         if not isinstance(outcome.value, ConfirmResponse):
             return
         for confirmation in outcome.value.items:
@@ -169,3 +186,8 @@ class Fanout:
             if not confirmation.published or confirmation.version != held.publication.version:
                 del candidates[item]
                 self.discovery.dropped["withdrawn_by_author"] += 1
+
+
+def _target(peer: PeerSeen) -> Target:
+    """``peer``'s daemon, reached as its signed presence says (URL and pin)."""
+    return Target(kind="peer", url=peer.url, key_id=peer.key_id, pin=peer.tls_pin)

@@ -2,39 +2,57 @@
 
 A peer URL from team.yaml or zeroconf is only a hint: it must be sound
 (:func:`memmesh.net.urls.peer_url`; an unsound one is that hint's failure), and its signed
-presence is fetched without the token and must verify (see :mod:`memmesh.team._checks`) and
-name that very URL before the peer counts as found. recall-team asks each peer the moment it
-is found; ``mem team peers`` lists them.
+presence is fetched with nothing signed and no token, and must verify (see
+:mod:`memmesh.team._checks`) and name that very URL before the peer counts as found.
+
+A found peer is asked only if its presence's key is an active member of the roster
+(:class:`~memmesh.peer.trust.TrustedRoster`: the roster the coordinator lists with its
+presences, merged with team.yaml's ``members``). Peers found before the coordinator's list has
+answered wait for it, so that its revocations apply to them too. A peer outside the roster or
+revoked is dropped and counted; with no roster at all, none is asked, and each is reported as
+not asked. recall-team asks each peer the moment it is admitted; ``mem team peers`` lists them.
 """
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup
 
-from memmesh.coordinator.protocol import PresenceList
+from memmesh.coordinator.protocol import PresenceList, Roster
 from memmesh.net.errors import BadUrl
 from memmesh.net.urls import peer_url
 from memmesh.peer.discovery import browse
 from memmesh.peer.protocol import PeerPresence
+from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy
+from memmesh.registry.identity import Identity
 from memmesh.team._calls import (
     DEFAULT_TIMEOUT,
     Calls,
     ClientFactory,
     Outcome,
-    default_client,
+    Target,
+    member_clients,
     run_blocking,
 )
-from memmesh.team._checks import PeerSeen, roster_of, verified_presence
+from memmesh.team._checks import PeerSeen, verified_presence
 
-__all__ = ["DISCOVERY_SECONDS", "Discovery", "Listener", "list_peers"]
+__all__ = [
+    "DISCOVERY_SECONDS",
+    "NO_ROSTER",
+    "Discovery",
+    "Listener",
+    "coordinator_target",
+    "list_peers",
+]
 
 DISCOVERY_SECONDS = 2.0
+# What a peer found in a team without any roster is told it was not asked for.
+NO_ROSTER = "not asked: no roster, see `mem team members`"
 # Where a peer learned of in two ways is said to come from: the first of these.
 _PREFERRED = ("presence", "team.yaml", "zeroconf")
 
@@ -43,7 +61,11 @@ class Listener(Protocol):
     """What :class:`Discovery` reports, as it happens."""
 
     def found(self, peer: PeerSeen) -> None:
-        """A verified peer other than our own (possibly one already reported)."""
+        """A verified peer of an active member, other than our own (possibly one already
+        reported), named as the roster names it."""
+
+    def unasked(self, peer: PeerSeen, why: str) -> None:
+        """A verified peer that must not be asked: there is no roster at all."""
 
     def failed(self, url: str, source: str, outcome: Outcome) -> None:
         """No verifiable presence from ``url``; ``source`` ``presence`` is the coordinator's
@@ -53,45 +75,71 @@ class Listener(Protocol):
         """``url``'s presence verified but announces another address."""
 
 
+def coordinator_target(policy: Policy) -> Target:
+    """The coordinator team.yaml names, as a call's target."""
+    assert policy.coordinator is not None
+    return Target(kind="coordinator", url=policy.coordinator)
+
+
 @dataclass(kw_only=True)
 class Discovery:
     """Every way of finding this team's peers, run in a caller's task group.
 
-    * ``roster`` and ``dropped`` - see :func:`memmesh.team._checks.verified_presence`.
+    * ``dropped`` - counts what was dropped, and why (see :mod:`memmesh.team._checks`).
     * ``own_key`` - our own peer, never reported as found.
     * ``interfaces``, ``listen_seconds`` - where and how long zeroconf is listened to.
+
+    ``roster`` is the roster everything is decided by; it is settled once the coordinator's
+    list has answered or failed (at once without a coordinator).
     """
 
     policy: Policy
     calls: Calls
-    roster: dict[str, str]
     dropped: Counter[str]
     own_key: str | None
     interfaces: list[str]
     listen_seconds: float
     known_urls: set[str] = field(default_factory=set)
     listener: Listener | None = None
+    roster: TrustedRoster = field(init=False)
+    _settled: bool = field(default=False, init=False)
+    _waiting: list[PeerSeen] = field(default_factory=list, init=False)
+    _refused: set[str] = field(default_factory=set, init=False)
+
+    def __post_init__(self) -> None:
+        self.roster = TrustedRoster(None, self.policy.members)
 
     def start(self, group: TaskGroup, listener: Listener) -> None:
         """Start fetching the presence list, listening and checking team.yaml's peers; the
         ``listener`` hears of each peer as it is found."""
         self.listener = listener
         if self.policy.coordinator:
-            group.start_soon(self._list, self.policy.coordinator)
+            group.start_soon(self._list)
+        else:
+            self._settle(None)
         if self.policy.discovery:
             group.start_soon(self._listen, group)
         self._check_hints(group, dict.fromkeys(self.policy.peers, "team.yaml"))
 
-    async def _list(self, coordinator: str) -> None:
-        path = "/v1/presence/list"
-        outcome = await self.calls.get(coordinator, path, PresenceList, with_token=True)
+    async def _list(self) -> None:
+        target = coordinator_target(self.policy)
+        outcome = await self.calls.get(target, "/v1/presence/list", PresenceList)
         if not isinstance(outcome.value, PresenceList):
-            self._listener().failed(coordinator, "presence", outcome)
+            self._settle(None)
+            self._listener().failed(target.url, "presence", outcome)
             return
+        self._settle(outcome.value.roster)
         for envelope in outcome.value.members:
-            self._found(
-                verified_presence(envelope, self.policy, self.roster, self.dropped, "presence")
-            )
+            self._found(verified_presence(envelope, self.policy, self.dropped, "presence"))
+
+    def _settle(self, roster: Roster | None) -> None:
+        """Decide by the coordinator's ``roster`` (with team.yaml's) from now on, and decide
+        on the peers that waited for it."""
+        self.roster = TrustedRoster(roster, self.policy.members)
+        self._settled = True
+        waiting, self._waiting = self._waiting, []
+        for peer in waiting:
+            self._admit(peer)
 
     async def _listen(self, group: TaskGroup) -> None:
         try:
@@ -118,12 +166,13 @@ class Discovery:
 
     async def _check_hint(self, url: str, source: str) -> None:
         """A hinted URL is a peer only once its own signed presence checks out."""
-        outcome = await self.calls.get(url, "/v1/presence", PeerPresence, with_token=False)
+        hint = Target(kind="hint", url=url)
+        outcome = await self.calls.get(hint, "/v1/presence", PeerPresence)
         if not isinstance(outcome.value, PeerPresence):
             self._listener().failed(url, source, outcome)
             return
         envelope = outcome.value.envelope
-        peer = verified_presence(envelope, self.policy, self.roster, self.dropped, source)
+        peer = verified_presence(envelope, self.policy, self.dropped, source)
         if peer is not None and peer.url != url:  # both normalised by peer_url
             self._listener().misplaced(url, peer)
             return
@@ -138,7 +187,23 @@ class Discovery:
         # presence may name a teammate's URL to hide the teammate.
         if peer is None or peer.key_id == self.own_key:
             return
-        self._listener().found(peer)
+        if not self._settled:
+            self._waiting.append(peer)
+            return
+        self._admit(peer)
+
+    def _admit(self, peer: PeerSeen) -> None:
+        """Report ``peer`` as found, named by the roster, if its key is an active member;
+        count a key the roster refuses once, however many ways it was learned of."""
+        refusal = self.roster.refusal(peer.key_id)
+        named = msgspec.structs.replace(peer, name=self.roster.name_of(peer.key_id))
+        if refusal is None:
+            self._listener().found(named)
+        elif refusal == "no_roster":
+            self._listener().unasked(named, NO_ROSTER)
+        elif peer.key_id not in self._refused:
+            self._refused.add(peer.key_id)
+            self.dropped[refusal] += 1
 
 
 class _Seen:
@@ -154,6 +219,12 @@ class _Seen:
         if held is None or rank(peer.learned_from) < rank(held.learned_from):
             self.peers[peer.key_id] = peer
 
+    def unasked(self, peer: PeerSeen, why: str) -> None:
+        self.found(peer)
+        note = "no roster: no peer is asked; see `mem team members`"
+        if note not in self.problems:
+            self.problems.append(note)
+
     def failed(self, url: str, source: str, outcome: Outcome) -> None:
         where = "coordinator" if source == "presence" else url
         self.problems.append(f"{where}: {outcome.error or 'no verifiable presence'}")
@@ -165,28 +236,32 @@ class _Seen:
 def list_peers(
     policy: Policy,
     *,
+    identity: Identity | None = None,
     own_key: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     interfaces: list[str] | None = None,
     client_factory: ClientFactory | None = None,
 ) -> tuple[list[PeerSeen], list[str]]:
-    """Verified peers from presence, team.yaml and zeroconf, and the problems met on the way.
+    """Verified peers of active members from presence, team.yaml and zeroconf (every verified
+    peer when there is no roster at all), and the problems met on the way.
 
-    ``own_key``'s peer is left out; each request waits at most ``timeout`` seconds. Call it from
-    synchronous code (it runs its own event loop).
+    ``identity`` signs the request for the coordinator's list; its peer (or ``own_key``'s) is
+    left out. Each request waits at most ``timeout`` seconds. Call it from synchronous code (it
+    runs its own event loop).
     """
     seen = _Seen()
     dropped: Counter[str] = Counter()
+    if own_key is None and identity is not None:
+        own_key = identity.key_id
 
     async def find() -> None:
-        token = os.environ.get(policy.token_env) or None
-        calls = Calls(client_factory or default_client, token=token, timeout=timeout)
+        make = client_factory or member_clients(policy, identity)
+        calls = Calls(make, timeout=timeout)
         try:
             async with anyio.create_task_group() as group:
                 Discovery(
-                    policy=policy, calls=calls, roster=roster_of(policy), dropped=dropped,
-                    own_key=own_key, interfaces=interfaces or ["127.0.0.1"],
-                    listen_seconds=DISCOVERY_SECONDS,
+                    policy=policy, calls=calls, dropped=dropped, own_key=own_key,
+                    interfaces=interfaces or ["127.0.0.1"], listen_seconds=DISCOVERY_SECONDS,
                 ).start(group, seen)  # fmt: skip
         finally:
             calls.close()

@@ -48,7 +48,12 @@ class Member:
         self.store = store
         self.identity = identity
         self.policy = policy
-        self.registry = Registry(store, identity, policy.team if policy else "default")
+        self.registry = Registry(
+            store,
+            identity,
+            policy.team if policy else "default",
+            coordinator_key=policy.coordinator_key if policy else None,
+        )
         if reconcile_first:
             reconcile(self.registry)
 
@@ -82,11 +87,12 @@ class Member:
 
         Raises :class:`PolicyError` when the policy is unusable or names no coordinator.
         """
-        from memmesh.team.sync import coordinator_client, sync
+        from memmesh.net.connect import coordinator_client
+        from memmesh.team.sync import sync
 
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
-        with coordinator_client(policy) as client:
+        with coordinator_client(policy, self.identity) as client:
             return sync(self.registry, policy, client)
 
     def ask_team(
@@ -99,8 +105,9 @@ class Member:
         timeout: float = 2.0,
         interfaces: list[str] | None = None,
     ) -> "TeamAnswer":
-        """recall-team for this member: every source gets ``timeout``, the whole ask a second
-        more. Raises :class:`Unreachable` when no source answered."""
+        """recall-team for this member, who signs every request: every source gets
+        ``timeout``, the whole ask a second more. Raises :class:`Unreachable` when no source
+        answered."""
         from memmesh.team.recall import recall_team
 
         # Without a policy in hand, reading it again raises why it cannot be used.
@@ -114,7 +121,7 @@ class Member:
             author=author,
             timeout=timeout,
             deadline=timeout + 1.0,
-            own_key=self.identity.key_id,
+            identity=self.identity,
             interfaces=interfaces,
         )
 

@@ -2,14 +2,16 @@
 
 1. The query is embedded once, with this member's embedder.
 2. Sources: the coordinator (search), and peers learned from the coordinator's presence list,
-   from ``peers`` in team.yaml and from zeroconf (:mod:`memmesh.team._sources`). A peer URL is
-   only a hint: the team token is sent to a peer only after its signed presence (fetched
-   without the token) verifies, names that URL, is unexpired and, with a roster, belongs to a
-   member.
+   from ``peers`` in team.yaml and from zeroconf (:mod:`memmesh.team._sources`). Every request
+   is signed by the member for the daemon it is meant for; the team token goes to the
+   coordinator only. A peer URL is only a hint: a peer is asked only once its signed presence
+   (fetched with nothing signed) verifies, names that URL, is unexpired and belongs to an active
+   member of the roster (the coordinator's, merged with team.yaml's ``members``); an https peer
+   is pinned with the pin its presence gives. With no roster at all, no peer is asked.
 3. All sources are asked concurrently, each with its own timeout, under one overall deadline
    (:mod:`memmesh.team._fanout`).
-4. Every hit's envelope is verified; hits from keys outside the roster, from another team or
-   with bad signatures are dropped and counted (:mod:`memmesh.team._checks`).
+4. Every hit's envelope is verified; hits from keys outside the roster or revoked, from
+   another team or with bad signatures are dropped and counted (:mod:`memmesh.team._checks`).
 5. An item is its author's key and its id (:data:`memmesh.team._checks.ItemKey`): two
    authors' items with one id are two hits, and nobody's copy replaces or withdraws another
    key's item. A peer serves only its owner's items; the coordinator may serve anyone's.
@@ -18,9 +20,10 @@
    longer publishes it.
 7. Hits are deduplicated per author and item (highest version wins) and ranked by
    :func:`memmesh.team.rank.team_score`, one score comparable across sources.
+8. An author is shown, and matched by ``author``, by the roster's name for their key (or their
+   member id when the roster names none), never by the label inside the envelope.
 """
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -30,17 +33,18 @@ import msgspec
 
 from memmesh.local.store import Store
 from memmesh.net.errors import Unreachable
-from memmesh.net.search import SearchRequest
+from memmesh.net.search import MAX_K, SearchRequest
+from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy
-from memmesh.registry.envelopes import Publication
+from memmesh.registry.identity import Identity
 from memmesh.team._calls import (
     DEFAULT_TIMEOUT,
     Calls,
     ClientFactory,
-    default_client,
+    member_clients,
     run_blocking,
 )
-from memmesh.team._checks import Candidate, ItemKey, PeerSeen, roster_of, verified_hit
+from memmesh.team._checks import Candidate, ItemKey, PeerSeen, verified_hit
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
 from memmesh.team.rank import QueryTerms, merge, ranked
@@ -48,12 +52,14 @@ from memmesh.team.rank import QueryTerms, merge, ranked
 __all__ = [
     "DEFAULT_DEADLINE",
     "DEFAULT_TIMEOUT",
+    "Calls",
     "ClientFactory",
     "PeerSeen",
     "SourceReport",
     "TeamAnswer",
     "TeamHit",
     "list_peers",
+    "member_clients",
     "recall_team",
 ]
 
@@ -66,7 +72,8 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     """One verified, attributed answer.
 
     ``id`` and ``key_id`` (the author's member id, from the key that signed it) together name
-    the item: two authors' items may share an ``id`` and are then two hits.
+    the item: two authors' items may share an ``id`` and are then two hits. ``author`` is the
+    roster's name for that key, or the member id when the roster names none.
     """
 
     id: str
@@ -103,41 +110,45 @@ def recall_team(
     policy: Policy,
     query: str,
     *,
+    identity: Identity,
     k: int = 5,
     project: str = "global",
     author: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     deadline: float = DEFAULT_DEADLINE,
-    own_key: str | None = None,
     interfaces: list[str] | None = None,
     client_factory: ClientFactory | None = None,
+    calls: Calls | None = None,
 ) -> TeamAnswer:
-    """Ask the whole team; see the module docstring.
+    """Ask the whole team as ``identity`` (who signs every request, and whose own peer is
+    never asked); see the module docstring.
 
     ``timeout`` bounds each connect and read of one source, ``deadline`` the whole call. It
     blocks, in an event loop of its own (on a thread of its own when the caller is itself
-    inside a running loop).
+    inside a running loop). ``calls`` lets the caller keep clients and their connections across
+    many asks (and close them); otherwise they are made for this one (with ``client_factory``,
+    the product's own by default) and closed at its end.
 
     Raises :class:`Unreachable` (exit 4) only when no source answered.
     """
     end = time.monotonic() + deadline
-    roster = roster_of(policy)
     dropped: Counter[str] = Counter()
     warnings: list[str] = []
-    # A roster name is not what publications carry: filter by it here, on every hit.
-    by_roster = author is not None and author in roster.values()
+    # Sources could only filter by the label publications carry: the author is matched here,
+    # on every hit, by the roster's name or the member id.
     request = SearchRequest(
         query=query,
-        k=100 if by_roster else min(k * _POOL, 100),
+        k=MAX_K if author else min(k * _POOL, MAX_K),
         project=project,
-        authors=[author] if author and not by_roster else [],
         vector=store.embedder.embed_query(query).tolist(),
         embedder=store.embedder.fingerprint,
     )
-    token = os.environ.get(policy.token_env) or None
-    calls = Calls(client_factory or default_client, token=token, timeout=timeout)
+    own_calls = calls is None
+    if calls is None:
+        make = client_factory or member_clients(policy, identity)
+        calls = Calls(make, timeout=timeout)
     discovery = Discovery(
-        policy=policy, calls=calls, roster=roster, dropped=dropped, own_key=own_key,
+        policy=policy, calls=calls, dropped=dropped, own_key=identity.key_id,
         interfaces=interfaces or ["127.0.0.1"],
         # Zeroconf answers take about a second on loopback: listen for up to half the time.
         listen_seconds=min(DISCOVERY_SECONDS, deadline / 2),
@@ -145,15 +156,16 @@ def recall_team(
     fanout = Fanout(request, discovery, end=end)
 
     def merged() -> dict[ItemKey, Candidate]:
-        return _merge_answers(fanout, policy, roster, dropped, warnings)
+        return _merge_answers(fanout, policy, discovery.roster, dropped, warnings)
 
     try:
         candidates = run_blocking(partial(_gather, fanout, merged))
     finally:
         # Whatever still runs after the deadline is abandoned, never waited for: closing its
         # client under it ends it within the client's timeout.
-        calls.close()
-    hits = _hits(candidates, query, roster, author, store.embedder.min_cosine)[:k]
+        if own_calls:
+            calls.close()
+    hits = _hits(candidates, query, discovery.roster, author, store.embedder.min_cosine)[:k]
     return TeamAnswer(
         query=query,
         hits=hits,
@@ -182,7 +194,7 @@ async def _gather(
 def _merge_answers(
     fanout: Fanout,
     policy: Policy,
-    roster: dict[str, str],
+    roster: TrustedRoster,
     dropped: Counter[str],
     warnings: list[str],
 ) -> dict[ItemKey, Candidate]:
@@ -218,25 +230,17 @@ def _merge_answers(
 def _hits(
     candidates: dict[ItemKey, Candidate],
     query: str,
-    roster: dict[str, str],
+    roster: TrustedRoster,
     author: str | None,
     min_cosine: float,
 ) -> list[TeamHit]:
-    """The candidates by ``author`` (if given), ranked, attributed by roster name."""
-
-    def shown(body: Publication) -> str:
-        return roster.get(body.author_key, body.author)
-
+    """The candidates by ``author`` (a roster name or a member id, if given), ranked,
+    attributed by roster name."""
     wanted = [
         candidate
         for candidate in candidates.values()
         if author is None
-        or author
-        in (
-            shown(candidate.publication),
-            candidate.publication.author,
-            candidate.publication.key_id,
-        )
+        or author in (roster.name_of(candidate.publication.key_id), candidate.publication.key_id)
     ]
     hits: list[TeamHit] = []
     for score, candidate in ranked(wanted, QueryTerms(query), min_cosine):
@@ -246,7 +250,7 @@ def _hits(
                 id=body.item_id,
                 text=body.text,
                 score=score,
-                author=shown(body),
+                author=roster.name_of(body.key_id),
                 key_id=body.key_id,
                 source=candidate.source,
                 version=body.version,

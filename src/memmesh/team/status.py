@@ -28,7 +28,8 @@ class ProjectStatus(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TeamStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """A member, their team and coordinator, what awaits sync, and each project's items."""
+    """A member, their team and coordinator, what awaits sync, each project's items, and the
+    ids of the retractions the coordinator has not given a receipt for (``unreceipted``)."""
 
     member_id: str
     public_key: str
@@ -36,6 +37,7 @@ class TeamStatus(msgspec.Struct, frozen=True, kw_only=True):
     coordinator: str | None
     awaiting_sync: int
     projects: dict[str, ProjectStatus]
+    unreceipted: list[str] = msgspec.field(default_factory=list)
 
 
 def team_status(member: Member) -> TeamStatus:
@@ -47,6 +49,7 @@ def team_status(member: Member) -> TeamStatus:
     policy = member.policy or load_policy(member.store.home)
     live = member.registry.live()
     awaiting = member.registry.unacked_count()
+    unreceipted = [entry.item_id for entry in member.registry.unreceipted()]
     items = member.store.items(status="active")
     held = withheld(member.registry, policy, live)
     projects: dict[str, Counter[str]] = {}
@@ -78,4 +81,5 @@ def team_status(member: Member) -> TeamStatus:
             )
             for name, counts in sorted(projects.items())
         },
+        unreceipted=unreceipted,
     )

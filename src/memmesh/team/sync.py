@@ -6,9 +6,15 @@ it goes out if the policy allows it again). A publication that is no longer live
 replaced since) is not sent at all. An entry is marked acknowledged only after the coordinator
 answered ``accepted``, ``duplicate`` or ``stale`` for it, so a kill at any moment followed by
 another sync reaches the same state: the coordinator treats a resent envelope as a duplicate.
-"""
 
-import os
+The coordinator answers each retraction it applied with a receipt signed by its own key; sync
+keeps it once it checks out (:meth:`~memmesh.registry.log.Registry.keep_receipt`: a receipt for
+exactly that retraction of ours, signed by team.yaml's ``coordinator_key`` when it names one),
+and reports one that does not (``bad_receipts``); the retraction counts as applied either way.
+
+The client comes from :func:`memmesh.net.connect.coordinator_client`: every request signed for
+the coordinator, with the team token.
+"""
 
 import msgspec
 
@@ -24,17 +30,21 @@ from memmesh.net.client import Client
 from memmesh.net.errors import BadResponse
 from memmesh.net.wire import MAX_BATCH
 from memmesh.policy.config import Policy
-from memmesh.policy.errors import NoCoordinator
+from memmesh.registry.errors import BadSignature
 from memmesh.registry.log import Entry, Registry
 from memmesh.registry.publish import reconcile, withheld
 
-__all__ = ["DEFAULT_BATCH", "SyncReport", "coordinator_client", "sync"]
+__all__ = ["DEFAULT_BATCH", "SyncReport", "sync"]
 
 DEFAULT_BATCH = 64
 
 
 class SyncReport(msgspec.Struct, kw_only=True):
-    """What one sync did."""
+    """What one sync did.
+
+    * ``receipts`` - retraction receipts kept; ``bad_receipts`` - (item id, why) of each
+      receipt refused.
+    """
 
     sent: int = 0
     accepted: int = 0
@@ -44,20 +54,15 @@ class SyncReport(msgspec.Struct, kw_only=True):
     withheld: list[tuple[str, str]] = msgspec.field(default_factory=list)
     rejected: list[tuple[str, str]] = msgspec.field(default_factory=list)
     batches: int = 0
-
-
-def coordinator_client(policy: Policy, *, timeout: float = 10.0) -> Client:
-    """A client for the policy's coordinator, with the team token from its variable."""
-    if policy.coordinator is None:
-        raise NoCoordinator()
-    token = os.environ.get(policy.token_env) or None
-    return Client(policy.coordinator, token=token, timeout=timeout)
+    receipts: int = 0
+    bad_receipts: list[tuple[str, str]] = msgspec.field(default_factory=list)
 
 
 def sync(
     registry: Registry, policy: Policy, client: Client, *, batch_size: int = DEFAULT_BATCH
 ) -> SyncReport:
-    """Push unacknowledged entries to the coordinator behind ``client``."""
+    """Push unacknowledged entries to the coordinator behind ``client`` (made by
+    :func:`memmesh.net.connect.coordinator_client`), keeping the receipts it answers with."""
     assert 1 <= batch_size <= MAX_BATCH
     reconcile(registry)
     report = SyncReport()
@@ -89,7 +94,7 @@ def sync(
         else:
             request = RetractRequest(envelopes=[e.envelope for e in batch])
             results = client.post("/v1/retract", request, RetractResponse).results
-        _record(registry, batch, results, report)
+        _record(registry, policy, batch, results, report)
     return report
 
 
@@ -105,7 +110,11 @@ def _batches(entries: list[Entry], size: int) -> list[list[Entry]]:
 
 
 def _record(
-    registry: Registry, batch: list[Entry], results: list[Outcome], report: SyncReport
+    registry: Registry,
+    policy: Policy,
+    batch: list[Entry],
+    results: list[Outcome],
+    report: SyncReport,
 ) -> None:
     if len(results) != len(batch):
         raise BadResponse(f"the coordinator answered {len(results)} outcomes for {len(batch)}")
@@ -115,6 +124,14 @@ def _record(
             report.rejected.append((entry.item_id, outcome.reason))
             continue
         acked.append(entry.seq)
+        if entry.kind == "retraction" and outcome.receipt is not None:
+            try:
+                registry.keep_receipt(
+                    entry, outcome.receipt, coordinator_key=policy.coordinator_key
+                )
+                report.receipts += 1
+            except BadSignature as exc:
+                report.bad_receipts.append((entry.item_id, exc.reason))
         if outcome.status == "accepted":
             report.accepted += 1
         elif outcome.status == "duplicate":
