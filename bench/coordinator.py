@@ -44,6 +44,7 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import functools
 import hashlib
 import importlib
 import io
@@ -55,6 +56,7 @@ import pstats
 import random
 import signal
 import sqlite3
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -106,6 +108,7 @@ from memmesh.net.limits import QUERY_BODY_LIMIT, BodyLimit
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import ServeSettings, free_port, serve_processes
 from memmesh.net.signing import Caller, RequestVerifier, coordinator_audience, sign_request
+from memmesh.net.tls import Certificate, ensure_certificate, load_certificate
 from memmesh.net.wire import MAX_BATCH, Health, decode_request, encode
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Publication, seal, text_hash
 from memmesh.registry.identity import Identity, create_identity
@@ -393,7 +396,7 @@ class Server:
         self.command = command
         self.cpus = PLACEMENT.servers
         self.port = port
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{'https' if TLS else 'http'}://127.0.0.1:{port}"
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -412,7 +415,8 @@ class Server:
                     f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}"
                 )
             with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
+                probe = httpx.get(f"{self.url}/healthz", timeout=1.0, verify=_verify())
+                if probe.status_code == 200:
                     return time.perf_counter() - started
             time.sleep(0.05)
         raise RuntimeError(f"{self.name} did not answer /healthz in {START_TIMEOUT:.0f}s")
@@ -491,6 +495,27 @@ def _cpus(cpus: frozenset[int]) -> str:
 
 
 PLACEMENT = Placement()
+# With --tls: the one certificate every server here serves (the coordinator with --tls-cert),
+# and the clients trust exactly it, as a member pinning it does.
+TLS: Certificate | None = None
+
+
+def _tls_args() -> list[str]:
+    if TLS is None:
+        return []
+    return ["--tls-cert", TLS.cert_path, "--tls-key", TLS.key_path]
+
+
+@functools.cache
+def _trusting(cert_path: str) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.load_verify_locations(cert_path)
+    return context
+
+
+def _verify() -> ssl.SSLContext | bool:
+    return True if TLS is None else _trusting(TLS.cert_path)
 
 
 @contextlib.contextmanager
@@ -519,7 +544,8 @@ def coordinator_server(data: Path, work: Path, workers: int = 1) -> Server:
     """``mem coordinator serve`` (as ``python -m memmesh``) over ``data``."""
     port = free_port()
     command = [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(data),
-               "--port", str(port), "--workers", str(workers), "--team", TEAM]  # fmt: skip
+               "--port", str(port), "--workers", str(workers), "--team", TEAM,
+               *_tls_args()]  # fmt: skip
     return Server("coordinator", command, port, work / "coordinator.log")
 
 
@@ -528,11 +554,13 @@ def floor_server(kind: str, body_file: Path, work: Path, workers: int = 1) -> Se
     port = free_port()
     command = [sys.executable, str(Path(__file__).resolve()), "--serve-floor", kind,
                "--port", str(port), "--floor-body", str(body_file),
-               "--workers", str(workers)]  # fmt: skip
+               "--workers", str(workers), *_tls_args()]  # fmt: skip
     return Server(f"{kind} floor", command, port, work / f"floor-{kind}.log")
 
 
-def serve_floor(kind: str, port: int, body_file: Path, workers: int = 1) -> None:
+def serve_floor(
+    kind: str, port: int, body_file: Path, workers: int = 1, tls: Certificate | None = None
+) -> None:
     """Serve a constant ``/v1/search`` on the coordinator's stack until interrupted.
 
     ``harness``: ``create_app`` with the coordinator's search route shape (token, signature
@@ -543,7 +571,12 @@ def serve_floor(kind: str, port: int, body_file: Path, workers: int = 1) -> None
     """
     body = body_file.read_bytes()
     token = os.environ.get(TOKEN_ENV) or None
-    settings = ServeSettings(port=port, workers=workers)
+    settings = ServeSettings(
+        port=port,
+        workers=workers,
+        tls_cert=tls.cert_path if tls else None,
+        tls_key=tls.key_path if tls else None,
+    )
     if kind == "harness":
         answer = msgspec.json.decode(body, type=SearchResponse)
         endpoints = [
@@ -634,7 +667,9 @@ def publish_http(
     done = start
     began = time.perf_counter()
     cpu = server.cpu_seconds()
-    with httpx.Client(base_url=server.url, headers=headers, timeout=300.0) as client:
+    with httpx.Client(
+        base_url=server.url, headers=headers, timeout=300.0, verify=_verify()
+    ) as client:
         for author, request in published.batches(start, stop):
             body = encode(request)
             sent = time.perf_counter()
@@ -743,7 +778,11 @@ async def _drive(
         nonlocal received, last_done
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         async with httpx.AsyncClient(
-            base_url=server.url, headers=headers, timeout=REQUEST_TIMEOUT, limits=limits
+            base_url=server.url,
+            headers=headers,
+            timeout=REQUEST_TIMEOUT,
+            limits=limits,
+            verify=_verify(),
         ) as client:
             turn = index * max(1, len(bodies) // clients)
             while (sent := loop.time()) < deadline:
@@ -834,7 +873,9 @@ def warm_up(url: str, bodies: Sequence[bytes], asker: Identity) -> Warmup:
     times: list[float] = []
     answers: list[tuple[int, bytes]] = []
     lexical_only = abstained = hits = 0
-    with httpx.Client(base_url=url, headers=headers, timeout=REQUEST_TIMEOUT) as client:
+    with httpx.Client(
+        base_url=url, headers=headers, timeout=REQUEST_TIMEOUT, verify=_verify()
+    ) as client:
         for body in bodies:
             sent = time.perf_counter()
             signed = _signed(asker, "/v1/search", body)
@@ -1030,7 +1071,7 @@ def run_size(
     with running(server, env) as start_seconds:
         result.start_seconds = start_seconds
         headers = {"authorization": f"Bearer {TOKEN}", **_signed(asker, "/v1/info", b"", "GET")}
-        info = httpx.get(f"{server.url}/v1/info", headers=headers, timeout=30)
+        info = httpx.get(f"{server.url}/v1/info", headers=headers, timeout=30, verify=_verify())
         result.published = msgspec.json.decode(info.content, type=Info).published
         log(f"[{size:,}] {result.published:,} published; asking each of {len(bodies)} queries")
         result.warmup = warm_up(server.url, bodies, asker)
@@ -1246,7 +1287,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="let the load generator and the servers share every CPU (default: separate "
         "CPUs when there are two or more)",
     )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve the coordinator and both floors over TLS with one self-signed certificate",
+    )
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument("--tls-cert", help=argparse.SUPPRESS)
+    parser.add_argument("--tls-key", help=argparse.SUPPRESS)
     parser.add_argument("--serve-floor", choices=FLOOR_KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--floor-body", type=Path, help=argparse.SUPPRESS)
@@ -1285,7 +1333,10 @@ def _terminate(signum: int, frame: object) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve_floor is not None:
-        serve_floor(args.serve_floor, args.port, args.floor_body, args.workers)
+        tls = None
+        if args.tls_cert:
+            tls = load_certificate(Path(args.tls_cert), Path(args.tls_key))
+        serve_floor(args.serve_floor, args.port, args.floor_body, args.workers, tls)
         return 0
     signal.signal(signal.SIGTERM, _terminate)
     global PLACEMENT
@@ -1302,12 +1353,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "queries": args.queries, "publish_budget": args.publish_budget,
         "http_sample": args.http_sample, "k": K,
         "warmup_seconds": WARMUP_SECONDS, "batch": MAX_BATCH, "workers": args.workers,
-        "pinning": PLACEMENT.describe(),
+        "pinning": PLACEMENT.describe(), "tls": args.tls,
     }}  # fmt: skip
     results: list[SizeResult] = []
     profile_text = None
     with tempfile.TemporaryDirectory(prefix="memmesh-coord-bench-") as tmp:
         work = Path(tmp)
+        if args.tls:
+            global TLS
+            TLS = ensure_certificate(work / "tls", ["127.0.0.1"])
         for size in args.sizes:
             profile = args.profile_queries > 0 and size == max(args.sizes)
             result, text = run_size(size, args, work, profile)
