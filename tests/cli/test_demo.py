@@ -27,6 +27,14 @@ def test_demo_shows_the_team_at_work_and_leaves_nothing_behind(
     out = demo.stdout
     lines = out.splitlines()
     assert lines[0].startswith(f"memmesh demo: a team of three on loopback, in {scratch}/")
+    # Every daemon on https; the first member joins with the admin code, the others by invite.
+    assert "--tls" in lines[2]
+    joined = r"^\$ mem --home {} team join memmesh-join:\S+ +-> [a-z2-7]{{16}}{}$"
+    assert re.search(joined.format("ada", r" \(admin\)"), out, re.M)
+    assert "$ mem --home ada team invite bob" in out
+    assert re.search(joined.format("carol", ""), out, re.M)
+    assert out.count("team serve") == 3
+    assert all("--tls" in line for line in lines if "team serve" in line)
 
     # A teammate's answer, attributed, from the live peer.
     scheduler = lines.index(
@@ -37,6 +45,12 @@ def test_demo_shows_the_team_at_work_and_leaves_nothing_behind(
     # Private notes never leave.
     private = lines.index('$ mem --home bob team recall-team "my quarterly self-review"')
     assert lines[private + 1] == "  (nothing relevant from the team)"
+    # The author sees that bob was served the answer, from both logs.
+    disclosures = lines.index("$ mem --home ada team disclosures")
+    served = lines[disclosures + 1 : disclosures + 3]
+    assert all("served to bob" in line for line in served), served
+    logs = {line.rsplit("(", 1)[1] for line in served}
+    assert logs == {"logged by the peer)", "logged by the coordinator)"}
     # A secret is refused even with --force.
     assert "secret detected: password-in-url" in out
     # A retraction vanishes from every answer.
@@ -51,6 +65,14 @@ def test_demo_shows_the_team_at_work_and_leaves_nothing_behind(
     assert "carol" in lines[webhooks + 1]
     assert "[via coordinator]" in lines[webhooks + 1]
     assert "carol failed" in lines[webhooks + 2]
+    # Revoked with --purge: carol's items vanish, her peer is no longer a source.
+    revoked = lines.index("$ mem --home ada team revoke carol --purge --yes")
+    assert lines[revoked + 1] == "  revoked carol; 2 published items purged"
+    after = lines.index(
+        '$ mem --home bob team recall-team "how often are failed webhooks retried?"', revoked
+    )
+    assert lines[after + 1] == "  (nothing relevant from the team)"
+    assert "carol" not in lines[after + 2]
 
     assert lines[-1] == "done: every process stopped; the temporary homes are removed."
     assert list(scratch.iterdir()) == []

@@ -1,12 +1,15 @@
 """The `mem demo` walk-through: a whole team on loopback, end to end.
 
-A coordinator and three members (each with a real peer daemon process) in temporary homes:
-members remember facts, publish some and keep others private; teammates ask the team; a
-secret is refused; a retraction vanishes from every answer; a member goes offline and the
-coordinator's cache still answers.
+A coordinator and three members (each with a real peer daemon process) in temporary homes,
+every daemon on https with its own certificate, pinned by the members, and every request
+signed by a member's key: the first member joins with the coordinator's admin code and invites
+the others; members remember facts, publish some and keep others private; teammates ask the
+team; an author sees who was served their items; a secret is refused; a retraction vanishes
+from every answer; a member goes offline and the coordinator's cache still answers; a revoked
+member's items vanish.
 
 The members join and act through the same team functions as the `mem` commands
-(:func:`~memmesh.team.setup.join_team`, :class:`~memmesh.team.member.Member`), and each step
+(:func:`~memmesh.team.roster.join`, :class:`~memmesh.team.member.Member`), and each step
 prints the command line that does what the step does.
 """
 
@@ -29,6 +32,8 @@ from memmesh.local.store import Store
 from memmesh.net.server import free_port
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
+from memmesh.team import roster
+from memmesh.team.disclosures import my_disclosures
 from memmesh.team.member import Member
 from memmesh.team.recall import TeamAnswer, list_peers
 from memmesh.team.setup import join_team
@@ -109,7 +114,9 @@ class _Processes:
             if process.poll() is not None:
                 raise DemoFailed(name, f"exited early ({process.returncode})")
             try:
-                if httpx.get(f"{url}/healthz", timeout=0.5).status_code == 200:
+                # Liveness only, which carries nothing: the members pin the certificate.
+                probe = httpx.get(f"{url}/healthz", timeout=0.5, verify=False)  # noqa: S501
+                if probe.status_code == 200:
                     return
             except httpx.TransportError:
                 time.sleep(0.05)
@@ -165,38 +172,48 @@ def run_demo(root: Path) -> None:
     env = {**os.environ, "MEM_TEAM_TOKEN": token}
     env.pop("MEM_AUTHOR", None)
     coordinator_port = free_port()
-    coordinator_url = f"http://127.0.0.1:{coordinator_port}"
+    coordinator_url = f"https://127.0.0.1:{coordinator_port}"
     processes = _Processes(env)
     homes = {name: root / name for name in _FACTS}
     with _token(token), ExitStack() as stack:
         stack.callback(processes.stop_all)
         _say(f"memmesh demo: a team of three on loopback, in {root}\n")
-        serve = ["coordinator", "serve", "--data", str(root / "coordinator"),
-                 "--port", str(coordinator_port), "--team", "acme"]  # fmt: skip
-        _ran(serve)
+        data = root / "coordinator"
+        serve = ["coordinator", "serve", "--data", str(data), "--port", str(coordinator_port),
+                 "--team", "acme", "--tls", "--admin-name", "ada"]  # fmt: skip
+        _ran(serve, note="(https with its own certificate; prints its pin and an admin code)")
         processes.start("coordinator", serve, coordinator_url)
+        code = (data / "admin-join-code").read_text(encoding="utf-8").strip()
         ids: dict[str, list[str]] = {}
         for name, home in homes.items():
-            joined = join_team(
-                home, name=name, team="acme", coordinator=coordinator_url, kinds=_KINDS
-            )
-            shares = [word for kind in _KINDS for word in ("--share", kind)]
-            init = ["--home", name, "team", "init", "--name", name, "--team", "acme",
-                    "--coordinator", coordinator_url, *shares]  # fmt: skip
-            _ran(init, note=f"-> {joined.member_id}")
+            # The share settings first (what `mem team init` writes); joining fills in the
+            # team, the coordinator, its pin and its key.
+            join_team(home, name=name, team="acme", kinds=_KINDS)
+            if name != "ada":
+                _ran(["--home", "ada", "team", "invite", name], note="-> a one-line code")
+                admin_home = homes["ada"]
+                code = roster.invite(load_policy(admin_home), load_identity(admin_home), name).code
+            joined = roster.join(home, code)
+            admin = " (admin)" if joined.member.admin else ""
+            note = f"-> {joined.member.key_id}{admin}"
+            _ran(["--home", name, "team", "join", code[:24] + "…"], note=note)
             ids[name] = _remember_and_publish(name, home)
         _say()
         for name, home in homes.items():
             port = free_port()
-            serve = ["team", "serve", "--port", str(port), "--heartbeat", "1"]
-            processes.start(name, ["--home", str(home), *serve], f"http://127.0.0.1:{port}")
-            _ran(["--home", name, *serve], note="(peer daemon running)")
+            serve = ["team", "serve", "--port", str(port), "--heartbeat", "1", "--tls"]
+            processes.start(name, ["--home", str(home), *serve], f"https://127.0.0.1:{port}")
+            _ran(["--home", name, *serve], note="(peer daemon running, pinned from its presence)")
         _wait_for_presence(homes["ada"], len(homes) - 1)
 
         bob = homes["bob"]
         _ask(bob, "bob", "which lock does the job scheduler use?")
         _ask(bob, "bob", "my quarterly self-review")
         _say("  (bob's own private note stays on his laptop, and ada's and carol's too)")
+
+        _say("\n--- an author sees who was served their items (never what was asked)")
+        _ran(["--home", "ada", "team", "disclosures"])
+        _show_disclosures(homes["ada"])
 
         _say("\n--- a secret never leaves, even with --force")
         with Store(homes["ada"], author="ada") as store:
@@ -228,6 +245,14 @@ def run_demo(root: Path) -> None:
         _say("(carol's peer daemon stopped)")
         _ask(bob, "bob", "how often are failed webhooks retried?")
 
+        _say("\n--- carol leaves the team: revoked, her published items purged")
+        _ran(["--home", "ada", "team", "revoke", "carol", "--purge", "--yes"])
+        revoked = roster.revoke(
+            load_policy(homes["ada"]), load_identity(homes["ada"]), "carol", purge=True
+        )
+        _say(f"  revoked {revoked.member.name}; {revoked.purged} published items purged")
+        _ask(bob, "bob", "how often are failed webhooks retried?")
+
         _say("\n--- and a local recall never needs the network")
         query = "how do I run the integration tests"
         _ran(["--home", "bob", "recall", query])
@@ -256,13 +281,22 @@ def _remember_and_publish(name: str, home: Path) -> list[str]:
     return published
 
 
+def _show_disclosures(home: Path) -> None:
+    with Store(home, author=home.name) as store:
+        rows = my_disclosures(load_policy(home), load_identity(home), store, limit=10)
+    for row in rows:
+        _say(f"  {row.item_id}  served to {row.asker_name}  (logged by the {row.source})")
+    if not rows:
+        _say("  (nobody has been served your items yet)")
+
+
 def _wait_for_presence(home: Path, expected: int) -> None:
     """Until the coordinator lists ``expected`` teammates' peers (heartbeats are every 1 s)."""
     policy = load_policy(home)
-    own = load_identity(home).key_id
+    identity = load_identity(home)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        seen, _ = list_peers(policy, own_key=own)
+        seen, _ = list_peers(policy, identity=identity)
         if len(seen) >= expected:
             return
         time.sleep(0.2)

@@ -33,6 +33,7 @@ def run_serve(args: argparse.Namespace) -> int:
         advertise=args.advertise,
         interfaces=args.interface,
         heartbeat=args.heartbeat,
+        tls=args.tls,
     ) as daemon:
         heartbeats = f" (heartbeat to {daemon.coordinator})" if daemon.coordinator else ""
         print(
@@ -48,7 +49,7 @@ def run_peers(args: argparse.Namespace) -> int:
     home = home_of(args)
     policy = load_policy(home)
     identity = load_identity(home)
-    seen, problems = list_peers(policy, own_key=identity.key_id, interfaces=args.interface)
+    seen, problems = list_peers(policy, identity=identity, interfaces=args.interface)
     now = time.time()
     data = {"peers": [msgspec.to_builtins(p) for p in seen], "problems": problems}
     lines = [

@@ -122,6 +122,7 @@ def run_sync(args: argparse.Namespace) -> int:
     ]
     lines += [f"withheld by policy: {item} [{rule}]" for item, rule in report.withheld]
     lines += [f"rejected by the coordinator: {item}: {why}" for item, why in report.rejected]
+    lines += [f"receipt refused: {item}: {why}" for item, why in report.bad_receipts]
     emit(args, data, "\n".join(lines))
     return ExitCode.ERROR if report.rejected else ExitCode.OK
 
@@ -156,6 +157,11 @@ def run_status(args: argparse.Namespace) -> int:
         )
         for rule, count in sorted(row.blocked.items()):
             lines.append(f"    blocked by {rule}: {count}")
+    if status.unreceipted:
+        lines.append(
+            f"retractions without the coordinator's receipt: {len(status.unreceipted)} "
+            f"({', '.join(status.unreceipted)}); `mem team sync` asks again"
+        )
     emit(args, msgspec.to_builtins(status), "\n".join(lines))
     return ExitCode.OK
 

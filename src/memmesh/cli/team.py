@@ -138,6 +138,12 @@ def _network_commands(command: Command) -> None:
     p.add_argument(
         "--heartbeat", type=positive_float, default=30.0, help="seconds between heartbeats"
     )
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve https on loopback too (beyond loopback it always does, with a certificate "
+        "of its own whose pin travels in its signed presence)",
+    )
 
     p = command(
         "peers",

@@ -13,6 +13,8 @@ import msgspec
 from memmesh.coordinator.protocol import Disclosure, DisclosuresRequest, DisclosuresResponse
 from memmesh.local.store import Store
 from memmesh.net.connect import coordinator_client
+from memmesh.net.presence import Roster
+from memmesh.peer import peer_disclosures
 from memmesh.policy import Policy
 from memmesh.registry import Identity
 
@@ -45,7 +47,10 @@ def my_disclosures(
     request = DisclosuresRequest(item_id=item_id, limit=limit)
     with coordinator_client(policy, identity) as client:
         answer = client.post("/v1/disclosures", request, DisclosuresResponse)
-    return merged(answer.entries, _peer_log(store, item_id, limit), item_id=item_id, limit=limit)
+        roster = client.get("/v1/members", Roster)
+    names = {member.key_id: member.name for member in roster.members}
+    peer = _peer_log(store, item_id, limit, names)
+    return merged(answer.entries, peer, item_id=item_id, limit=limit)
 
 
 def merged(
@@ -74,9 +79,17 @@ def merged(
     return rows[:limit]
 
 
-def _peer_log(store: Store, item_id: str | None, limit: int) -> list[Disclosure]:
-    """What my own peer daemon served of my items."""
-    # PEER LOG: the peer daemon's own disclosure log is not in this tree yet. Once
-    # memmesh.peer has it, this is the one line to put here instead of ``return []``:
-    #     return peer_disclosures(store, item_id=item_id, limit=limit)
-    return []
+def _peer_log(
+    store: Store, item_id: str | None, limit: int, names: dict[str, str]
+) -> list[Disclosure]:
+    """What my own peer daemon served of my items, askers named as the roster names them
+    (their member id otherwise)."""
+    return [
+        Disclosure(
+            item_id=row.item_id,
+            asker_key_id=row.asker_key_id,
+            asker_name=names.get(row.asker_key_id, row.asker_key_id),
+            served_at=row.served_at,
+        )
+        for row in peer_disclosures(store, item_id=item_id, limit=limit)
+    ]
