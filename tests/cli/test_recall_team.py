@@ -16,12 +16,12 @@ from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.coordinator.protocol import PublishItem, PublishRequest, PublishResponse
 from memmesh.local._recall import recall
 from memmesh.local.store import Store
-from memmesh.net.client import Client
 from memmesh.net.server import free_port
 from memmesh.net.signing import peer_audience
 from memmesh.registry import Envelope
 from memmesh.team.recall import recall_team
 from tests._servers import running
+from tests._signed import signed_client
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner
 from tests.team._team import (
@@ -169,7 +169,7 @@ def test_retracted_item_is_gone_from_every_answer_and_never_comes_back(team: Tea
 
     # A replay of the old, validly signed publication is stale against the tombstone.
     assert team.coordinator is not None
-    with Client(team.coordinator, token=TOKEN) as client:
+    with signed_client(team.coordinator, ada.identity, team=team.team, token=TOKEN) as client:
         replay = client.post(
             "/v1/publish",
             PublishRequest(items=[PublishItem(envelope=publication)]),

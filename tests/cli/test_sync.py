@@ -10,6 +10,7 @@ import pytest
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.coordinator.protocol import ChangesRequest
 from memmesh.local.store import Store
+from memmesh.net.errors import Unauthorized
 from memmesh.net.server import free_port
 from memmesh.policy.config import load_policy
 from memmesh.registry import Registry, create_identity, publish, retract
@@ -156,7 +157,7 @@ def test_sync_json_reports_sent_skipped_and_withheld(
         "withheld": [withheld],
         "rejected": [],
         "batches": 2,
-        "receipts": 0,  # the coordinator signs no receipts yet
+        "receipts": 1,  # the retraction's, signed by the coordinator
         "bad_receipts": [],
     }
     feed = served.coordinator.changes(ChangesRequest()).changes
@@ -173,21 +174,17 @@ def test_sync_json_reports_sent_skipped_and_withheld(
     assert _unacked(home) == 1
 
 
-def test_sync_rejected_by_the_coordinator_exits_1_and_names_the_reason(
+def test_sync_to_another_teams_coordinator_is_refused_and_changes_nothing(
     mem: MemRunner, home: Path, tmp_path: Path
 ) -> None:
     with _serve(tmp_path, "elsewhere", team="elsewhere") as elsewhere:
-        ids = _member(home, elsewhere.url)
+        _member(home, elsewhere.url)
 
         result = mem("team", "sync", env=TOKEN_ENV)
 
+        # Signed for this member's team, the requests are worthless to another team's host.
         assert result.returncode == 1, result.stderr
-        reason = f"this coordinator serves team 'elsewhere', not {TEAM!r}"
-        assert result.stdout.splitlines() == [
-            "sent 3 in 2 batches: 0 accepted, 0 already known, 0 stale; 1 no longer live, not sent",
-            f"rejected by the coordinator: {ids['fact']}: {reason}",
-            f"rejected by the coordinator: {ids['decision']}: {reason}",
-            f"rejected by the coordinator: {ids['retracted']}: {reason}",
-        ]
+        assert result.stdout == ""
+        assert result.stderr == f"mem: error: {Unauthorized().message} (HTTP 401)\n"
         assert elsewhere.feed_size() == 0
         assert _unacked(home) == 3

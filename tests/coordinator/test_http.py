@@ -22,7 +22,7 @@ from memmesh.coordinator.protocol import (
     RetractResponse,
 )
 from memmesh.net.client import Client
-from memmesh.net.errors import Refused
+from memmesh.net.errors import Refused, Unauthorized
 from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.wire import Health
@@ -241,7 +241,7 @@ def test_every_members_route_needs_the_token(
             with pytest.raises(Refused) as refused:
                 _call(client, path, body)
             assert refused.value.http_status == 401, path
-            assert refused.value.message == "missing or invalid token (HTTP 401)", path
+            assert refused.value.message == f"{Unauthorized().message} (HTTP 401)", path
         assert client.get("/healthz", Health) == Health(status="ok")
 
 
@@ -252,7 +252,10 @@ def test_unauthorized_answer_carries_the_challenge_and_protocol_version(url: str
     assert answer.headers["www-authenticate"] == "Bearer"
     assert answer.headers["x-memmesh-protocol"] == "1"
     assert answer.json() == {
-        "error": {"code": "unauthorized", "message": "missing or invalid token"}
+        "error": {
+            "code": "unauthorized",
+            "message": Unauthorized().message,
+        }
     }
 
 

@@ -14,16 +14,16 @@ from starlette.types import Receive, Scope, Send
 
 from memmesh.coordinator import Coordinator, coordinator_app, endpoints
 from memmesh.net.app import PROTOCOL_HEADER, Endpoint, create_app
-from memmesh.net.errors import Conflict
+from memmesh.net.errors import Conflict, Unauthorized
 from memmesh.net.limits import BodyLimit
 from memmesh.net.signing import coordinator_audience
-from memmesh.net.wire import PROTOCOL_VERSION
+from memmesh.net.wire import PROTOCOL_VERSION, encode
 from memmesh.registry import create_identity
 from tests._servers import running
 from tests._signed import SignedAuth
 
 TOKEN = "s3cret-team-token"
-UNAUTHORIZED = b'{"error":{"code":"unauthorized","message":"missing or invalid token"}}'
+UNAUTHORIZED = encode({"error": {"code": "unauthorized", "message": Unauthorized().message}})
 INTERNAL = b'{"error":{"code":"internal","message":"internal error"}}'
 SECRET = "hunter2"
 

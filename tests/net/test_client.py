@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from memmesh.net.app import Endpoint, create_app
 from memmesh.net.client import Client
-from memmesh.net.errors import BadResponse, Refused, Timeout, Unreachable
+from memmesh.net.errors import BadResponse, Refused, Timeout, Unauthorized, Unreachable
 from memmesh.net.server import free_port
 from tests._servers import running
 
@@ -95,7 +95,7 @@ def test_wrong_token_is_refused_with_401(url: str) -> None:
     with Client(url, token="not-the-token") as wrong, pytest.raises(Refused) as caught:
         wrong.get("/v1/thing", Thing)
     assert caught.value.http_status == 401
-    assert caught.value.message == "missing or invalid token (HTTP 401)"
+    assert caught.value.message == f"{Unauthorized().message} (HTTP 401)"
 
 
 def test_missing_token_is_refused_but_healthz_answers(url: str) -> None:

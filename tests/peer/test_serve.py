@@ -22,6 +22,7 @@ from memmesh.peer.serve import peer_daemon
 from memmesh.policy import PolicyInvalid
 from memmesh.registry.envelopes import Presence, open_envelope
 from tests._servers import running
+from tests._signed import signed_client
 from tests.team._team import FINGERPRINT, NOWHERE, TOKEN, Member, Team, ask, team_on_loopback
 
 LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
@@ -56,9 +57,9 @@ def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Team]:
         yield members
 
 
-def _presences(team: Team) -> list[Presence]:
+def _presences(team: Team, asker: Member) -> list[Presence]:
     assert team.coordinator is not None
-    with Client(team.coordinator, token=TOKEN, timeout=5) as client:
+    with signed_client(team.coordinator, asker.identity, team=team.team, token=TOKEN) as client:
         listing = client.get("/v1/presence/list", PresenceList)
     bodies = [open_envelope(e) for e in listing.members]
     return [b for b in bodies if isinstance(b, Presence)]
@@ -90,7 +91,7 @@ def test_daemon_heartbeats_its_advertised_url_and_answers_from_published_items(
             team.coordinator,
         )
         team.wait_for_presence(ada)
-        assert [p.peer_url for p in _presences(team) if p.key_id == ada.key_id] == [advertised]
+        assert [p.peer_url for p in _presences(team, ada) if p.key_id == ada.key_id] == [advertised]
         with running(daemon.app) as url:
             assert _recall(url, "which locks does the job scheduler use", bob, ada) == [item_id]
 

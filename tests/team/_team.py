@@ -35,7 +35,6 @@ from memmesh.coordinator.protocol import (
 )
 from memmesh.embed import HashingEmbedder
 from memmesh.local.store import Store
-from memmesh.net.client import Client
 from memmesh.net.connect import coordinator_client
 from memmesh.net.presence import PresenceResponse
 from memmesh.net.search import SearchHit, SearchResponse
@@ -58,6 +57,7 @@ from memmesh.registry.envelopes import (
 from memmesh.team.recall import TeamAnswer, recall_team
 from memmesh.team.sync import SyncReport, sync
 from tests._servers import running
+from tests._signed import signed_client
 
 TOKEN = "loopback-team-token"
 FINGERPRINT = HashingEmbedder().fingerprint
@@ -317,10 +317,10 @@ class Team:
             daemon.wait_ready()
         return daemons
 
-    def online(self) -> set[str]:
-        """Key ids whose presence the coordinator lists now."""
+    def online(self, asker: Member) -> set[str]:
+        """Key ids whose presence the coordinator lists now, as ``asker`` is told."""
         assert self.coordinator is not None
-        with Client(self.coordinator, token=TOKEN, timeout=5) as client:
+        with signed_client(self.coordinator, asker.identity, team=self.team, token=TOKEN) as client:
             listing = client.get("/v1/presence/list", PresenceList)
         return {body.key_id for body in map(open_envelope, listing.members)}
 
@@ -328,9 +328,9 @@ class Team:
         """Until the coordinator lists every one of ``members`` as online."""
         wanted = {m.key_id for m in members}
         deadline = time.monotonic() + timeout
-        while not wanted <= self.online():
+        while not wanted <= self.online(members[0]):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"no presence from {wanted - self.online()}")
+                raise RuntimeError(f"no presence from {wanted - self.online(members[0])}")
             time.sleep(0.1)
 
     def close(self) -> None:

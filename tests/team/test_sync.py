@@ -26,13 +26,15 @@ from memmesh.coordinator.protocol import (
 )
 from memmesh.local.store import Store
 from memmesh.net.client import Client
+from memmesh.net.errors import Refused
 from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.signing import coordinator_audience
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry import Identity, Registry, create_identity, load_identity, publish, retract
 from memmesh.registry.envelopes import Envelope, open_envelope
 from memmesh.team.sync import SyncReport, sync
 from tests._servers import CoordinatorProcess, running
-from tests._signed import NOBODY
+from tests._signed import NOBODY, signed_client
 from tests.registry._helpers import TEAM, make_policy
 
 TOKEN = "t"
@@ -45,8 +47,8 @@ Posted = tuple[str, list[tuple[str, int]]]
 class _RecordingClient(Client):
     """The real client, noting which envelopes each request carried."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(url, token=TOKEN)
+    def __init__(self, url: str, identity: Identity) -> None:
+        super().__init__(url, token=TOKEN, identity=identity, audience=coordinator_audience(TEAM))
         self.posted: list[Posted] = []
 
     def post(self, path: str, body: Any, response: type[T]) -> T:
@@ -86,9 +88,9 @@ def coordinator(tmp_path: Path) -> Iterator[Coordinator]:
 
 
 @pytest.fixture
-def client(coordinator: Coordinator) -> Iterator[_RecordingClient]:
+def client(coordinator: Coordinator, identity: Identity) -> Iterator[_RecordingClient]:
     with running(coordinator_app(coordinator, token=TOKEN)) as url:
-        recording = _RecordingClient(url)
+        recording = _RecordingClient(url, identity)
         try:
             yield recording
         finally:
@@ -201,7 +203,7 @@ def test_retraction_after_sync_removes_the_item_from_search(
 
     report = sync(registry, policy, client)
 
-    assert report == SyncReport(sent=1, accepted=1, batches=1)
+    assert report == SyncReport(sent=1, accepted=1, batches=1, receipts=1)
     assert client.posted == [("/v1/retract", [(drop, 1)])]
     assert _search_ids(coordinator, "invoice job export batch") == [keep]
     assert _feed(coordinator)[drop] == ("retraction", 1, tombstone.envelope)
@@ -222,7 +224,7 @@ def test_publication_no_longer_live_is_not_sent(
 
     report = sync(registry, policy, client)
 
-    assert report == SyncReport(sent=3, accepted=3, skipped=2, batches=2)
+    assert report == SyncReport(sent=3, accepted=3, skipped=2, batches=2, receipts=2)
     assert client.posted == [
         ("/v1/retract", [(again, 1), (gone, 1)]),
         ("/v1/publish", [(again, 2)]),
@@ -265,7 +267,7 @@ def test_item_the_policy_now_withholds_stays_unsent_and_unacked(
     assert all(acked for *_, acked in _acked(store))
 
 
-def test_entry_the_coordinator_rejects_stays_unacked(
+def test_another_teams_coordinator_refuses_the_request_and_nothing_is_acked(
     tmp_path: Path, store: Store, registry: Registry, policy: Policy
 ) -> None:
     item = _remember(store, _texts(1)[0])
@@ -274,13 +276,12 @@ def test_entry_the_coordinator_rejects_stays_unacked(
     try:
         with (
             running(coordinator_app(other_team, token=TOKEN)) as url,
-            Client(url, token=TOKEN) as client,
+            signed_client(url, registry.identity, team=TEAM, token=TOKEN) as client,
+            pytest.raises(Refused) as refused,
         ):
-            report = sync(registry, policy, client)
-        assert report.rejected == [
-            (item, f"this coordinator serves team 'elsewhere', not {TEAM!r}")
-        ]
-        assert (report.sent, report.accepted, report.batches) == (1, 0, 1)
+            # Signed for this member's team, the request is worthless to another team's host.
+            sync(registry, policy, client)
+        assert refused.value.http_status == 401
         assert _acked(store)[0][3] is False
         assert other_team.info().published == 0
     finally:
@@ -329,7 +330,7 @@ class _Proxy:
         headers = {
             name.decode(): value.decode()
             for name, value in scope["headers"]
-            if name in (b"authorization", b"content-type")
+            if name in (b"authorization", b"content-type") or name.startswith(b"x-memmesh-")
         }
         async with httpx.AsyncClient(base_url=self.upstream) as upstream:
             answer = await upstream.request(
@@ -437,9 +438,15 @@ class _Member:
         assert policy.coordinator is not None
         with (
             Store(self.home, author="tester") as store,
-            Client(policy.coordinator, token=TOKEN) as c,
+            signed_client(policy.coordinator, identity, team=TEAM, token=TOKEN) as c,
         ):
             return sync(Registry(store, identity, policy.team), policy, c)
+
+    def unreceipted(self) -> list[str]:
+        """The retractions in the log that hold no receipt from the coordinator."""
+        identity = load_identity(self.home)
+        with Store(self.home, author="tester") as store:
+            return [e.item_id for e in Registry(store, identity, TEAM).unreceipted()]
 
 
 # Sendable batches in log order, per round: 11 live publications, then 2 retractions (the
@@ -448,11 +455,11 @@ TOTAL_ENTRIES = 45
 SKIPPED = 6
 
 
-def _coordinator_state(url: str) -> State:
+def _coordinator_state(url: str, identity: Identity) -> State:
     """The coordinator's whole feed, read page by page over HTTP."""
     state: State = {}
     cursor = 0
-    with Client(url, token=TOKEN) as client:
+    with signed_client(url, identity, team=TEAM, token=TOKEN) as client:
         while True:
             page = client.post(
                 "/v1/changes", ChangesRequest(cursor=cursor, limit=7), ChangesResponse
@@ -467,7 +474,10 @@ def _coordinator_state(url: str) -> State:
 
 def _assert_converged(member: _Member, url: str, final: subprocess.CompletedProcess[str]) -> None:
     assert final.returncode == 0, final.stderr
-    assert json.loads(final.stdout) == {
+    report = json.loads(final.stdout)
+    # Receipts come back for the retractions this sync sent: some were sent before the kill.
+    assert 1 <= report.pop("receipts") <= 6
+    assert report == {
         "sent": 26,
         "accepted": 15,
         "already_known": 11,
@@ -476,16 +486,17 @@ def _assert_converged(member: _Member, url: str, final: subprocess.CompletedProc
         "withheld": [],
         "rejected": [],
         "batches": 4,
-        "receipts": 0,  # this coordinator signs no receipts yet
         "bad_receipts": [],
     }
     expected = member.expected()
     assert len(expected) == 39
     assert sum(kind == "retraction" for kind, _, _ in expected.values()) == 6
-    assert _coordinator_state(url) == expected
+    identity = load_identity(member.home)
+    assert _coordinator_state(url, identity) == expected
     assert member.acked() == TOTAL_ENTRIES
     assert member.unsent_now() == SyncReport()
-    with Client(url, token=TOKEN) as client:
+    assert member.unreceipted() == []  # every retraction's purge is vouched for
+    with signed_client(url, identity, team=TEAM, token=TOKEN) as client:
         hits = client.post(
             "/v1/search",
             SearchRequest(query="invoice job export batch", project="billing", k=100),
@@ -520,14 +531,15 @@ def test_kill_9_of_the_coordinator_at_several_points_then_sync_again_converges(
             _assert_interrupted(member.sync())
             assert member.acked() == SKIPPED + 11
             process.start()
-            assert len(_coordinator_state(process.url)) == 11
+            identity = load_identity(member.home)
+            assert len(_coordinator_state(process.url, identity)) == 11
 
             # 2. Killed after committing a batch, before its answer reached the member.
             proxy.on_answer[4] = process.kill
             _assert_interrupted(member.sync())
             assert member.acked() == SKIPPED + 11 + 2
             process.start()
-            state = _coordinator_state(process.url)
+            state = _coordinator_state(process.url, identity)
             assert len(state) == 24
             assert sum(kind == "retraction" for kind, _, _ in state.values()) == 2
 

@@ -60,12 +60,16 @@ class BadRequest(NetError):
 
 
 class Unauthorized(NetError):
-    """Missing or wrong bearer token; deliberately vague."""
+    """Missing or wrong bearer token, or no valid signature for this service; deliberately
+    vague."""
 
     status = 401
 
     def __init__(self) -> None:
-        super().__init__("missing or invalid token")
+        super().__init__(
+            "not accepted: a missing or wrong team token, or a request not signed by a key for "
+            "this service within the last 2 minutes"
+        )
 
 
 class Forbidden(NetError):
