@@ -211,10 +211,13 @@ def test_http_error_body_carries_the_error_class_code() -> None:
 # -- specific classes where a base class used to be raised --------------------------------------
 
 
-def test_listening_beyond_loopback_without_a_token_is_an_insecure_bind() -> None:
+def test_plain_http_beyond_loopback_without_a_token_is_an_insecure_bind() -> None:
     with pytest.raises(InsecureBind) as caught:
         check_bind("192.0.2.7", None)
     assert (caught.value.host, caught.value.code) == ("192.0.2.7", "insecure_bind")
+    check_bind("192.0.2.7", None, tls=True)  # over https, signed keys are the gate
+    check_bind("192.0.2.7", "token")
+    check_bind("127.0.0.1", None)
 
 
 def test_a_home_that_is_a_file_is_home_not_created(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import free_port
 from memmesh.net.signing import coordinator_audience
 from memmesh.net.tls import ensure_certificate, pin_of, pinned_context
+from memmesh.net.urls import serves_tls
 from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import open_envelope, seal
 from tests._servers import CoordinatorProcess
@@ -40,11 +41,12 @@ from tests._signed import signed_client
 from tests.cli._output import error_line
 from tests.registry._helpers import publication
 
-# Listening on every interface is what these tests are about.
+# Asking to listen on every interface is what these tests are about: each is refused before
+# anything listens (tests never listen beyond loopback).
 ALL_INTERFACES = "0.0.0.0"  # noqa: S104
 REFUSAL = (
-    "mem: error: refusing to listen on 0.0.0.0 without a team token: set the token variable, "
-    "or listen on 127.0.0.1"
+    "mem: error: refusing to listen on 0.0.0.0 over plain http without a team token: serve "
+    "https (the default beyond loopback), set the token variable, or listen on 127.0.0.1"
 )
 
 
@@ -83,17 +85,15 @@ def _serve(
         pytest.param(
             {"MEM_TEAM_TOKEN": "s3cret"}, ("--token-env", "TEAM_HOST_TOKEN"), id="other-variable"
         ),
-        pytest.param({}, ("--insecure-http",), id="plain-http"),
-        pytest.param({}, ("--tls",), id="tls"),
     ],
 )
-def test_serve_beyond_loopback_without_a_token_refuses_and_never_listens(
+def test_serve_over_plain_http_beyond_loopback_without_a_token_refuses_and_never_listens(
     tmp_path: Path, env: dict[str, str], args: tuple[str, ...]
 ) -> None:
     data = tmp_path / "data"
     port = free_port()
 
-    with _serve(data, port, "--host", ALL_INTERFACES, *args, env=env) as process:
+    with _serve(data, port, "--host", ALL_INTERFACES, "--insecure-http", *args, env=env) as process:
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -143,27 +143,40 @@ def _pinned(url: str, pin: str, identity: Identity, *, token: str | None = None)
     )  # fmt: skip
 
 
-def test_serve_beyond_loopback_serves_tls_with_the_printed_pin_and_demands_token_and_key(
+@pytest.mark.parametrize(
+    ("host", "tls", "insecure_http", "https"),
+    [
+        ("127.0.0.1", False, False, False),
+        ("::1", False, False, False),
+        ("127.0.0.1", True, False, True),
+        (ALL_INTERFACES, False, False, True),
+        ("192.0.2.7", False, False, True),
+        ("team-host.example", False, False, True),
+        (ALL_INTERFACES, False, True, False),
+    ],
+)
+def test_a_daemon_serves_https_beyond_loopback_unless_told_to_serve_plain_http(
+    host: str, tls: bool, insecure_http: bool, https: bool
+) -> None:
+    # The one rule both daemons follow (the coordinator's --tls/--insecure-http, the peer's
+    # --tls); tests never listen beyond loopback, so the rule is checked as the function.
+    assert serves_tls(host, tls=tls, insecure_http=insecure_http) is https
+
+
+def test_serve_over_tls_demands_a_signed_key_and_the_token_when_one_is_set(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
     port = free_port()
     url = f"https://127.0.0.1:{port}"
     ada = create_identity(tmp_path / "ada")
+    env = {"MEM_TEAM_TOKEN": "s3cret"}
 
-    with _serve(data, port, "--host", ALL_INTERFACES, env={"MEM_TEAM_TOKEN": "s3cret"}) as process:
+    with _serve(data, port, "--tls", env=env) as process:
         _wait_until_healthy(url, process)
         with pytest.raises(httpx.TransportError):
             httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
-        process.terminate()
-        _, stderr = process.communicate(timeout=30)
-    pin = _pin_in(stderr)
-    assert pin == pin_of((data / "tls" / "tls.crt").read_bytes())
-    code = _code_in(stderr)
-    assert (code.url, code.pin, code.admin) == (f"https://0.0.0.0:{port}", pin, True)
-
-    with _serve(data, port, "--host", ALL_INTERFACES, env={"MEM_TEAM_TOKEN": "s3cret"}) as process:
-        _wait_until_healthy(url, process)
+        pin = pin_of((data / "tls" / "tls.crt").read_bytes())
         with _pinned(url, pin, ada) as unsigned_client:
             unsigned_client.identity = None
             with pytest.raises(Refused) as no_key:
@@ -172,29 +185,12 @@ def test_serve_beyond_loopback_serves_tls_with_the_printed_pin_and_demands_token
             no_token.get("/v1/info", Info)
         with _pinned(url, pin, ada, token="s3cret") as member:
             info = member.get("/v1/info", Info)
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
 
+    assert _pin_in(stderr) == pin
     assert (no_key.value.http_status, without_token.value.http_status) == (401, 401)
     assert (info.service, info.published, info.roster) == ("memmesh-coordinator", 0, False)
-    assert (data / "memory.db").exists()
-
-
-def test_serve_beyond_loopback_with_insecure_http_serves_plain_http(tmp_path: Path) -> None:
-    process = CoordinatorProcess(
-        tmp_path / "data", team="acme", token="s3cret",
-        args=["--host", ALL_INTERFACES, "--insecure-http"],
-    )  # fmt: skip
-    try:
-        process.start()
-        with signed_client(process.url, create_identity(tmp_path / "ada"), team="acme",
-                           token="s3cret") as client:  # fmt: skip
-            info = client.get("/v1/info", Info)
-    finally:
-        process.stop()
-
-    assert process.url.startswith("http://")
-    assert info.published == 0
-    assert "TLS pin" not in process.output()
-    assert "warning: plain http beyond loopback" in process.output()
 
 
 def test_serve_with_tls_on_loopback_and_its_join_code_pin_the_certificate(

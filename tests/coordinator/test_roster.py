@@ -1,6 +1,7 @@
 """The roster, from an attacker's side, over a real server: once it has a member only members
 are served, a revoked key is refused everywhere at once, and only admins change it."""
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ from memmesh.net.client import Client
 from memmesh.net.errors import Forbidden, Refused
 from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse
-from memmesh.registry import Identity
+from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import open_envelope, seal
 from tests._clock import START
 from tests._signed import add_member, caller, make_admin
@@ -384,3 +385,16 @@ def test_a_revoked_member_s_presence_is_no_longer_listed(
         ("ada", None),
         ("bob", START),
     ]
+
+
+def test_a_coordinator_beyond_loopback_without_a_token_admits_nobody_before_its_first_member(
+    tmp_path: Path,
+) -> None:
+    # A stranger who signs gets nothing before the first admin joins with the bootstrap code.
+    stranger = create_identity(tmp_path / "stranger")
+    coordinator = Coordinator(tmp_path / "data", team=TEAM, open_without_roster=False)
+    try:
+        with pytest.raises(Forbidden, match="has no members yet"):
+            coordinator.membership.admit(caller(stranger))
+    finally:
+        coordinator.close()

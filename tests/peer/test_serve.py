@@ -1,7 +1,7 @@
 """`peer_daemon`: a member's peer daemon set up, checked, announced and torn down, with real
 stores, a real coordinator on loopback and real zeroconf on 127.0.0.1."""
 
-import re
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +12,7 @@ from memmesh.coordinator.protocol import PresenceList
 from memmesh.embed import HashingEmbedder
 from memmesh.local.store import Store
 from memmesh.net.client import Client
-from memmesh.net.errors import BadUrl, NetError
+from memmesh.net.errors import BadUrl
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import free_port
 from memmesh.net.signing import peer_audience
@@ -130,17 +130,17 @@ def test_an_invalid_policy_starts_nothing_and_opens_no_store(tmp_path: Path) -> 
     assert opener.opened == []
 
 
-def test_a_public_address_without_a_token_is_refused_before_the_store_opens(
+def test_a_public_address_needs_no_token_since_the_daemon_serves_https_there(
     tmp_path: Path,
 ) -> None:
+    # A peer knows askers by their signed keys; beyond loopback it always serves https.
     ada = Team(tmp_path, NOWHERE).add("ada")
-    opener = _Opener(ada)
-    public = "0.0.0.0"  # noqa: S104 (refused, never bound)
-    refused = pytest.raises(NetError, match=f"refusing to listen on {re.escape(public)} without")
-    with refused, peer_daemon(ada.home, opener, host=public, port=1):
-        pytest.fail("the daemon started")
-    assert opener.opened == []
-    assert not (ada.home / "memory.db").exists()
+    assert "MEM_TEAM_TOKEN" not in os.environ
+    public = "0.0.0.0"  # noqa: S104 (never bound: the daemon is only set up)
+    with peer_daemon(
+        ada.home, _Opener(ada), host=public, port=8410, advertise="https://ada.example:8410"
+    ) as daemon:
+        assert daemon.settings.scheme == "https"
 
 
 def test_discovery_announces_the_daemon_on_the_given_interfaces_with_its_scheme(

@@ -121,7 +121,6 @@ def _serve(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         args.parser.error("--tls-cert and --tls-key go together")
     token = os.environ.get(args.token_env) or None
-    check_bind(args.host, token)
     data = Path(args.data).expanduser()
     certificate, pin = _certificate(args, data)
     settings = ServeSettings(
@@ -132,11 +131,19 @@ def _serve(args: argparse.Namespace) -> int:
         tls_cert=certificate.cert_path if certificate else None,
         tls_key=certificate.key_path if certificate else None,
     )
+    check_bind(args.host, token, tls=certificate is not None)
     host = f"[{args.host}]" if ":" in args.host else args.host
     served = f"{settings.scheme}://{host}:{settings.port}"
 
     def open_coordinator() -> "Coordinator":
-        return Coordinator(data, team=args.team, embedder=args.embedder)
+        # While the roster is empty, a signer is admitted only behind the team token or on
+        # loopback: beyond it without a token, the admin code is the only way in.
+        return Coordinator(
+            data,
+            team=args.team,
+            embedder=args.embedder,
+            open_without_roster=bool(token) or is_loopback(args.host),
+        )
 
     # Opened once here to check the data folder (and bring its schema up to date) before any
     # worker starts; each worker then opens its own.
@@ -185,11 +192,11 @@ def _certificate(args: argparse.Namespace, data: Path) -> "tuple[Certificate | N
     """The certificate to serve (``None``: plain http), and the pin members should hold
     (``None`` for one from an authority, which their system trusts)."""
     from memmesh.net.tls import ensure_certificate, load_certificate
-    from memmesh.net.urls import is_loopback
+    from memmesh.net.urls import serves_tls
 
     if args.tls_cert:
         return load_certificate(Path(args.tls_cert), Path(args.tls_key)), None
-    if args.tls or not (args.insecure_http or is_loopback(args.host)):
+    if serves_tls(args.host, tls=args.tls, insecure_http=args.insecure_http):
         hosts = [args.host] + ([urlsplit(args.url).hostname or ""] if args.url else [])
         certificate = ensure_certificate(data / "tls", [h for h in hosts if h])
         return certificate, certificate.pin

@@ -56,11 +56,13 @@ class Membership:
         *,
         team: str,
         coordinator_key: str,
+        open_without_roster: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
         store.migrate(_members.ROSTER_SCHEMA)
         self.store = store
         self.team = team
+        self.open_without_roster = open_without_roster
         self.coordinator_key = coordinator_key
         self._clock = clock
 
@@ -70,8 +72,14 @@ class Membership:
         """Return if ``caller`` may use the members' routes; :class:`Forbidden` otherwise."""
         with self.store.reader() as tx:
             entry = _members.member(tx, caller.key)
-            if entry is None and not _members.enforced(tx):
+            enforced = _members.enforced(tx)
+        if entry is None and not enforced:
+            if self.open_without_roster:
                 return
+            raise Forbidden(
+                f"team {self.team!r} has no members yet: the first joins with the admin code "
+                "`mem coordinator serve` printed (also in DATA/admin-join-code)"
+            )
         if entry is None:
             raise Forbidden(f"this key is not a member of team {self.team!r}")
         if entry.revoked_at is not None:

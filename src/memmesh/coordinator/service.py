@@ -83,6 +83,8 @@ class Coordinator:
       first start, mode 0600).
     * ``team`` - accept only envelopes for this team.
     * ``embedder`` - the vector space it searches in (vectors from others are re-embedded).
+    * ``open_without_roster`` - while the roster is empty, admit any signer (a team set up
+      before rosters, behind its token); ``False`` admits nobody but a joiner until then.
 
     The routes' handlers take the verified :class:`Caller` first; :meth:`admit` decides
     whether a caller may use the members' routes at all (see :attr:`membership`).
@@ -94,6 +96,7 @@ class Coordinator:
         *,
         team: str,
         embedder: str | None = None,
+        open_without_roster: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.team = team
@@ -105,7 +108,11 @@ class Coordinator:
             self.store.migrate(_tables.COORDINATOR_SCHEMA)
             self.identity = _own_identity(data)
             self.membership = Membership(
-                self.store, team=team, coordinator_key=self.identity.public_key_text, clock=clock
+                self.store,
+                team=team,
+                coordinator_key=self.identity.public_key_text,
+                open_without_roster=open_without_roster,
+                clock=clock,
             )
             self._disclosed = DisclosureLog(self.store, clock=clock)
         except BaseException:

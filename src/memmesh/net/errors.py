@@ -18,7 +18,7 @@ MemmeshError
     ├── Refused               client side: the service answered with an error status
     ├── InsecureUrl           client side: plain http beyond loopback, not allowed (exit 3)
     ├── CertificateUnusable   server side: a TLS certificate or key cannot be used
-    ├── InsecureBind          server side: beyond loopback, but no team token
+    ├── InsecureBind          server side: plain http beyond loopback, but no team token
     ├── CannotListen          server side: the address cannot be bound
     └── WorkerDied            server side: a worker process stopped by itself
 """
@@ -155,8 +155,8 @@ class InsecureBind(NetError):
 
     def __init__(self, host: str) -> None:
         super().__init__(
-            f"refusing to listen on {host} without a team token: set the token variable, "
-            "or listen on 127.0.0.1"
+            f"refusing to listen on {host} over plain http without a team token: serve https "
+            "(the default beyond loopback), set the token variable, or listen on 127.0.0.1"
         )
         self.host = host
 

@@ -24,15 +24,19 @@ __all__ = [
 ]
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to listen beyond loopback without a team token."""
-    if not token and not is_loopback(host):
+def check_bind(host: str, token: str | None, *, tls: bool = False) -> None:
+    """Refuse to listen beyond loopback over plain http without a team token.
+
+    Over https the members' signed keys are the gate (the token is an optional outer one);
+    plain http beyond loopback still needs the token, since anyone on the way reads it all.
+    """
+    if not token and not tls and not is_loopback(host):
         raise InsecureBind(host)
 
 
 def serve(app: ASGIApp, settings: ServeSettings, *, token: str | None) -> None:
     """Run ``app`` in this process until interrupted."""
-    check_bind(settings.host, token)
+    check_bind(settings.host, token, tls=settings.tls_cert is not None)
     server = uvicorn.Server(_config(app, settings))
     try:
         server.run()
@@ -49,7 +53,7 @@ def serve_processes(
     with ``make_app`` (so no database connection is shared across a fork). SIGINT or SIGTERM
     stops them all; a worker that dies stops the others too, and this raises.
     """
-    check_bind(settings.host, token)
+    check_bind(settings.host, token, tls=settings.tls_cert is not None)
     if settings.workers == 1:
         serve(make_app(), settings, token=token)
         return

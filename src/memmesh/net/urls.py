@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from memmesh._urls import UnsoundUrl, normalised_url
 from memmesh.net.errors import BadUrl, InsecureUrl
 
-__all__ = ["check_transport", "is_loopback", "peer_url"]
+__all__ = ["check_transport", "is_loopback", "peer_url", "serves_tls"]
 
 
 def is_loopback(host: str) -> bool:
@@ -21,6 +21,12 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def serves_tls(host: str, *, tls: bool = False, insecure_http: bool = False) -> bool:
+    """Whether a daemon listening on ``host`` serves https: when asked (``tls``), and beyond
+    loopback unless told to serve plain http there (``insecure_http``)."""
+    return tls or not (insecure_http or is_loopback(host))
 
 
 def check_transport(url: str, *, insecure_http: bool) -> None:

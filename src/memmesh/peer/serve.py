@@ -23,7 +23,7 @@ from memmesh.net.errors import BadUrl
 from memmesh.net.server import check_bind, serve
 from memmesh.net.settings import ServeSettings
 from memmesh.net.tls import Certificate, ensure_certificate
-from memmesh.net.urls import is_loopback, peer_url
+from memmesh.net.urls import peer_url, serves_tls
 from memmesh.peer.app import peer_app
 from memmesh.peer.discovery import Advertiser, local_address
 from memmesh.peer.heartbeat import HEARTBEAT_INTERVAL, Heartbeat
@@ -85,10 +85,10 @@ def _reached_at(host: str, port: int, advertise: str | None, tls: bool) -> str:
     """The sound URL teammates reach the daemon at: https whenever it serves TLS, which it
     does when asked, when told to be reached at https, or beyond loopback."""
     advertised = peer_url(advertise) if advertise else None
-    secure = tls or not is_loopback(host)
+    secure = serves_tls(host, tls=tls)
     if advertised is not None:
         reached = urlsplit(advertised).hostname or ""
-        secure = secure or advertised.startswith("https:") or not is_loopback(reached)
+        secure = secure or advertised.startswith("https:") or serves_tls(reached)
     if advertised is None:
         address = local_address(host)
         shown = f"[{address}]" if ":" in address else address
@@ -121,7 +121,7 @@ def peer_daemon(
     * ``tls`` - serve https even on loopback (it always does beyond loopback).
 
     Raises :class:`PolicyError` while team.yaml is invalid, :class:`IdentityMissing` without a
-    key, :class:`NetError` for a listen address beyond loopback without a team token,
+    key, :class:`NetError` for plain http beyond loopback without a team token,
     :class:`BadUrl` (a ``NetError``) when the URL teammates would reach it at is unsound, or is
     plain http while it serves https, and :class:`CertificateUnusable` when the certificate in
     ``home/tls`` cannot be used.
@@ -129,9 +129,9 @@ def peer_daemon(
     policy = load_policy(home)  # invalid: nothing starts
     identity = load_identity(home)
     token = team_token(policy)
-    check_bind(host, token)
     # A sound URL before anything starts: it goes into the signed presence teammates contact.
     url = _reached_at(host, port, advertise, tls)
+    check_bind(host, token, tls=url.startswith("https:"))
     certificate = None
     if url.startswith("https:"):
         names = [urlsplit(url).hostname or "", local_address(host)]
