@@ -2,6 +2,7 @@
 
 import argparse
 import importlib.util
+import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -104,3 +105,33 @@ def test_protocol_reference_is_what_the_structs_generate() -> None:
     assert (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8") == module.render(), (
         "docs/protocol.md is out of date: run `python scripts/gen_protocol_docs.py`"
     )
+
+
+# A test named in docs/security.md: `tests/x.py::test_y`, or `::test_y` in the file last named.
+_CITED = re.compile(r"`(tests/[\w/]+\.py)?::(test_\w+)`|`(tests/[\w/]+\.py)`")
+
+
+def _cited_tests(text: str) -> list[tuple[str, str | None]]:
+    cited: list[tuple[str, str | None]] = []
+    current = ""
+    for path, name, bare in _CITED.findall(text):
+        if bare:
+            current = bare
+            cited.append((bare, None))
+            continue
+        current = path or current
+        cited.append((current, name))
+    return cited
+
+
+def test_every_test_the_security_model_cites_exists() -> None:
+    cited = _cited_tests((ROOT / "docs" / "security.md").read_text(encoding="utf-8"))
+    assert len(cited) > 50
+    missing = []
+    for path, name in cited:
+        source = ROOT / path
+        if not source.exists():
+            missing.append(path)
+        elif name is not None and not re.search(rf"^def {name}\(", source.read_text(), re.M):
+            missing.append(f"{path}::{name}")
+    assert missing == []
