@@ -158,3 +158,39 @@ def test_the_verifier_forgets_no_nonce_while_it_is_still_fresh(alice: Identity) 
         "GET", "/who", [(k.encode(), v.encode()) for k, v in fresh.items()], b""
     )
     assert caller.key == alice.public_key_text
+
+
+def test_a_strangers_flood_of_signed_requests_never_turns_members_away(
+    alice: Identity, mallory: Identity
+) -> None:
+    # Signatures are checked before the roster: a stranger's fresh signed requests must not
+    # fill the nonces the members' requests need (they would get 503).
+    def admit(caller: Caller) -> None:
+        if caller.key != alice.public_key_text:
+            raise Forbidden("not a member of this team")
+
+    routes = [
+        Endpoint(path="/who", handler=lambda c: Heard(by=c.key_id), response=Heard, caller=True),
+        Endpoint(
+            path="/join",
+            handler=lambda c: Heard(by=c.key_id),
+            response=Heard,
+            caller=True,
+            access="signed",
+        ),
+    ]
+    verifier = RequestVerifier(AUDIENCE, max_nonces=8)
+    with running(create_app(routes, token=None, verifier=verifier, admit=admit)) as served:
+        with Client(served, token=None, identity=mallory, audience=AUDIENCE) as stranger:
+            for _ in range(10):
+                with pytest.raises(Refused) as refused:
+                    stranger.get("/who", Heard)
+                assert refused.value.http_status == 403
+            for _ in range(8):  # the route open to any signer (joining): its share fills
+                assert stranger.get("/join", Heard).by == mallory.key_id
+            with pytest.raises(Refused) as refused:
+                stranger.get("/join", Heard)
+            assert refused.value.http_status == 503
+        with Client(served, token=None, identity=alice, audience=AUDIENCE) as member:
+            for _ in range(4):
+                assert member.get("/who", Heard).by == alice.key_id
