@@ -124,8 +124,9 @@ class RevokeResponse(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class InviteRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``POST /v1/invites`` (an admin): a single-use invite for ``name``. Only the SHA-256 of
-    the secret (``digest``, 64 hex digits) reaches the coordinator; the secret is in the code."""
+    """``POST /v1/invites`` (an admin): a single-use invite for ``name``, until ``expires_at``
+    (at most 30 days ahead; ``400`` otherwise). Only the SHA-256 of the secret (``digest``, 64
+    hex digits) reaches the coordinator; the secret is in the code."""
 
     name: Name
     digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
