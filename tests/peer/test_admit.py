@@ -188,6 +188,25 @@ def test_the_disclosure_log_keeps_only_the_newest_rows(
     assert kept == ["item-4", "item-3", "item-2"]
 
 
+def test_an_askers_flood_evicts_only_that_askers_own_rows(
+    ada: Member, bob: Member, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memmesh.peer import _disclosures
+
+    monkeypatch.setattr(_disclosures, "MAX_DISCLOSURES", 4)
+    mallory = "M" * 43
+    with Store(ada.home, author="ada") as store:
+        _disclosures.record(store, bob.identity.public_key_text, ["secret"])
+        for n in range(30):
+            _disclosures.record(store, mallory, [f"item-{n}"])
+        kept = [(d.asker_key, d.item_id) for d in _disclosures.peer_disclosures(store)]
+
+    assert kept == [
+        (mallory, "item-29"), (mallory, "item-28"), (mallory, "item-27"),
+        (bob.identity.public_key_text, "secret"),
+    ]  # fmt: skip
+
+
 def test_the_presence_stays_open_to_anyone(ada: Member) -> None:
     with peer_in_thread(ada) as url, Client(url, token=None) as anyone:
         document = anyone.get("/v1/presence", PeerPresence)
