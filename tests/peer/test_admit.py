@@ -145,6 +145,22 @@ def test_a_peer_answers_a_member_from_its_coordinators_roster_and_stops_within_a
     assert set(coordinator.authorized("/v1/presence")) == {f"Bearer {TOKEN}"}
 
 
+def test_a_restarted_peer_refuses_a_member_revoked_before_while_the_coordinator_is_down(
+    ada: Member, bob: Member, locks: str
+) -> None:
+    from memmesh.peer.service import Peer
+
+    ada.trust(bob)  # ada's own file still lists bob
+    with Store(ada.home, author="ada") as store:
+        before = Peer(ada.home, store, ada.identity, url="http://127.0.0.1:9")
+        before.hold_roster(coordinator_roster(ada, revoked=(bob,)))  # a heartbeat's answer
+    # Restarted, no heartbeat has answered yet: what the coordinator said still holds.
+    with peer_in_thread(ada) as url:
+        status, _ = _refusal(url, bob, ada)
+
+    assert status == 403
+
+
 def test_the_peer_logs_each_item_it_disclosed_and_to_whom_but_never_the_query(
     tmp_path: Path, ada: Member, bob: Member, locks: str
 ) -> None:
