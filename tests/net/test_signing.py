@@ -7,6 +7,7 @@ from pathlib import Path
 import httpx
 import msgspec
 import pytest
+from starlette.types import ASGIApp
 
 from memmesh.net.app import Endpoint, create_app
 from memmesh.net.client import Client
@@ -44,8 +45,7 @@ def mallory(tmp_path_factory: pytest.TempPathFactory) -> Identity:
     return create_identity(Path(tmp_path_factory.mktemp("mallory")))
 
 
-@pytest.fixture(scope="module")
-def url(alice: Identity) -> Iterator[str]:
+def _alices_app(alice: Identity, verifier: RequestVerifier) -> ASGIApp:
     """An app for ``AUDIENCE`` that admits only alice; ``/join`` takes any signer."""
 
     def admit(caller: Caller) -> None:
@@ -69,8 +69,12 @@ def url(alice: Identity) -> Iterator[str]:
             access="signed",
         ),
     ]
-    app = create_app(routes, token=None, verifier=RequestVerifier(AUDIENCE), admit=admit)
-    with running(app) as served:
+    return create_app(routes, token=None, verifier=verifier, admit=admit)
+
+
+@pytest.fixture(scope="module")
+def url(alice: Identity) -> Iterator[str]:
+    with running(_alices_app(alice, RequestVerifier(AUDIENCE))) as served:
         yield served
 
 
@@ -165,22 +169,8 @@ def test_a_strangers_flood_of_signed_requests_never_turns_members_away(
 ) -> None:
     # Signatures are checked before the roster: a stranger's fresh signed requests must not
     # fill the nonces the members' requests need (they would get 503).
-    def admit(caller: Caller) -> None:
-        if caller.key != alice.public_key_text:
-            raise Forbidden("not a member of this team")
-
-    routes = [
-        Endpoint(path="/who", handler=lambda c: Heard(by=c.key_id), response=Heard, caller=True),
-        Endpoint(
-            path="/join",
-            handler=lambda c: Heard(by=c.key_id),
-            response=Heard,
-            caller=True,
-            access="signed",
-        ),
-    ]
     verifier = RequestVerifier(AUDIENCE, max_nonces=8)
-    with running(create_app(routes, token=None, verifier=verifier, admit=admit)) as served:
+    with running(_alices_app(alice, verifier)) as served:
         with Client(served, token=None, identity=mallory, audience=AUDIENCE) as stranger:
             for _ in range(10):
                 with pytest.raises(Refused) as refused:
