@@ -123,6 +123,28 @@ def test_the_log_keeps_only_the_newest_rows(coordinator: Coordinator) -> None:
     assert [row.item_id for row in entries] == [f"item-{n}" for n in (7, 6, 5, 4, 3)]
 
 
+def test_a_flood_of_searches_evicts_only_the_flooder_s_own_rows(coordinator: Coordinator) -> None:
+    # Beyond the bound, the rows that go are those of the (author, asker) with the most: a member
+    # who searches without end cannot push out what an author was told about anyone else.
+    log = DisclosureLog(coordinator.store, clock=FakeClock(), limit=6)
+    log.record("carol", [("ada", "ada-secret")])
+    log.record("mallory", [("ada", "ada-secret")])
+    log.record("carol", [("bob", "bob-item")])
+    log.flush()
+    for n in range(40):
+        log.record("mallory", [("bob", f"bob-{n}"), ("ada", "ada-other")])
+        log.flush()
+
+    told_ada = [(row.asker_key, row.item_id) for row in log.entries("ada", None, 100)]
+    told_bob = [(row.asker_key, row.item_id) for row in log.entries("bob", None, 100)]
+
+    assert ("carol", "ada-secret") in told_ada
+    assert ("carol", "bob-item") in told_bob
+    assert ("mallory", "bob-39") in told_bob  # the flood is in the log too, newest first
+    with coordinator.store.read() as tx:
+        assert tx.execute("SELECT count(*) FROM coord_disclosures").fetchone()[0] == 6
+
+
 def test_rows_wait_in_memory_and_are_written_in_one_batch(coordinator: Coordinator) -> None:
     log = DisclosureLog(coordinator.store, clock=FakeClock(), every=3600)
     log.record("asker", [("author", "item-1"), ("author", "item-2")])

@@ -1,6 +1,7 @@
 """Invites, from an attacker's side, over a real server: a secret joins one key once, under the
 name and admin flag the invite says, until it expires; nothing else joins anyone."""
 
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -172,3 +173,40 @@ def test_joining_needs_a_signed_request(served: Inviting) -> None:
 
     assert refused.value.http_status == 401
     assert _names(served) == ["ada"]
+
+
+def test_an_invite_lasting_longer_than_thirty_days_is_refused(served: Inviting) -> None:
+    # The admin's `mem team invite` caps its --ttl; the coordinator holds the same line for any
+    # client: a leaked code must not join someone a century later.
+    for expires_at in (START + 100 * 365 * DAY, START + 30 * DAY + 1):
+        request = InviteRequest(
+            name="carol", digest=secret_digest(new_secret()), expires_at=expires_at
+        )
+        with served.client(served.admin) as client, pytest.raises(Refused) as refused:
+            client.post("/v1/invites", request, Invite)
+        assert refused.value.http_status == 400
+        assert "30 days" in refused.value.message
+    assert served.invite("carol", expires_at=START + 30 * DAY)  # the longest allowed
+
+
+def test_one_invite_presented_by_two_keys_at_once_joins_exactly_one(served: Inviting) -> None:
+    secret = served.invite("carol")
+    keys = [served.key(f"rival{n}") for n in range(6)]
+    outcomes: list[str | int] = []
+
+    def present(identity: Identity) -> None:
+        try:
+            outcomes.append(served.join(identity, secret).member.key)
+        except Refused as exc:
+            outcomes.append(exc.http_status)
+
+    threads = [threading.Thread(target=present, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    joined = [o for o in outcomes if isinstance(o, str)]
+    assert len(joined) == 1
+    assert [o for o in outcomes if isinstance(o, int)] == [403] * 5
+    assert _names(served) == ["ada", "carol"]

@@ -398,3 +398,23 @@ def test_a_coordinator_beyond_loopback_without_a_token_admits_nobody_before_its_
             coordinator.membership.admit(caller(stranger))
     finally:
         coordinator.close()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["bob\x1b[2K\rada (admin)", "bob\nada", "\u202eimda", "bob\u200b", "bob\x00"],
+)
+def test_a_roster_name_with_control_or_invisible_characters_is_refused(
+    served: Served, ada: Identity, name: str
+) -> None:
+    # Names are printed to every member's terminal (members, disclosures, recall authors): one
+    # that moves the cursor, hides itself or flips the text could pass for another member.
+    newcomer = served.key("newcomer")
+    add = MemberAdd(name=name, key=newcomer.public_key_text)
+    invite = InviteRequest(name=name, digest=secret_digest(new_secret()), expires_at=START + 60)
+    with served.client(ada) as client:
+        for path, body in (("/v1/members/add", add), ("/v1/invites", invite)):
+            with pytest.raises(Refused) as refused:
+                client.post(path, body, dict)
+            assert refused.value.http_status == 400, path
+    assert [m.name for m in served.coordinator.membership.roster().members] == ["ada"]

@@ -7,6 +7,7 @@ from pathlib import Path
 import httpx
 import msgspec
 import pytest
+from starlette.types import ASGIApp
 
 from memmesh.net.app import Endpoint, create_app
 from memmesh.net.client import Client
@@ -44,8 +45,7 @@ def mallory(tmp_path_factory: pytest.TempPathFactory) -> Identity:
     return create_identity(Path(tmp_path_factory.mktemp("mallory")))
 
 
-@pytest.fixture(scope="module")
-def url(alice: Identity) -> Iterator[str]:
+def _alices_app(alice: Identity, verifier: RequestVerifier) -> ASGIApp:
     """An app for ``AUDIENCE`` that admits only alice; ``/join`` takes any signer."""
 
     def admit(caller: Caller) -> None:
@@ -69,8 +69,12 @@ def url(alice: Identity) -> Iterator[str]:
             access="signed",
         ),
     ]
-    app = create_app(routes, token=None, verifier=RequestVerifier(AUDIENCE), admit=admit)
-    with running(app) as served:
+    return create_app(routes, token=None, verifier=verifier, admit=admit)
+
+
+@pytest.fixture(scope="module")
+def url(alice: Identity) -> Iterator[str]:
+    with running(_alices_app(alice, RequestVerifier(AUDIENCE))) as served:
         yield served
 
 
@@ -158,3 +162,25 @@ def test_the_verifier_forgets_no_nonce_while_it_is_still_fresh(alice: Identity) 
         "GET", "/who", [(k.encode(), v.encode()) for k, v in fresh.items()], b""
     )
     assert caller.key == alice.public_key_text
+
+
+def test_a_strangers_flood_of_signed_requests_never_turns_members_away(
+    alice: Identity, mallory: Identity
+) -> None:
+    # Signatures are checked before the roster: a stranger's fresh signed requests must not
+    # fill the nonces the members' requests need (they would get 503).
+    verifier = RequestVerifier(AUDIENCE, max_nonces=8)
+    with running(_alices_app(alice, verifier)) as served:
+        with Client(served, token=None, identity=mallory, audience=AUDIENCE) as stranger:
+            for _ in range(10):
+                with pytest.raises(Refused) as refused:
+                    stranger.get("/who", Heard)
+                assert refused.value.http_status == 403
+            for _ in range(8):  # the route open to any signer (joining): its share fills
+                assert stranger.get("/join", Heard).by == mallory.key_id
+            with pytest.raises(Refused) as refused:
+                stranger.get("/join", Heard)
+            assert refused.value.http_status == 503
+        with Client(served, token=None, identity=alice, audience=AUDIENCE) as member:
+            for _ in range(4):
+                assert member.get("/who", Heard).by == alice.key_id

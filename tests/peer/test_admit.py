@@ -145,6 +145,22 @@ def test_a_peer_answers_a_member_from_its_coordinators_roster_and_stops_within_a
     assert set(coordinator.authorized("/v1/presence")) == {f"Bearer {TOKEN}"}
 
 
+def test_a_restarted_peer_refuses_a_member_revoked_before_while_the_coordinator_is_down(
+    ada: Member, bob: Member, locks: str
+) -> None:
+    from memmesh.peer.service import Peer
+
+    ada.trust(bob)  # ada's own file still lists bob
+    with Store(ada.home, author="ada") as store:
+        before = Peer(ada.home, store, ada.identity, url="http://127.0.0.1:9")
+        before.hold_roster(coordinator_roster(ada, revoked=(bob,)))  # a heartbeat's answer
+    # Restarted, no heartbeat has answered yet: what the coordinator said still holds.
+    with peer_in_thread(ada) as url:
+        status, _ = _refusal(url, bob, ada)
+
+    assert status == 403
+
+
 def test_the_peer_logs_each_item_it_disclosed_and_to_whom_but_never_the_query(
     tmp_path: Path, ada: Member, bob: Member, locks: str
 ) -> None:
@@ -186,6 +202,25 @@ def test_the_disclosure_log_keeps_only_the_newest_rows(
         kept = [d.item_id for d in _disclosures.peer_disclosures(store)]
 
     assert kept == ["item-4", "item-3", "item-2"]
+
+
+def test_an_askers_flood_evicts_only_that_askers_own_rows(
+    ada: Member, bob: Member, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memmesh.peer import _disclosures
+
+    monkeypatch.setattr(_disclosures, "MAX_DISCLOSURES", 4)
+    mallory = "M" * 43
+    with Store(ada.home, author="ada") as store:
+        _disclosures.record(store, bob.identity.public_key_text, ["secret"])
+        for n in range(30):
+            _disclosures.record(store, mallory, [f"item-{n}"])
+        kept = [(d.asker_key, d.item_id) for d in _disclosures.peer_disclosures(store)]
+
+    assert kept == [
+        (mallory, "item-29"), (mallory, "item-28"), (mallory, "item-27"),
+        (bob.identity.public_key_text, "secret"),
+    ]  # fmt: skip
 
 
 def test_the_presence_stays_open_to_anyone(ada: Member) -> None:

@@ -13,7 +13,7 @@ import httpx
 import msgspec
 import pytest
 
-from memmesh.net.errors import Unauthorized
+from memmesh.net.errors import Unauthorized, Unreachable
 from memmesh.net.search import SearchRequest
 from memmesh.net.signing import RequestVerifier, coordinator_audience, peer_audience
 from memmesh.team.recall import TeamAnswer
@@ -175,6 +175,28 @@ def test_a_revoked_members_peer_is_not_asked_and_its_items_are_dropped(tmp_path:
     assert [(h.id, h.author) for h in result.hits] == [(queue, "carol")]
     assert result.dropped == {"revoked": 2}
     assert _peers(result) == []
+
+
+def test_a_revocation_the_coordinator_told_of_holds_while_it_is_down(tmp_path: Path) -> None:
+    # bob's team.yaml still lists ada; once the coordinator has said she is revoked, its being
+    # unreachable (down, or kept from bob by ada herself) must not bring her peer back.
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=NOWHERE)
+    locks = _published(ada, LOCKS)
+    coordinator, ada_peer = FakeSource(), FakeSource()
+    coordinator.roster = coordinator_roster(bob, revoked=(ada,))
+    ada_peer.hits = answer(ada.envelope(locks))
+    with serving(ada_peer) as ada_url:
+        ada_peer.present_as(ada, ada_url)
+        bob.trust(ada, bob)
+        with serving(coordinator) as coordinator_url:
+            bob.write_policy(coordinator=coordinator_url, peers=[ada_url])
+            told = ask(bob)
+        with pytest.raises(Unreachable):  # nobody else to ask
+            ask(bob)
+
+    assert told.dropped == {"revoked": 1}
+    assert [h.path for h in ada_peer.heard] == ["/v1/presence", "/v1/presence"]  # never asked
 
 
 def test_the_coordinators_roster_alone_lets_its_members_peers_be_asked_and_names_them(

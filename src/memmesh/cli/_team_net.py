@@ -49,7 +49,7 @@ def run_peers(args: argparse.Namespace) -> int:
     home = home_of(args)
     policy = load_policy(home)
     identity = load_identity(home)
-    seen, problems = list_peers(policy, identity=identity, interfaces=args.interface)
+    seen, problems = list_peers(policy, identity=identity, interfaces=args.interface, home=home)
     now = time.time()
     data = {"peers": [msgspec.to_builtins(p) for p in seen], "problems": problems}
     lines = [

@@ -2,8 +2,10 @@
 
 One row per item served to an asker other than its author: the time, the asker's key, the
 author's key and the item id, never the query. The log is bounded: beyond
-:data:`MAX_DISCLOSURES` rows the oldest are dropped. An author reads the rows of its own items
-only (:meth:`DisclosureLog.entries` takes the author's key).
+:data:`MAX_DISCLOSURES` rows, the oldest rows of the (author, asker) pair that has the most are
+dropped, so that a member who searches without end pushes out only what was logged of its own
+searches of that author, never what any author was told about anyone else. An author reads the
+rows of its own items only (:meth:`DisclosureLog.entries` takes the author's key).
 
 Searches must stay fast, so :class:`DisclosureLog` keeps new rows in memory and writes them in
 one transaction at most once a second (and when it is closed). It is a best-effort log: a
@@ -16,9 +18,10 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from memmesh.local import Schema
+from memmesh.local import Schema, Transaction
 from memmesh.local.errors import StoreError
 from memmesh.local.store import Store
+from memmesh.net.limits import shares_to_drop
 
 __all__ = ["DISCLOSURES_SCHEMA", "FLUSH_EVERY", "MAX_DISCLOSURES", "DisclosureLog", "Row"]
 
@@ -33,7 +36,12 @@ CREATE TABLE coord_disclosures (
 CREATE INDEX coord_disclosures_author ON coord_disclosures (author_key, id);
 """
 
-DISCLOSURES_SCHEMA = Schema(owner="disclosures", migrations=(_V1,))
+# The rows of one (author, asker) pair, oldest first: what a flood evicts.
+_V2 = """
+CREATE INDEX coord_disclosures_pair ON coord_disclosures (author_key, asker_key, id);
+"""
+
+DISCLOSURES_SCHEMA = Schema(owner="disclosures", migrations=(_V1, _V2))
 MAX_DISCLOSURES = 100_000
 FLUSH_EVERY = 1.0
 _log = logging.getLogger("memmesh.coordinator")
@@ -93,7 +101,8 @@ class DisclosureLog:
                 self._timer.start()
 
     def flush(self) -> None:
-        """Write every row kept in memory, then drop the oldest beyond the limit."""
+        """Write every row kept in memory, then drop rows beyond the limit (see the module
+        docstring)."""
         # Rows are taken under the short lock and written under the other: a search that
         # records rows meanwhile never waits for the write and its sync.
         with self._writing:
@@ -111,11 +120,7 @@ class DisclosureLog:
                         " VALUES (?, ?, ?, ?)",
                         rows,
                     )
-                    tx.execute(
-                        "DELETE FROM coord_disclosures "
-                        "WHERE id <= (SELECT max(id) FROM coord_disclosures) - ?",
-                        (self._limit,),
-                    )
+                    _evict(tx, self._limit)
             except StoreError as exc:
                 # Best effort: a search never fails for its disclosure rows.
                 _log.warning("%d disclosure rows were not written: %s", len(rows), exc)
@@ -138,3 +143,21 @@ class DisclosureLog:
                 (author_key, item_id, item_id, limit),
             ).fetchall()
         return [Row(float(r[0]), r[1], r[2], r[3]) for r in rows]
+
+
+def _evict(tx: Transaction, limit: int) -> None:
+    """Drop rows beyond ``limit``, each one the oldest of the pair that has the most then."""
+    (count,) = tx.execute("SELECT count(*) FROM coord_disclosures").fetchone()
+    if count <= limit:
+        return
+    sizes = tx.execute(
+        "SELECT count(*), author_key, asker_key FROM coord_disclosures "
+        "GROUP BY author_key, asker_key"
+    ).fetchall()
+    pairs = [(int(n), (author, asker)) for n, author, asker in sizes]
+    for (author, asker), drop in shares_to_drop(pairs, limit).items():
+        tx.execute(
+            "DELETE FROM coord_disclosures WHERE id IN (SELECT id FROM coord_disclosures "
+            "WHERE author_key = ? AND asker_key = ? ORDER BY id LIMIT ?)",
+            (author, asker, drop),
+        )

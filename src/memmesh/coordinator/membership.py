@@ -36,10 +36,13 @@ from memmesh.net.signing import Caller
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import key_id, public_key_from_text
 
-__all__ = ["BOOTSTRAP_TTL", "Membership", "when"]
+__all__ = ["BOOTSTRAP_TTL", "MAX_INVITE_TTL", "Membership", "when"]
 
 # How long the first admin's invite lasts; a restart after it expired makes a new one.
 BOOTSTRAP_TTL = 7 * 24 * 3600.0
+# The longest an invite may last from when it is made: a code leaked in a chat log stops
+# joining anyone within a month.
+MAX_INVITE_TTL = 30 * 24 * 3600.0
 
 
 def when(moment: float) -> str:
@@ -147,11 +150,17 @@ class Membership:
         return RevokeResponse(member=revoked, purged=purged)
 
     def invite(self, caller: Caller, request: InviteRequest) -> Invite:
-        """Store a single-use invite for ``request.name`` (an admin only)."""
+        """Store a single-use invite for ``request.name`` (an admin only), lasting at most
+        :data:`MAX_INVITE_TTL`."""
         now = self._clock()
         if request.expires_at <= now:
             raise BadRequest(
                 f"the invite would expire before it is made ({when(request.expires_at)})"
+            )
+        if request.expires_at > now + MAX_INVITE_TTL:
+            raise BadRequest(
+                f"an invite lasts at most {MAX_INVITE_TTL / 86400:.0f} days, not until "
+                f"{when(request.expires_at)}"
             )
         with self.store.transaction() as tx:
             admin = self._admin(tx, caller)

@@ -96,7 +96,10 @@ class PresenceList(msgspec.Struct, frozen=True, kw_only=True):
     roster: Roster | None = None
 
 
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+# A member's name is printed on every member's terminal: no control characters, and none of
+# the invisible or direction-flipping ones that would let it pass for another name.
+_PRINTABLE = "^[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]+$"
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=_PRINTABLE)]
 KeyText = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
@@ -124,8 +127,9 @@ class RevokeResponse(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class InviteRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``POST /v1/invites`` (an admin): a single-use invite for ``name``. Only the SHA-256 of
-    the secret (``digest``, 64 hex digits) reaches the coordinator; the secret is in the code."""
+    """``POST /v1/invites`` (an admin): a single-use invite for ``name``, until ``expires_at``
+    (at most 30 days ahead; ``400`` otherwise). Only the SHA-256 of the secret (``digest``, 64
+    hex digits) reaches the coordinator; the secret is in the code."""
 
     name: Name
     digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]

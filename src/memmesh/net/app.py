@@ -35,7 +35,7 @@ from memmesh.errors import MemmeshError
 from memmesh.net.errors import NotFound, Unauthorized
 from memmesh.net.limits import BodyLimit, read_body
 from memmesh.net.search import SearchRequest, SearchResponse
-from memmesh.net.signing import Caller, RequestVerifier
+from memmesh.net.signing import Caller, Checked, RequestVerifier
 from memmesh.net.wire import PROTOCOL_VERSION, Health, decode_request, encode
 
 __all__ = [
@@ -124,9 +124,16 @@ def _json_response(status: int, body: bytes) -> Response:
 def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter, guard: "_Guard") -> Route:
     """The route of ``endpoint``, whose handler runs on a thread that ``limiter`` lends."""
 
-    def handle(caller: Caller | None, *args: Any) -> Any:
-        if caller is not None and endpoint.access == "members" and guard.admit is not None:
-            guard.admit(caller)  # the roster may be a database read: off the event loop
+    def handle(checked: Checked | None, *args: Any) -> Any:
+        caller = None
+        if checked is not None:
+            caller = checked.caller
+            members = endpoint.access == "members"
+            if members and guard.admit is not None:
+                guard.admit(caller)  # the roster may be a database read: off the event loop
+            # Only now: a signer the daemon refuses leaves no nonce the members need.
+            assert guard.verifier is not None
+            guard.verifier.remember(checked, admitted=members)
         if endpoint.caller:
             return endpoint.handler(caller, *args)
         return endpoint.handler(*args)
@@ -138,13 +145,13 @@ def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter, guard: "_Guard") 
 
     async def run(request: Request) -> Response:
         body = b"" if endpoint.request is None else await read_body(request, endpoint.limit)
-        caller = None
+        checked = None
         if guard.verifier is not None and endpoint.access != "anyone":
             # Before the body is decoded: a stranger's request costs one signature check.
-            caller = guard.verifier.verify(
+            checked = guard.verifier.check(
                 request.method, request.url.path, request.scope["headers"], body
             )
-        args: tuple[Any, ...] = (caller,)
+        args: tuple[Any, ...] = (checked,)
         if endpoint.request is not None:
             args += (decode_request(body, endpoint.request),)
         try:

@@ -1,4 +1,9 @@
-"""How much of a request body a route reads, and how long it waits for it."""
+"""How much of a request body a route reads, and how long it waits for it; and which rows a
+bounded log drops, so that whoever floods it evicts their own rows first."""
+
+import heapq
+from collections.abc import Hashable, Iterable
+from typing import TypeVar
 
 import anyio
 import msgspec
@@ -13,7 +18,10 @@ __all__ = [
     "BodyLimit",
     "check_declared_length",
     "read_body",
+    "shares_to_drop",
 ]
+
+K = TypeVar("K", bound=Hashable)
 
 QUERY_BODY_LIMIT = 64 * 1024
 PUBLISH_BODY_LIMIT = 4 * 1024 * 1024
@@ -53,3 +61,24 @@ async def read_body(request: Request, limit: BodyLimit) -> bytes:
     except TimeoutError:
         raise RequestTimeout(limit.deadline) from None
     return b"".join(chunks)
+
+
+def shares_to_drop(sizes: Iterable[tuple[int, K]], limit: int) -> dict[K, int]:
+    """How many rows (the oldest) to drop from each group of a log holding ``sizes`` (rows,
+    group) to keep ``limit`` rows: each row dropped comes from the group that has the most
+    then, so that one group's flood shrinks that group alone until it is no bigger than the
+    others."""
+    heap = [(-count, index, group) for index, (count, group) in enumerate(sizes) if count > 0]
+    excess = -sum(count for count, _, _ in heap) - limit
+    heapq.heapify(heap)
+    drops: dict[K, int] = {}
+    while excess > 0 and heap:
+        count, index, group = heapq.heappop(heap)
+        # Down to the next group's size in one step (at least one row).
+        level = -heap[0][0] if heap else 0
+        drop = min(excess, max(1, -count - level))
+        drops[group] = drops.get(group, 0) + drop
+        excess -= drop
+        if -count - drop > 0:
+            heapq.heappush(heap, (count + drop, index, group))
+    return drops

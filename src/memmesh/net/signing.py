@@ -11,6 +11,12 @@ teammate's peer is worthless at the coordinator), the time within :data:`REPLAY_
 clock, and the nonce unseen in that window (a captured request cannot be sent twice). Any
 failure is the same vague 401; whether the key may ask at all (the roster) is the daemon's
 business, decided on the :class:`Caller` this gives.
+
+The harness checks the signature (:meth:`RequestVerifier.check`), lets the daemon admit the
+signer, and only then remembers the nonce (:meth:`RequestVerifier.remember`): the nonces of
+the members a daemon admits are kept apart from everyone else's, so that a stranger's flood of
+fresh signed requests (which passes the signature check, then is refused) fills only the
+strangers' share and never turns a member away with 503.
 """
 
 import base64
@@ -36,6 +42,7 @@ __all__ = [
     "SIGNED_HEADERS",
     "TIME_HEADER",
     "Caller",
+    "Checked",
     "RequestVerifier",
     "coordinator_audience",
     "peer_audience",
@@ -62,6 +69,15 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
 
     key: str
     key_id: str
+
+
+class Checked(msgspec.Struct, frozen=True, kw_only=True):
+    """A request whose signature holds, before its nonce is remembered: who signed it, and
+    the nonce (with the key) and the time it was checked at."""
+
+    caller: Caller
+    nonce: str
+    at: float
 
 
 def coordinator_audience(team: str) -> str:
@@ -107,12 +123,34 @@ def sign_request(
     }
 
 
+class _Nonces:
+    """The nonces seen within the window, at most ``limit`` of them at once."""
+
+    def __init__(self, limit: int, keep_for: float) -> None:
+        self._limit = limit
+        self._keep_for = keep_for
+        self._seen: dict[str, float] = {}  # nonce -> when it may be forgotten
+        self._lock = threading.Lock()
+
+    def add(self, nonce: str, now: float) -> None:
+        """Record ``nonce``, refusing one already seen in the window."""
+        with self._lock:
+            if nonce in self._seen:
+                raise Unauthorized()
+            if len(self._seen) >= self._limit:
+                self._seen = {n: until for n, until in self._seen.items() if until > now}
+                if len(self._seen) >= self._limit:
+                    raise Overloaded("too many signed requests at once; try again shortly")
+            self._seen[nonce] = now + self._keep_for
+
+
 class RequestVerifier:
     """Checks signed requests meant for ``audience``.
 
     * ``window`` - seconds of clock difference allowed either way (:data:`REPLAY_WINDOW`).
     * ``clock`` - the time now, in seconds.
-    * ``max_nonces`` - nonces remembered at once (:data:`MAX_NONCES`).
+    * ``max_nonces`` - nonces remembered at once (:data:`MAX_NONCES`), for the members the
+      daemon admits and, as many again, for everyone else.
     """
 
     def __init__(
@@ -126,15 +164,23 @@ class RequestVerifier:
         self.audience = audience
         self.window = window
         self._clock = clock
-        self._max_nonces = max_nonces
-        self._seen: dict[str, float] = {}  # nonce -> when it may be forgotten
-        self._lock = threading.Lock()
+        # A stamp may lie up to a window ahead, and is accepted a window behind.
+        self._admitted = _Nonces(max_nonces, 2 * window)
+        self._others = _Nonces(max_nonces, 2 * window)
 
     def verify(
         self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
     ) -> Caller:
-        """The caller of a request with these raw ``headers``; :class:`Unauthorized` unless
-        it is signed, for this audience, fresh and new."""
+        """:meth:`check`, then :meth:`remember` the request as an admitted member's."""
+        checked = self.check(method, path, headers, body)
+        self.remember(checked)
+        return checked.caller
+
+    def check(
+        self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
+    ) -> Checked:
+        """The signer of a request with these raw ``headers``; :class:`Unauthorized` unless
+        it is signed, for this audience and fresh. Its nonce is not remembered yet."""
         values = _signed_values(headers)
         if values is None:
             raise Unauthorized()
@@ -155,20 +201,14 @@ class RequestVerifier:
             verify_signature(public_key, raw_signature, message)
         except (BadSignature, ValueError):
             raise Unauthorized() from None
-        self._remember(f"{key_text}:{nonce}", now)
-        return Caller(key=key_text, key_id=key_id(public_key))
+        caller = Caller(key=key_text, key_id=key_id(public_key))
+        return Checked(caller=caller, nonce=f"{key_text}:{nonce}", at=now)
 
-    def _remember(self, nonce: str, now: float) -> None:
-        """Record ``nonce``, refusing one already seen in the window."""
-        with self._lock:
-            if nonce in self._seen:
-                raise Unauthorized()
-            if len(self._seen) >= self._max_nonces:
-                self._seen = {n: until for n, until in self._seen.items() if until > now}
-                if len(self._seen) >= self._max_nonces:
-                    raise Overloaded("too many signed requests at once; try again shortly")
-            # A stamp may lie up to a window ahead, and is accepted a window behind.
-            self._seen[nonce] = now + 2 * self.window
+    def remember(self, checked: Checked, *, admitted: bool = True) -> None:
+        """Record the checked request's nonce (:class:`Unauthorized` if it was seen in the
+        window: a replay), among the ``admitted`` members' or everyone else's;
+        :class:`~memmesh.net.errors.Overloaded` when that share is full of fresh ones."""
+        (self._admitted if admitted else self._others).add(checked.nonce, checked.at)
 
 
 def _signed_values(

@@ -3,8 +3,9 @@
 Every hit a peer serves in recall, and every confirmation that says an item is published,
 is a row (served at, the asker's public key, the item id) in the table ``peer_disclosures`` in
 the owner's store, which this module alone writes. The query is never recorded. The log is
-bounded: beyond :data:`MAX_DISCLOSURES` rows the oldest go. `mem team disclosures` reads it
-with :func:`peer_disclosures`.
+bounded: beyond :data:`MAX_DISCLOSURES` rows, the oldest rows of the asker that has the most go,
+so that a member who asks without end pushes out only its own rows, never what was served to
+anyone else. `mem team disclosures` reads it with :func:`peer_disclosures`.
 """
 
 import time
@@ -14,6 +15,7 @@ import msgspec
 
 from memmesh.local import Schema
 from memmesh.local.store import Store
+from memmesh.net.limits import shares_to_drop
 from memmesh.peer.trust import member_id_of
 
 __all__ = ["DISCLOSURES_SCHEMA", "MAX_DISCLOSURES", "PeerDisclosure", "peer_disclosures", "record"]
@@ -30,7 +32,12 @@ CREATE TABLE peer_disclosures (
 CREATE INDEX peer_disclosures_item ON peer_disclosures (item_id, id);
 """
 
-DISCLOSURES_SCHEMA = Schema(owner="peer_disclosures", migrations=(_V1,))
+# One asker's rows, oldest first: what a flood evicts.
+_V2 = """
+CREATE INDEX peer_disclosures_asker ON peer_disclosures (asker_key, id);
+"""
+
+DISCLOSURES_SCHEMA = Schema(owner="peer_disclosures", migrations=(_V1, _V2))
 
 
 class PeerDisclosure(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,8 +50,8 @@ class PeerDisclosure(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def record(store: Store, asker_key: str, item_ids: Sequence[str]) -> None:
-    """Note that ``item_ids`` were served to ``asker_key`` now, dropping the oldest rows
-    beyond :data:`MAX_DISCLOSURES`."""
+    """Note that ``item_ids`` were served to ``asker_key`` now, dropping rows beyond
+    :data:`MAX_DISCLOSURES` (see the module docstring)."""
     if not item_ids:
         return
     store.migrate(DISCLOSURES_SCHEMA)
@@ -54,10 +61,18 @@ def record(store: Store, asker_key: str, item_ids: Sequence[str]) -> None:
             "INSERT INTO peer_disclosures (served_at, asker_key, item_id) VALUES (?, ?, ?)",
             [(now, asker_key, item_id) for item_id in item_ids],
         )
-        tx.execute(
-            "DELETE FROM peer_disclosures WHERE id <= (SELECT max(id) FROM peer_disclosures) - ?",
-            (MAX_DISCLOSURES,),
-        )
+        (count,) = tx.execute("SELECT count(*) FROM peer_disclosures").fetchone()
+        if count <= MAX_DISCLOSURES:
+            return
+        sizes = tx.execute(
+            "SELECT count(*), asker_key FROM peer_disclosures GROUP BY asker_key"
+        ).fetchall()
+        for asker, drop in shares_to_drop(sizes, MAX_DISCLOSURES).items():
+            tx.execute(
+                "DELETE FROM peer_disclosures WHERE id IN (SELECT id FROM peer_disclosures "
+                "WHERE asker_key = ? ORDER BY id LIMIT ?)",
+                (asker, drop),
+            )
 
 
 def peer_disclosures(

@@ -8,7 +8,8 @@ its owner's items are still published.
 
 It answers only active members of the roster it holds (:meth:`Peer.admit`): the roster its last
 heartbeat brought back from the coordinator (:meth:`Peer.hold_roster`), merged with team.yaml's
-``members`` (:class:`~memmesh.peer.trust.TrustedRoster`); with no roster at all, nobody. Each
+``members`` (:class:`~memmesh.peer.trust.TrustedRoster`), with every revocation the
+coordinator ever told of; with no roster at all, nobody. Each
 item it discloses is logged with the asker's key (:mod:`memmesh.peer._disclosures`).
 """
 
@@ -26,7 +27,7 @@ from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.signing import Caller
 from memmesh.peer import _disclosures
 from memmesh.peer.protocol import Confirmation, ConfirmRequest, ConfirmResponse, PeerPresence
-from memmesh.peer.trust import TrustedRoster
+from memmesh.peer.trust import TrustedRoster, note_revoked, revoked_seen
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Presence, seal
 from memmesh.registry.identity import Identity
@@ -63,6 +64,7 @@ class Peer:
         self.url = url
         self.tls_pin = tls_pin
         self._roster: Roster | None = None
+        self._revoked = revoked_seen(home)
         store.migrate(_disclosures.DISCLOSURES_SCHEMA)
         self._lock = threading.Lock()
         self._cache_key: tuple[str, str] | None = None
@@ -99,15 +101,16 @@ class Peer:
         """Hold the roster the coordinator answered a heartbeat with (``None``: it sent none,
         and the one held stays)."""
         if roster is not None:
+            revoked = note_revoked(self.home, roster)
             with self._lock:
-                self._roster = roster
+                self._roster, self._revoked = roster, revoked
 
     def trusted(self) -> TrustedRoster:
         """The roster this peer answers by: the coordinator's last one and team.yaml's."""
         policy, _ = self.shareable()
         with self._lock:
-            roster = self._roster
-        return TrustedRoster(roster, policy.members)
+            roster, revoked = self._roster, self._revoked
+        return TrustedRoster(roster, policy.members, revoked)
 
     def admit(self, caller: Caller) -> None:
         """Refuse (:class:`Forbidden`) a signer who is not an active member of the roster."""

@@ -16,6 +16,7 @@ not asked. recall-team asks each peer the moment it is admitted; ``mem team peer
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Protocol
 
 import anyio
@@ -27,7 +28,7 @@ from memmesh.net.errors import BadUrl
 from memmesh.net.urls import peer_url
 from memmesh.peer.discovery import browse
 from memmesh.peer.protocol import PeerPresence
-from memmesh.peer.trust import TrustedRoster
+from memmesh.peer.trust import TrustedRoster, note_revoked, revoked_seen
 from memmesh.policy.config import Policy
 from memmesh.registry.identity import Identity
 from memmesh.team._calls import (
@@ -88,6 +89,8 @@ class Discovery:
     * ``dropped`` - counts what was dropped, and why (see :mod:`memmesh.team._checks`).
     * ``own_key`` - our own peer, never reported as found.
     * ``interfaces``, ``listen_seconds`` - where and how long zeroconf is listened to.
+    * ``home`` - the member's home, which remembers every revocation the coordinator told of
+      (:func:`~memmesh.peer.trust.note_revoked`), so that it holds while the coordinator is down.
 
     ``roster`` is the roster everything is decided by; it is settled once the coordinator's
     list has answered or failed (at once without a coordinator).
@@ -101,13 +104,15 @@ class Discovery:
     listen_seconds: float
     known_urls: set[str] = field(default_factory=set)
     listener: Listener | None = None
+    home: Path | None = None
     roster: TrustedRoster = field(init=False)
     _settled: bool = field(default=False, init=False)
     _waiting: list[PeerSeen] = field(default_factory=list, init=False)
     _refused: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
-        self.roster = TrustedRoster(None, self.policy.members)
+        revoked = revoked_seen(self.home) if self.home else frozenset()
+        self.roster = TrustedRoster(None, self.policy.members, revoked)
 
     def start(self, group: TaskGroup, listener: Listener) -> None:
         """Start fetching the presence list, listening and checking team.yaml's peers; the
@@ -135,7 +140,8 @@ class Discovery:
     def _settle(self, roster: Roster | None) -> None:
         """Decide by the coordinator's ``roster`` (with team.yaml's) from now on, and decide
         on the peers that waited for it."""
-        self.roster = TrustedRoster(roster, self.policy.members)
+        revoked = note_revoked(self.home, roster) if self.home else frozenset[str]()
+        self.roster = TrustedRoster(roster, self.policy.members, revoked)
         self._settled = True
         waiting, self._waiting = self._waiting, []
         for peer in waiting:
@@ -241,13 +247,15 @@ def list_peers(
     timeout: float = DEFAULT_TIMEOUT,
     interfaces: list[str] | None = None,
     client_factory: ClientFactory | None = None,
+    home: Path | None = None,
 ) -> tuple[list[PeerSeen], list[str]]:
     """Verified peers of active members from presence, team.yaml and zeroconf (every verified
     peer when there is no roster at all), and the problems met on the way.
 
     ``identity`` signs the request for the coordinator's list; its peer (or ``own_key``'s) is
-    left out. Each request waits at most ``timeout`` seconds. Call it from synchronous code (it
-    runs its own event loop).
+    left out. ``home`` remembers the revocations the coordinator tells of (see
+    :class:`Discovery`). Each request waits at most ``timeout`` seconds. Call it from
+    synchronous code (it runs its own event loop).
     """
     seen = _Seen()
     dropped: Counter[str] = Counter()
@@ -262,6 +270,7 @@ def list_peers(
                 Discovery(
                     policy=policy, calls=calls, dropped=dropped, own_key=own_key,
                     interfaces=interfaces or ["127.0.0.1"], listen_seconds=DISCOVERY_SECONDS,
+                    home=home,
                 ).start(group, seen)  # fmt: skip
         finally:
             calls.close()

@@ -151,7 +151,7 @@ def recall_team(
         policy=policy, calls=calls, dropped=dropped, own_key=identity.key_id,
         interfaces=interfaces or ["127.0.0.1"],
         # Zeroconf answers take about a second on loopback: listen for up to half the time.
-        listen_seconds=min(DISCOVERY_SECONDS, deadline / 2),
+        listen_seconds=min(DISCOVERY_SECONDS, deadline / 2), home=store.home,
     )  # fmt: skip
     fanout = Fanout(request, discovery, end=end)
 

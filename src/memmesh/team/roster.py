@@ -22,6 +22,7 @@ from pathlib import Path
 import msgspec
 
 from memmesh.coordinator.invites import JoinCode, new_secret, secret_digest
+from memmesh.coordinator.membership import MAX_INVITE_TTL
 from memmesh.coordinator.protocol import (
     Invite,
     InviteRequest,
@@ -58,7 +59,6 @@ __all__ = [
 ]
 
 DEFAULT_INVITE_TTL = 24 * 3600.0
-MAX_INVITE_TTL = 30 * 24 * 3600.0
 # Stands in for the coordinator's key while team.yaml's edit is tried before joining.
 _SOME_KEY = "A" * 43
 
