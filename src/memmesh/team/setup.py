@@ -5,7 +5,10 @@ from pathlib import Path
 
 import msgspec
 
+from memmesh._files import private_folder, reason
+from memmesh.local.errors import HomeNotCreated
 from memmesh.policy import POLICY_FILENAME, policy_template
+from memmesh.policy.config import write_policy_source
 from memmesh.registry import create_identity
 
 __all__ = ["Joined", "join_team"]
@@ -36,17 +39,21 @@ def join_team(
     """Create the member's identity key in ``home`` and, unless one exists, a commented
     team.yaml for ``team`` that shares ``kinds`` (none by default) through ``coordinator``.
 
-    Raises :class:`IdentityExists` (and writes nothing) when ``home`` already has a key.
+    Raises :class:`IdentityExists` (and writes nothing) when ``home`` already has a key,
+    :class:`HomeNotCreated` when ``home`` cannot be made, and the errors of
+    :func:`create_identity` and :func:`write_policy_source` when a file cannot be written.
+    The home is made ``0700`` and team.yaml ``0600``; team.yaml is written at once.
     """
-    identity = create_identity(home)
     policy_path = home / POLICY_FILENAME
-    wrote = False
-    if not policy_path.exists():
-        policy_path.write_text(
-            policy_template(name=name, team=team, coordinator=coordinator, kinds=kinds),
-            encoding="utf-8",
-        )
-        wrote = True
+    text = policy_template(name=name, team=team, coordinator=coordinator, kinds=kinds)
+    try:
+        private_folder(home)
+    except OSError as exc:
+        raise HomeNotCreated(str(home), reason(exc)) from None
+    identity = create_identity(home)
+    wrote = not policy_path.exists()
+    if wrote:
+        write_policy_source(home, text)
     return Joined(
         member_id=identity.key_id,
         public_key=identity.public_key_text,
