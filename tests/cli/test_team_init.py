@@ -1,6 +1,6 @@
-"""`mem team init` makes a private home; file errors anywhere end in one line and exit 1; a
-hostile team.yaml stops the team commands at once and leaves the others working: the real
-command line, in a subprocess."""
+"""`mem team init` writes only what every later command accepts, in a private home; file errors
+anywhere end in one line and exit 1; a hostile team.yaml stops the team commands at once and
+leaves the others working: the real command line, in a subprocess."""
 
 import os
 import shutil
@@ -31,7 +31,47 @@ def _run(home: Path, *args: str, unprivileged: bool = False) -> subprocess.Compl
     )
 
 
-# -- a private home --------------------------------------------------------------------------
+# -- arguments: refused at init, or accepted everywhere after; a private home ----------------
+
+
+def test_init_with_a_name_holding_a_space_is_refused_and_writes_nothing(home: Path) -> None:
+    refused = _run(home, "team", "init", "--name", "Ada Lovelace")
+    assert refused.returncode == ExitCode.USAGE
+    line = error_line(refused)
+    assert line.startswith("mem: error: --name 'Ada Lovelace': ")
+    assert "Ada-Lovelace" in line
+    assert line.endswith("(see `mem team init --help`)")
+    assert not home.exists()
+
+
+def test_after_init_with_a_name_every_command_in_that_home_works(
+    home: Path, mem: MemRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEM_AUTHOR")  # the name then comes from team.yaml
+    assert _run(home, "team", "init", "--name", "Ada-Lovelace").returncode == 0
+    for args in (
+        ("remember", "The billing service retries webhooks 5 times", "--kind", "fact"),
+        ("list", "--json"),
+        ("recall", "webhooks"),
+        ("team", "status"),
+        ("team", "policy", "check"),
+    ):
+        result = mem(*args)
+        assert result.returncode == 0, (args, result.stderr)
+    assert '"author": "Ada-Lovelace"' in mem("list", "--json").stdout
+
+
+def test_init_with_a_coordinator_without_a_scheme_suggests_https_and_writes_nothing(
+    home: Path,
+) -> None:
+    refused = _run(home, "team", "init", "--name", "ada", "--coordinator", "team-host:8400")
+    assert refused.returncode == ExitCode.USAGE
+    assert error_line(refused) == (
+        "mem team init: error: argument --coordinator: 'team-host:8400' is not a usable URL: "
+        "only http:// and https:// URLs are contacted; did you mean https://team-host:8400? "
+        "(see `mem team init --help`)"
+    )
+    assert not home.exists()
 
 
 def test_init_makes_a_private_home_key_and_policy(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ import msgspec
 
 from memmesh._files import FILE_MODE, private_folder, reason
 from memmesh._urls import UnsoundUrl, normalised_url
-from memmesh.local.items import KINDS, Kind
+from memmesh.local.errors import InvalidInput
+from memmesh.local.items import KINDS, Kind, check_name
 from memmesh.policy.errors import PolicyFileError, PolicyInvalid, PolicyMissing
 from memmesh.policy.yaml_limits import MAX_BYTES, check_size, dotted, read_yaml
 
@@ -35,6 +37,7 @@ __all__ = [
     "load_policy",
     "parse_policy",
     "read_policy_source",
+    "suggested_url",
     "write_policy_source",
 ]
 
@@ -232,6 +235,8 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
     def fail(key: str, problem: str) -> None:
         raise PolicyInvalid(path, _line_of(lines, key), dotted(key), problem)
 
+    if policy.identity is not None:
+        _check_name(policy.identity.name, fail)
     if policy.version != 1:
         fail("$.version", f"unsupported version {policy.version}; this memmesh reads version 1")
     if policy.share.min_reinforcements < 0:
@@ -251,7 +256,8 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
         try:
             normalised_url(url)  # the check every contacted URL passes (memmesh.net.urls)
         except UnsoundUrl as exc:
-            fail(key, f"must be an http:// or https:// URL naming only a host and port: {exc}")
+            problem = f"must be an http:// or https:// URL naming only a host and port: {exc}"
+            fail(key, problem + suggested_url(url))
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", policy.token_env):
         fail("$.token_env", "must be an environment variable name")
     if policy.coordinator_pin is not None and not re.fullmatch(
@@ -264,6 +270,35 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
         fail("$.coordinator_key", "must be the coordinator's public key, as `mem team join` wrote")
     for kind in policy.share.kinds:
         assert kind in KINDS  # msgspec checked the Literal
+
+
+def _check_name(name: str, fail: Callable[[str, str], None]) -> None:
+    """``identity.name`` signs this member's items as their author, so it must be a name the
+    store takes as one (:func:`memmesh.local.items.check_name`)."""
+    problem = _name_problem(name)
+    if problem:
+        fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64]
+        instead = "" if _name_problem(fixed) else f"; write it as {fixed!r}"
+        fail("$.identity.name", problem + instead)
+
+
+def _name_problem(name: str) -> str:
+    try:
+        check_name(name, "author")
+    except InvalidInput as exc:
+        return exc.message
+    return ""
+
+
+def suggested_url(url: str) -> str:
+    """``; did you mean https://host:port?`` for a URL written without its scheme (which would
+    then be sound), else nothing."""
+    if "://" in url:
+        return ""
+    try:
+        return f"; did you mean {normalised_url('https://' + url)}?"
+    except UnsoundUrl:
+        return ""
 
 
 def _line_of(lines: dict[str, int], key: str) -> int | None:
