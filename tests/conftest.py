@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,6 +36,19 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     monkeypatch.chdir(workdir)
+
+
+@pytest.fixture
+def usual_umask() -> Iterator[None]:
+    """The usual umask (022), under which files would be created 0644 and folders 0755."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def mode_of(path: Path) -> int:
+    """The permission bits of ``path`` (``0o600``)."""
+    return stat.S_IMODE(path.stat().st_mode)
 
 
 @pytest.fixture

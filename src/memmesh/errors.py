@@ -45,6 +45,7 @@ that this tree is the real one):
     │   └── WorkerDied                     1     500  worker_died
     ├── PolicyError (policy)               3     403  policy_error
     │   ├── NoCoordinator                  3     403  no_coordinator
+    │   ├── PolicyFileError                1     500  policy_file_error
     │   ├── PolicyInvalid                  3     403  policy_invalid
     │   ├── PolicyMissing                  3     403  policy_missing
     │   ├── PolicyNotEditable              3     403  policy_not_editable
@@ -54,6 +55,7 @@ that this tree is the real one):
     │   ├── IdentityExists                 1     500  identity_exists
     │   ├── IdentityInvalid                1     500  identity_invalid
     │   ├── IdentityMissing                1     500  identity_missing
+    │   ├── IdentityNotCreated             1     500  identity_not_created
     │   ├── IdentityUnreadable             1     500  identity_unreadable
     │   ├── LogTailMismatch                1     500  log_tail_mismatch
     │   ├── NotPublished                   1     404  not_published

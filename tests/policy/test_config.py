@@ -1,5 +1,6 @@
 """Loading ``team.yaml``: typed, fail-closed, and every error names the file, line and key."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -405,7 +406,7 @@ def test_template_with_coordinator_still_shares_nothing_until_kinds_are_listed(
 
 
 def test_template_is_commented_and_quotes_awkward_names() -> None:
-    name, team = 'Zoë "z": #1', "yes"
+    name, team = "yes", 'Zoë "z": #1'
     text = policy_template(name=name, team=team, coordinator=None)
     assert text.startswith("# memmesh team policy.")
     assert "# coordinator: http://team-host:8400" in text
@@ -462,3 +463,54 @@ def test_load_policy_errors_name_the_real_file(tmp_path: Path) -> None:
         load_policy(tmp_path)
     path = str(tmp_path / POLICY_FILENAME)
     assert caught.value.message == f"{path}:3: share.kinds[0]: Invalid enum value 'rumour'"
+
+
+# -- what init may write is what every later command accepts ---------------------------------
+
+
+@pytest.mark.parametrize("name", ["Ada Lovelace", "ada\n", "-ada", "a" * 65, "Zoë"])
+def test_an_identity_name_the_store_would_refuse_as_author_is_invalid(name: str) -> None:
+    error = _invalid(f"identity:\n  name: {json.dumps(name)}\n")
+    assert (error.line, error.key) == (2, "identity.name")
+    assert "1-64 letters, digits, '.', '-' or '_'" in error.problem
+    assert "author" in error.problem
+
+
+def test_an_identity_name_with_spaces_is_refused_with_one_to_write_instead() -> None:
+    error = _invalid('identity:\n  name: "Ada Lovelace"\n')
+    assert "Ada-Lovelace" in error.problem
+
+
+@pytest.mark.parametrize("name", ["ada", "Ada-Lovelace", "ada.l_2", "a" * 64])
+def test_an_identity_name_the_store_accepts_is_valid(name: str, home: Path) -> None:
+    policy = parse_policy(f"identity:\n  name: {name}\n", PATH)
+    assert policy.identity is not None
+    with Store(home, author=policy.identity.name) as store:
+        assert store.author == name
+
+
+@pytest.mark.parametrize(
+    ("written", "suggested"),
+    [
+        ("team-host:8400", "https://team-host:8400"),
+        ("team-host", "https://team-host"),
+        ("10.0.0.5:8400", "https://10.0.0.5:8400"),
+    ],
+)
+def test_a_coordinator_without_a_scheme_is_refused_with_the_url_to_write(
+    written: str, suggested: str
+) -> None:
+    error = _invalid(f"coordinator: {written}\n")
+    assert (error.line, error.key) == (1, "coordinator")
+    assert error.problem.endswith(f"did you mean {suggested}?")
+
+
+def test_a_peer_without_a_scheme_is_refused_with_the_url_to_write() -> None:
+    error = _invalid("peers: [laptop.lan:8410]\n")
+    assert error.key == "peers[0]"
+    assert error.problem.endswith("did you mean https://laptop.lan:8410?")
+
+
+def test_an_unsound_url_that_no_scheme_would_fix_gets_no_suggestion() -> None:
+    error = _invalid("coordinator: ftp://team-host\n")
+    assert "did you mean" not in error.problem

@@ -126,10 +126,10 @@ def test_joining_over_a_team_yaml_changes_only_the_teams_keys(
 
 
 def test_a_name_asked_for_is_the_name_in_team_yaml(admin: Path, tmp_path: Path) -> None:
-    joined = roster.join(tmp_path / "bob", _invite(admin, "bob").code, name="Bob B.")
+    joined = roster.join(tmp_path / "bob", _invite(admin, "bob").code, name="Bob.B")
     policy = load_policy(tmp_path / "bob")
     assert policy.identity is not None
-    assert (policy.identity.name, joined.member.name) == ("Bob B.", "bob")
+    assert (policy.identity.name, joined.member.name) == ("Bob.B", "bob")
 
 
 def test_a_damaged_code_creates_nothing(admin: Path, tmp_path: Path) -> None:

@@ -43,15 +43,22 @@ def _member(
 
 
 def run_init(args: argparse.Namespace) -> int:
+    from memmesh.cli.errors import UsageError
+    from memmesh.policy import PolicyInvalid
     from memmesh.team.setup import join_team
 
-    joined = join_team(
-        home_of(args),
-        name=args.name,
-        team=args.team,
-        coordinator=args.coordinator,
-        kinds=args.share,
-    )
+    try:
+        joined = join_team(
+            home_of(args),
+            name=args.name,
+            team=args.team,
+            coordinator=args.coordinator,
+            kinds=args.share,
+        )
+    except PolicyInvalid as exc:  # the team.yaml it would write refuses the name
+        if exc.key != "identity.name":
+            raise
+        raise UsageError("team init", f"--name {args.name!r}: {exc.problem}") from None
     data = {
         "member_id": joined.member_id,
         "public_key": joined.public_key,

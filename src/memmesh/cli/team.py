@@ -47,9 +47,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "member id. To join a team whose admin gave you a join code, use `mem team join "
         "CODE` instead: it does all of this and puts your key on the team's roster.",
     )
-    p.add_argument("--name", required=True, type=nonempty, help="your name in the team")
+    p.add_argument(
+        "--name",
+        required=True,
+        type=nonempty,
+        help="your name in the team, as the author of your items (letters, digits, '.', '-', '_')",
+    )
     p.add_argument("--team", default="default", type=nonempty, help="the team's name")
-    p.add_argument("--coordinator", metavar="URL", type=url, help="the team host's coordinator URL")
+    p.add_argument(
+        "--coordinator", metavar="URL", type=_coordinator, help="the team host's coordinator URL"
+    )
     p.add_argument(
         "--share",
         action="append",
@@ -108,6 +115,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "Check the registry log's chain and signatures. Exits 1 on any problem.",
         "mem team verify",
     )
+
+
+def _coordinator(value: str) -> str:
+    """An argparse type: :func:`url`, saying which URL to write for one without its scheme."""
+    try:
+        return url(value)
+    except argparse.ArgumentTypeError as exc:
+        from memmesh.policy.config import suggested_url
+
+        raise argparse.ArgumentTypeError(f"{exc}{suggested_url(value)}") from None
 
 
 def _run(name: str) -> Handler:

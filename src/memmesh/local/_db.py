@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memmesh._files import private_file, reason
 from memmesh.local._schema import APPLICATION_ID, SCHEMA_VERSION, STORE_SCHEMA
 from memmesh.local.errors import (
     CorruptDatabase,
@@ -92,6 +93,7 @@ class Database:
         self._readers = threading.local()
         self._reader_connections: list[sqlite3.Connection] = []
         self._migrated: set[str] = set()
+        _create_private(path)
         self._check_header()
         try:
             self._conn = sqlite3.connect(
@@ -233,11 +235,21 @@ class Database:
     def backup(self, destination: Path) -> None:
         """Write a consistent copy of the whole store to ``destination``."""
         with self._lock:
+            _create_private(destination)
             target = sqlite3.connect(destination)
             try:
                 self._conn.backup(target)
             finally:
                 target.close()
+
+
+def _create_private(path: Path) -> None:
+    """Make the store file ``0600`` before SQLite does (its ``-wal`` and ``-shm`` files take
+    the main file's mode); a file that exists keeps its own."""
+    try:
+        private_file(path)
+    except OSError as exc:
+        raise CorruptDatabase(str(path), f"it cannot be created ({reason(exc)})") from None
 
 
 class _Reader:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memmesh import text as _text
+from memmesh._files import private_folder, reason
 from memmesh.embed import Vectors, get_embedder, unit_vector
 from memmesh.local import _embedding, _rows, journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of, scoped
@@ -72,9 +73,9 @@ class Store:
         lexicon: bool = False,
     ) -> None:
         try:
-            home.mkdir(parents=True, exist_ok=True)
+            private_folder(home)  # 0700, with any missing parent; an existing one is kept
         except OSError as exc:
-            raise HomeNotCreated(str(home), str(exc.strerror)) from None
+            raise HomeNotCreated(str(home), reason(exc)) from None
         self.home = home
         self.path = home / DB_FILENAME
         self.author = check_name(author or default_author(), "author")

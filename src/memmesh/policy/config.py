@@ -1,22 +1,28 @@
 """``team.yaml``: the typed, fail-closed team policy.
 
 The file is decoded into frozen structs. Broken YAML, an unknown key, a wrong type or a bad
-regex is a :class:`PolicyInvalid` naming the file, the line and the key. An explicit ``0`` or
-``[]`` is a value; only an absent key takes the default.
+regex is a :class:`PolicyInvalid` naming the file, the line and the key; so is a file past the
+limits of :mod:`memmesh.policy.yaml_limits` (size, nesting, values). An explicit ``0`` or
+``[]`` is a value; only an absent key takes the default. A file that cannot be read or written
+is a :class:`PolicyFileError`.
 """
 
 import os
 import re
+import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
+from memmesh._files import FILE_MODE, private_folder, reason
 from memmesh._urls import UnsoundUrl, normalised_url
-from memmesh.local.items import KINDS, Kind
-from memmesh.policy.errors import PolicyInvalid, PolicyMissing
+from memmesh.local.errors import InvalidInput
+from memmesh.local.items import KINDS, Kind, check_name
+from memmesh.policy.errors import PolicyFileError, PolicyInvalid, PolicyMissing
+from memmesh.policy.yaml_limits import MAX_BYTES, check_size, dotted, read_yaml
 
 __all__ = [
     "DEFAULT_SHARE_KINDS",
@@ -31,6 +37,7 @@ __all__ = [
     "load_policy",
     "parse_policy",
     "read_policy_source",
+    "suggested_url",
     "write_policy_source",
 ]
 
@@ -114,29 +121,50 @@ def load_policy(home: Path) -> Policy:
 
 def read_policy_source(home: Path) -> str:
     """The text of ``home/team.yaml``, unchecked; :class:`PolicyMissing` when there is none,
-    :class:`PolicyInvalid` when it cannot be read."""
+    :class:`PolicyInvalid` when it is larger than the limit or not UTF-8, and
+    :class:`PolicyFileError` when it cannot be read (or is no regular file: a FIFO would block).
+    """
     path = home / POLICY_FILENAME
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise PolicyMissing(str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise PolicyFileError(str(path), "read", reason(exc)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise PolicyFileError(str(path), "read", "it is not a regular file")
+        check_size(info.st_size, str(path))
+        raw = os.read(fd, MAX_BYTES + 1)  # it may have grown since
+    except OSError as exc:
+        raise PolicyFileError(str(path), "read", reason(exc)) from None
+    finally:
+        os.close(fd)
+    check_size(len(raw), str(path))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise PolicyInvalid(str(path), None, "(file)", f"cannot be read: {exc}") from None
 
 
 def write_policy_source(home: Path, text: str) -> Path:
     """Replace ``home/team.yaml`` with ``text`` at once (a reader sees the old file or the new,
-    never half of one), keeping the old file's permissions; returns its path.
+    never half of one), keeping the old file's permissions (a new one is ``0600``, in a home
+    made ``0700``); returns its path. :class:`PolicyFileError` when it cannot be written.
 
     The caller has checked ``text`` (:func:`parse_policy`).
     """
     path = home / POLICY_FILENAME
-    home.mkdir(parents=True, exist_ok=True)
     try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644
-    handle, temporary = tempfile.mkstemp(prefix=f".{POLICY_FILENAME}.", dir=home)
+        private_folder(home)
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = FILE_MODE
+        handle, temporary = tempfile.mkstemp(prefix=f".{POLICY_FILENAME}.", dir=home)
+    except OSError as exc:
+        raise PolicyFileError(str(path), "write", reason(exc)) from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
             out.write(text)
@@ -144,6 +172,9 @@ def write_policy_source(home: Path, text: str) -> Path:
             os.fsync(out.fileno())
         Path(temporary).chmod(mode)
         Path(temporary).replace(path)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise PolicyFileError(str(path), "write", reason(exc)) from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
@@ -152,19 +183,7 @@ def write_policy_source(home: Path, text: str) -> Path:
 
 def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
     """Decode and check policy text; ``path`` is only used in error messages."""
-    try:
-        node = yaml.compose(source, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        line, problem = _yaml_problem(exc)
-        raise PolicyInvalid(path, line, "(yaml)", f"broken YAML: {problem}") from None
-    lines: dict[str, int] = {}
-    data: Any = {}
-    if node is not None:
-        try:
-            data = _plain(node, "$", lines, path)
-        except yaml.YAMLError as exc:
-            line, problem = _yaml_problem(exc)
-            raise PolicyInvalid(path, line, "(yaml)", f"unsupported YAML: {problem}") from None
+    data, lines = read_yaml(source, path)
     if not isinstance(data, dict):
         raise PolicyInvalid(path, 1, "(top level)", "the file must be a mapping of keys to values")
     _check_project_rules(data, path, lines)
@@ -172,7 +191,7 @@ def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
         policy = msgspec.convert(data, Policy, strict=True)
     except msgspec.ValidationError as exc:
         key, problem = _validation_problem(exc, "$")
-        raise PolicyInvalid(path, _line_of(lines, key), _dotted(key), problem) from None
+        raise PolicyInvalid(path, _line_of(lines, key), dotted(key), problem) from None
     _check(policy, path, lines)
     return policy
 
@@ -190,19 +209,12 @@ def _check_project_rules(data: dict[str, Any], path: str, lines: dict[str, int])
         if not isinstance(rule, dict):
             kind = {int: "int", float: "float", str: "str", list: "array"}.get(type(rule), "null")
             problem = f"Expected `bool | object`, got `{kind}`"
-            raise PolicyInvalid(path, _line_of(lines, key), _dotted(key), problem)
+            raise PolicyInvalid(path, _line_of(lines, key), dotted(key), problem)
         try:
             msgspec.convert(rule, ProjectRule, strict=True)
         except msgspec.ValidationError as exc:
             full, problem = _validation_problem(exc, key)
-            raise PolicyInvalid(path, _line_of(lines, full), _dotted(full), problem) from None
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
-    """The 1-based line and the problem PyYAML reports."""
-    mark = getattr(exc, "problem_mark", None)
-    line = mark.line + 1 if mark is not None else None
-    return line, getattr(exc, "problem", None) or str(exc)
+            raise PolicyInvalid(path, _line_of(lines, full), dotted(full), problem) from None
 
 
 def _validation_problem(exc: msgspec.ValidationError, root: str) -> tuple[str, str]:
@@ -221,8 +233,10 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
     """Rules the types alone cannot say."""
 
     def fail(key: str, problem: str) -> None:
-        raise PolicyInvalid(path, _line_of(lines, key), _dotted(key), problem)
+        raise PolicyInvalid(path, _line_of(lines, key), dotted(key), problem)
 
+    if policy.identity is not None:
+        _check_name(policy.identity.name, fail)
     if policy.version != 1:
         fail("$.version", f"unsupported version {policy.version}; this memmesh reads version 1")
     if policy.share.min_reinforcements < 0:
@@ -242,7 +256,8 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
         try:
             normalised_url(url)  # the check every contacted URL passes (memmesh.net.urls)
         except UnsoundUrl as exc:
-            fail(key, f"must be an http:// or https:// URL naming only a host and port: {exc}")
+            problem = f"must be an http:// or https:// URL naming only a host and port: {exc}"
+            fail(key, problem + suggested_url(url))
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", policy.token_env):
         fail("$.token_env", "must be an environment variable name")
     if policy.coordinator_pin is not None and not re.fullmatch(
@@ -257,36 +272,33 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
         assert kind in KINDS  # msgspec checked the Literal
 
 
-def _plain(node: yaml.Node, key: str, lines: dict[str, int], path: str) -> Any:
-    """Python values from a YAML node, recording the line of every key path."""
-    lines[key] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            name = yaml.SafeLoader(  # scalar keys only; construct them the YAML way
-                ""
-            ).construct_object(key_node)
-            if not isinstance(name, str):
-                line = key_node.start_mark.line + 1
-                raise PolicyInvalid(path, line, _dotted(key), "keys must be text")
-            if name in out:
-                raise PolicyInvalid(
-                    path, key_node.start_mark.line + 1, _dotted(f"{key}.{name}"), "duplicate key"
-                )
-            child = f"{key}.{name}"
-            lines[child] = key_node.start_mark.line + 1
-            out[name] = _plain(value_node, child, lines, path)
-            lines[child] = key_node.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_plain(item, f"{key}[{i}]", lines, path) for i, item in enumerate(node.value)]
+def _check_name(name: str, fail: Callable[[str, str], None]) -> None:
+    """``identity.name`` signs this member's items as their author, so it must be a name the
+    store takes as one (:func:`memmesh.local.items.check_name`)."""
+    problem = _name_problem(name)
+    if problem:
+        fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64]
+        instead = "" if _name_problem(fixed) else f"; write it as {fixed!r}"
+        fail("$.identity.name", problem + instead)
+
+
+def _name_problem(name: str) -> str:
     try:
-        return yaml.SafeLoader("").construct_object(node)
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise PolicyInvalid(
-            path, lines[key], _dotted(key), f"unsupported YAML: {problem}"
-        ) from None
+        check_name(name, "author")
+    except InvalidInput as exc:
+        return exc.message
+    return ""
+
+
+def suggested_url(url: str) -> str:
+    """``; did you mean https://host:port?`` for a URL written without its scheme (which would
+    then be sound), else nothing."""
+    if "://" in url:
+        return ""
+    try:
+        return f"; did you mean {normalised_url('https://' + url)}?"
+    except UnsoundUrl:
+        return ""
 
 
 def _line_of(lines: dict[str, int], key: str) -> int | None:
@@ -299,8 +311,3 @@ def _line_of(lines: dict[str, int], key: str) -> int | None:
             return lines.get("$")
         key = parent
     return None
-
-
-def _dotted(key: str) -> str:
-    """``$.share.kinds[1]`` as a user reads it: ``share.kinds[1]``."""
-    return key.removeprefix("$.").removeprefix("$") or "(top level)"

@@ -4,6 +4,7 @@ MemmeshError
 └── PolicyError                 exit 3: refused by policy
     ├── PolicyInvalid           team.yaml is broken; names file, line and key
     ├── PolicyMissing           no team.yaml yet (run `mem team init`)
+    ├── PolicyFileError         exit 1: team.yaml cannot be read or written (names it and why)
     ├── PolicyNotEditable       keys of team.yaml cannot be changed in place (names them)
     ├── NoCoordinator           team.yaml names no coordinator to send to
     └── PublishRefused          the policy withholds an item (names the rule)
@@ -14,6 +15,7 @@ from memmesh.errors import ExitCode, MemmeshError
 __all__ = [
     "NoCoordinator",
     "PolicyError",
+    "PolicyFileError",
     "PolicyInvalid",
     "PolicyMissing",
     "PolicyNotEditable",
@@ -46,6 +48,20 @@ class PolicyMissing(PolicyError):
     def __init__(self, path: str) -> None:
         super().__init__(f"no team policy at {path}; run `mem team init --name NAME` first")
         self.path = path
+
+
+class PolicyFileError(PolicyError):
+    """``team.yaml`` (or the home folder it is in) cannot be read or written: a file error,
+    not a refusal (exit 1). The message names the file and the system's reason."""
+
+    exit_code = ExitCode.ERROR
+    status = 500
+
+    def __init__(self, path: str, action: str, reason: str) -> None:
+        super().__init__(f"cannot {action} {path}: {reason}")
+        self.path = path
+        self.action = action
+        self.reason = reason
 
 
 class PolicyNotEditable(PolicyError):

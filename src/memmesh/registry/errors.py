@@ -5,6 +5,7 @@ MemmeshError
     ├── IdentityExists        `mem team init` would overwrite a key
     ├── IdentityMissing       no key yet (run `mem team init`)
     ├── IdentityUnreadable    the key file cannot be read
+    ├── IdentityNotCreated    the key file cannot be written (a folder it cannot write in)
     ├── IdentityInvalid       the key file holds no usable Ed25519 private key
     ├── BadSignature          an envelope does not verify (status 400)
     ├── NotPublished          retracting an item that is not published
@@ -19,6 +20,7 @@ __all__ = [
     "IdentityExists",
     "IdentityInvalid",
     "IdentityMissing",
+    "IdentityNotCreated",
     "IdentityUnreadable",
     "LogTailMismatch",
     "NotPublished",
@@ -84,6 +86,16 @@ class IdentityUnreadable(RegistryError):
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"cannot read the identity key {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class IdentityNotCreated(RegistryError):
+    """The key file cannot be written (the home cannot be made or written in, the disk is
+    full); nothing is left behind."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot create the identity key {path}: {reason}")
         self.path = path
         self.reason = reason
 

@@ -1,7 +1,8 @@
 """A member's identity: an Ed25519 key pair in the memmesh home.
 
 The member id is a short base32 fingerprint of the public key. Names are labels; keys are
-identity. The private key file is created with mode 0600 and never overwritten.
+identity. The private key file is created with mode 0600 (in a home made 0700) and never
+overwritten.
 """
 
 import base64
@@ -13,11 +14,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from memmesh._files import FILE_MODE, private_folder, reason
 from memmesh.registry.errors import (
     BadSignature,
     IdentityExists,
     IdentityInvalid,
     IdentityMissing,
+    IdentityNotCreated,
     IdentityUnreadable,
 )
 
@@ -89,22 +92,29 @@ class Identity:
 
 
 def create_identity(home: Path) -> Identity:
-    """Create and store a new key pair; refuses if one exists (:class:`IdentityExists`)."""
+    """Create and store a new key pair; refuses if one exists (:class:`IdentityExists`), and
+    raises :class:`IdentityNotCreated` when it cannot be written."""
     path = home / KEY_FILENAME
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    home.mkdir(parents=True, exist_ok=True)
     try:
+        private_folder(home)
         # O_EXCL: never overwrite, even if two inits race; 0600 from the first byte.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     except FileExistsError:
         raise IdentityExists(str(path)) from None
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(pem)
-        handle.flush()
-        os.fsync(handle.fileno())
+    except OSError as exc:
+        raise IdentityNotCreated(str(path), reason(exc)) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        path.unlink(missing_ok=True)  # half a key is no key
+        raise IdentityNotCreated(str(path), reason(exc)) from None
     return Identity(private)
 
 

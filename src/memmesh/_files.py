@@ -1,0 +1,50 @@
+"""The files and folders memmesh creates are private to their user, whatever the umask.
+
+A folder memmesh makes (the home and any missing parent of it) is ``0700``; a file it makes is
+``0600`` from its first byte. A folder or file that already exists keeps the mode its user gave
+it. Like :mod:`memmesh._urls`, this sits below every layer: each caller turns the ``OSError``
+these raise into its own typed error (:func:`reason` words it).
+"""
+
+import errno
+import os
+from pathlib import Path
+
+__all__ = ["FILE_MODE", "FOLDER_MODE", "private_file", "private_folder", "reason"]
+
+FOLDER_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def private_folder(path: Path) -> None:
+    """Make ``path`` a folder, with its missing parents, each ``0700``; an existing folder is
+    left as it is. Raises ``OSError``: ``FileExistsError`` when ``path`` is a file,
+    ``NotADirectoryError`` when a parent is."""
+    if path.is_dir():
+        return
+    parent = path.parent
+    if parent != path and not parent.is_dir():
+        if parent.exists() or parent.is_symlink():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(parent))
+        private_folder(parent)
+    try:
+        path.mkdir(mode=FOLDER_MODE)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+
+
+def private_file(path: Path) -> bool:
+    """Create ``path`` empty and ``0600`` unless something is there already (then nothing is
+    touched); returns whether it was created. Raises ``OSError``."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def reason(exc: OSError) -> str:
+    """What went wrong, in the system's words ("Permission denied"), without the path."""
+    return exc.strerror or str(exc)
