@@ -402,7 +402,15 @@ def test_a_coordinator_beyond_loopback_without_a_token_admits_nobody_before_its_
 
 @pytest.mark.parametrize(
     "name",
-    ["bob\x1b[2K\rada (admin)", "bob\nada", "\u202eimda", "bob\u200b", "bob\x00"],
+    [
+        "bob\x1b[2K\rada (admin)",
+        "bob\nada",
+        "\u202eimda",
+        "bob\u200b",
+        "bob\x00",
+        "\u0430da",  # a Cyrillic a: looks like "ada"
+        "Ada Lovelace",  # not a name the member's items could carry as their author
+    ],
 )
 def test_a_roster_name_with_control_or_invisible_characters_is_refused(
     served: Served, ada: Identity, name: str

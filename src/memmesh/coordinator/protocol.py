@@ -96,10 +96,11 @@ class PresenceList(msgspec.Struct, frozen=True, kw_only=True):
     roster: Roster | None = None
 
 
-# A member's name is printed on every member's terminal: no control characters, and none of
-# the invisible or direction-flipping ones that would let it pass for another name.
-_PRINTABLE = "^[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]+$"
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=_PRINTABLE)]
+# A member's name is printed on every member's terminal and becomes the author of its items:
+# the store's name rule (ASCII letters, digits, '.', '-', '_'), so that no name holds control,
+# invisible or direction-flipping characters, or letters of another script that look alike.
+_MEMBER_NAME = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=_MEMBER_NAME)]
 KeyText = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
