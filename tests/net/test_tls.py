@@ -62,6 +62,12 @@ def test_a_certificate_is_made_once_with_a_private_key_only_its_owner_reads(
     assert (Path(first.key_path).stat().st_mode & 0o777) == 0o600
 
 
+def test_the_certificate_folder_memmesh_makes_is_private(tmp_path: Path) -> None:
+    folder = tmp_path / "home" / "tls"
+    ensure_certificate(folder, [])
+    assert (folder.stat().st_mode & 0o777) == 0o700
+
+
 def test_a_client_pinning_the_certificate_is_answered(served: tuple[str, str]) -> None:
     url, pin = served
     with Client(url, token=None, tls=pinned_context(url, pin, 5)) as client:

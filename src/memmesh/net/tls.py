@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from memmesh._files import private_folder
 from memmesh.net.errors import CertificateUnusable, PinMismatch, Unreachable
 
 __all__ = [
@@ -86,7 +87,7 @@ def ensure_certificate(folder: Path, hosts: Sequence[str]) -> Certificate:
     cert_path, key_path = folder / CERT_FILENAME, folder / KEY_FILENAME
     if cert_path.exists() or key_path.exists():
         return load_certificate(cert_path, key_path)
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(folder)
     key = ec.generate_private_key(ec.SECP256R1())
     names = dict.fromkeys(["localhost", "127.0.0.1", "::1", *hosts])
     now = datetime.datetime.now(datetime.UTC)
