@@ -1,11 +1,9 @@
 """Detectors for cloud and hosting credentials: AWS, Google, Azure, and the platforms."""
 
-from memmesh.policy._detector import Detector, detector, token
-from memmesh.policy._secret_values import is_placeholder, token_body
+from memmesh.policy._detector import UUID, Detector, detector, token, token_value
+from memmesh.policy._secret_values import is_placeholder
 
 __all__ = ["CLOUD_DETECTORS"]
-
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
 CLOUD_DETECTORS: tuple[Detector, ...] = (
@@ -19,7 +17,7 @@ CLOUD_DETECTORS: tuple[Detector, ...] = (
         "aws-secret-access-key",
         r"(?i:(?<![A-Za-z0-9])(?:aws_?)?secret_?(?:access_?)?key)[\"']?[ \t]{0,8}+(?:=|:|=>)"
         r"[ \t]{0,8}+[\"']?(?P<v>[A-Za-z0-9/+=]{40}+)(?![A-Za-z0-9/+=])",
-        lambda m: token_body(m["v"]),
+        token_value,
         value_only=True,
         hints=("secret",),
         casefold=True,
@@ -32,12 +30,12 @@ CLOUD_DETECTORS: tuple[Detector, ...] = (
         after=r"(?![A-Za-z0-9+/=])",
     ),
     token("aws-bedrock-api-key", "ABSK", r"[A-Za-z0-9+/]{100,300}+={0,2}", after=""),
-    token("amazon-mws-token", r"amzn\.mws\.", _UUID),
+    token("amazon-mws-token", r"amzn\.mws\.", UUID),
     token("aws-appsync-api-key", "da2-", r"[a-z0-9]{26}"),
     detector(
         "google-api-key",
         r"AIza(?P<v>[0-9A-Za-z_-]{35}+)(?![0-9A-Za-z_-])",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=("AIza",),
         run_start=True,
     ),
@@ -45,7 +43,7 @@ CLOUD_DETECTORS: tuple[Detector, ...] = (
         "google-oauth-secret",
         r"(?:GOCSPX-(?P<v>[A-Za-z0-9_-]{24,64}+)"
         r"|ya29\.(?P<v_t>[A-Za-z0-9_-]{30,4096}+)|1//0(?P<v_r>[A-Za-z0-9_-]{40,1024}+))",
-        lambda m: token_body(m["v"] or m["v_t"] or m["v_r"]),
+        token_value,
         hints=("GOCSPX-", "ya29.", "1//0"),
         run_start=True,
     ),
@@ -56,7 +54,7 @@ CLOUD_DETECTORS: tuple[Detector, ...] = (
         "azure-connection-string",
         r"(?i:AccountKey|SharedAccessKey)[ \t]{0,8}+=[ \t]{0,8}+"
         r"(?P<v>[A-Za-z0-9+/]{20,512}+={0,2})",
-        lambda m: token_body(m["v"]),
+        token_value,
         value_only=True,
         hints=("accountkey", "sharedaccesskey"),
         casefold=True,
@@ -64,7 +62,7 @@ CLOUD_DETECTORS: tuple[Detector, ...] = (
     detector(
         "azure-sas-signature",
         r"[?&;]sig=(?P<v>[A-Za-z0-9%+/=]{30,512}+)",
-        lambda m: token_body(m["v"]),
+        token_value,
         value_only=True,
         hints=("sig=",),
     ),
@@ -73,7 +71,7 @@ CLOUD_DETECTORS: tuple[Detector, ...] = (
         "azure-ad-client-secret",
         r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}[0-9]Q~(?P<v>[A-Za-z0-9_~.-]{31,34}+)"
         r"(?![A-Za-z0-9_~.-])",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=("Q~",),
     ),
     token("alibaba-access-key-id", "LTAI", r"[A-Za-z0-9]{20}"),

@@ -1,12 +1,11 @@
 """Detectors for developer tools: code hosting, package registries, CI, work trackers,
 observability and secret managers."""
 
-from memmesh.policy._detector import Detector, detector, token
+from memmesh.policy._detector import UUID, Detector, detector, token, token_value
 from memmesh.policy._secret_values import token_body
 
 __all__ = ["CODE_DETECTORS"]
 
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 CODE_DETECTORS: tuple[Detector, ...] = (
     token(
@@ -21,7 +20,7 @@ CODE_DETECTORS: tuple[Detector, ...] = (
         "gitlab-token",
         r"(?:gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-"
         r"(?P<v>[A-Za-z0-9_.-]{20,255}+)|GR1348941(?P<v_r>[A-Za-z0-9_-]{20,255}+))",
-        lambda m: token_body(m["v"] or m["v_r"]),
+        token_value,
         hints=("gl", "GR1348941"),
         run_start=True,
     ),
@@ -58,18 +57,18 @@ CODE_DETECTORS: tuple[Detector, ...] = (
     token("notion-token", r"ntn_|secret_(?=[A-Za-z0-9]{43}(?![A-Za-z0-9]))", r"[A-Za-z0-9]{43,46}"),
     token("airtable-token", r"pat[A-Za-z0-9]{14}\.", r"[a-f0-9]{64}"),
     token("figma-token", "figd_", r"[A-Za-z0-9_-]{40,64}+"),
-    token("hubspot-token", r"pat-(?:na|eu)[12]-", _UUID),
+    token("hubspot-token", r"pat-(?:na|eu)[12]-", UUID),
     detector(
         "asana-token",
         r"(?<![A-Za-z0-9/])[12]/[0-9]{10,20}+(?:/[0-9]{10,20}+)?:(?P<v>[0-9a-f]{32})"
         r"(?![A-Za-z0-9])",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=("1/", "2/"),
     ),
     token("contentful-token", "CFPAT-", r"[A-Za-z0-9_-]{43}"),
     token("typeform-token", "tfp_", r"[A-Za-z0-9_.=-]{40,64}+"),
     token("frameio-token", "fio-u-", r"[A-Za-z0-9_=-]{64}"),
-    token("launchdarkly-key", "sdk-", _UUID),
+    token("launchdarkly-key", "sdk-", UUID),
     token(
         "grafana-token",
         r"glc_|glsa_|eyJrIjoi",

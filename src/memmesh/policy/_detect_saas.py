@@ -1,11 +1,10 @@
 """Detectors for hosted services: chat and webhooks, mail and SMS, payments, social, AI."""
 
-from memmesh.policy._detector import BROAD, Detector, detector, token
+from memmesh.policy._detector import BROAD, UUID, Detector, detector, token, token_value
 from memmesh.policy._secret_values import random_looking, token_body
 
 __all__ = ["SAAS_DETECTORS"]
 
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _HEX32 = r"[0-9a-f]{32}"
 
 SAAS_DETECTORS: tuple[Detector, ...] = (
@@ -20,21 +19,21 @@ SAAS_DETECTORS: tuple[Detector, ...] = (
         "slack-webhook",
         r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{6,16}+/[AB][A-Z0-9]{6,16}+/"
         r"(?:[0-9]{6,24}+/)?(?P<v>[A-Za-z0-9]{20,64}+)",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=("hooks.slack.com/",),
     ),
     detector(
         "discord-bot-token",
         r"[MNO][A-Za-z0-9_-]{23,27}+\.[A-Za-z0-9_-]{6}\.(?P<v>[A-Za-z0-9_-]{27,40}+)"
         r"(?![A-Za-z0-9_-])",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=(".",),
         run_start=True,
     ),
     detector(
         "discord-webhook",
         r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}+/(?P<v>[A-Za-z0-9_-]{60,80}+)",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=("/api/webhooks/",),
     ),
     # In an API URL the token follows ``/bot``.
@@ -48,13 +47,13 @@ SAAS_DETECTORS: tuple[Detector, ...] = (
     detector(
         "teams-webhook",
         r"[a-z0-9-]{1,64}+\.webhook\.office\.com/webhookb2/"
-        + _UUID
+        + UUID
         + "@"
-        + _UUID
+        + UUID
         + r"/IncomingWebhook/(?P<v>[A-Za-z0-9]{32})/"
-        + _UUID
+        + UUID
         + r"(?:/[A-Za-z0-9_-]{10,80}+)?",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=(".webhook.office.com/",),
     ),
     detector(
@@ -69,7 +68,7 @@ SAAS_DETECTORS: tuple[Detector, ...] = (
         "twilio-credentials",
         r"(?<![A-Za-z0-9])AC[0-9a-f]{32}(?![A-Za-z0-9])(?s:.{0,120}?)(?<![A-Za-z0-9])"
         r"(?P<v>[0-9a-f]{32})(?![A-Za-z0-9])",
-        lambda m: token_body(m["v"]),
+        token_value,
         value_only=True,
         hints=("AC",),
     ),
@@ -85,7 +84,7 @@ SAAS_DETECTORS: tuple[Detector, ...] = (
     detector(
         "mailchimp-api-key",
         r"(?<![A-Za-z0-9])(?P<v>[0-9a-f]{32})-us[0-9]{1,2}(?![0-9])",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=("-us",),
     ),
     token(
@@ -97,7 +96,7 @@ SAAS_DETECTORS: tuple[Detector, ...] = (
     detector(
         "stripe-key",
         r"(?:(?:sk|rk|pk)_(?:live|test)|whsec)_(?P<v>[A-Za-z0-9]{16,255}+)(?![A-Za-z0-9])",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=("sk_", "rk_", "pk_", "whsec_"),
         run_start=True,
     ),
@@ -113,7 +112,7 @@ SAAS_DETECTORS: tuple[Detector, ...] = (
     token("duffel-token", r"duffel_(?:live|test)_", r"[A-Za-z0-9_=-]{43}"),
     token("easypost-token", r"EZ[AT]K", r"[A-Za-z0-9]{54}"),
     token("flutterwave-key", r"FLWSECK(?:_TEST)?-", r"[a-h0-9]{32}-X"),
-    token("plaid-access-token", r"access-(?:sandbox|development|production)-", _UUID),
+    token("plaid-access-token", r"access-(?:sandbox|development|production)-", UUID),
     token("facebook-access-token", "EAA[A-Z]", r"[A-Za-z0-9]{100,1024}+"),
     token(
         "twitter-bearer-token", "A{22}", r"[A-Za-z0-9%]{80,120}+", hints=("AAAAAAAAAAAAAAAAAAAAAA",)
@@ -123,7 +122,7 @@ SAAS_DETECTORS: tuple[Detector, ...] = (
     detector(
         "anthropic-api-key",
         r"sk-ant-[a-z]{2,10}+[0-9]{0,4}+-(?P<v>[A-Za-z0-9_-]{20,255}+)",
-        lambda m: token_body(m["v"]),
+        token_value,
         hints=("sk-ant-",),
         run_start=True,
     ),

@@ -18,6 +18,7 @@ __all__ = [
     "GENERIC",
     "NO_RUN_BEFORE",
     "PROVIDER",
+    "UUID",
     "Detector",
     "Form",
     "detector",
@@ -26,6 +27,7 @@ __all__ = [
     "quoted",
     "secret_span",
     "token",
+    "token_value",
     "unquoted_value",
     "value",
 ]
@@ -40,6 +42,7 @@ GENERIC = 2  # a secret found by where it stands (``password=…``, ``Bearer …
 # pattern is tried once per run rather than at every character of it.
 NO_RUN_BEFORE = r"(?<![A-Za-z0-9_-])"
 _RUN_CHAR = re.compile(r"[A-Za-z0-9_-]")
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
 class Form(msgspec.Struct, frozen=True):
@@ -180,6 +183,11 @@ def value(match: re.Match[str]) -> str:
     """The judged value: the first ``v…`` group that took part, else the whole match."""
     key = _value_group(match)
     return match.group() if key is None else match[key]
+
+
+def token_value(match: re.Match[str]) -> bool:
+    """Whether the judged value is a token's random part (:func:`token_body`)."""
+    return token_body(value(match))
 
 
 def quoted(match: re.Match[str]) -> bool:
