@@ -92,6 +92,23 @@ def test_without_a_coordinator_only_the_local_tools_are_offered(home: Path, cwd:
     _with_session(home, cwd, scenario)
 
 
+def test_remember_stores_a_secret_redacted_and_tells_the_agent(home: Path, cwd: Path) -> None:
+    async def scenario(client: Any) -> None:
+        created = await _call(client, "remember", text=AWS_KEY, kind="decision")
+        assert created["redacted"] == ["aws-access-key-id"]
+        assert "do not put secrets in memory" in created["warning"]
+        found = await _call(client, "recall", query="CI deploy user access key id")
+        assert found["hits"][0]["text"] == (
+            "The CI deploy user's access key id is [redacted: aws-access-key-id]"
+        )
+
+    _with_session(home, cwd, scenario)
+    with Store(home, author="tester") as store:
+        assert [item.text for item in store.items()] == [
+            "The CI deploy user's access key id is [redacted: aws-access-key-id]"
+        ]
+
+
 def test_remember_recall_outcome_and_forget_work_on_the_members_store(
     home: Path, cwd: Path
 ) -> None:
@@ -183,13 +200,16 @@ def test_a_coordinator_in_the_policy_adds_the_team_tools_and_publish_cannot_forc
 def test_publish_goes_through_the_policy_and_a_teammate_recalls_it(team: Team, cwd: Path) -> None:
     ada, bob = team.add("ada"), team.add("bob")
     bob.share("We chose Postgres advisory locks over Redis for the job scheduler")
+    # As `mem remember --keep-secret` stores it: the item holds the key as written.
+    kept = ada.remember(AWS_KEY)
     seen: dict[str, str] = {}
 
     async def scenario(client: Any) -> None:
-        secret = await _call(client, "remember", text=AWS_KEY, kind="decision")
-        refusal = await _fail(client, "publish", ids=[secret["id"]])
+        redacted = await _call(client, "remember", text=AWS_KEY + " (old account)")
+        assert redacted["redacted"] == ["aws-access-key-id"]
+        refusal = await _fail(client, "publish", ids=[kept])
         assert "secret" in refusal
-        assert secret["id"] in refusal
+        assert kept in refusal
 
         shared = await _call(client, "remember", text=DEPLOYS, kind="decision")
         seen["id"] = shared["id"]

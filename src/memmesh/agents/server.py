@@ -128,6 +128,7 @@ def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPSe
         convention, a gotcha, a command that works, a preference.
 
         Write one self-contained sentence. Remembering the same fact again reinforces it.
+        Never include secrets: a token, key or password is stored as [redacted: <kind>].
         Returns the item's id and whether it was created or reinforced.
         """
         return await run(lambda: tools.remember(text, kind=kind, project=project, tags=tags))

@@ -16,7 +16,7 @@ from memmesh.local import outcomes, recall
 from memmesh.local.items import GLOBAL, Item
 from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
-from memmesh.policy import load_policy
+from memmesh.policy import load_policy, redact
 from memmesh.registry import load_identity
 from memmesh.team.changes import forget
 from memmesh.team.member import Member, reported_action
@@ -48,16 +48,28 @@ class Tools:
         project: str | None = None,
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Store ``text``; the same fact again reinforces the existing item."""
+        """Store ``text``; the same fact again reinforces the existing item.
+
+        A detected secret is always stored redacted (``[redacted: github-token]``), and a tag
+        holding one dropped: an agent cannot keep one as written, as ``mem remember
+        --keep-secret`` can. The answer names what was redacted.
+        """
+        clean = redact(text, tags or [])
         item, status = self.store.remember(
-            text, kind=kind, project=resolve_project(project), tags=tags or []
+            clean.text, kind=kind, project=resolve_project(project), tags=list(clean.tags)
         )
-        return {
+        answer: dict[str, Any] = {
             "id": item.id,
             "status": status,
             "project": item.project,
             "reinforcements": item.reinforcements,
         }
+        if clean.detectors:
+            answer["redacted"] = list(clean.detectors)
+            answer["warning"] = (
+                "the text held a secret, stored as [redacted: <kind>]; do not put secrets in memory"
+            )
+        return answer
 
     def outcome(self, item_id: str, result: str) -> dict[str, Any]:
         """Record whether following the item worked, failed or partly worked."""

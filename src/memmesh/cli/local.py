@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
+_REMEMBER = (
+    "Remember a fact, decision, gotcha or command. Prints the item's id. The same fact again "
+    "reinforces the existing item instead of adding a copy."
+)
+
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the local commands to the `mem` parser."""
@@ -33,9 +38,10 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p = command(
         "remember",
         _remember,
-        "Remember a fact, decision, gotcha or command. Prints the item's id. The same fact "
-        "again reinforces the existing item instead of adding a copy.",
+        _REMEMBER,
         'mem remember "CI caches node_modules; bust it with CACHE_VERSION" --kind gotcha',
+        description=_REMEMBER + " A secret in the text (a token, a key, a password) is stored "
+        "as [redacted: <kind>], and a tag holding one is dropped; a warning says so.",
     )
     p.add_argument("text", help="what to remember (at most 8 KiB)")
     p.add_argument(
@@ -43,6 +49,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     _project_options(p, allow_global=True)
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
+    p.add_argument(
+        "--keep-secret",
+        action="store_true",
+        help="store a detected secret as written, not redacted; the item can then never be "
+        "published",
+    )
 
     p = command(
         "recall",
@@ -139,13 +151,41 @@ def _project(args: argparse.Namespace) -> str:
 
 
 def _remember(args: argparse.Namespace) -> int:
+    from memmesh.policy import find_secrets, redact
+
     project = _project(args)
+    text, tags = args.text, args.tag
+    kept: list[str] = []
+    redacted: tuple[str, ...] = ()
+    if args.keep_secret:
+        kept = [f.detector for f in find_secrets("\n".join([text, *tags]))]
+    else:
+        clean = redact(text, tags)
+        text, tags, redacted = clean.text, list(clean.tags), clean.detectors
     with open_store(args) as store:
-        item, status = store.remember(args.text, kind=args.kind, project=project, tags=args.tag)
+        item, status = store.remember(text, kind=args.kind, project=project, tags=tags)
+    if redacted:
+        warn(
+            f"redacted {_secrets(redacted)} before storing it; "
+            "to store the text as written, add --keep-secret"
+        )
+    if kept:
+        warn(f"kept {_secrets(kept)} as written: this item can never be published")
     if status == "reinforced" and not getattr(args, "json", False):
         print(f"reinforced an existing item ({item.reinforcements}x)", file=sys.stderr)
-    emit(args, {"id": item.id, "status": status, "item": item.to_dict()}, item.id)
+    data = {"id": item.id, "status": status, "item": item.to_dict()}
+    if redacted:
+        data["redacted"] = list(redacted)
+    if kept:
+        data["kept_secrets"] = kept
+    emit(args, data, item.id)
     return ExitCode.OK
+
+
+def _secrets(detectors: list[str] | tuple[str, ...]) -> str:
+    """``a secret (github-token)``, ``2 secrets (github-token, password-in-url)``."""
+    count = "a secret" if len(detectors) == 1 else f"{len(detectors)} secrets"
+    return f"{count} ({', '.join(dict.fromkeys(detectors))})"
 
 
 def _recall(args: argparse.Namespace) -> int:

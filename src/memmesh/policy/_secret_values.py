@@ -1,10 +1,12 @@
-"""What a secret looks like: placeholder and random-looking values, secret-bearing names.
+"""What a secret value looks like: placeholders, random-looking tokens, passwords.
 
 The built-in detectors (:mod:`memmesh.policy.secrets`) match where a secret may stand; these
 judge what they matched, so that documentation values, code and prose are not taken for
 secrets.
 """
 
+import base64
+import binascii
 import itertools
 import math
 import re
@@ -12,17 +14,17 @@ from collections import Counter
 from urllib.parse import unquote
 
 __all__ = [
-    "is_password_name",
+    "NAME_WORD",
+    "base64_of_text",
     "is_placeholder",
-    "is_secret_name",
     "is_type_name",
+    "is_words",
+    "looks_like_words",
     "password_value",
     "random_looking",
     "token_body",
     "url_password",
 ]
-
-# --- what a value looks like ---------------------------------------------------------------
 
 # Words that mark a documentation value. They count in lower, UPPER or Capitalized form only,
 # so that random mixed-case text (``…fQfDuMMYw…``) does not spell them by chance.
@@ -37,7 +39,14 @@ _PLACEHOLDER_WORDS = (
     "not-a-real",
     "placeholder",
     "redacted",
+    "replace",
+    "todo",
+    "fixme",
     "replace_me",
+    "change-me",
+    "change_me",
+    "changethis",
+    "change-this",
     "replace-me",
     "replaceme",
     "replace_with",
@@ -47,31 +56,20 @@ _PLACEHOLDER_WORDS = (
 )
 
 
-def _forms(*words: str) -> str:
-    return "|".join(
-        re.escape(form) for word in words for form in (word, word.upper(), word.capitalize())
-    )
-
-
+# A value that is a placeholder as a whole: a template field, a variable, a mask.
 _PLACEHOLDER = re.compile(
-    r"""^(?:
-        <[^<>]*> | \[[^\[\]]*\] | \$\{[^}]*\} | \$\(.*\) | `.*` | \$[A-Za-z_][A-Za-z0-9_]*
+    r"""<[^<>]*> | \[[^\[\]]*\] | \$\{[^}]*\} | \$\(.*\) | `.*` | \$[A-Za-z_][A-Za-z0-9_]*
       | \{\{.*\}\} | \{[A-Za-z_][A-Za-z0-9_.]*\} | %[sd] | %\([a-z_]+\)s | %[A-Z_]+%
-      | .*(?:"""
-    + _forms(*_PLACEHOLDER_WORDS)
-    + r""").*
-      | .*(?<![A-Za-z])(?:"""
-    + _forms("fake")
-    + r""")(?![A-Za-z]).*
-      | .*[_-](?:"""
-    + _forms("here")
-    + r""")
-      | .*(?:\.\.\.|…|x{4}|X{4}|\*\*\*|•••).*
-      | (.)\1{3,}
-      | [*xX•.]+
-    )$""",
+      | (.)\1{3,} | [*xX•.]+""",
     re.VERBOSE,
 )
+# A value that holds one of these words (lower, UPPER or Capitalized) or marks anywhere is a
+# placeholder. Plain substring tests: fast on a long value, where a regex alternation would
+# be tried at every position.
+_PLACEHOLDER_FORMS = {word: (word, word.upper(), word.capitalize()) for word in _PLACEHOLDER_WORDS}
+_PLACEHOLDER_MARKS = ("...", "…", "xxxx", "XXXX", "***", "•••")
+_FAKE = re.compile(r"(?<![A-Za-z])(?:fake|FAKE|Fake)(?![A-Za-z])")
+_HERE = ("_here", "-here", "_HERE", "-HERE", "_Here", "-Here")
 
 # Documentation defaults: never a real credential worth refusing.
 _DEFAULT_PASSWORDS = frozenset(
@@ -111,9 +109,10 @@ _NOT_PASSWORDS = _DEFAULT_PASSWORDS | {
     "undefined",
 }
 
+_SPACE = re.compile(r"\s")
 _WORD_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 # Words of a name or identifier: ``HTTPBasicAuth2`` -> ``HTTP``, ``Basic``, ``Auth``, ``2``.
-_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # The letter pairs most frequent in English text, in order.
 _COMMON_PAIRS = frozenset(
     """th he in er an re on at en nd ti es or te of ed is it al ar st to nt ng se ha as ou io le
@@ -136,7 +135,18 @@ _PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@~+-]+(?:/[\w.@~+-]*)*")
 
 
 def is_placeholder(value: str) -> bool:
-    return bool(_PLACEHOLDER.match(value.strip("\"'")))
+    value = value.strip("\"'")
+    lowered = value.lower()
+    return (
+        any(mark in value for mark in _PLACEHOLDER_MARKS)
+        or any(
+            word in lowered and any(form in value for form in _PLACEHOLDER_FORMS[word])
+            for word in _PLACEHOLDER_WORDS
+        )
+        or value.endswith(_HERE)
+        or _PLACEHOLDER.fullmatch(value) is not None
+        or _FAKE.search(value) is not None
+    )
 
 
 def _entropy(value: str) -> float:
@@ -173,7 +183,7 @@ def _case_changes(value: str) -> float:
     return sum(a != b for a, b in itertools.pairwise(chars)) / max(len(chars) - 1, 1)
 
 
-def _looks_like_words(value: str) -> bool:
+def looks_like_words(value: str) -> bool:
     """Identifiers, paths and prose (``payments-tls-2024``, ``settings.SECRET_KEY``).
 
     Random base62, base64 or hex of 16+ characters looks like words well under 0.1% of the time.
@@ -190,7 +200,7 @@ def is_type_name(value: str) -> bool:
     """A CamelCase name (``Ed25519PrivateKey``, ``HTTPBasicCredentials``): no one-letter words."""
     if not value[:1].isalpha() or value.islower() or value.isupper():
         return False
-    return all(len(word) >= 2 or word.isdigit() for word in _NAME_WORD.findall(value))
+    return all(len(word) >= 2 or word.isdigit() for word in NAME_WORD.findall(value))
 
 
 def _is_code(value: str) -> bool:
@@ -200,7 +210,7 @@ def _is_code(value: str) -> bool:
     return bool(_DOTTED.fullmatch(value)) and all(
         len(part) <= 8
         or not any(c.isdigit() for c in part)
-        or _looks_like_words(part)
+        or looks_like_words(part)
         or is_type_name(part)
         for part in value.split(".")
     )
@@ -213,7 +223,7 @@ def _is_reference(value: str) -> bool:
 
 def random_looking(value: str) -> bool:
     """A token-like value: long, mixed, high entropy, not words, code, a placeholder or URL."""
-    if not 16 <= len(value) <= 1024 or any(c.isspace() for c in value):
+    if not 16 <= len(value) <= 1024 or _SPACE.search(value):
         return False
     if is_placeholder(value) or _is_reference(value) or _is_code(value):
         return False
@@ -221,7 +231,7 @@ def random_looking(value: str) -> bool:
         sum(c.isalnum() for c in value) >= 12
         and _classes(value) >= 2
         and _entropy(value) >= 2.5
-        and not _looks_like_words(value)
+        and not looks_like_words(value)
     )
 
 
@@ -238,7 +248,7 @@ def password_value(value: str, *, literal: bool) -> bool:
     ``literal`` is false where an unquoted identifier is more likely a variable (``password=pw``
     in code) than the password itself.
     """
-    if not value or any(c.isspace() for c in value) or is_placeholder(value):
+    if not value or _SPACE.search(value) or is_placeholder(value):
         return False
     lower = value.lower()
     # Documentation values and enum members spell the word out: ``mynewpassword``,
@@ -260,177 +270,21 @@ def url_password(value: str) -> bool:
     return bool(value) and not is_placeholder(value) and value.lower() not in _NOT_PASSWORDS
 
 
-# --- what a name looks like ----------------------------------------------------------------
-
-_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pass", "pwd", "pw"})
-_SECRET_WORDS = frozenset({"secret", "token", "credential", "credentials", "apikey", "bearer"})
-_SECRET_ENDINGS = ("token", "secret", "apikey", "secretkey", "privatekey", "accesskey")
-_KEY_QUALIFIERS = frozenset(
-    {
-        "access",
-        "account",
-        "admin",
-        "api",
-        "app",
-        "auth",
-        "client",
-        "encryption",
-        "hmac",
-        "jwt",
-        "license",
-        "master",
-        "private",
-        "secret",
-        "service",
-        "session",
-        "shared",
-        "signing",
-        "storage",
-        "subscription",
-        "webhook",
-    }
-)
-# A name ending in one of these describes a secret (where it is, how long it lives), it is
-# not the secret: ``token_url``, ``secret_name``, ``max_tokens``, ``private_key_path``.
-_DESCRIBING = frozenset(
-    {
-        "age",
-        "algorithm",
-        "arn",
-        "at",
-        "backend",
-        "callback",
-        "class",
-        "count",
-        "date",
-        "dir",
-        "duration",
-        "enabled",
-        "endpoint",
-        "env",
-        "expiration",
-        "expires",
-        "expiry",
-        "factory",
-        "field",
-        "file",
-        "format",
-        "handler",
-        "hash",
-        "header",
-        "id",
-        "index",
-        "interval",
-        "kind",
-        "label",
-        "len",
-        "length",
-        "lifetime",
-        "limit",
-        "location",
-        "max",
-        "method",
-        "min",
-        "mode",
-        "mount",
-        "name",
-        "offset",
-        "param",
-        "path",
-        "pattern",
-        "policy",
-        "prefix",
-        "provider",
-        "ref",
-        "regex",
-        "region",
-        "required",
-        "rotation",
-        "scope",
-        "scopes",
-        "size",
-        "source",
-        "state",
-        "status",
-        "store",
-        "time",
-        "timeout",
-        "timestamp",
-        "ttl",
-        "type",
-        "uri",
-        "url",
-        "usage",
-        "validator",
-        "var",
-        "version",
-    }
-)
-
-
-# Tokens that page, deduplicate or verify, and are not credentials: ``NextToken``,
-# ``ClientToken`` (AWS idempotency), ``publicKeyToken``, ``--starting-token``.
-_NOT_SECRET_TOKENS = frozenset(
-    {
-        "action",
-        "backward",
-        "cancel",
-        "cancellation",
-        "change",
-        "client",
-        "continuation",
-        "csrf",
-        "cursor",
-        "export",
-        "forward",
-        "idempotency",
-        "import",
-        "key",
-        "lock",
-        "marker",
-        "next",
-        "page",
-        "pagination",
-        "prev",
-        "previous",
-        "request",
-        "resume",
-        "start",
-        "starting",
-        "sync",
-        "update",
-        "verification",
-        "xsrf",
-    }
-)
-
-
-def _name_words(name: str) -> list[str]:
-    """``dbPassword`` -> ``["db", "password"]``, without trailing numbers (``api_key2``)."""
-    words = [w.lower() for w in _NAME_WORD.findall(name)]
-    while words and words[-1].isdigit():
-        words.pop()
-    return words
-
-
-def is_password_name(name: str) -> bool:
-    words = _name_words(name)
-    return bool(words) and (
-        words[-1] in _PASSWORD_WORDS or words[-1].endswith(("password", "passwd"))
-    )
-
-
-def is_secret_name(name: str) -> bool:
-    words = _name_words(name)
-    if not words or words[-1] in _DESCRIBING:
+def base64_of_text(value: str) -> bool:
+    """Base64 that decodes to words (``bG9nTGV2ZWw6IGRlYnVn`` is ``logLevel: debug``)."""
+    padded = value + "=" * (-len(value) % 4)
+    try:
+        decoded = base64.b64decode(padded, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
         return False
-    for i, word in enumerate(words):
-        if word in _SECRET_WORDS or word.endswith(_SECRET_ENDINGS):
-            if word.endswith("token") and i > 0 and words[i - 1] in _NOT_SECRET_TOKENS:
-                continue
-            return True
-    if words[-1] == "auth":
-        return True
-    return words[-1] == "key" and (
-        (len(words) >= 2 and words[-2] in _KEY_QUALIFIERS) or name.isupper()
+    return any(c.isspace() for c in decoded) and all(
+        c.isprintable() or c in "\n\t" for c in decoded
     )
+
+
+_WORDS = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
+
+
+def is_words(value: str) -> bool:
+    """Letters, or words joined by hyphens (``case-sensitive``, ``see-vault``)."""
+    return _WORDS.fullmatch(value) is not None
