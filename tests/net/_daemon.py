@@ -42,9 +42,11 @@ def port_of(url: str) -> int:
 
 
 @contextmanager
-def idle_sockets(url: str, count: int, *, send: bytes = b"") -> Iterator[list[socket.socket]]:
-    """``count`` connections to ``url`` that send ``send`` (nothing, or the start of a request
-    head) and then nothing more; closed on leaving."""
+def idle_sockets(
+    url: str, count: int, *, send: bytes = b"", pause: float = 0.0
+) -> Iterator[list[socket.socket]]:
+    """``count`` connections to ``url`` (``pause`` seconds apart) that send ``send`` (nothing,
+    or the start of a request) and then nothing more; closed on leaving."""
     with ExitStack() as stack:
         socks = []
         for _ in range(count):
@@ -52,6 +54,7 @@ def idle_sockets(url: str, count: int, *, send: bytes = b"") -> Iterator[list[so
             if send:
                 sock.sendall(send)
             socks.append(sock)
+            time.sleep(pause)
         time.sleep(0.2)  # let the server accept them all
         yield socks
 

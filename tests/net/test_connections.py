@@ -33,15 +33,14 @@ def _search(request: SearchRequest) -> SearchResponse:
     return SearchResponse(hits=[], abstained=True, lexical_only=True, embedder="hashing-v1-d384")
 
 
-def _app(*extra: Endpoint) -> ASGIApp:
+def _app(*, token: str | None = TOKEN) -> ASGIApp:
     routes = [
         health_endpoint("alive"),
         Endpoint(
             path="/v1/search", handler=_search, request=SearchRequest, response=SearchResponse
         ),
-        *extra,
     ]
-    return create_app(routes, token=TOKEN, verifier=RequestVerifier(AUDIENCE))
+    return create_app(routes, token=token, verifier=RequestVerifier(AUDIENCE))
 
 
 @pytest.fixture
@@ -49,11 +48,11 @@ def member(tmp_path: Path) -> Identity:
     return create_identity(tmp_path / "ada")
 
 
-def _answers(url: str, member: Identity) -> tuple[int, str]:
-    """The status of ``/healthz``, and the outcome of a member's signed, token-bearing search
-    (each on a fresh connection, as a teammate's recall makes them)."""
+def _answers(url: str, member: Identity, *, token: str | None = TOKEN) -> tuple[int, str]:
+    """The status of ``/healthz``, and the outcome of a member's signed search (with the
+    token, if any), each on a fresh connection, as a teammate's recall makes them."""
     health = httpx.get(f"{url}/healthz", timeout=5).status_code
-    with Client(url, token=TOKEN, identity=member, audience=AUDIENCE, timeout=5) as client:
+    with Client(url, token=token, identity=member, audience=AUDIENCE, timeout=5) as client:
         try:
             client.post("/v1/search", SearchRequest(query="webhooks"), SearchResponse)
         except NetError as exc:
@@ -76,6 +75,27 @@ def test_slow_header_sockets_past_the_concurrency_limit_leave_health_and_members
 ) -> None:
     with serving(_app(), limit_concurrency=4) as url, idle_sockets(url, 40, send=HEAD):
         assert _answers(url, member) == (200, "answered")
+
+
+def test_slow_body_requests_past_the_concurrency_limit_give_way_to_members(
+    member: Identity,
+) -> None:
+    # Without a token (https beyond loopback needs none), a body is read before its signature
+    # can be checked: anyone can send a head, then its body a byte at a time.
+    head = b"POST /v1/search HTTP/1.1\r\nhost: t\r\ncontent-length: 1000\r\n\r\n{"
+    with (
+        serving(_app(token=None), limit_concurrency=4) as url,
+        # One at a time, each request in flight before the next: the limit is all theirs.
+        idle_sockets(url, 4, send=head, pause=0.1) as slow,
+    ):
+        assert _answers(url, member, token=None) == (200, "answered")
+        # The newcomer pushed out the request whose body had been arriving the longest; the
+        # newest still wait for theirs.
+        slow[0].settimeout(5)
+        pushed_out = read_response(slow[0])
+        assert still_open(slow[-1])
+    assert pushed_out.startswith(b"HTTP/1.1 408 ")
+    assert b"connection: close" in pushed_out
 
 
 def test_a_socket_that_sends_no_request_head_in_time_is_closed() -> None:
@@ -200,6 +220,7 @@ def test_requests_in_flight_past_the_limit_get_503_with_the_error_document() -> 
     assert overflow.status_code == 503
     assert overflow.json()["error"]["code"] == "overloaded"
     assert overflow.headers[PROTOCOL_HEADER] == PROTOCOL_VERSION
+    assert overflow.headers["connection"] == "close"
     assert gate.peak == 1
 
 

@@ -5,7 +5,8 @@ timer before a request head arrives: sockets that send nothing, or a byte now an
 hold the daemon's slots for as long as they stay open. Here instead (the numbers are in
 :class:`~memmesh.net.settings.ServeSettings`):
 
-* only requests in flight count against the concurrency limit (:func:`limit_in_flight`);
+* only requests in flight count against the concurrency limit, and one whose body is still
+  arriving gives way to a new request (:mod:`memmesh.net._inflight`);
 * a connection must send a whole request head within ``header_timeout`` of opening, or of the
   first byte of a later request once kept alive; else it is closed. Over https the TLS
   handshake has a deadline as long (:func:`loop_factory`);
@@ -22,15 +23,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from memmesh.net.app import PROTOCOL_HEADER, error_body
-from memmesh.net.errors import Overloaded
 from memmesh.net.settings import ServeSettings
-from memmesh.net.wire import PROTOCOL_VERSION
 
-__all__ = ["client_key", "guarded_protocol", "limit_in_flight", "loop_factory"]
+__all__ = ["client_key", "guarded_protocol", "loop_factory"]
 
 
 def client_key(host: str) -> str:
@@ -176,46 +173,6 @@ def guarded_protocol(settings: ServeSettings) -> type[asyncio.Protocol]:
         ledger = _Connections(settings)
 
     return Protocol
-
-
-class _InFlight:
-    """Pure ASGI middleware: at most ``limit`` requests in flight, the rest answered 503."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-        self.count = 0
-        busy = Overloaded("too many requests at once; try again shortly")
-        self.body = error_body(busy.code, busy.message)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if self.count >= self.limit:
-            await self._overloaded(send)
-            return
-        self.count += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.count -= 1
-
-    async def _overloaded(self, send: Send) -> None:
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(self.body)).encode()),
-            (PROTOCOL_HEADER.encode(), PROTOCOL_VERSION.encode()),
-            # The body was not read: this connection cannot carry another request.
-            (b"connection", b"close"),
-        ]
-        await send({"type": "http.response.start", "status": 503, "headers": headers})
-        await send({"type": "http.response.body", "body": self.body})
-
-
-def limit_in_flight(app: ASGIApp, limit: int) -> ASGIApp:
-    """``app`` answering 503 to requests beyond ``limit`` in flight at once."""
-    return _InFlight(app, limit)
 
 
 class _Loop(asyncio.SelectorEventLoop):

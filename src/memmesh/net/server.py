@@ -17,7 +17,8 @@ from collections.abc import Callable
 import uvicorn
 from starlette.types import ASGIApp
 
-from memmesh.net._guard import guarded_protocol, limit_in_flight, loop_factory
+from memmesh.net._guard import guarded_protocol, loop_factory
+from memmesh.net._inflight import limit_in_flight
 from memmesh.net.errors import CannotListen, InsecureBind, WorkerDied
 from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
 from memmesh.net.urls import is_loopback
