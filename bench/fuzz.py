@@ -23,8 +23,15 @@ a timeout). An answer is also "off-protocol" when a 2xx does not decode strictly
 response struct, or any answer lacks the protocol header or (for errors) the error document.
 The causes of 5xx (logged by the harness) and one request body per failing route are printed.
 
-The run is bounded: ``--requests`` per route and ``--max-seconds`` overall. Exit status: 0 when
-no request got a 5xx or a crash, 1 otherwise (2 when the time budget ran out first).
+Then the attack section (``_sockets.py``): while ``--attack-sockets`` connections that send
+nothing, then as many that send a request head a byte at a time, are held open for
+``--attack-seconds`` each, an authorised request (the member's signed search, with the token,
+on a fresh connection) is made six times; each attack's row says how many were answered, how
+fast, and how many of the attack's connections the coordinator had closed by its end.
+
+The run is bounded: ``--requests`` per route and ``--max-seconds`` overall, and the attacks'
+sockets and seconds. Exit status: 0 when no request got a 5xx or a crash and every authorised
+request under attack was answered, 1 otherwise (2 when the time budget ran out first).
 """
 
 import argparse
@@ -46,14 +53,16 @@ from typing import Any
 
 import httpx
 import msgspec
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from _common import table
+from _sockets import HEADERS as ATTACK_HEADERS
+from _sockets import MORE_BODY, MORE_HEAD, SLOW_BODY, SLOW_HEAD, AttackResult, attack, baseline
 from memmesh.coordinator import Coordinator, coordinator_app, endpoints
 from memmesh.coordinator.protocol import JoinRequest
 from memmesh.local.items import KINDS
 from memmesh.net.app import PROTOCOL_HEADER, Endpoint
-from memmesh.net.server import ServeSettings, free_port
+from memmesh.net.server import Server, ServeSettings, listen
 from memmesh.net.signing import Caller, coordinator_audience, sign_request
 from memmesh.net.wire import PROTOCOL_VERSION
 from memmesh.registry.envelopes import (
@@ -71,6 +80,7 @@ TEAM = "fuzzers"
 SEED_ITEM = "01JBENCHFUZZSEED0000000000"
 RETRACTED_ITEM = "01JBENCHFUZZRETRACTED00000"
 REQUEST_TIMEOUT = 15.0
+MEMBER_ADDRESS = "127.0.0.2"  # where the member's request comes from under attack
 
 INTEGERS = [0, 1, -1, 2, 100, 101, 500, 501, 2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64, -(2**63)]
 INTEGERS += [-(2**63) - 1, 10**30]
@@ -540,23 +550,17 @@ class _Causes(logging.Handler):
 
 
 class _Server:
-    """uvicorn in a thread, with the daemons' own limits, on 127.0.0.1."""
+    """The coordinator served as `mem coordinator serve` serves it (the daemons' own limits), in
+    a thread, on 127.0.0.1."""
 
     def __init__(self, app: Any) -> None:
-        settings = ServeSettings(port=free_port())
-        self.url = f"http://{settings.host}:{settings.port}"
-        config = uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.port,
-            limit_concurrency=settings.limit_concurrency,
-            timeout_keep_alive=settings.timeout_keep_alive,
-            log_level="critical",  # the harness's own log gives the causes
-            access_log=False,
-            lifespan="off",
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        # The harness's own log gives the causes of 5xx.
+        settings = ServeSettings(port=0, log_level="critical")
+        self.sock = listen(settings)
+        self.port = int(self.sock.getsockname()[1])
+        self.url = f"http://{settings.host}:{self.port}"
+        self.server = Server(app, settings)
+        self.thread = threading.Thread(target=self.server.run, args=([self.sock],), daemon=True)
 
     def __enter__(self) -> "_Server":
         self.thread.start()
@@ -570,6 +574,7 @@ class _Server:
     def __exit__(self, *exc_info: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=20)
+        self.sock.close()
 
 
 def _send(
@@ -583,10 +588,21 @@ def _send(
         return None
 
 
+@dataclass
+class Outcome:
+    """What a run found."""
+
+    tallies: dict[str, Tally]
+    causes: Counter[str]
+    healthy: bool
+    finished: bool
+    attacks: list[AttackResult]
+
+
 def fuzz(
-    requests: int, seed: int, max_seconds: float
-) -> tuple[dict[str, Tally], Counter[str], bool, bool]:
-    """Run the whole campaign; the tallies, the 5xx causes, health after, and completion."""
+    requests: int, seed: int, max_seconds: float, attack_sockets: int, attack_seconds: float
+) -> Outcome:
+    """Run the whole campaign, then the attacks."""
     rng = random.Random(seed)
     member = Identity(Ed25519PrivateKey.from_private_bytes(rng.randbytes(32)))
     causes = _Causes()
@@ -645,10 +661,71 @@ def fuzz(
                     tallies[path].count(answer, types[path], body or b"")
                 health = _send(http, "GET", "/healthz", {"connection": "close"}, None)
                 healthy = health is not None and health.status_code == 200
+            search = _encode(seeds["/v1/search"])
+            attacks = _attacks(coordinator, member, search, attack_sockets, attack_seconds)
         finally:
             coordinator.close()
             logging.getLogger("memmesh.net").removeHandler(causes)
-    return {names[path]: tally for path, tally in tallies.items()}, causes.seen, healthy, finished
+    tallied = {names[path]: tally for path, tally in tallies.items()}
+    return Outcome(tallied, causes.seen, healthy, finished, attacks)
+
+
+def _attacks(
+    coordinator: Coordinator, member: Identity, search: bytes, count: int, seconds: float
+) -> list[AttackResult]:
+    """The socket attacks, each timing the member's signed search (``count`` 0: none).
+
+    They are made on the coordinator served without a token, as it may be beyond loopback
+    over https, where the members' signed keys are the gate: a stranger's request body is
+    then read before its signature can be checked.
+    """
+    if count == 0:
+        return []
+    # The attacker is 127.0.0.1, the member another host (127.0.0.2): each address has its own
+    # cap on connections, and an attacker's own are closed past it.
+    member_host = httpx.HTTPTransport(local_address=MEMBER_ADDRESS)
+    with (
+        _Server(coordinator_app(coordinator, token=None)) as server,
+        httpx.Client(base_url=server.url, timeout=5, transport=member_host) as http,
+    ):
+
+        def ask() -> tuple[int, float]:
+            audience = coordinator_audience(TEAM)
+            headers = {
+                "content-type": "application/json",
+                "connection": "close",  # a fresh connection: the one an attack would keep out
+                **sign_request(member, "POST", "/v1/search", search, audience),
+            }
+            started = time.perf_counter()
+            try:
+                status = http.post("/v1/search", content=search, headers=headers).status_code
+            except httpx.HTTPError:
+                status = -1
+            return status, (time.perf_counter() - started) * 1000
+
+        port = server.port
+        return [
+            baseline(ask),
+            attack("idle sockets", port, ask, count=count, seconds=seconds),
+            attack(
+                "slow headers",
+                port,
+                ask,
+                count=count,
+                seconds=seconds,
+                start=SLOW_HEAD,
+                drip=MORE_HEAD,
+            ),
+            attack(
+                "slow bodies",
+                port,
+                ask,
+                count=count,
+                seconds=seconds,
+                start=SLOW_BODY,
+                drip=MORE_BODY,
+            ),
+        ]
 
 
 def print_table(tallies: dict[str, Tally]) -> None:
@@ -701,9 +778,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--max-seconds", type=float, default=600.0, help="stop sending after this long (600)"
     )
+    parser.add_argument(
+        "--attack-sockets",
+        type=int,
+        default=200,
+        help="connections each socket attack holds (200; 0: no attacks)",
+    )
+    parser.add_argument(
+        "--attack-seconds",
+        type=float,
+        default=7.0,
+        help="seconds each socket attack lasts (7: past the 5 s header deadline)",
+    )
     args = parser.parse_args(argv)
     if args.requests < 1 or args.max_seconds <= 0:
         parser.error("--requests and --max-seconds must be positive")
+    if not 0 <= args.attack_sockets <= 1000 or not 0 < args.attack_seconds <= 60:
+        parser.error("--attack-sockets must be 0-1000 and --attack-seconds 0-60")
     return args
 
 
@@ -713,7 +804,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tallies, causes, healthy, finished = fuzz(args.requests, args.seed, args.max_seconds)
+        outcome = fuzz(
+            args.requests, args.seed, args.max_seconds, args.attack_sockets, args.attack_seconds
+        )
+    tallies, causes, healthy, finished = (
+        outcome.tallies,
+        outcome.causes,
+        outcome.healthy,
+        outcome.finished,
+    )
     elapsed = time.monotonic() - started
     print()
     print_table(tallies)
@@ -740,7 +839,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nfirst off-protocol answer per route:")
         for name, what in odd.items():
             print(f"  {name}: {what}")
-    broken = any(t.band(500) or t.crashes for t in tallies.values()) or not healthy
+    if outcome.attacks:
+        print("\n== attacks: a member's signed search (no token needed) while each runs")
+        print(table(ATTACK_HEADERS, [result.row() for result in outcome.attacks]))
+    denied = any(r.answered < len(r.answers) for r in outcome.attacks)
+    broken = any(t.band(500) or t.crashes for t in tallies.values()) or not healthy or denied
     if broken:
         return 1
     return 0 if finished else 2

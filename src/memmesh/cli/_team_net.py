@@ -2,6 +2,7 @@
 :mod:`memmesh.cli.team`."""
 
 import argparse
+import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ import msgspec
 from memmesh.cli._common import emit, home_of, open_store, warn
 from memmesh.errors import ExitCode
 from memmesh.local.project import resolve_project
+from memmesh.net.settings import ServeSettings
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
 from memmesh.team.member import Member
@@ -23,23 +25,30 @@ __all__ = ["answer_json", "run_peers", "run_recall_team", "run_serve"]
 
 def run_serve(args: argparse.Namespace) -> int:
     # The server stack is imported only by the commands that use it.
+    from memmesh.net.server import listen, serve
     from memmesh.peer.serve import peer_daemon
 
-    with peer_daemon(
-        home_of(args),
-        lambda: open_store(args, serving=True),
-        host=args.host,
-        port=args.port,
-        advertise=args.advertise,
-        interfaces=args.interface,
-        heartbeat=args.heartbeat,
-        tls=args.tls,
-    ) as daemon:
+    # Bound before anything starts (heartbeats announce this address) or is said: a port in
+    # use is one line, and exit 1.
+    sock = listen(ServeSettings(host=args.host, port=args.port))
+    with (
+        contextlib.closing(sock),
+        peer_daemon(
+            home_of(args),
+            lambda: open_store(args, serving=True),
+            host=args.host,
+            port=args.port,
+            advertise=args.advertise,
+            interfaces=args.interface,
+            heartbeat=args.heartbeat,
+            tls=args.tls,
+        ) as daemon,
+    ):
         heartbeats = f" (heartbeat to {daemon.coordinator})" if daemon.coordinator else ""
         print(
             f"memmesh peer {daemon.key_id} on {daemon.url}{heartbeats}", file=sys.stderr, flush=True
         )
-        daemon.run()
+        serve(daemon.app, daemon.settings, token=daemon.token, sock=sock)
     return ExitCode.OK
 
 

@@ -8,12 +8,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from memmesh.cli._common import command_adder, command_group, nonempty, port, positive_int, url
+from memmesh.cli._common import (
+    command_adder,
+    command_group,
+    nonempty,
+    port,
+    positive_float,
+    positive_int,
+    url,
+)
 from memmesh.errors import ExitCode
-from memmesh.net.settings import DEFAULT_CONCURRENCY, ServeSettings
+from memmesh.net.settings import (
+    DEFAULT_CLIENT_CONNECTIONS,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_CONNECTIONS,
+    ServeSettings,
+)
 from memmesh.policy.config import DEFAULT_TOKEN_ENV
 
 if TYPE_CHECKING:
+    import socket
+
     from starlette.types import ASGIApp
 
     from memmesh.net.tls import Certificate
@@ -70,7 +86,31 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--concurrency",
         type=positive_int,
         default=DEFAULT_CONCURRENCY,
-        help=f"requests at once before answering 503 ({DEFAULT_CONCURRENCY})",
+        help=f"requests in flight at once before answering 503 ({DEFAULT_CONCURRENCY})",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=positive_float,
+        default=DEFAULT_HEADER_TIMEOUT,
+        metavar="SECONDS",
+        help="seconds a connection has to send a whole request head, and a TLS handshake to "
+        f"finish, before it is closed ({DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--idle-connections",
+        type=positive_int,
+        default=DEFAULT_IDLE_CONNECTIONS,
+        metavar="N",
+        help="connections without a request in flight kept at once; past it the one idle the "
+        f"longest is closed ({DEFAULT_IDLE_CONNECTIONS})",
+    )
+    p.add_argument(
+        "--client-connections",
+        type=positive_int,
+        default=DEFAULT_CLIENT_CONNECTIONS,
+        metavar="N",
+        help="connections one client address holds at once (raise it behind a proxy, where "
+        f"every client has its address) ({DEFAULT_CLIENT_CONNECTIONS})",
     )
     p.add_argument(
         "--workers",
@@ -112,11 +152,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: the server stack is heavy, and every other command starts faster for it.
-    from memmesh.coordinator import Coordinator, coordinator_app
-    from memmesh.coordinator.bootstrap import admin_join_code
-    from memmesh.coordinator.membership import when
-    from memmesh.net.server import check_bind, serve_processes
-    from memmesh.net.urls import is_loopback
+    from memmesh.net.server import check_bind, listen
 
     if bool(args.tls_cert) != bool(args.tls_key):
         args.parser.error("--tls-cert and --tls-key go together")
@@ -127,13 +163,42 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         limit_concurrency=args.concurrency,
+        header_timeout=args.header_timeout,
+        max_idle_connections=args.idle_connections,
+        max_client_connections=args.client_connections,
         workers=args.workers,
         tls_cert=certificate.cert_path if certificate else None,
         tls_key=certificate.key_path if certificate else None,
     )
     check_bind(args.host, token, tls=certificate is not None)
+    # Bound before anything is set up or said: a port in use is one line, and exit 1.
+    sock = listen(settings)
+    try:
+        _run(args, settings, sock, token=token, data=data, pin=pin, certificate=certificate)
+    finally:
+        sock.close()
+    return ExitCode.OK
+
+
+def _run(
+    args: argparse.Namespace,
+    settings: ServeSettings,
+    sock: "socket.socket",
+    *,
+    token: str | None,
+    data: Path,
+    pin: str | None,
+    certificate: "Certificate | None",
+) -> None:
+    """Set the coordinator up, say where it serves, and serve on ``sock`` until interrupted."""
+    from memmesh.coordinator import Coordinator, coordinator_app
+    from memmesh.coordinator.bootstrap import admin_join_code
+    from memmesh.coordinator.membership import when
+    from memmesh.net.server import serve_processes
+    from memmesh.net.urls import is_loopback
+
     host = f"[{args.host}]" if ":" in args.host else args.host
-    served = f"{settings.scheme}://{host}:{settings.port}"
+    served = f"{settings.scheme}://{host}:{sock.getsockname()[1]}"
 
     def open_coordinator() -> "Coordinator":
         # While the roster is empty, a signer is admitted only behind the team token or on
@@ -177,15 +242,14 @@ def _serve(args: argparse.Namespace) -> int:
     def make_app() -> "ASGIApp":
         coordinator = open_coordinator()
         opened.append(coordinator)
-        coordinator.store.warm()  # before it listens: no first search pays for the load
+        coordinator.store.warm()  # before it serves: no first search pays for the load
         return coordinator_app(coordinator, token=token)
 
     try:
-        serve_processes(make_app, settings, token=token)
+        serve_processes(make_app, settings, token=token, sock=sock)
     finally:
         for coordinator in opened:
             coordinator.close()
-    return ExitCode.OK
 
 
 def _certificate(args: argparse.Namespace, data: Path) -> "tuple[Certificate | None, str | None]":
