@@ -2,6 +2,7 @@
 nothing, or a request head a byte at a time, never deny a real client, and are closed when
 their deadline passes; idle connections and each client's connections are capped."""
 
+import logging
 import socket
 import ssl
 import threading
@@ -96,6 +97,18 @@ def test_slow_body_requests_past_the_concurrency_limit_give_way_to_members(
         assert still_open(slow[-1])
     assert pushed_out.startswith(b"HTTP/1.1 408 ")
     assert b"connection: close" in pushed_out
+
+
+def test_a_client_that_leaves_before_its_body_has_come_is_no_internal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    head = b"POST /v1/search HTTP/1.1\r\nhost: t\r\ncontent-length: 1000\r\n\r\n{"
+    with serving(_app(token=None)) as url:
+        with idle_sockets(url, 3, send=head):
+            pass  # a flood's sockets, closed with their bodies unsent
+        time.sleep(0.5)
+        assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_a_socket_that_sends_no_request_head_in_time_is_closed() -> None:

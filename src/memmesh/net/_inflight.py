@@ -5,7 +5,8 @@ A request is in flight from when its head has arrived until its answer is sent; 
 place it is not using, so when the places are all taken, the one whose body has been arriving
 the longest gives way (it is answered 408 and its connection closed) and the new request is
 served: a flood of bodies sent a byte at a time then only pushes itself out, while a real
-client's body arrives in one piece.
+client's body arrives in one piece. A client that leaves before its body has come is answered
+(to nobody) as one whose body came too late.
 """
 
 import asyncio
@@ -72,7 +73,10 @@ class _InFlight:
             if arrived:
                 return await receive()
             message = await _unless(receive(), body.give_way)
-            if message is None:
+            if message is None or message["type"] == "http.disconnect":
+                # Given way, or the client left before its body came: the body did not arrive
+                # (an error the app answers quietly, where a lost client would be logged as an
+                # internal error on every socket of a flood).
                 raise RequestTimeout(time.monotonic() - body.since)
             if not message.get("more_body", False):
                 arrived = True
