@@ -39,8 +39,14 @@ def running(
         ssl_certfile=tls.cert_path if tls else None,
         ssl_keyfile=tls.key_path if tls else None,
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    with in_a_thread(uvicorn.Server(config)):
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+
+
+@contextmanager
+def in_a_thread(server: uvicorn.Server, *run_args: object) -> Iterator[None]:
+    """``server.run(*run_args)`` in a thread, once it has started, stopped on leaving."""
+    thread = threading.Thread(target=server.run, args=run_args, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
@@ -48,7 +54,7 @@ def running(
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     try:
-        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+        yield
     finally:
         server.should_exit = True
         thread.join(timeout=10)

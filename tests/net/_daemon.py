@@ -2,7 +2,6 @@
 connection limits of ``ServeSettings``), in a thread; and sockets that attack it."""
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -12,6 +11,7 @@ from starlette.types import ASGIApp
 
 from memmesh.net.server import Server, listen
 from memmesh.net.settings import ServeSettings
+from tests._servers import in_a_thread
 
 
 @contextmanager
@@ -21,19 +21,10 @@ def serving(app: ASGIApp, **settings: Any) -> Iterator[str]:
     chosen = ServeSettings(host="127.0.0.1", port=0, log_level="error", **settings)
     sock = listen(chosen)
     port = sock.getsockname()[1]
-    server = Server(app, chosen)
-    thread = threading.Thread(target=server.run, args=([sock],), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.01)
     try:
-        yield f"{chosen.scheme}://127.0.0.1:{port}"
+        with in_a_thread(Server(app, chosen), [sock]):
+            yield f"{chosen.scheme}://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         sock.close()
 
 
