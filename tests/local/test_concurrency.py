@@ -3,7 +3,10 @@
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from memmesh.local._recall import recall
 from memmesh.local.store import Store
@@ -60,13 +63,30 @@ print(statuses.count("created"), statuses.count("reinforced"))
 """
 
 
+_started: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_outlives_its_test() -> Iterator[None]:
+    """A failed assertion leaves the other workers running: end them with the test that
+    started them, not during a later test's garbage collection."""
+    yield
+    while _started:
+        process = _started.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
 def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, "-c", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    _started.append(process)
+    return process
 
 
 def wait_for(*files: Path, processes: list[subprocess.Popen[str]]) -> None:

@@ -105,10 +105,8 @@ class Database:
         except sqlite3.Error as exc:
             raise CorruptDatabase(str(path), str(exc)) from None
         try:
-            self._prepare()
-        except sqlite3.DatabaseError as exc:
-            self._conn.close()
-            raise CorruptDatabase(str(path), str(exc)) from None
+            with _translated(path):
+                self._prepare()
         except StoreError:
             self._conn.close()
             raise
@@ -181,14 +179,20 @@ class Database:
     def _prepare(self) -> None:
         conn = self._conn
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        # One snapshot: another process creating the store commits its tables and its mark
+        # together, and separate reads could see the one without the other.
+        conn.execute("BEGIN")
+        try:
+            app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        finally:
+            conn.execute("COMMIT")
         if app_id != APPLICATION_ID and (app_id != 0 or tables):
             raise ForeignDatabase(str(self.path))
         if version > SCHEMA_VERSION:
             raise SchemaTooNew(str(self.path), version, SCHEMA_VERSION)
-        conn.execute("PRAGMA journal_mode = WAL")
+        _enter_wal(conn)
         # NORMAL survives a killed process; FULL also survives losing power mid-write.
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -241,6 +245,22 @@ class Database:
                 self._conn.backup(target)
             finally:
                 target.close()
+
+
+def _enter_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL, waiting out another process doing the same: SQLite answers
+    "locked" at once there, without its busy handler, when two connections race to switch."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 def _create_private(path: Path) -> None:
