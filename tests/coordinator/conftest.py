@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from memmesh.coordinator import Coordinator, coordinator_app
+from memmesh.registry import Identity
 from tests._clock import FakeClock
 from tests._servers import running
+from tests._signed import add_member, make_admin
 from tests.coordinator._served import TOKEN, Served
 from tests.registry._helpers import TEAM
 
@@ -37,3 +39,19 @@ def coordinator(data: Path, clock: FakeClock) -> Iterator[Coordinator]:
 def served(coordinator: Coordinator, clock: FakeClock, tmp_path: Path) -> Iterator[Served]:
     with running(coordinator_app(coordinator, token=TOKEN)) as url:
         yield Served(coordinator, url, clock, tmp_path)
+
+
+@pytest.fixture
+def ada(served: Served) -> Identity:
+    """The served team's first admin."""
+    identity = served.key("ada")
+    make_admin(served.coordinator, identity, "ada")
+    return identity
+
+
+@pytest.fixture
+def bob(served: Served, ada: Identity) -> Identity:
+    """A member of the served team who is not an admin."""
+    identity = served.key("bob")
+    add_member(served.coordinator, ada, identity, "bob")
+    return identity

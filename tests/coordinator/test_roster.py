@@ -33,7 +33,7 @@ from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import open_envelope, seal
 from tests._clock import START
-from tests._signed import add_member, caller, make_admin
+from tests._signed import caller
 from tests.coordinator._served import TOKEN, Served
 from tests.registry._helpers import TEAM, publication, retraction
 from tests.team._team import presence_for
@@ -42,22 +42,6 @@ QUOKKA = "The quokka ledger rotates its signing keys every Tuesday at noon"
 NOT_A_MEMBER = f"this key is not a member of team {TEAM!r} (HTTP 403)"
 NOT_AN_ADMIN = f"only an admin of team {TEAM!r} may do this (HTTP 403)"
 REVOKED = "this key was revoked on 2023-11-14 22:13 UTC (HTTP 403)"
-
-
-@pytest.fixture
-def ada(served: Served) -> Identity:
-    """The team's first admin."""
-    identity = served.key("ada")
-    make_admin(served.coordinator, identity, "ada")
-    return identity
-
-
-@pytest.fixture
-def bob(served: Served, ada: Identity) -> Identity:
-    """A member who is not an admin."""
-    identity = served.key("bob")
-    add_member(served.coordinator, ada, identity, "bob")
-    return identity
 
 
 def _pub(served: Served, identity: Identity, **changes: Any) -> PublishRequest:

@@ -35,6 +35,7 @@ from memmesh.registry.envelopes import Envelope, open_envelope
 from memmesh.team.sync import SyncReport, sync
 from tests._servers import CoordinatorProcess, running
 from tests._signed import NOBODY, signed_client
+from tests._traces import all_needles, found_anywhere, secret_items, traces
 from tests.registry._helpers import TEAM, make_policy
 
 TOKEN = "t"
@@ -207,6 +208,26 @@ def test_retraction_after_sync_removes_the_item_from_search(
     assert client.posted == [("/v1/retract", [(drop, 1)])]
     assert _search_ids(coordinator, "invoice job export batch") == [keep]
     assert _feed(coordinator)[drop] == ("retraction", 1, tombstone.envelope)
+
+
+def test_a_retraction_synced_leaves_none_of_the_item_s_text_in_the_coordinator_s_folder(
+    store: Store, registry: Registry, policy: Policy, tmp_path: Path, client: _RecordingClient
+) -> None:
+    secrets, kept = secret_items(6), secret_items(2, seed=8, long_one=False)
+    ids = [
+        store.remember(item.text, kind="fact", project="billing", tags=[item.tag])[0].id
+        for item in secrets + kept
+    ]
+    publish(registry, policy, ids)
+    sync(registry, policy, client)
+    folder = tmp_path / "coordinator"
+    assert found_anywhere(folder, secrets) == all_needles(secrets)
+    retract(registry, ids[: len(secrets)])
+
+    assert sync(registry, policy, client).accepted == len(secrets)
+
+    assert traces(folder, secrets) == {}
+    assert found_anywhere(folder, kept) == all_needles(kept)
 
 
 def test_publication_no_longer_live_is_not_sent(

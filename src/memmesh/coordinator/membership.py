@@ -146,6 +146,8 @@ class Membership:
                     self.store.purge(copy, tx=tx)
                     purged += 1
             revoked = _members.member(tx, entry.key)
+        if purged:
+            self.store.scrub()  # what is left of their texts on disk, once for all of them
         assert revoked is not None
         return RevokeResponse(member=revoked, purged=purged)
 

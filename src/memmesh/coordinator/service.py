@@ -137,10 +137,12 @@ class Coordinator:
 
     def retract(self, caller: Caller, request: RetractRequest) -> RetractResponse:
         """Verify and apply each retraction, purging the item's text and vector; each one
-        applied (or applied before) carries the coordinator's signed receipt."""
-        return RetractResponse(
-            results=[self._retract_one(caller, env) for env in request.envelopes]
-        )
+        applied (or applied before) carries the coordinator's signed receipt. Once they are
+        applied, one scrub takes what is left of their texts off the disk (:meth:`Store.scrub`)."""
+        results = [self._retract_one(caller, env) for env in request.envelopes]
+        if any(outcome.status == "accepted" for outcome in results):
+            self.store.scrub()
+        return RetractResponse(results=results)
 
     def _opened(self, caller: Caller, envelope: Envelope, kind: type[_Body]) -> _Body | Outcome:
         """The envelope's body if it verifies, is a ``kind``, is this team's and was signed by

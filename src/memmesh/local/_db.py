@@ -163,6 +163,14 @@ class Database:
                 raise
             self._conn.execute("COMMIT")
 
+    def truncate_wal(self) -> bool:
+        """Copy every page of the WAL into the file and cut the WAL to zero bytes, waiting up
+        to the busy timeout for readers on older snapshots (and a writer) to finish; whether
+        it was done. Until then the WAL holds the images of pages as they were before."""
+        with self._lock, _translated(self.path):
+            busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        return not busy
+
     @property
     def schema_version(self) -> int:
         with self.read() as conn:

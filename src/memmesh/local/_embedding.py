@@ -15,6 +15,7 @@ from memmesh.local._rows import next_rev
 from memmesh.local.errors import EmbedderMismatch
 
 __all__ = [
+    "SCRUB_OWED",
     "STORE_META_KEYS",
     "check_embedder",
     "choose_embedder",
@@ -24,9 +25,11 @@ __all__ = [
     "set_meta",
 ]
 
+# Whether a purge's leftovers on disk await a scrub ("1"; see memmesh.local._scrub).
+SCRUB_OWED = "scrub_owed"
 # The store's own keys in ``meta``; other components keep theirs beside them.
 STORE_META_KEYS = frozenset(
-    {"embedder", "embedder_fingerprint", "created_at", "reindex_fingerprint"}
+    {"embedder", "embedder_fingerprint", "created_at", "reindex_fingerprint", SCRUB_OWED}
 )
 
 _REINDEX_BATCH = 256

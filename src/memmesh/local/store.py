@@ -12,7 +12,7 @@ import numpy as np
 from memmesh import text as _text
 from memmesh._files import private_folder, reason
 from memmesh.embed import Vectors, get_embedder, unit_vector
-from memmesh.local import _embedding, _rows, journal, outcomes
+from memmesh.local import _embedding, _rows, _scrub, journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of, scoped
 from memmesh.local._index import SearchIndex
 from memmesh.local._rows import ItemRow, content_hash, item_of, rows_in
@@ -85,6 +85,8 @@ class Store:
             self.embedder = _embedding.choose_embedder(
                 self._db, embedder, repair=repair, now=clock()
             )
+            if _scrub.owed(self._db):  # a purge whose process died before its scrub
+                _scrub.scrub(self._db)
         except BaseException:
             self._db.close()
             raise
@@ -217,16 +219,24 @@ class Store:
             journal.log(conn, self.clock(), "put", item_id)
 
     def purge(self, item_id: str, tx: Transaction | None = None) -> bool:
-        """Erase an item's text, tags and vector, keeping only an archived husk with its id.
-
-        Returns whether there was anything to erase. ``tx``: as for :meth:`put`.
-        """
+        """Erase an item's text, tags and vector, keeping only an archived husk with its id,
+        then :meth:`scrub`; whether there was anything to erase. With ``tx`` (as for
+        :meth:`put`) the caller scrubs after its commit, once for all the purges it made."""
         now = self.clock()
         with self._within(tx) as conn:
             erased = _rows.erase(conn, item_id, self.embedder.dim, now)
             if erased:
                 journal.log(conn, now, "purge", item_id)
-            return erased
+                _scrub.owe(conn)
+        if erased and tx is None:
+            self.scrub()
+        return erased
+
+    def scrub(self) -> bool:
+        """Remove what purges left on disk beside their rows (index terms, WAL pages: see
+        :mod:`memmesh.local._scrub`); False if a reader kept the WAL, which a later scrub or
+        open then empties."""
+        return _scrub.scrub(self._db)
 
     def forget(self, item_id: str) -> Item:
         """Archive an active item: it stays in history but is no longer recalled."""
