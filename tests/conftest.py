@@ -7,10 +7,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from memmesh.local.store import Store
+
+if TYPE_CHECKING:
+    from tests.team._team import Team
 
 # Tests that switch to the optional model embedder; `.ci/run` installs it so they run there.
 requires_model = pytest.mark.skipif(
@@ -106,3 +110,12 @@ def team_token(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.team._team import TOKEN
 
     monkeypatch.setenv("MEM_TEAM_TOKEN", TOKEN)
+
+
+@pytest.fixture
+def loopback_team(tmp_path: Path, team_token: None) -> Iterator["Team"]:
+    """A real coordinator on 127.0.0.1 and a :class:`Team` using it, with the team token set."""
+    from tests.team._team import team_on_loopback
+
+    with team_on_loopback(tmp_path) as members:
+        yield members

@@ -137,41 +137,42 @@ def test_sync_with_the_coordinator_down_exits_4_and_says_unreachable(
     assert _unacked(home) == 3
 
 
-def test_sync_json_reports_sent_skipped_and_withheld(
+def test_sync_json_reports_sent_skipped_and_withdrawn(
     mem: MemRunner, home: Path, served: _Served
 ) -> None:
     ids = _member(home, served.url)
-    # Tighten the policy: decisions are no longer shared, so the published one is withheld.
+    # Tighten the policy: decisions are no longer shared, so the published one is taken back.
     (home / "team.yaml").write_text(_policy_text(served.url, kinds="[fact]"), encoding="utf-8")
-    withheld = [ids["decision"], "share.kinds: decision is not shared"]
+    withdrawn = [ids["decision"], "share.kinds: decision is not shared"]
 
     first = json_of(mem("team", "sync", "--json", env=TOKEN_ENV))
     second = mem("team", "sync", env=TOKEN_ENV)
 
     assert first == {
-        "sent": 2,
-        "accepted": 2,
+        "sent": 3,
+        "accepted": 3,
         "already_known": 0,
         "stale": 0,
-        "skipped": 1,
-        "withheld": [withheld],
+        "skipped": 2,
+        "withheld": [],
+        "withdrawn": [withdrawn],
         "rejected": [],
         "batches": 2,
-        "receipts": 1,  # the retraction's, signed by the coordinator
+        "receipts": 2,  # the retractions', signed by the coordinator
         "bad_receipts": [],
     }
     feed = served.coordinator.changes(ChangesRequest()).changes
     assert [(c.kind, c.item_id) for c in feed] == [
         ("publication", ids["fact"]),
         ("retraction", ids["retracted"]),
+        ("retraction", ids["decision"]),
     ]
     assert second.returncode == 0, second.stderr
     assert second.stderr == ""
     assert second.stdout.splitlines() == [
         "sent 0 in 0 batches: 0 accepted, 0 already known, 0 stale; 0 no longer live, not sent",
-        f"withheld by policy: {ids['decision']} [share.kinds: decision is not shared]",
     ]
-    assert _unacked(home) == 1
+    assert _unacked(home) == 0
 
 
 def test_sync_to_another_teams_coordinator_is_refused_and_changes_nothing(

@@ -60,6 +60,18 @@ def test_a_publication_the_policy_no_longer_allows_counts_as_withheld(ada: Membe
     assert status.projects["global"] == ProjectStatus(
         private=0, eligible=0, published=0, withheld=1, blocked={}
     )
+    # The next sync takes it back.
+    assert status.policy_withholds == [published]
+
+
+def test_status_counts_nothing_to_take_back_without_a_coordinator(ada: Member) -> None:
+    published = ada.remember("Always squash-merge feature branches", kind="convention")
+    ada.publish(published)
+    ada.write_policy(coordinator=None)
+    with Store(ada.home, author="ada") as store:
+        status = team_status(Acting(store, load_identity(ada.home), ada.policy()))
+    assert status.projects["global"].withheld == 1
+    assert status.policy_withholds == []
 
 
 def test_status_without_a_usable_policy_says_why(ada: Member) -> None:

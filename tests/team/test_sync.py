@@ -258,7 +258,7 @@ def test_publication_no_longer_live_is_not_sent(
     assert all(acked for *_, acked in _acked(store))
 
 
-def test_item_the_policy_now_withholds_stays_unsent_and_unacked(
+def test_a_publication_the_policy_now_refuses_is_retracted_sent_or_not_and_stays_so(
     store: Store,
     registry: Registry,
     policy: Policy,
@@ -273,19 +273,20 @@ def test_item_the_policy_now_withholds_stays_unsent_and_unacked(
     report = sync(registry, narrower, client)
     again = sync(registry, narrower, client)
 
-    held = [(fact, "share.kinds: fact is not shared")]
-    assert report == SyncReport(sent=1, accepted=1, batches=1, withheld=held)
-    assert again == SyncReport(withheld=held)
-    assert client.posted == [("/v1/publish", [(decision, 1)])]
-    assert {item: acked for _, _, item, acked in _acked(store)} == {fact: False, decision: True}
-    assert set(_feed(coordinator)) == {decision}
+    # Never sent, yet a peer may have served it: it is taken back like any other.
+    withdrawn = [(fact, "share.kinds: fact is not shared")]
+    assert report == SyncReport(
+        sent=2, accepted=2, skipped=1, batches=2, receipts=1, withdrawn=withdrawn
+    )
+    assert again == SyncReport()
+    assert client.posted == [("/v1/publish", [(decision, 1)]), ("/v1/retract", [(fact, 1)])]
+    assert all(acked for *_, acked in _acked(store))
+    assert _feed(coordinator)[fact][0] == "retraction"
     assert _search_ids(coordinator, "invoice job export batch") == []
 
-    # Once the policy allows it again, the same entry goes out.
-    allowed = sync(registry, policy, client)
-    assert allowed == SyncReport(sent=1, accepted=1, batches=1)
-    assert set(_feed(coordinator)) == {fact, decision}
-    assert all(acked for *_, acked in _acked(store))
+    # A policy that allows it again brings nothing back: publishing it again is the user's act.
+    assert sync(registry, policy, client) == SyncReport()
+    assert _search_ids(coordinator, "invoice job export batch") == []
 
 
 def test_another_teams_coordinator_refuses_the_request_and_nothing_is_acked(
@@ -383,14 +384,16 @@ class _Proxy:
         raise _Severed("the connection dies mid-answer")
 
 
+ROUNDS = 3
+
+
 class _Member:
     """A member's home, its log prepared in-process, synced by the real `mem team sync`."""
 
-    ROUNDS = 3
     PER_ROUND = 13
     RETRACTED_PER_ROUND = 2
 
-    def __init__(self, home: Path, coordinator_url: str) -> None:
+    def __init__(self, home: Path, coordinator_url: str, *, rounds: int = ROUNDS) -> None:
         self.home = home
         self.sync_process: subprocess.Popen[str] | None = None
         identity = create_identity(home)
@@ -401,8 +404,8 @@ class _Member:
         policy = load_policy(home)
         with Store(home, author="tester") as store:
             registry = Registry(store, identity, policy.team)
-            texts = _texts(self.ROUNDS * self.PER_ROUND)
-            for round_ in range(self.ROUNDS):
+            texts = _texts(rounds * self.PER_ROUND)
+            for round_ in range(rounds):
                 chunk = texts[round_ * self.PER_ROUND : (round_ + 1) * self.PER_ROUND]
                 ids = [_remember(store, text) for text in chunk]
                 publish(registry, policy, ids)
@@ -505,6 +508,7 @@ def _assert_converged(member: _Member, url: str, final: subprocess.CompletedProc
         "stale": 0,
         "skipped": 0,
         "withheld": [],
+        "withdrawn": [],
         "rejected": [],
         "batches": 4,
         "bad_receipts": [],
@@ -592,5 +596,44 @@ def test_kill_9_of_the_syncing_client_then_sync_again_converges(tmp_path: Path) 
                 assert len(_feed(coordinator)) == 24
 
                 _assert_converged(member, upstream, member.sync())
+    finally:
+        coordinator.close()
+
+
+def test_a_withdrawal_killed_before_its_push_stays_queued_and_the_next_sync_sends_it(
+    tmp_path: Path,
+) -> None:
+    coordinator = Coordinator(tmp_path / "coordinator-data", team=TEAM)
+    try:
+        with running(coordinator_app(coordinator, token=TOKEN)) as upstream:
+            proxy = _Proxy(upstream)
+            with running(proxy) as url:
+                member = _Member(tmp_path / "member", url, rounds=1)
+                assert member.sync().returncode == 0
+                served = _search_ids(coordinator, "invoice job export batch")
+                assert len(served) == 11
+                # Facts are no longer shared; the client dies as the retractions leave it.
+                policy = member.home / "team.yaml"
+                policy.write_text(
+                    policy.read_text(encoding="utf-8").replace("[fact]", "[decision]"),
+                    encoding="utf-8",
+                )
+                proxy.on_arrival[proxy.posts + 1] = member.kill_sync
+
+                assert member.sync().returncode == -signal.SIGKILL
+                # The 11 retractions it recorded wait, unsent; the coordinator still serves.
+                assert member.acked() == 15
+                still = _search_ids(coordinator, "invoice job export batch")
+                assert sorted(still) == sorted(served)
+
+                final = member.sync()
+
+                assert final.returncode == 0, final.stderr
+                report = json.loads(final.stdout)
+                assert (report["sent"], report["accepted"], report["withdrawn"]) == (11, 11, [])
+                assert _search_ids(coordinator, "invoice job export batch") == []
+                assert {_feed(coordinator)[item][0] for item in served} == {"retraction"}
+                assert member.acked() == 26
+                assert member.unsent_now() == SyncReport()
     finally:
         coordinator.close()

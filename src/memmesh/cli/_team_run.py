@@ -13,7 +13,7 @@ from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy
 from memmesh.registry import load_identity
-from memmesh.team.member import Member, reported_action, try_policy
+from memmesh.team.member import Member, counted, reported_action, try_policy, withholding
 
 __all__ = [
     "run_init",
@@ -127,7 +127,12 @@ def run_sync(args: argparse.Namespace) -> int:
         f"{report.already_known} already known, {report.stale} stale; "
         f"{report.skipped} no longer live, not sent"
     ]
-    lines += [f"withheld by policy: {item} [{rule}]" for item, rule in report.withheld]
+    if report.withdrawn:
+        lines.append(
+            f"retracted {counted(len(report.withdrawn), 'item')} the policy no longer allows:"
+        )
+        lines += [f"    {item} [{rule}]" for item, rule in report.withdrawn]
+    lines += [f"withheld, not sent: {item} [{rule}]" for item, rule in report.withheld]
     lines += [f"rejected by the coordinator: {item}: {why}" for item, why in report.rejected]
     lines += [f"receipt refused: {item}: {why}" for item, why in report.bad_receipts]
     emit(args, data, "\n".join(lines))
@@ -164,6 +169,9 @@ def run_status(args: argparse.Namespace) -> int:
         )
         for rule, count in sorted(row.blocked.items()):
             lines.append(f"    blocked by {rule}: {count}")
+    hint = withholding(len(status.policy_withholds))
+    if hint:
+        lines.append(hint)
     if status.unreceipted:
         lines.append(
             f"retractions without the coordinator's receipt: {len(status.unreceipted)} "

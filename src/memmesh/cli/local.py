@@ -89,7 +89,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p = command(
         "forget",
         _forget,
-        "Archive an item: it stays in history but is never recalled again.",
+        "Archive an item: it stays in history but is never recalled again. If it was "
+        "published, its publication is retracted: pushed at once with auto_sync, else at the "
+        "next `mem team sync` (teammates see it until then).",
         "mem forget 01J9ZC4",
     )
     p.add_argument("id", help="item id or unique prefix")
@@ -98,7 +100,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "revise",
         _revise,
         "Replace an item's text: a new item supersedes the old one, which is kept as history. "
-        "Prints the new id.",
+        "Prints the new id. If the old one was published, it is retracted as by `mem forget`, "
+        "and the new one is shared only once you publish it.",
         'mem revise 01J9ZC4 "Webhooks are retried 8 times, not 5"',
     )
     p.add_argument("id", help="item id or unique prefix")
@@ -290,6 +293,7 @@ def _revise(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         revised = revise(home_of(args), store, args.id, args.text)
     warn(revised.warning)
+    warn(revised.unshared)
     new = revised.new
     emit(
         args,

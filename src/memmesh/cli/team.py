@@ -96,14 +96,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     command(
         "status",
         _run("status"),
-        "Per project: private, eligible, published, blocked (by which rule), awaiting sync.",
+        "Per project: private, eligible, published, withheld, blocked (by which rule); what "
+        "awaits sync, and how many published items the policy now withholds.",
         "mem team status",
     )
     command(
         "sync",
         _run("sync"),
         "Push every registry entry the coordinator has not acknowledged, re-checking the "
-        "policy first. Safe to interrupt and run again.",
+        "policy first: published items it no longer allows are retracted, and stay so until "
+        "published again. Safe to interrupt and run again.",
         "mem team sync",
     )
     _network_commands(command)

@@ -11,7 +11,16 @@ from memmesh.registry.errors import (
 )
 from memmesh.registry.identity import Identity, create_identity, load_identity
 from memmesh.registry.log import Entry, Live, Registry
-from memmesh.registry.publish import Planned, plan, publish, reconcile, retract, withheld
+from memmesh.registry.publish import (
+    Planned,
+    plan,
+    publish,
+    reconcile,
+    retract,
+    withdraw,
+    withdrawals,
+    withheld,
+)
 from memmesh.registry.receipts import KeptReceipt
 
 __all__ = [
@@ -38,5 +47,7 @@ __all__ = [
     "reconcile",
     "retract",
     "seal",
+    "withdraw",
+    "withdrawals",
     "withheld",
 ]

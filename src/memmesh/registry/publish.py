@@ -3,6 +3,11 @@
 A batch is all or nothing: if the policy refuses any item, nothing is appended. Publishing an
 item whose live publication already says the same thing is a no-op. Retracting covers every
 version up to the live one; a later publish is a new version.
+
+Two things retract without being asked, each for its own reason and never both for one item:
+:func:`reconcile` takes back what the member forgot or revised, and :func:`withdraw` what the
+policy no longer allows (a tightened team.yaml). Neither is undone by anything automatic: once
+taken back, an item is shared again only by publishing it again.
 """
 
 from typing import Literal
@@ -19,7 +24,16 @@ from memmesh.registry.envelopes import Publication, Retraction, text_hash
 from memmesh.registry.errors import NotPublished, NotYourItem
 from memmesh.registry.log import Entry, Live, Registry
 
-__all__ = ["Planned", "plan", "publish", "reconcile", "retract", "withheld"]
+__all__ = [
+    "Planned",
+    "plan",
+    "publish",
+    "reconcile",
+    "retract",
+    "withdraw",
+    "withdrawals",
+    "withheld",
+]
 
 Action = Literal["publish", "unchanged", "refused"]
 
@@ -102,22 +116,68 @@ def withheld(
     """Live publications the policy (or a local change) would withhold now, with the reason;
     ``live`` is the folded log when the caller has it already (else it is folded here)."""
     with registry.store.read() as tx:
-        if live is None:
-            live = registry.live(tx)
-        items = _items(registry, tx, list(live))
-    out: dict[str, Decision] = {}
+        return {k: d for k, (d, _) in _held(registry, tx, policy, live).items()}
+
+
+def withdrawals(
+    registry: Registry, policy: Policy, live: dict[str, Live] | None = None
+) -> dict[str, Decision]:
+    """The publications :func:`withdraw` would retract now, with the rule refusing each."""
+    with registry.store.read() as tx:
+        return _withdrawals(registry, tx, policy, live)
+
+
+def withdraw(registry: Registry, policy: Policy) -> list[tuple[Entry, str]]:
+    """Retract this key's live publications that ``policy`` no longer allows; returns each
+    retraction with the rule that refuses its item.
+
+    An item published with ``--force`` keeps passing the rule it overrode (never a detected
+    secret). A forgotten or revised item is left to :func:`reconcile`, and nothing is taken
+    back while team.yaml names no coordinator: the kill switch stops sending, it is no verdict
+    on what was shared. The retractions are committed before this returns, so a sync killed
+    after it still finds them queued.
+    """
+    with registry.store.transaction() as tx:
+        live = registry.live(tx)
+        refused = _withdrawals(registry, tx, policy, live)
+        return [(_retract(registry, tx, live[k]), d.rule) for k, d in refused.items()]
+
+
+def _withdrawals(
+    registry: Registry, tx: Transaction, policy: Policy, live: dict[str, Live] | None
+) -> dict[str, Decision]:
+    if policy.coordinator is None:
+        return {}
+    if live is None:
+        live = registry.live(tx)
+    mine = registry.identity.public_key_text
+    return {
+        item_id: decision
+        for item_id, (decision, local) in _held(registry, tx, policy, live).items()
+        if not local and live[item_id].publication.author_key == mine
+    }
+
+
+def _held(
+    registry: Registry, tx: Transaction, policy: Policy, live: dict[str, Live] | None
+) -> dict[str, tuple[Decision, bool]]:
+    """Each live publication withheld now: the decision, and whether a local change (the item
+    gone, no longer active, or its text changed) rather than the policy is the reason."""
+    if live is None:
+        live = registry.live(tx)
+    items = _items(registry, tx, list(live))
+    out: dict[str, tuple[Decision, bool]] = {}
     for item_id, target in live.items():
         item = items.get(item_id)
         if item is None:
-            out[item_id] = Decision(item_id=item_id, allowed=False, rule="item is gone")
+            out[item_id] = Decision(item_id=item_id, allowed=False, rule="item is gone"), True
             continue
         decision = decide(item, policy, forced_rule=target.forced_rule)
         if not decision.allowed:
-            out[item_id] = decision
+            out[item_id] = decision, item.status != "active"
         elif text_hash(item.text) != target.publication.content_hash:
-            out[item_id] = Decision(
-                item_id=item_id, allowed=False, rule="text changed since publish"
-            )
+            changed = Decision(item_id=item_id, allowed=False, rule="text changed since publish")
+            out[item_id] = changed, True
     return out
 
 

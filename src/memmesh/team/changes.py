@@ -20,7 +20,9 @@ class Forgotten(msgspec.Struct, frozen=True, kw_only=True):
     """An item archived by :func:`forget`.
 
     * ``retracted`` - the ids of the publications retracted because of it.
-    * ``warning`` - why pushing the retraction at once failed (it stays queued), if it did.
+    * ``warning`` - when the retraction has not reached the coordinator, what teammates see
+      meanwhile and why: pushing it failed, or the policy does not push at once (it stays
+      queued for `mem team sync`); ``None`` when it was pushed or nothing was published.
     """
 
     item: Item
@@ -31,13 +33,15 @@ class Forgotten(msgspec.Struct, frozen=True, kw_only=True):
 class Revised(msgspec.Struct, frozen=True, kw_only=True):
     """An item superseded by :func:`revise`: ``old`` is kept as history, ``new`` replaces it.
 
-    ``retracted`` and ``warning`` are as in :class:`Forgotten`.
+    ``retracted`` and ``warning`` are as in :class:`Forgotten`; ``unshared`` says, when the old
+    item was published, that the revision is not shared until it is published itself.
     """
 
     old: Item
     new: Item
     retracted: list[str]
     warning: str | None
+    unshared: str | None = None
 
 
 def forget(home: Path, store: Store, item_id: str) -> Forgotten:
@@ -51,4 +55,7 @@ def revise(home: Path, store: Store, item_id: str, text: str) -> Revised:
     """Supersede the item with one saying ``text``, and retract the old one's publication."""
     old, new = store.revise(item_id, text)
     retracted, warning = retract_changed(store, home)
-    return Revised(old=old, new=new, retracted=retracted, warning=warning)
+    unshared = None
+    if old.id in retracted:
+        unshared = f"the revision is not shared until you publish it: `mem team publish {new.id}`"
+    return Revised(old=old, new=new, retracted=retracted, warning=warning, unshared=unshared)

@@ -20,6 +20,7 @@ from memmesh.registry import (
     publish,
     reconcile,
     retract,
+    withdrawals,
 )
 from memmesh.registry.identity import KEY_FILENAME, Identity
 
@@ -27,7 +28,15 @@ if TYPE_CHECKING:
     from memmesh.team.recall import TeamAnswer
     from memmesh.team.sync import SyncReport
 
-__all__ = ["Member", "auto_sync", "reported_action", "retract_changed", "try_policy"]
+__all__ = [
+    "Member",
+    "auto_sync",
+    "counted",
+    "reported_action",
+    "retract_changed",
+    "try_policy",
+    "withholding",
+]
 
 
 class Member:
@@ -63,15 +72,17 @@ class Member:
         """Publish the items through the policy (all or nothing), then auto-sync.
 
         With ``dry_run`` nothing is recorded or sent: the plan says what would happen. Returns
-        the plan and the auto-sync warning, if any. Raises :class:`PolicyError` subclasses when
-        the policy is unusable or refuses an item.
+        the plan and a warning, if any: the auto-sync's, else :func:`withholding` (published
+        items the policy now withholds, which only a sync takes back). Raises
+        :class:`PolicyError` subclasses when the policy is unusable or refuses an item.
         """
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
         if dry_run:
             return plan(self.registry, policy, item_ids, force=force), None
         planned = publish(self.registry, policy, item_ids, force=force)
-        return planned, auto_sync(self)
+        warning = auto_sync(self)
+        return planned, warning or withholding(len(withdrawals(self.registry, policy)))
 
     def retract(self, item_ids: list[str]) -> tuple[list[Entry], str | None]:
         """Retract the items' live publications (all or nothing), then auto-sync.
@@ -145,26 +156,62 @@ def retract_changed(store: Store, home: Path) -> tuple[list[str], str | None]:
     """After a forget or revise: retract the publications whose item changed (if we have a
     key), and push the retractions at once when the policy asks for it.
 
-    Returns the ids of the items retracted, and the auto-sync warning if the push failed.
+    Returns the ids of the items retracted, and a warning when the retractions did not reach
+    the coordinator (the push failed, or the policy does not push: teammates keep seeing the
+    old text until `mem team sync`), or when the push also took items back.
     """
     if not (home / KEY_FILENAME).exists():
         return [], None
-    member = Member(store, load_identity(home), try_policy(home), reconcile_first=False)
+    policy = try_policy(home)
+    member = Member(store, load_identity(home), policy, reconcile_first=False)
     retracted = [entry.item_id for entry in reconcile(member.registry)]
-    return retracted, auto_sync(member) if retracted else None
+    if not retracted:
+        return [], None
+    unpushed = _unpushed(policy)
+    if unpushed is not None:
+        return retracted, f"teammates keep seeing the old text until `mem team sync` ({unpushed})"
+    return retracted, auto_sync(member)
 
 
 def auto_sync(member: Member) -> str | None:
     """Push at once after a publish or retract when the policy asks for it.
 
-    Returns a warning when the push failed (the entries stay queued for `mem team sync`),
-    else ``None``.
+    Returns a warning when the push failed (the entries stay queued for `mem team sync`) or
+    took back items the policy no longer allows, else ``None``.
     """
     policy = member.policy
-    if policy is None or not policy.auto_sync or policy.coordinator is None:
+    if _unpushed(policy) is not None:
         return None
     try:
-        member.sync()
+        report = member.sync()
     except MemmeshError as exc:
         return f"auto-sync failed ({exc.message}); run `mem team sync`"
+    if report.withdrawn:
+        ids = ", ".join(item_id for item_id, _ in report.withdrawn)
+        taken = counted(len(report.withdrawn), "item")
+        return f"auto-sync retracted {taken} the policy no longer allows: {ids}"
+    return None
+
+
+def withholding(count: int) -> str | None:
+    """What to tell a member about ``count`` published items the policy now withholds (which
+    the next sync retracts), or ``None`` when there are none."""
+    if not count:
+        return None
+    return f"{counted(count, 'published item')} the policy now withholds: run `mem team sync`"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 item``, ``2 items``: ``count`` of ``noun``, plural when it is not one."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _unpushed(policy: Policy | None) -> str | None:
+    """Why changes are not pushed at once under ``policy``, or ``None`` when they are."""
+    if policy is None:
+        return "team.yaml is unusable"
+    if policy.coordinator is None:
+        return "team.yaml names no coordinator"
+    if not policy.auto_sync:
+        return "auto_sync is off"
     return None

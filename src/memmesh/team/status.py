@@ -5,7 +5,7 @@ from collections import Counter
 import msgspec
 
 from memmesh.policy import decide, load_policy
-from memmesh.registry import withheld
+from memmesh.registry import withdrawals, withheld
 from memmesh.team.member import Member
 
 __all__ = ["ProjectStatus", "TeamStatus", "team_status"]
@@ -28,8 +28,10 @@ class ProjectStatus(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TeamStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """A member, their team and coordinator, what awaits sync, each project's items, and the
-    ids of the retractions the coordinator has not given a receipt for (``unreceipted``)."""
+    """A member, their team and coordinator, what awaits sync, each project's items, the ids
+    of the retractions the coordinator has not given a receipt for (``unreceipted``), and of
+    the published items the policy now withholds, which the next sync retracts
+    (``policy_withholds``)."""
 
     member_id: str
     public_key: str
@@ -38,6 +40,7 @@ class TeamStatus(msgspec.Struct, frozen=True, kw_only=True):
     awaiting_sync: int
     projects: dict[str, ProjectStatus]
     unreceipted: list[str] = msgspec.field(default_factory=list)
+    policy_withholds: list[str] = msgspec.field(default_factory=list)
 
 
 def team_status(member: Member) -> TeamStatus:
@@ -82,4 +85,5 @@ def team_status(member: Member) -> TeamStatus:
             for name, counts in sorted(projects.items())
         },
         unreceipted=unreceipted,
+        policy_withholds=list(withdrawals(member.registry, policy, live)),
     )

@@ -1,11 +1,17 @@
 """`mem team sync`: push every registry entry the coordinator has not acknowledged.
 
 Entries go in log order, in bounded batches of one kind. The policy is checked again before
-anything is sent: a publication the policy now withholds stays unsent (and unacknowledged, so
-it goes out if the policy allows it again). A publication that is no longer live (retracted or
-replaced since) is not sent at all. An entry is marked acknowledged only after the coordinator
-answered ``accepted``, ``duplicate`` or ``stale`` for it, so a kill at any moment followed by
-another sync reaches the same state: the coordinator treats a resent envelope as a duplicate.
+anything is sent: a live publication the policy no longer allows is retracted first
+(:func:`~memmesh.registry.publish.withdraw`, after the retractions of forgotten and revised
+items), and that retraction is pushed like any other, so a tightened team.yaml takes items
+back from the coordinator too. A policy that allows them again brings nothing back: sharing
+them again takes a new publish. A publication that is no longer live (retracted or replaced
+since) is not sent at all; one withheld for a local reason the policy does not judge (its
+text changed under it) stays unsent and unacknowledged. An entry is marked acknowledged only
+after the coordinator answered ``accepted``, ``duplicate`` or ``stale`` for it, so a kill at
+any moment followed by another sync reaches the same state: the coordinator treats a resent
+envelope as a duplicate. The retractions :func:`withdraw` appends are committed before any
+request, so a kill between the two leaves them queued for the next sync.
 
 The coordinator answers each retraction it applied with a receipt signed by its own key; sync
 keeps it once it checks out (:meth:`~memmesh.registry.log.Registry.keep_receipt`: a receipt for
@@ -32,7 +38,7 @@ from memmesh.net.wire import MAX_BATCH
 from memmesh.policy.config import Policy
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.log import Entry, Registry
-from memmesh.registry.publish import reconcile, withheld
+from memmesh.registry.publish import reconcile, withdraw, withheld
 
 __all__ = ["DEFAULT_BATCH", "SyncReport", "sync"]
 
@@ -42,6 +48,8 @@ DEFAULT_BATCH = 64
 class SyncReport(msgspec.Struct, kw_only=True):
     """What one sync did.
 
+    * ``withdrawn`` - (item id, rule) of each publication retracted because the policy no
+      longer allows it; ``withheld`` - (item id, why) of each left unsent for another reason.
     * ``receipts`` - retraction receipts kept; ``bad_receipts`` - (item id, why) of each
       receipt refused.
     """
@@ -52,6 +60,7 @@ class SyncReport(msgspec.Struct, kw_only=True):
     stale: int = 0
     skipped: int = 0
     withheld: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    withdrawn: list[tuple[str, str]] = msgspec.field(default_factory=list)
     rejected: list[tuple[str, str]] = msgspec.field(default_factory=list)
     batches: int = 0
     receipts: int = 0
@@ -65,7 +74,7 @@ def sync(
     :func:`memmesh.net.connect.coordinator_client`), keeping the receipts it answers with."""
     assert 1 <= batch_size <= MAX_BATCH
     reconcile(registry)
-    report = SyncReport()
+    report = SyncReport(withdrawn=[(e.item_id, rule) for e, rule in withdraw(registry, policy)])
     with registry.store.read() as tx:
         live = registry.live(tx)
         pending = registry.unacked(tx)
