@@ -63,6 +63,7 @@ never:
   tags: [private, secret, personal]
   patterns: []
 
-# Push to the coordinator after every publish and retract.
+# Push to the coordinator at once after every publish, retract, forget and revise (and
+# retract there what a tightened policy no longer allows); off: at `mem team sync`.
 auto_sync: false
 """
