@@ -16,9 +16,12 @@ def test_a_write_to_a_full_store_is_store_full_and_leaves_the_store_usable(store
         pages = tx.execute("PRAGMA page_count").fetchone()[0]
         tx.execute(f"PRAGMA max_page_count = {pages}")
 
-    with pytest.raises(StoreFull) as full:
+    def remember_runbooks() -> None:
         for n in range(50):
             store.remember(f"{n}: " + RUNBOOK * 100)
+
+    with pytest.raises(StoreFull) as full:
+        remember_runbooks()
 
     assert str(store.home) not in full.value.message
     assert full.value.path == str(store.home / "memory.db")
