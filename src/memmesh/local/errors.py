@@ -136,10 +136,10 @@ class DamagedVector(StoreError):
 
 
 class StoreFull(StoreError):
-    """The disk (or a limit on the file's size) left no room for a write: nothing of it was
-    written, and what was stored before is intact.
+    """The disk had no room for a write: nothing of it was written, the rest is intact.
 
-    The message names no file, since a daemon's answer carries it; ``path`` does.
+    A limit on the file's size counts as a full disk too. The message names no file, since a
+    daemon's answer carries it; ``path`` does.
     """
 
     status = 507
