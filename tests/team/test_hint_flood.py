@@ -51,6 +51,19 @@ class _Counting:
         return self.make(target, timeout)
 
 
+def ada_and_bob(tmp_path: Path) -> tuple[Member, Member, str, FakeSource]:
+    """ada, who trusts bob and has published :data:`LOCKS` (not synced); bob, who has no
+    coordinator yet; the item's id; and a coordinator stand-in whose roster names both."""
+    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator="http://127.0.0.1:9")
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=None)
+    ada.trust(bob)
+    locks = ada.remember(LOCKS)
+    ada.publish(locks)
+    coordinator = FakeSource()
+    coordinator.roster = coordinator_roster(ada, bob)
+    return ada, bob, locks, coordinator
+
+
 def _closed_ports(count: int) -> list[int]:
     """``count`` ports nothing listens on (refused at once on loopback)."""
     taken = free_port()
@@ -121,13 +134,7 @@ def test_three_thousand_listed_members_presences_cost_at_most_max_peers_asked(
 
 
 def test_hints_that_never_answer_do_not_hold_up_a_teammate_s_peer(tmp_path: Path) -> None:
-    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator="http://127.0.0.1:9")
-    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=None)
-    ada.trust(bob)
-    locks = ada.remember(LOCKS)
-    ada.publish(locks)
-    coordinator = FakeSource()
-    coordinator.roster = coordinator_roster(ada, bob)
+    ada, bob, locks, coordinator = ada_and_bob(tmp_path)
     # Listeners that take every connection (the kernel does) and never say a word.
     holes = [socket.create_server(("127.0.0.1", 0), backlog=8) for _ in range(40)]
     hints = tuple(f"http://127.0.0.1:{hole.getsockname()[1]}" for hole in holes)

@@ -11,17 +11,14 @@ import pytest
 from memmesh.local.store import Store
 from memmesh.team.recall import list_peers, recall_team
 from tests.team._team import (
-    LOCKS,
     LOCKS_QUERY,
     TEAM,
-    FakeSource,
-    Member,
     answer,
-    coordinator_roster,
     peer_in_thread,
     presence_for,
     serving,
 )
+from tests.team.test_hint_flood import ada_and_bob
 
 pytestmark = pytest.mark.usefixtures("team_token")
 
@@ -33,13 +30,7 @@ UNSOUND = {
 
 
 def test_unsound_hints_are_each_a_failed_source_and_the_rest_answers(tmp_path: Path) -> None:
-    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator="http://127.0.0.1:9")
-    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=None)
-    ada.trust(bob)
-    locks = ada.remember(LOCKS)
-    ada.publish(locks)
-    coordinator = FakeSource()
-    coordinator.roster = coordinator_roster(ada, bob)
+    ada, bob, locks, coordinator = ada_and_bob(tmp_path)
     coordinator.hits = answer(ada.envelope(locks))
     with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
         bob.coordinator = url
@@ -65,10 +56,7 @@ def test_unsound_hints_are_each_a_failed_source_and_the_rest_answers(tmp_path: P
 
 
 def test_a_presence_list_naming_an_unsound_url_for_a_member_drops_only_it(tmp_path: Path) -> None:
-    ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator="http://127.0.0.1:9")
-    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=None)
-    coordinator = FakeSource()
-    coordinator.roster = coordinator_roster(ada, bob)
+    ada, bob, _, coordinator = ada_and_bob(tmp_path)
     coordinator.presences = [presence_for(ada.identity, "http://[::1", team=TEAM, name="ada")]
     with serving(coordinator) as url:
         bob.coordinator = url
