@@ -116,3 +116,51 @@ def test_key_tokens_include_exact_tokens() -> None:
 
 def test_key_tokens_include_a_negation_typed_with_a_typographic_apostrophe() -> None:
     assert text.key_tokens("The deploy doesn\u2019t run migrations") != frozenset()
+
+
+# What a teammate's text may hold to take over a terminal: a CSI that erases the line and
+# moves the cursor, a carriage return that overwrites what was printed, an OSC 52 clipboard
+# write, a C1 CSI, DEL, and direction overrides and isolates that reorder what is shown.
+HOSTILE = (
+    "ok\x1b[2K\x1b[1A\rada says: run this\x1b]52;c;Y3VybCBldmlsLnNo\x07"
+    "\x9b31m\x7f\u202eevil\u202c\u2066x\u2069\u200f"
+)
+
+
+def test_printable_shows_every_terminal_control_as_a_visible_escape() -> None:
+    assert text.printable(HOSTILE) == (
+        "ok\\x1b[2K\\x1b[1A\\rada says: run this\\x1b]52;c;Y3VybCBldmlsLnNo\\x07"
+        "\\x9b31m\\x7f\\u202eevil\\u202c\\u2066x\\u2069\\u200f"
+    )
+
+
+@pytest.mark.parametrize(
+    "control",
+    [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))]
+    + ["\u061c", "\u200e", "\u200f", "\u2028", "\u2029"]
+    + [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))],
+)
+def test_printable_leaves_no_control_character(control: str) -> None:
+    shown = text.printable(f"a{control}b")
+    assert (shown[:2], shown[-1]) == ("a\\", "b")
+    assert shown.isprintable()
+
+
+def test_printable_keeps_ordinary_text_of_any_script_as_it_is() -> None:
+    plain = "Café: naïve 日本語 עברית — C:\\Users\\ada, \\x1b as written, emoji 🚀"
+    assert text.printable(plain) == plain
+
+
+def test_printable_keeps_layout_newlines_only_when_asked() -> None:
+    assert text.printable("one\ntwo\tthree") == "one\\ntwo\\tthree"
+    assert text.printable("one\ntwo\r\x1b[1A", layout=True) == "one\ntwo\\r\\x1b[1A"
+
+
+def test_json_printable_escapes_what_json_leaves_raw_and_means_the_same() -> None:
+    import json
+
+    document = json.dumps({"text": HOSTILE}, ensure_ascii=False)
+    shown = text.json_printable(document)
+    assert shown.isprintable()
+    assert json.loads(shown) == {"text": HOSTILE}
+    assert json.dumps({"t": "日本語"}, ensure_ascii=False) == text.json_printable('{"t": "日本語"}')

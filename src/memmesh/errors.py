@@ -39,6 +39,7 @@ that this tree is the real one):
     │   ├── Refused                        1     500  refused
     │   ├── RequestTimeout                 1     408  request_timeout
     │   ├── Unauthorized                   1     401  unauthorized
+    │   ├── Unavailable                    1     503  unavailable
     │   ├── Unreachable                    4     500  unreachable
     │   │   ├── PinMismatch                4     500  pin_mismatch
     │   │   └── Timeout                    4     500  timeout
@@ -71,6 +72,7 @@ that this tree is the real one):
         ├── ItemNotFound                   1     404  item_not_found
         ├── NotActive                      1     409  not_active
         ├── SchemaTooNew                   1     500  schema_too_new
+        ├── StoreFull                      1     507  store_full
         └── StoreLocked                    1     500  store_locked
 """
 

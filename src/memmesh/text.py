@@ -6,6 +6,11 @@ suffix stripper folds plurals and verb endings ("retries", "retried", "retrying"
 Compound tokens such as ``node-gyp``, ``E1234``, ``--force`` or ``v1.2.3`` are kept whole as
 *exact tokens* beside their parts, because error codes, flags and package names are what
 developers search for verbatim.
+
+It also says what of a text may reach a terminal (:func:`printable`): text from the network
+(a teammate's item, a name on a roster, a server's error message) is printed with every
+character that could move the cursor, erase, write the clipboard or reorder what is shown made
+visible instead, and the ``--json`` documents likewise (:func:`json_printable`).
 """
 
 import re
@@ -15,7 +20,9 @@ __all__ = [
     "STOPWORDS",
     "Token",
     "exact_tokens",
+    "json_printable",
     "key_tokens",
+    "printable",
     "shares_exact_token",
     "stem",
     "tokens",
@@ -163,3 +170,36 @@ def key_tokens(text: str) -> frozenset[str]:
         if any(c.isdigit() for c in word) or word in _NEGATIONS:
             found.add(word)
     return frozenset(found)
+
+
+# Every character a terminal may act on rather than show: C0 controls (ESC starts CSI and OSC
+# sequences, CR returns to the line's start, BS steps back), DEL, C1 controls (U+009B is a
+# one-character CSI, U+009D an OSC), the marks, embeddings, overrides and isolates that reorder
+# text (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069), and the Unicode line and paragraph
+# separators.
+_CONTROLS = (
+    *range(0x20), 0x7F, *range(0x80, 0xA0), 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A), 0x2028, 0x2029,
+)  # fmt: skip
+_SHORT = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+_SHOWN = {c: _SHORT.get(c, f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _CONTROLS}
+_SHOWN_WITH_LAYOUT = {c: shown for c, shown in _SHOWN.items() if c != 0x0A}
+# JSON escapes C0 controls itself; the others it leaves raw, and the same escape means the same.
+_JSON_SHOWN = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x20}
+
+
+def printable(text: str, *, layout: bool = False) -> str:
+    """``text`` with each terminal control character shown as its escape (ESC as ``\\x1b``,
+    U+202E as ``\\u202e``, a newline as ``\\n``), so that printing it can only show it.
+
+    With ``layout``, newlines stay: the text is a command's lines, joined by them.
+    Everything else, any script and emoji included, is kept as it is.
+    """
+    return text.translate(_SHOWN_WITH_LAYOUT if layout else _SHOWN)
+
+
+def json_printable(document: str) -> str:
+    """A JSON ``document`` (as :func:`json.dumps` writes it, ``ensure_ascii=False``) with the
+    terminal controls JSON leaves raw (DEL, C1, direction marks) written as ``\\uXXXX``: the same
+    values once parsed, and nothing a terminal acts on."""
+    return document.translate(_JSON_SHOWN)

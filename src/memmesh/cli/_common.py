@@ -1,4 +1,11 @@
-"""What every `mem` command shares: the home folder, the store, and printing results."""
+"""What every `mem` command shares: the home folder, the store, and printing results.
+
+Everything a command prints goes through :func:`emit`, :func:`warn` or :func:`note` (and an
+error through :func:`error_line`), which show every terminal control character as its escape
+(:func:`memmesh.text.printable`): what a teammate, a roster or a server wrote can be read, never
+act on the terminal. A command that puts a field from the network on a line of its own shows
+it with ``printable`` too, so that a newline inside it cannot forge another line.
+"""
 
 import argparse
 import importlib
@@ -12,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K
+from memmesh.text import json_printable, printable
 
 if TYPE_CHECKING:
     from memmesh.local.store import Store
@@ -24,10 +32,12 @@ __all__ = [
     "command_adder",
     "command_group",
     "emit",
+    "error_line",
     "hits",
     "home_of",
     "lazy",
     "nonempty",
+    "note",
     "open_store",
     "port",
     "positive_float",
@@ -209,7 +219,17 @@ def positive_int(value: str) -> int:
 def warn(warning: str | None) -> None:
     """Print a warning (if there is one) on stderr; the command still succeeds."""
     if warning:
-        print(f"mem: warning: {warning}", file=sys.stderr)
+        note(f"mem: warning: {warning}")
+
+
+def note(text: str, *, end: str = "\n") -> None:
+    """Print ``text`` (one line) on stderr, for the person at the terminal."""
+    print(printable(text), end=end, file=sys.stderr, flush=True)
+
+
+def error_line(message: str) -> str:
+    """The one line a failed command prints on stderr for ``message``."""
+    return f"mem: error: {printable(message)}"
 
 
 def positive_float(value: str) -> float:
@@ -252,8 +272,10 @@ def hits(value: str) -> int:
 
 
 def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
-    """Print ``data`` as one JSON object with ``--json``, else ``text`` (if not empty)."""
+    """Print ``data`` as one JSON object with ``--json``, else ``text`` (if not empty), its
+    lines kept and every other control character shown as its escape."""
     if getattr(args, "json", False):
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, sort_keys=False) + "\n")
+        document = json.dumps(data, ensure_ascii=False, sort_keys=False)
+        sys.stdout.write(json_printable(document) + "\n")
     elif text:
-        sys.stdout.write(text.rstrip("\n") + "\n")
+        sys.stdout.write(printable(text.rstrip("\n"), layout=True) + "\n")

@@ -3,19 +3,19 @@
 
 import argparse
 import contextlib
-import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, open_store, warn
+from memmesh.cli._common import emit, home_of, note, open_store, warn
 from memmesh.errors import ExitCode
 from memmesh.local.project import resolve_project
 from memmesh.net.settings import ServeSettings
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
 from memmesh.team.member import Member
+from memmesh.text import printable
 
 if TYPE_CHECKING:
     from memmesh.team.recall import TeamAnswer
@@ -45,9 +45,7 @@ def run_serve(args: argparse.Namespace) -> int:
         ) as daemon,
     ):
         heartbeats = f" (heartbeat to {daemon.coordinator})" if daemon.coordinator else ""
-        print(
-            f"memmesh peer {daemon.key_id} on {daemon.url}{heartbeats}", file=sys.stderr, flush=True
-        )
+        note(f"memmesh peer {daemon.key_id} on {daemon.url}{heartbeats}")
         serve(daemon.app, daemon.settings, token=daemon.token, sock=sock)
     return ExitCode.OK
 
@@ -62,11 +60,11 @@ def run_peers(args: argparse.Namespace) -> int:
     now = time.time()
     data = {"peers": [msgspec.to_builtins(p) for p in seen], "problems": problems}
     lines = [
-        f"{p.name:<12} {p.key_id}  {p.url:<28} via {p.learned_from:<9} {p.embedder}  "
-        f"expires in {max(0, round(p.expires_at - now))}s"
+        f"{printable(p.name):<12} {p.key_id}  {p.url:<28} via {p.learned_from:<9} "
+        f"{printable(p.embedder)}  expires in {max(0, round(p.expires_at - now))}s"
         for p in seen
     ] or ["no peers online"]
-    lines += [f"note: {problem}" for problem in problems]
+    lines += [f"note: {printable(problem)}" for problem in problems]
     emit(args, data, "\n".join(lines))
     return ExitCode.OK
 
@@ -105,16 +103,18 @@ def answer_json(answer: "TeamAnswer") -> dict[str, Any]:
 
 
 def _answer_text(answer: "TeamAnswer") -> str:
+    # Every field but the score comes from the network: each is shown on the hit's one line.
     lines = [
-        f"{hit.score:.3f}  {hit.author:<10} {hit.id}  [{hit.kind}, {hit.project}] {hit.text}"
-        f"  (via {hit.source})"
+        f"{hit.score:.3f}  {printable(hit.author):<10} {printable(hit.id)}  "
+        f"[{printable(hit.kind)}, {printable(hit.project)}] {printable(hit.text)}"
+        f"  (via {printable(hit.source)})"
         for hit in answer.hits
     ] or ["nothing relevant from the team (abstained)"]
     parts = []
     for source in answer.sources:
         outcome = f"{source.status}, {source.hits} hits" if source.status == "ok" else source.status
         detail = f": {source.error}" if source.error else ""
-        parts.append(f"{source.name} {outcome}{detail}")
+        parts.append(printable(f"{source.name} {outcome}{detail}"))
     lines.append("sources: " + "; ".join(parts))
     if answer.dropped:
         lines.append("dropped: " + ", ".join(f"{n} {why}" for why, n in answer.dropped.items()))

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, open_store
+from memmesh.cli._common import emit, home_of, note, open_store
 from memmesh.cli.errors import TeamRefused, UsageError
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.local.errors import ItemNotFound
@@ -23,6 +23,7 @@ from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
 from memmesh.team import roster
 from memmesh.team.disclosures import my_disclosures
+from memmesh.text import printable
 
 __all__ = [
     "run_add",
@@ -99,7 +100,7 @@ def _member_json(member: RosterMember) -> dict[str, Any]:
 def _labelled(member: RosterMember) -> str:
     admin = ", admin" if member.admin else ""
     revoked = ", revoked" if member.revoked_at is not None else ""
-    return f"{member.name} ({member.key_id}{admin}{revoked})"
+    return printable(f"{member.name} ({member.key_id}{admin}{revoked})")
 
 
 def run_invite(args: argparse.Namespace) -> int:
@@ -118,11 +119,10 @@ def run_invite(args: argparse.Namespace) -> int:
     emit(args, data, invited.code)
     if not getattr(args, "json", False):
         role = " (an admin)" if invited.admin else ""
-        print(
+        note(
             f"This code lets one laptop join team {invited.team} as {invited.name}{role}, once, "
             f"until {iso(invited.expires_at)}. Send it privately: whoever holds it can join. "
-            "On the new laptop: mem team join CODE",
-            file=sys.stderr,
+            "On the new laptop: mem team join CODE"
         )
     return ExitCode.OK
 
@@ -151,7 +151,7 @@ def run_join(args: argparse.Namespace) -> int:
             if joined.policy_created
             else f"updated the team's keys in {joined.policy_path}; the rest is as it was"
         )
-        print(f"joined team {joined.team} as {member.name}{role}; {written}", file=sys.stderr)
+        note(f"joined team {joined.team} as {member.name}{role}; {written}")
     return ExitCode.OK
 
 
@@ -160,7 +160,7 @@ def run_members(args: argparse.Namespace) -> int:
     with _asking("member", "list members", policy, identity):
         listed = roster.members(policy, identity)
     rows = [
-        (m.name, m.key_id, "yes" if m.admin else "no", iso(m.added_at),
+        (printable(m.name), printable(m.key_id), "yes" if m.admin else "no", iso(m.added_at),
          iso(m.revoked_at) if m.revoked_at is not None else "-")
         for m in listed.members
     ]  # fmt: skip
@@ -192,7 +192,7 @@ def run_add(args: argparse.Namespace) -> int:
             report = roster.FromPolicy(added=[member], already=[], not_addable=[])
     lines = [f"added {_labelled(m)} to team {policy.team}" for m in report.added]
     lines += [f"already on the roster: {_labelled(m)}" for m in report.already]
-    lines += [f"not added: {n.name}: {n.reason}" for n in report.not_addable]
+    lines += [printable(f"not added: {n.name}: {n.reason}") for n in report.not_addable]
     data = {
         "added": [_member_json(m) for m in report.added],
         "already": [_member_json(m) for m in report.already],
@@ -205,7 +205,7 @@ def run_add(args: argparse.Namespace) -> int:
 def run_revoke(args: argparse.Namespace) -> int:
     policy, identity = _member(args)
     if not args.yes and not _confirmed(policy, identity, args.member, purge=args.purge):
-        print("nothing was revoked (answer y, or give --yes)", file=sys.stderr)
+        note("nothing was revoked (answer y, or give --yes)")
         return ExitCode.ERROR
     with _asking("admin", "revoke members", policy, identity):
         revoked = roster.revoke(policy, identity, args.member, purge=args.purge)
@@ -225,11 +225,8 @@ def _confirmed(policy: Policy, identity: Identity, member: str, *, purge: bool) 
     found = [m for m in listed if member in (m.name, m.key, m.key_id)]
     who = ", ".join(_labelled(m) for m in found) or repr(member)
     items = " and remove every item they published" if purge else ""
-    print(
-        f"Revoke {who} from team {policy.team}: refuse their key from now on{items}? [y/N] ",
-        end="",
-        file=sys.stderr,
-        flush=True,
+    note(
+        f"Revoke {who} from team {policy.team}: refuse their key from now on{items}? [y/N] ", end=""
     )
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
@@ -246,7 +243,8 @@ def run_disclosures(args: argparse.Namespace) -> int:
         with _asking("member", "see disclosures", policy, identity):
             entries = my_disclosures(policy, identity, store, item_id=item_id, limit=args.limit)
     lines = [
-        f"{iso(e.served_at)}  {e.item_id}  to {e.asker_name} ({e.asker_key_id})  via {e.source}"
+        printable(f"{iso(e.served_at)}  {e.item_id}  to {e.asker_name} ({e.asker_key_id})")
+        + f"  via {e.source}"
         for e in entries
     ]
     rows = [{**msgspec.to_builtins(e), "served_at": iso(e.served_at)} for e in entries]

@@ -3,7 +3,7 @@
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memmesh.cli._common import (
     command_adder,
@@ -49,12 +49,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     _project_options(p, allow_global=True)
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
-    p.add_argument(
-        "--keep-secret",
-        action="store_true",
-        help="store a detected secret as written, not redacted; the item can then never be "
-        "published",
-    )
+    _keep_secret_option(p)
 
     p = command(
         "recall",
@@ -103,9 +98,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "Prints the new id. If the old one was published, it is retracted as by `mem forget`, "
         "and the new one is shared only once you publish it.",
         'mem revise 01J9ZC4 "Webhooks are retried 8 times, not 5"',
+        description="Replace an item's text: a new item supersedes the old one, which is kept "
+        "as history. Prints the new id. If the old one was published, it is retracted as by "
+        "`mem forget`, and the new one is shared only once you publish it. A secret in the new "
+        "text is stored as [redacted: <kind>], as mem remember does; a warning says so.",
     )
     p.add_argument("id", help="item id or unique prefix")
     p.add_argument("text", help="the corrected text")
+    _keep_secret_option(p)
 
     p = command(
         "outcome",
@@ -153,34 +153,58 @@ def _project(args: argparse.Namespace) -> str:
     return resolve_project(args.project)
 
 
-def _remember(args: argparse.Namespace) -> int:
+def _keep_secret_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-secret",
+        action="store_true",
+        help="store a detected secret as written, not redacted; the item can then never be "
+        "published",
+    )
+
+
+class _Screened(NamedTuple):
+    """What is about to be stored, after :func:`_screened`, and the detectors that fired."""
+
+    text: str
+    tags: list[str]
+    redacted: tuple[str, ...]
+    kept: list[str]
+
+    def report(self, data: dict[str, Any]) -> None:
+        """Warn of what was redacted or kept, and say it in ``data`` (the ``--json`` shape)."""
+        if self.redacted:
+            warn(
+                f"redacted {_secrets(self.redacted)} before storing it; "
+                "to store the text as written, add --keep-secret"
+            )
+            data["redacted"] = list(self.redacted)
+        if self.kept:
+            warn(f"kept {_secrets(self.kept)} as written: this item can never be published")
+            data["kept_secrets"] = self.kept
+
+
+def _screened(args: argparse.Namespace, text: str, tags: list[str]) -> _Screened:
+    """``text`` and ``tags`` with every detected secret redacted, unless ``--keep-secret``."""
     from memmesh.policy import find_secrets, redact
 
-    project = _project(args)
-    text, tags = args.text, args.tag
-    kept: list[str] = []
-    redacted: tuple[str, ...] = ()
     if args.keep_secret:
         kept = [f.detector for f in find_secrets("\n".join([text, *tags]))]
-    else:
-        clean = redact(text, tags)
-        text, tags, redacted = clean.text, list(clean.tags), clean.detectors
+        return _Screened(text, tags, (), kept)
+    clean = redact(text, tags)
+    return _Screened(clean.text, list(clean.tags), clean.detectors, [])
+
+
+def _remember(args: argparse.Namespace) -> int:
+    project = _project(args)
+    screened = _screened(args, args.text, args.tag)
     with open_store(args) as store:
-        item, status = store.remember(text, kind=args.kind, project=project, tags=tags)
-    if redacted:
-        warn(
-            f"redacted {_secrets(redacted)} before storing it; "
-            "to store the text as written, add --keep-secret"
+        item, status = store.remember(
+            screened.text, kind=args.kind, project=project, tags=screened.tags
         )
-    if kept:
-        warn(f"kept {_secrets(kept)} as written: this item can never be published")
+    data = {"id": item.id, "status": status, "item": item.to_dict()}
+    screened.report(data)
     if status == "reinforced" and not getattr(args, "json", False):
         print(f"reinforced an existing item ({item.reinforcements}x)", file=sys.stderr)
-    data = {"id": item.id, "status": status, "item": item.to_dict()}
-    if redacted:
-        data["redacted"] = list(redacted)
-    if kept:
-        data["kept_secrets"] = kept
     emit(args, data, item.id)
     return ExitCode.OK
 
@@ -290,16 +314,15 @@ def _forget(args: argparse.Namespace) -> int:
 def _revise(args: argparse.Namespace) -> int:
     from memmesh.team.changes import revise
 
+    screened = _screened(args, args.text, [])
     with open_store(args) as store:
-        revised = revise(home_of(args), store, args.id, args.text)
+        revised = revise(home_of(args), store, args.id, screened.text)
     warn(revised.warning)
     warn(revised.unshared)
     new = revised.new
-    emit(
-        args,
-        {"id": new.id, "status": "revised", "superseded": revised.old.id, "item": new.to_dict()},
-        new.id,
-    )
+    data = {"id": new.id, "status": "revised", "superseded": revised.old.id, "item": new.to_dict()}
+    screened.report(data)
+    emit(args, data, new.id)
     return ExitCode.OK
 
 

@@ -8,8 +8,9 @@ from typing import NoReturn, cast
 
 from memmesh import __version__
 from memmesh.cli import agents, coordinator, demo, local, team
-from memmesh.cli._common import nonempty
+from memmesh.cli._common import error_line, nonempty
 from memmesh.errors import ExitCode, MemmeshError
+from memmesh.text import printable
 
 __all__ = ["build_parser", "main"]
 
@@ -63,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except MemmeshError as exc:
-        print(f"mem: error: {exc.message}", file=sys.stderr)
+        print(error_line(exc.message), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("mem: interrupted", file=sys.stderr)
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("MEM_DEBUG"):
             raise
         print(
-            f"mem: internal error: {type(exc).__name__}: {exc} "
+            f"mem: internal error: {type(exc).__name__}: {printable(str(exc))} "
             "(set MEM_DEBUG=1 for a traceback, and please report it)",
             file=sys.stderr,
         )

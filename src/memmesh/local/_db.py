@@ -21,6 +21,7 @@ from memmesh.local.errors import (
     ForeignDatabase,
     SchemaTooNew,
     StoreError,
+    StoreFull,
     StoreLocked,
 )
 from memmesh.local.schema import STORE_OWNER, Schema
@@ -159,7 +160,9 @@ class Database:
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # SQLite may have rolled back already (a full disk does): then there is none.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
@@ -335,6 +338,8 @@ def _translated(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+            raise StoreFull(str(path)) from None
         if "locked" in str(exc) or "busy" in str(exc):
             raise StoreLocked(str(path), BUSY_TIMEOUT_SECONDS) from None
         raise CorruptDatabase(str(path), str(exc)) from None

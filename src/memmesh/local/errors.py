@@ -11,6 +11,7 @@ MemmeshError
     ├── SchemaTooNew          written by a newer memmesh
     ├── EmbedderMismatch      the store's vectors come from another embedder
     ├── DamagedVector         a vector is not the size the embedder makes
+    ├── StoreFull             the disk had no room for a write; nothing was written (507)
     ├── StoreLocked           another process held the store's lock too long
     └── HomeNotCreated        the memmesh home folder cannot be made
 """
@@ -29,6 +30,7 @@ __all__ = [
     "NotActive",
     "SchemaTooNew",
     "StoreError",
+    "StoreFull",
     "StoreLocked",
 ]
 
@@ -131,6 +133,22 @@ class DamagedVector(StoreError):
             f"item #{seq} has a damaged vector; run `mem reindex` to rebuild the vectors"
         )
         self.seq = seq
+
+
+class StoreFull(StoreError):
+    """The disk had no room for a write: nothing of it was written, the rest is intact.
+
+    A limit on the file's size counts as a full disk too. The message names no file, since a
+    daemon's answer carries it; ``path`` does.
+    """
+
+    status = 507
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            "the disk holding the store is full: nothing was written; free some space and try again"
+        )
+        self.path = path
 
 
 class StoreLocked(StoreError):

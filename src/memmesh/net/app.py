@@ -13,7 +13,9 @@ must not block the event loop). The app adds, around every route:
 * the protocol version header on every response;
 * error rendering: a :class:`~memmesh.errors.MemmeshError` becomes its status with a JSON
   ``{"error": {"code", "message"}}`` holding the error's own ``code`` and message; anything
-  else becomes a 500 that says nothing more.
+  else becomes a 500 that says nothing more. The daemon's own store failing (a
+  :class:`~memmesh.local.errors.StoreError` of status 500 or more: its disk full, its file
+  damaged or locked) is logged here with the file it names, and answered without it.
 """
 
 import hmac
@@ -32,6 +34,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memmesh.errors import MemmeshError
+from memmesh.local.errors import StoreError, StoreFull
 from memmesh.net.errors import NotFound, Unauthorized
 from memmesh.net.limits import BodyLimit, read_body
 from memmesh.net.search import SearchRequest, SearchResponse
@@ -115,6 +118,26 @@ def search_endpoint(
 def error_body(code: str, message: str) -> bytes:
     """The JSON error document every failure carries."""
     return encode({"error": {"code": code, "message": message}})
+
+
+def _error_response(exc: MemmeshError) -> Response:
+    """``exc`` as its status and error document (see the module docstring)."""
+    message = exc.message
+    if isinstance(exc, StoreError) and exc.status >= 500:
+        where = getattr(exc, "path", "")
+        _log.error("%s%s: %s", exc.code, f" ({where})" if where else "", exc.message)
+        message = (
+            "this daemon's disk is full: nothing was written; try again later"
+            if isinstance(exc, StoreFull)
+            else f"this daemon's store failed ({exc.code}); its log says why"
+        )
+    response = _json_response(exc.status, error_body(exc.code, message))
+    if exc.status == 401:
+        response.headers["www-authenticate"] = "Bearer"
+    if exc.status in (408, 413):
+        # The rest of the body was never read: this connection cannot carry another request.
+        response.headers["connection"] = "close"
+    return response
 
 
 def _json_response(status: int, body: bytes) -> Response:
@@ -206,10 +229,7 @@ class _Armour:
         except MemmeshError as exc:
             if started:
                 raise
-            response = _json_response(exc.status, error_body(exc.code, exc.message))
-            if exc.status == 401:
-                response.headers["www-authenticate"] = "Bearer"
-            await response(scope, receive, send_with_version)
+            await _error_response(exc)(scope, receive, send_with_version)
         except Exception:
             _log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if started:
@@ -233,11 +253,7 @@ class _Armour:
 
 async def _memmesh_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, MemmeshError)
-    response = _json_response(exc.status, error_body(exc.code, exc.message))
-    if exc.status in (408, 413):
-        # The rest of the body was never read: this connection cannot carry another request.
-        response.headers["connection"] = "close"
-    return response
+    return _error_response(exc)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

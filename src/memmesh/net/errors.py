@@ -10,6 +10,7 @@ MemmeshError
     ├── Conflict              409: a stale version or a retraction by another key
     ├── BodyTooLarge          413
     ├── Overloaded            503: too many requests at once
+    ├── Unavailable           503: the daemon cannot answer for now (says why)
     ├── Unreachable           client side: nothing answered (exit 4)
     │   ├── PinMismatch       client side: not the pinned certificate; nothing sent (exit 4)
     │   └── Timeout           client side: no answer within the client's timeout (exit 4)
@@ -44,6 +45,7 @@ __all__ = [
     "RequestTimeout",
     "Timeout",
     "Unauthorized",
+    "Unavailable",
     "Unreachable",
     "WorkerDied",
 ]
@@ -111,6 +113,12 @@ class BodyTooLarge(NetError):
 
 class Overloaded(NetError):
     """Too many requests at once; try again shortly."""
+
+    status = 503
+
+
+class Unavailable(NetError):
+    """The daemon cannot answer for now; the message says why and what would mend it."""
 
     status = 503
 

@@ -113,7 +113,8 @@ def peer_daemon(
     """The peer daemon of the member whose home is ``home``, to listen on ``host:port``.
 
     * ``open_store`` - opens the member's store; called only once the policy, the key and the
-      listening address have passed, and the store is closed on leaving.
+      listening address have passed (and again after a reindex switches its embedder), and
+      the store is closed on leaving.
     * ``advertise`` - the URL teammates reach it at (default: the listen address and port).
     * ``interfaces`` - addresses to announce on with zeroconf, when the policy enables
       discovery (default: the listen address).
@@ -139,9 +140,13 @@ def peer_daemon(
     store = open_store()
     beats = None
     advertiser = None
+    peer: Peer | None = None
     try:
         # Migrates the registry and the disclosure log: may fail too.
-        peer = Peer(home, store, identity, url=url, tls_pin=certificate.pin if certificate else "")
+        peer = Peer(
+            home, store, identity, url=url, tls_pin=certificate.pin if certificate else "",
+            reopen=open_store,
+        )  # fmt: skip
         peer.shareable()  # fail now, not on the first request, if anything is wrong
         store.warm()
         if policy.coordinator:
@@ -176,4 +181,7 @@ def peer_daemon(
             advertiser.stop()
         if beats is not None:
             beats.stop()
-        store.close()
+        if peer is not None:
+            peer.close()  # its store, and any it opened again after a reindex
+        else:
+            store.close()

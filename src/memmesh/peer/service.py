@@ -11,17 +11,26 @@ heartbeat brought back from the coordinator (:meth:`Peer.hold_roster`), merged w
 ``members`` (:class:`~memmesh.peer.trust.TrustedRoster`), with every revocation the
 coordinator ever told of; with no roster at all, nobody. Each
 item it discloses is logged with the asker's key (:mod:`memmesh.peer._disclosures`).
+
+When its owner switches the store to another embedder while it runs (`mem reindex --embedder
+NAME`), the next recall finds the store's vectors are another embedder's: the peer opens the
+store again (with ``reopen``), says so in one line of its log, and answers with it; when it
+cannot, it answers 503 (:class:`~memmesh.net.errors.Unavailable`) and says why once.
 """
 
 import hashlib
+import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
+from memmesh.errors import MemmeshError
+from memmesh.local.errors import EmbedderMismatch
 from memmesh.local.store import Store
-from memmesh.net.errors import Forbidden
+from memmesh.net.errors import Forbidden, Unavailable
 from memmesh.net.presence import Roster
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.signing import Caller
@@ -37,6 +46,11 @@ from memmesh.registry.publish import withheld
 __all__ = ["PRESENCE_TTL", "Peer"]
 
 PRESENCE_TTL = 90.0
+_log = logging.getLogger("memmesh.peer")
+_SWITCHED = (
+    "this peer's store was switched to another embedder and it cannot open it again; "
+    "its owner must restart `mem team serve`"
+)
 
 
 class _ItemOf(msgspec.Struct, frozen=True):
@@ -53,13 +67,26 @@ class Peer:
     * ``url`` - where teammates reach this peer (written into its signed presence).
     * ``tls_pin`` - the pin of the certificate it serves https with (``""``: plain http), in
       its signed presence too.
+    * ``reopen`` - opens the store again, after a reindex switched its embedder (``None``:
+      answer 503 then).
     """
 
     def __init__(
-        self, home: Path, store: Store, identity: Identity, *, url: str, tls_pin: str = ""
+        self,
+        home: Path,
+        store: Store,
+        identity: Identity,
+        *,
+        url: str,
+        tls_pin: str = "",
+        reopen: Callable[[], Store] | None = None,
     ) -> None:
         self.home = home
         self.store = store
+        self._reopen = reopen
+        self._reopening = threading.Lock()
+        self._retired: list[Store] = []
+        self._unopened = ""  # the embedder fingerprint the store could not be opened with
         self.identity = identity
         self.url = url
         self.tls_pin = tls_pin
@@ -123,16 +150,59 @@ class Peer:
     def recall(self, caller: Caller, request: SearchRequest) -> SearchResponse:
         """The best of the owner's shareable items for the query; each hit is logged as
         disclosed to ``caller``."""
+        store = self.store
+        try:
+            return self._recall(store, caller, request)
+        except EmbedderMismatch as exc:
+            return self._recall(self._reopened(store, exc.stored), caller, request)
+
+    def _recall(self, store: Store, caller: Caller, request: SearchRequest) -> SearchResponse:
         _, mine = self.shareable()
         answer = answer_search(
-            self.store,
+            store,
             request,
             lambda item_ids: {i: mine[i].envelope for i in item_ids if i in mine},
             restrict=list(mine),
         )
         served = [_item_of.decode(hit.envelope.payload).item_id for hit in answer.hits]
-        _disclosures.record(self.store, caller.key, served)
+        _disclosures.record(store, caller.key, served)
         return answer
+
+    def _reopened(self, stale: Store, fingerprint: str) -> Store:
+        """The store opened again now that its vectors are ``fingerprint``'s, in place of
+        ``stale``; :class:`Unavailable` when it cannot be (said once in the log)."""
+        with self._reopening:
+            if self.store is not stale:
+                return self.store  # another request has opened it again already
+            if self._reopen is None or self._unopened == fingerprint:
+                raise Unavailable(_SWITCHED)
+            try:
+                store = self._reopen()
+                store.migrate(_disclosures.DISCLOSURES_SCHEMA)
+                store.warm()
+            except MemmeshError as exc:
+                self._unopened = fingerprint
+                _log.warning(
+                    "the store's vectors are %s's now, and it cannot be opened with them: %s",
+                    fingerprint, exc.message,
+                )  # fmt: skip
+                raise Unavailable(_SWITCHED) from None
+            _log.warning(
+                "the store's vectors are %s's now (reindexed): answering with them",
+                store.embedder.fingerprint,
+            )
+            # In-flight requests may still read the old one: it is closed with the peer.
+            self._retired.append(stale)
+            self.store = store
+            self._registry = Registry(store, self.identity, "default")
+            with self._lock:
+                self._cache_key = self._cache = None
+            return store
+
+    def close(self) -> None:
+        """Close the store, and every one it was opened in place of."""
+        for store in (*self._retired, self.store):
+            store.close()
 
     def confirm(self, caller: Caller, request: ConfirmRequest) -> ConfirmResponse:
         """For each id: whether the owner still publishes it, and at which version; each one

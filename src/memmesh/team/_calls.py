@@ -52,8 +52,11 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = 2.0
-# Threads for calls at once; more sources than this queue for a free one.
+# Threads for calls at once; more sources than this queue for a free one. Hints (addresses
+# not verified yet, which anyone on the LAN can announce) have threads of their own, so that
+# however many there are, the coordinator and the verified peers are never queued behind them.
 _WORKERS = 16
+_HINT_WORKERS = 8
 
 T = TypeVar("T")
 
@@ -138,27 +141,28 @@ class Calls:
         self._clients: dict[Target, Client] = {}
         self._lock = threading.Lock()
         self._closed = False
-        # A limiter belongs to the event loop that uses it: one per run's loop.
+        # A limiter belongs to the event loop that uses it: one per run's loop (and lane).
         self._limiters: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, anyio.CapacityLimiter
+            asyncio.AbstractEventLoop, dict[bool, anyio.CapacityLimiter]
         ] = weakref.WeakKeyDictionary()
 
     async def get(self, target: Target, path: str, kind: type[T]) -> Outcome:
         """GET ``path`` from ``target``, decoded as ``kind``; never raises a memmesh error."""
-        return await self.in_thread(partial(_timed, lambda: self._client(target).get(path, kind)))
+        call = partial(_timed, lambda: self._client(target).get(path, kind))
+        return await self.in_thread(call, hint=target.kind == "hint")
 
     async def post(self, target: Target, path: str, body: object, kind: type[T]) -> Outcome:
         """POST ``body`` to ``target``, decoded as ``kind``; never raises a memmesh error."""
-        return await self.in_thread(
-            partial(_timed, lambda: self._client(target).post(path, body, kind))
-        )
+        call = partial(_timed, lambda: self._client(target).post(path, body, kind))
+        return await self.in_thread(call, hint=target.kind == "hint")
 
-    async def in_thread(self, call: Callable[[], T]) -> T:
-        """``call()`` in a worker thread, abandoned if this task is cancelled."""
-        loop = asyncio.get_running_loop()
-        limiter = self._limiters.get(loop)
+    async def in_thread(self, call: Callable[[], T], *, hint: bool = False) -> T:
+        """``call()`` in a worker thread (of the hints' own, for a ``hint``), abandoned if this
+        task is cancelled."""
+        lanes = self._limiters.setdefault(asyncio.get_running_loop(), {})
+        limiter = lanes.get(hint)
         if limiter is None:
-            limiter = self._limiters[loop] = anyio.CapacityLimiter(_WORKERS)
+            limiter = lanes[hint] = anyio.CapacityLimiter(_HINT_WORKERS if hint else _WORKERS)
         return await anyio.to_thread.run_sync(call, abandon_on_cancel=True, limiter=limiter)
 
     def close(self) -> None:

@@ -4,7 +4,8 @@ All of it runs in one anyio task group inside a cancel scope that ends at the de
 coordinator's search, discovery (:class:`~memmesh.team._sources.Discovery`) and one task per
 peer, started the moment that peer is found (and admitted by the roster). What has not
 answered by the deadline is cancelled (its worker thread abandoned) and reported as timed out;
-a peer that must not be asked (no roster at all) is reported as skipped, saying why.
+a peer that must not be asked (no roster at all) is reported as skipped, saying why. At most
+:data:`MAX_PEERS` peers are asked; any more are dropped, counted as ``too_many_peers``.
 """
 
 import time
@@ -21,9 +22,12 @@ from memmesh.team._calls import Outcome, Target
 from memmesh.team._checks import Candidate, ItemKey, PeerSeen
 from memmesh.team._sources import Discovery, coordinator_target
 
-__all__ = ["Fanout", "SourceReport", "Status"]
+__all__ = ["MAX_PEERS", "Fanout", "SourceReport", "Status"]
 
 Status = Literal["ok", "failed", "timeout", "skipped"]
+# The most peers one run asks: more than a team of a few hundred needs, and all that a
+# coordinator listing thousands of members' presences can make a member connect to.
+MAX_PEERS = 256
 
 
 class SourceReport(msgspec.Struct, kw_only=True):
@@ -111,6 +115,9 @@ class Fanout:
         """Ask a verified peer at once, once per key: a URL another key's presence also names
         is asked for each (each answer keeps only its own key's items)."""
         if peer.key_id in self.peer_reports:
+            return
+        if len(self.peers) >= MAX_PEERS:
+            self.discovery.dropped["too_many_peers"] += 1
             return
         assert self._group is not None, "peers are found only while everyone is asked"
         report = SourceReport(

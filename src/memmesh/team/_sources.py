@@ -11,6 +11,11 @@ presences, merged with team.yaml's ``members``). Peers found before the coordina
 answered wait for it, so that its revocations apply to them too. A peer outside the roster or
 revoked is dropped and counted; with no roster at all, none is asked, and each is reported as
 not asked. recall-team asks each peer the moment it is admitted; ``mem team peers`` lists them.
+
+Hints cost connections to addresses anyone may name (a stranger on the LAN can announce
+thousands), so one run fetches a presence from at most :data:`MAX_HINTS` addresses (team.yaml's
+first, then zeroconf's, each host and port once whatever the URL's spelling), and drops the
+rest, counted as ``too_many_hints``.
 """
 
 from collections import Counter
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import anyio
 import msgspec
@@ -44,6 +50,7 @@ from memmesh.team._checks import PeerSeen, verified_presence
 
 __all__ = [
     "DISCOVERY_SECONDS",
+    "MAX_HINTS",
     "NO_ROSTER",
     "Discovery",
     "Listener",
@@ -52,6 +59,9 @@ __all__ = [
 ]
 
 DISCOVERY_SECONDS = 2.0
+# The most hinted addresses whose presence one run fetches: more than a team of a few hundred
+# needs, and all a flood of announcements or a long `peers:` list can cost.
+MAX_HINTS = 256
 # What a peer found in a team without any roster is told it was not asked for.
 NO_ROSTER = "not asked: no roster, see `mem team members`"
 # Where a peer learned of in two ways is said to come from: the first of these.
@@ -102,7 +112,7 @@ class Discovery:
     own_key: str | None
     interfaces: list[str]
     listen_seconds: float
-    known_urls: set[str] = field(default_factory=set)
+    known_addresses: set[tuple[str, int]] = field(default_factory=set)
     listener: Listener | None = None
     home: Path | None = None
     roster: TrustedRoster = field(init=False)
@@ -165,9 +175,13 @@ class Discovery:
             except BadUrl as exc:
                 self._listener().failed(hinted, source, Outcome(error=exc.message))
                 continue
-            if url in self.known_urls:
+            address = _address(url)
+            if address in self.known_addresses:
                 continue
-            self.known_urls.add(url)
+            if len(self.known_addresses) >= MAX_HINTS:
+                self.dropped["too_many_hints"] += 1
+                continue
+            self.known_addresses.add(address)
             group.start_soon(self._check_hint, url, source)
 
     async def _check_hint(self, url: str, source: str) -> None:
@@ -210,6 +224,12 @@ class Discovery:
         elif peer.key_id not in self._refused:
             self._refused.add(peer.key_id)
             self.dropped[refusal] += 1
+
+
+def _address(url: str) -> tuple[str, int]:
+    """The host and port a sound URL connects to: one address however it is spelt."""
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
 
 
 class _Seen:

