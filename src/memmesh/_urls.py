@@ -10,11 +10,16 @@ layer) and the network layer check with the same rules; each raises its own type
 
 import ipaddress
 import re
+from typing import NewType
 from urllib.parse import urlsplit
 
-__all__ = ["MAX_URL_LENGTH", "UnsoundUrl", "normalised_url"]
+__all__ = ["MAX_URL_LENGTH", "SoundUrl", "UnsoundUrl", "normalised_url"]
 
 MAX_URL_LENGTH = 2048
+
+# A URL that passed :func:`normalised_url`: the only kind anything is ever sent to. Code that
+# contacts a daemon takes this type, so a string from outside cannot reach it unchecked.
+SoundUrl = NewType("SoundUrl", str)
 _SCHEMES = ("http", "https")
 _LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _DIGITS = re.compile(r"[0-9]+")
@@ -29,7 +34,7 @@ class UnsoundUrl(ValueError):
         self.problem = problem
 
 
-def normalised_url(text: str) -> str:
+def normalised_url(text: str) -> SoundUrl:
     """``text`` as ``scheme://host[:port]`` (lower-case, no trailing slash) if it is sound.
 
     Raises :class:`UnsoundUrl`, and nothing else, whatever ``text`` holds.
@@ -62,7 +67,7 @@ def normalised_url(text: str) -> str:
         number = None
     if port is not None and (number is None or not 1 <= number <= 65535):
         raise UnsoundUrl("the port must be a number from 1 to 65535")
-    return f"{scheme}://{host}" + (f":{number}" if port is not None else "")
+    return SoundUrl(f"{scheme}://{host}" + (f":{number}" if port is not None else ""))
 
 
 def _host_and_port(netloc: str) -> tuple[str, str | None]:

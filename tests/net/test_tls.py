@@ -16,7 +16,7 @@ from memmesh.net.client import Client
 from memmesh.net.errors import CertificateUnusable, InsecureUrl, PinMismatch, Unreachable
 from memmesh.net.server import free_port
 from memmesh.net.tls import ensure_certificate, load_certificate, pinned_context
-from memmesh.net.urls import check_transport
+from memmesh.net.urls import check_transport, peer_url
 
 
 class Ok(msgspec.Struct, frozen=True, kw_only=True):
@@ -129,11 +129,11 @@ def test_a_man_in_the_middle_with_his_own_certificate_receives_no_request(
 
 def test_plain_http_beyond_loopback_is_refused_unless_allowed() -> None:
     with pytest.raises(InsecureUrl) as refused:
-        check_transport("http://10.0.0.5:8400", insecure_http=False)
+        check_transport(peer_url("http://10.0.0.5:8400"), insecure_http=False)
     assert "insecure_http: true" in refused.value.message
-    check_transport("http://10.0.0.5:8400", insecure_http=True)
-    check_transport("http://127.0.0.1:8400", insecure_http=False)
-    check_transport("https://10.0.0.5:8400", insecure_http=False)
+    check_transport(peer_url("http://10.0.0.5:8400"), insecure_http=True)
+    check_transport(peer_url("http://127.0.0.1:8400"), insecure_http=False)
+    check_transport(peer_url("https://10.0.0.5:8400"), insecure_http=False)
 
 
 def test_a_certificate_and_key_that_do_not_belong_together_are_refused(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import os
 from memmesh.net.client import DEFAULT_TIMEOUT, Client
 from memmesh.net.signing import coordinator_audience, peer_audience
 from memmesh.net.tls import pinned_context
-from memmesh.net.urls import check_transport, peer_url
+from memmesh.net.urls import SoundUrl, check_transport, peer_url
 from memmesh.policy.config import Policy
 from memmesh.policy.errors import NoCoordinator
 from memmesh.registry.identity import Identity
@@ -51,7 +51,7 @@ def coordinator_client(
 
 
 def peer_client(
-    url: str,
+    url: SoundUrl,
     *,
     key_id: str,
     pin: str,
@@ -61,7 +61,6 @@ def peer_client(
 ) -> Client:
     """A client for the peer of member ``key_id`` at ``url`` (pinned with ``pin`` when https
     and a pin is given); never carries the team token."""
-    url = peer_url(url)
     check_transport(url, insecure_http=policy.insecure_http)
     tls = pinned_context(url, pin, timeout) if url.startswith("https:") and pin else None
     return Client(

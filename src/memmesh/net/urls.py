@@ -7,10 +7,10 @@ Every URL that comes from a presence, zeroconf, team.yaml or the command line pa
 import ipaddress
 from urllib.parse import urlsplit
 
-from memmesh._urls import UnsoundUrl, normalised_url
+from memmesh._urls import SoundUrl, UnsoundUrl, normalised_url
 from memmesh.net.errors import BadUrl, InsecureUrl
 
-__all__ = ["check_transport", "is_loopback", "peer_url", "serves_tls"]
+__all__ = ["SoundUrl", "check_transport", "is_loopback", "peer_url", "serves_tls"]
 
 
 def is_loopback(host: str) -> bool:
@@ -29,18 +29,17 @@ def serves_tls(host: str, *, tls: bool = False, insecure_http: bool = False) -> 
     return tls or not (insecure_http or is_loopback(host))
 
 
-def check_transport(url: str, *, insecure_http: bool) -> None:
+def check_transport(url: SoundUrl, *, insecure_http: bool) -> None:
     """Refuse plain ``http`` beyond loopback (:class:`InsecureUrl`) unless allowed.
 
-    ``url`` must already be sound (:func:`peer_url`).
     """
     parts = urlsplit(url)
     if parts.scheme == "http" and not insecure_http and not is_loopback(parts.hostname or ""):
         raise InsecureUrl(url)
 
 
-def peer_url(text: str) -> str:
-    """``text`` normalised (``scheme://host[:port]``, no trailing slash) if it is sound.
+def peer_url(text: str) -> SoundUrl:
+    """``text`` as a :data:`SoundUrl` (``scheme://host[:port]``, no trailing slash) if it is sound.
 
     Sound: ``http`` or ``https``, an IPv4 address, bracketed IPv6 address or DNS name, no user
     or password, a port of 1-65535 when given, no path but ``/``, no query, no fragment.

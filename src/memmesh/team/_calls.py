@@ -37,7 +37,7 @@ from memmesh.errors import MemmeshError
 from memmesh.net.client import Client
 from memmesh.net.connect import coordinator_client, peer_client
 from memmesh.net.errors import BadUrl, Timeout, Unreachable
-from memmesh.net.urls import check_transport, peer_url
+from memmesh.net.urls import SoundUrl, check_transport
 from memmesh.policy.config import Policy
 from memmesh.registry.identity import Identity
 
@@ -66,7 +66,7 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     ``peer`` of member ``key_id`` (pinned with ``pin``), or a ``hint`` not verified yet."""
 
     kind: Literal["coordinator", "peer", "hint"]
-    url: str
+    url: SoundUrl
     key_id: str = ""
     pin: str = ""
 
@@ -179,7 +179,6 @@ class Calls:
         Raises :class:`BadUrl` for a URL that is unsound or that no client can be built for,
         so that it is that call's failure, never the run's.
         """
-        target = msgspec.structs.replace(target, url=peer_url(target.url))
         with self._lock:
             if self._closed:
                 # An abandoned call that only starts now must not open a client nobody closes.

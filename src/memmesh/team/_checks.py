@@ -18,7 +18,7 @@ import msgspec
 from memmesh.net.errors import BadUrl
 from memmesh.net.search import SearchHit
 from memmesh.net.tls import PIN_PATTERN
-from memmesh.net.urls import peer_url
+from memmesh.net.urls import SoundUrl, peer_url
 from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy
 from memmesh.registry.envelopes import Envelope, Presence, Publication, open_envelope
@@ -43,7 +43,7 @@ class PeerSeen(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     key_id: str
-    url: str
+    url: SoundUrl
     learned_from: str
     embedder: str
     expires_at: float

@@ -31,7 +31,7 @@ from anyio.abc import TaskGroup
 
 from memmesh.coordinator.protocol import PresenceList, Roster
 from memmesh.net.errors import BadUrl
-from memmesh.net.urls import peer_url
+from memmesh.net.urls import SoundUrl, peer_url
 from memmesh.peer.discovery import browse
 from memmesh.peer.protocol import PeerPresence
 from memmesh.peer.trust import TrustedRoster, note_revoked, revoked_seen
@@ -87,9 +87,10 @@ class Listener(Protocol):
 
 
 def coordinator_target(policy: Policy) -> Target:
-    """The coordinator team.yaml names, as a call's target."""
+    """The coordinator team.yaml names, as a call's target (raises :class:`BadUrl` for an
+    unsound one, which a loaded team.yaml never names)."""
     assert policy.coordinator is not None
-    return Target(kind="coordinator", url=policy.coordinator)
+    return Target(kind="coordinator", url=peer_url(policy.coordinator))
 
 
 @dataclass(kw_only=True)
@@ -184,7 +185,7 @@ class Discovery:
             self.known_addresses.add(address)
             group.start_soon(self._check_hint, url, source)
 
-    async def _check_hint(self, url: str, source: str) -> None:
+    async def _check_hint(self, url: SoundUrl, source: str) -> None:
         """A hinted URL is a peer only once its own signed presence checks out."""
         hint = Target(kind="hint", url=url)
         outcome = await self.calls.get(hint, "/v1/presence", PeerPresence)
