@@ -28,9 +28,16 @@ def _e5_small() -> Embedder:
     return E5SmallEmbedder()
 
 
+def _wordllama() -> Embedder:
+    from memmesh.embed.static import WordLlamaEmbedder
+
+    return WordLlamaEmbedder()
+
+
 _FACTORIES: dict[str, Callable[[], Embedder]] = {
     "hashing": HashingEmbedder,
     "e5-small": _e5_small,
+    "wordllama": _wordllama,
 }
 EMBEDDER_NAMES = tuple(_FACTORIES)
 
