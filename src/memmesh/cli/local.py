@@ -131,7 +131,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "interrupt: the old vectors stay in force until the end, and a rerun resumes.",
         "mem reindex --embedder e5-small",
     )
-    p.add_argument("--embedder", metavar="NAME", help="embedder to switch to (hashing, e5-small)")
+    p.add_argument("--embedder", metavar="NAME", help="embedder to switch to (hashing, e5-small, wordllama)")
 
 
 def _project_options(parser: argparse.ArgumentParser, *, allow_global: bool) -> None:
