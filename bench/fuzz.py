@@ -29,9 +29,15 @@ nothing, then as many that send a request head a byte at a time, are held open f
 on a fresh connection) is made six times; each attack's row says how many were answered, how
 fast, and how many of the attack's connections the coordinator had closed by its end.
 
+Then the attack sections (``_attack_sections.py``, each bounded by its own module): recall-team
+under presence and hint floods, a coordinator's resident memory under random-vocabulary
+publications, hostile team.yaml files against the real command, and the bytes of retracted text
+found on the coordinator's disk (goal 0). ``--sections`` picks them.
+
 The run is bounded: ``--requests`` per route and ``--max-seconds`` overall, and the attacks'
-sockets and seconds. Exit status: 0 when no request got a 5xx or a crash and every authorised
-request under attack was answered, 1 otherwise (2 when the time budget ran out first).
+sockets and seconds. Exit status: 0 when no request got a 5xx or a crash, every authorised
+request under attack was answered and every section held, 1 otherwise (2 when the time budget
+ran out first).
 """
 
 import argparse
@@ -55,6 +61,7 @@ import httpx
 import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from _attack_sections import SECTIONS, run_sections
 from _common import table
 from _sockets import HEADERS as ATTACK_HEADERS
 from _sockets import MORE_BODY, MORE_HEAD, SLOW_BODY, SLOW_HEAD, AttackResult, attack, baseline
@@ -790,7 +797,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=7.0,
         help="seconds each socket attack lasts (7: past the 5 s header deadline)",
     )
+    parser.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help=f"attack sections run after the socket attacks, comma-separated "
+        f"({','.join(SECTIONS)}; 'none': none)",
+    )
     args = parser.parse_args(argv)
+    args.sections = [] if args.sections == "none" else args.sections.split(",")
+    if unknown := set(args.sections) - set(SECTIONS):
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     if args.requests < 1 or args.max_seconds <= 0:
         parser.error("--requests and --max-seconds must be positive")
     if not 0 <= args.attack_sockets <= 1000 or not 0 < args.attack_seconds <= 60:
@@ -843,6 +859,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n== attacks: a member's signed search (no token needed) while each runs")
         print(table(ATTACK_HEADERS, [result.row() for result in outcome.attacks]))
     denied = any(r.answered < len(r.answers) for r in outcome.attacks)
+    denied = not run_sections(args.sections) or denied
     broken = any(t.band(500) or t.crashes for t in tallies.values()) or not healthy or denied
     if broken:
         return 1
