@@ -3,7 +3,7 @@
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from memmesh.cli._common import (
     command_adder,
@@ -16,6 +16,7 @@ from memmesh.cli._common import (
     shown_ids,
     warn,
 )
+from memmesh.cli._input import keep_secret_option, screened, text_argument
 from memmesh.errors import ExitCode
 from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
@@ -47,13 +48,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "another item shares them. A secret in the text (a token, a key, a password) is stored "
         "as [redacted: <kind>], and a tag holding one is dropped; a warning says so.",
     )
-    p.add_argument("text", help="what to remember (at most 8 KiB)")
+    p.add_argument("text", help="what to remember (at most 8 KiB); - reads it from standard input")
     p.add_argument(
         "--kind", default="fact", choices=KINDS, help="what sort of item (default: fact)"
     )
     _project_options(p, allow_global=True)
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
-    _keep_secret_option(p)
+    keep_secret_option(p)
 
     p = command(
         "recall",
@@ -114,8 +115,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "text is stored as [redacted: <kind>], as mem remember does; a warning says so.",
     )
     p.add_argument("id", help=_ID)
-    p.add_argument("text", help="the corrected text")
-    _keep_secret_option(p)
+    p.add_argument("text", help="the corrected text; - reads it from standard input")
+    keep_secret_option(p)
 
     p = command(
         "outcome",
@@ -165,67 +166,18 @@ def _project(args: argparse.Namespace) -> str:
     return resolve_project(args.project)
 
 
-def _keep_secret_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--keep-secret",
-        action="store_true",
-        help="store a detected secret as written, not redacted; the item can then never be "
-        "published",
-    )
-
-
-class _Screened(NamedTuple):
-    """What is about to be stored, after :func:`_screened`, and the detectors that fired."""
-
-    text: str
-    tags: list[str]
-    redacted: tuple[str, ...]
-    kept: list[str]
-
-    def report(self, data: dict[str, Any]) -> None:
-        """Warn of what was redacted or kept, and say it in ``data`` (the ``--json`` shape)."""
-        if self.redacted:
-            warn(
-                f"redacted {_secrets(self.redacted)} before storing it; "
-                "to store the text as written, add --keep-secret"
-            )
-            data["redacted"] = list(self.redacted)
-        if self.kept:
-            warn(f"kept {_secrets(self.kept)} as written: this item can never be published")
-            data["kept_secrets"] = self.kept
-
-
-def _screened(args: argparse.Namespace, text: str, tags: list[str]) -> _Screened:
-    """``text`` and ``tags`` with every detected secret redacted, unless ``--keep-secret``."""
-    from memmesh.policy import find_secrets, redact
-
-    if args.keep_secret:
-        kept = [f.detector for f in find_secrets("\n".join([text, *tags]))]
-        return _Screened(text, tags, (), kept)
-    clean = redact(text, tags)
-    return _Screened(clean.text, list(clean.tags), clean.detectors, [])
-
-
 def _remember(args: argparse.Namespace) -> int:
     project = _project(args)
-    screened = _screened(args, args.text, args.tag)
+    safe = screened(args, text_argument(args.text, "remember"), args.tag)
     with open_store(args) as store:
-        item, status = store.remember(
-            screened.text, kind=args.kind, project=project, tags=screened.tags
-        )
+        item, status = store.remember(safe.text, kind=args.kind, project=project, tags=safe.tags)
         shown = shown_id(store, item.id)
     data = {"id": item.id, "status": status, "item": item.to_dict()}
-    screened.report(data)
+    safe.report(data)
     if status == "reinforced" and not getattr(args, "json", False):
         print(f"reinforced an existing item ({item.reinforcements}x)", file=sys.stderr)
     emit(args, data, shown)
     return ExitCode.OK
-
-
-def _secrets(detectors: list[str] | tuple[str, ...]) -> str:
-    """``a secret (github-token)``, ``2 secrets (github-token, password-in-url)``."""
-    count = "a secret" if len(detectors) == 1 else f"{len(detectors)} secrets"
-    return f"{count} ({', '.join(dict.fromkeys(detectors))})"
 
 
 def _recall(args: argparse.Namespace) -> int:
@@ -329,15 +281,15 @@ def _forget(args: argparse.Namespace) -> int:
 def _revise(args: argparse.Namespace) -> int:
     from memmesh.team.changes import revise
 
-    screened = _screened(args, args.text, [])
+    safe = screened(args, text_argument(args.text, "revise"), [])
     with open_store(args) as store:
-        revised = revise(home_of(args), store, args.id, screened.text)
+        revised = revise(home_of(args), store, args.id, safe.text)
         shown = shown_id(store, revised.new.id)
     warn(revised.warning)
     warn(revised.unshared)
     new = revised.new
     data = {"id": new.id, "status": "revised", "superseded": revised.old.id, "item": new.to_dict()}
-    screened.report(data)
+    safe.report(data)
     emit(args, data, shown)
     return ExitCode.OK
 
