@@ -107,6 +107,28 @@ def test_other_numbers_negations_and_projects_make_new_items(mem: MemRunner) -> 
     assert len({first["id"], *(other["id"] for other in others)}) == 4
 
 
+def test_the_same_text_with_another_kind_reinforces_and_says_how_to_change_the_kind(
+    mem: MemRunner,
+) -> None:
+    first = json_of(mem("remember", WEBHOOKS, "--kind", "gotcha", "--json"))
+    shown = first["id"][:10]
+
+    again = mem("remember", WEBHOOKS, "--kind", "decision")
+
+    assert (again.returncode, again.stdout) == (0, f"{shown}\n")
+    assert again.stderr == (
+        "reinforced an existing item (1x)\n"
+        "mem: warning: its kind stays gotcha (not decision); to change it: "
+        f"`mem edit {shown} --kind decision`\n"
+    )
+    assert _items(mem)[0]["kind"] == "gotcha"
+    # Without --kind nothing was asked of the kind, so nothing is said about it.
+    assert mem("remember", WEBHOOKS).stderr == "reinforced an existing item (2x)\n"
+    assert mem("remember", WEBHOOKS, "--kind", "gotcha").stderr == (
+        "reinforced an existing item (3x)\n"
+    )
+
+
 # -- the text from standard input ------------------------------------------------------------
 
 

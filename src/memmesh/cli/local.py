@@ -5,6 +5,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from memmesh.cli import _edit
 from memmesh.cli._common import (
     command_adder,
     emit,
@@ -29,7 +30,8 @@ __all__ = ["register"]
 
 _REMEMBER = (
     "Remember a fact, decision, gotcha or command. Prints the item's id. The same fact again "
-    "reinforces the existing item instead of adding a copy."
+    "reinforces the existing item instead of adding a copy (its kind stays; `mem edit` "
+    "changes it)."
 )
 _ID = "item id, or a unique prefix of at least 4 characters"
 
@@ -49,9 +51,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "as [redacted: <kind>], and a tag holding one is dropped; a warning says so.",
     )
     p.add_argument("text", help="what to remember (at most 8 KiB); - reads it from standard input")
-    p.add_argument(
-        "--kind", default="fact", choices=KINDS, help="what sort of item (default: fact)"
-    )
+    p.add_argument("--kind", choices=KINDS, help="what sort of item (default: fact)")
     _project_options(p, allow_global=True)
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
     keep_secret_option(p)
@@ -101,6 +101,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "mem forget 01J9ZC4XQM",
     )
     p.add_argument("id", help=_ID)
+    _edit.add_unforget(command, _ID)
 
     p = command(
         "revise",
@@ -117,6 +118,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p.add_argument("id", help=_ID)
     p.add_argument("text", help="the corrected text; - reads it from standard input")
     keep_secret_option(p)
+    _edit.add_edit(command, _ID)
 
     p = command(
         "outcome",
@@ -170,12 +172,19 @@ def _remember(args: argparse.Namespace) -> int:
     project = _project(args)
     safe = screened(args, text_argument(args.text, "remember"), args.tag)
     with open_store(args) as store:
-        item, status = store.remember(safe.text, kind=args.kind, project=project, tags=safe.tags)
+        item, status = store.remember(
+            safe.text, kind=args.kind or "fact", project=project, tags=safe.tags
+        )
         shown = shown_id(store, item.id)
     data = {"id": item.id, "status": status, "item": item.to_dict()}
     safe.report(data)
     if status == "reinforced" and not getattr(args, "json", False):
         print(f"reinforced an existing item ({item.reinforcements}x)", file=sys.stderr)
+    if args.kind not in (None, item.kind):
+        warn(
+            f"its kind stays {item.kind} (not {args.kind}); to change it: "
+            f"`mem edit {shown} --kind {args.kind}`"
+        )
     emit(args, data, shown)
     return ExitCode.OK
 

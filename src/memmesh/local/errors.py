@@ -6,6 +6,7 @@ MemmeshError
     ├── ItemNotFound          no item with that id or id prefix
     ├── AmbiguousId           an id prefix matches several items, named (exit 2)
     ├── NotActive             the item is archived or superseded
+    ├── NotRestorable         unforget of an item that was not forgotten, or cannot come back
     ├── CorruptDatabase       the store file is damaged or not SQLite
     ├── ForeignDatabase       a SQLite file that some other program owns
     ├── SchemaTooNew          written by a newer memmesh
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidInput",
     "ItemNotFound",
     "NotActive",
+    "NotRestorable",
     "SchemaTooNew",
     "StoreError",
     "StoreFull",
@@ -88,6 +90,21 @@ class NotActive(StoreError):
         super().__init__(f"item {item_id} is {status}; only active items can be changed")
         self.item_id = item_id
         self.item_status = status
+
+
+class NotRestorable(StoreError):
+    """The item cannot be brought back to active; the message says why.
+
+    It is active, it was revised rather than forgotten, its text was erased, or an active item
+    says the same (``reason``).
+    """
+
+    status = 409
+
+    def __init__(self, item_id: str, reason: str) -> None:
+        super().__init__(f"item {item_id} {reason}")
+        self.item_id = item_id
+        self.reason = reason
 
 
 class CorruptDatabase(StoreError):

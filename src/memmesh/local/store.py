@@ -11,7 +11,7 @@ import numpy as np
 
 from memmesh._files import private_folder, reason
 from memmesh.embed import get_embedder, unit_vector
-from memmesh.local import _embedding, _lookup, _rows, _scrub, journal, outcomes
+from memmesh.local import _changes, _embedding, _lookup, _rows, _scrub, journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of, scoped
 from memmesh.local._index import SearchIndex
 from memmesh.local._rows import ItemRow, content_hash, item_of, rows_in
@@ -248,6 +248,36 @@ class Store:
             _rows.change(conn, item.id, now, status="archived")
             journal.log(conn, now, "forget", item.id)
             return _rows.one(conn, "id = ?", item.id, now)
+
+    def unforget(self, item_id: str) -> Item:
+        """Make a forgotten (archived) item active again: recalled as before.
+
+        Raises :class:`NotRestorable` when it is active, was revised rather than forgotten,
+        was erased (a purge), or an active item of its project says the same.
+        """
+        now = self.clock()
+        with self._writing() as conn:
+            return _changes.unforget(conn, item_id, now)
+
+    def edit(
+        self,
+        item_id: str,
+        *,
+        kind: str | None = None,
+        project: str | None = None,
+        add_tags: list[str] | tuple[str, ...] = (),
+        remove_tags: list[str] | tuple[str, ...] = (),
+    ) -> tuple[Item, Item]:
+        """Change an active item's kind, project or tags in place: the same id, no new version,
+        its track record kept. Returns ``(before, after)``; nothing is written when they agree.
+
+        Raises :class:`InvalidInput` for a tag to remove that the item lacks, a tag both added
+        and removed, or a project where an active item already says the same.
+        """
+        change = _changes.Edit.checked(kind, project, add_tags, remove_tags)
+        now = self.clock()
+        with self._writing() as conn:
+            return _changes.edit(conn, item_id, change, now)
 
     def revise(self, item_id: str, text: str) -> tuple[Item, Item]:
         """Replace an active item's text: a new item supersedes the old, which is kept.
