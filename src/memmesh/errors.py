@@ -71,6 +71,7 @@ that this tree is the real one):
         ├── InvalidInput                   2     400  invalid_input
         ├── ItemNotFound                   1     404  item_not_found
         ├── NotActive                      1     409  not_active
+        ├── NotRestorable                  1     409  not_restorable
         ├── SchemaTooNew                   1     500  schema_too_new
         ├── StoreFull                      1     507  store_full
         └── StoreLocked                    1     500  store_locked

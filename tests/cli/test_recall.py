@@ -28,7 +28,7 @@ def test_recall_text_shows_score_id_kind_project_and_text(mem: MemRunner) -> Non
     found = mem("recall", "E1234", "--project", "shop")
     assert found.returncode == 0
     assert found.stderr == ""
-    line = rf"\d\.\d{{3}}  {item_id}  \[gotcha, shop\]  {re.escape(text)}\n"
+    line = rf"\d\.\d{{3}}  {item_id[:10]}  \[gotcha, shop\]  {re.escape(text)}\n"
     assert re.fullmatch(line, found.stdout), found.stdout
 
 

@@ -2,6 +2,8 @@
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +11,7 @@ from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner
 
 ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+SHORT = re.compile(r"[0-9A-HJKMNP-TV-Z]{10}")  # the id shown: see tests/cli/test_ids.py
 WEBHOOKS = "The billing service retries webhooks 5 times"
 
 
@@ -71,7 +74,7 @@ def test_the_same_fact_again_reinforces_the_first_item_instead_of_copying_it(
     first = mem("remember", WEBHOOKS)
     assert first.returncode == 0
     assert first.stderr == ""
-    assert ULID.fullmatch(first.stdout.rstrip("\n")), first.stdout
+    assert SHORT.fullmatch(first.stdout.rstrip("\n")), first.stdout
 
     again = mem("remember", WEBHOOKS)
     assert again.returncode == 0
@@ -81,7 +84,7 @@ def test_the_same_fact_again_reinforces_the_first_item_instead_of_copying_it(
     # Case, spacing and final punctuation do not make a new fact either.
     third = json_of(mem("remember", "the billing  service retries webhooks 5 times.", "--json"))
     assert third["status"] == "reinforced"
-    assert third["id"] == first.stdout.strip()
+    assert third["id"].startswith(first.stdout.strip())
     assert third["item"]["reinforcements"] == 2
     assert third["item"]["text"] == WEBHOOKS
     # Outside a git repository and without MEM_PROJECT, the project is global.
@@ -102,6 +105,93 @@ def test_other_numbers_negations_and_projects_make_new_items(mem: MemRunner) -> 
     ]
     assert [other["status"] for other in others] == ["created"] * 3
     assert len({first["id"], *(other["id"] for other in others)}) == 4
+
+
+def test_the_same_text_with_another_kind_reinforces_and_says_how_to_change_the_kind(
+    mem: MemRunner,
+) -> None:
+    first = json_of(mem("remember", WEBHOOKS, "--kind", "gotcha", "--json"))
+    shown = first["id"][:10]
+
+    again = mem("remember", WEBHOOKS, "--kind", "decision")
+
+    assert (again.returncode, again.stdout) == (0, f"{shown}\n")
+    assert again.stderr == (
+        "reinforced an existing item (1x)\n"
+        "mem: warning: its kind stays gotcha (not decision); to change it: "
+        f"`mem edit {shown} --kind decision`\n"
+    )
+    assert _items(mem)[0]["kind"] == "gotcha"
+    # Without --kind nothing was asked of the kind, so nothing is said about it.
+    assert mem("remember", WEBHOOKS).stderr == "reinforced an existing item (2x)\n"
+    assert mem("remember", WEBHOOKS, "--kind", "gotcha").stderr == (
+        "reinforced an existing item (3x)\n"
+    )
+
+
+# -- the text from standard input ------------------------------------------------------------
+
+
+def test_remember_dash_reads_the_text_from_standard_input(mem: MemRunner) -> None:
+    made = mem("remember", "-", "--kind", "gotcha", "--json", stdin="  Staging needs the VPN\n")
+    item = json_of(made)["item"]
+    assert (item["text"], item["kind"]) == ("Staging needs the VPN", "gotcha")
+    shown = mem("remember", "-", stdin="Deploys go out on Tuesdays\n\nand never on Fridays\n")
+    assert shown.returncode == 0, shown.stderr
+    assert json_of(mem("show", shown.stdout.strip(), "--json"))["item"]["text"] == (
+        "Deploys go out on Tuesdays\n\nand never on Fridays"
+    )
+
+
+def test_remember_dash_refuses_empty_standard_input(mem: MemRunner) -> None:
+    for stdin in ("", "  \n\n"):
+        refused = mem("remember", "-", stdin=stdin)
+        assert refused.returncode == 2
+        assert error_line(refused) == (
+            "mem: error: standard input is empty: pipe the text in, or give it as an "
+            "argument (see `mem remember --help`)"
+        )
+    assert _items(mem) == []
+
+
+def test_remember_dash_holds_standard_input_to_the_text_limit(mem: MemRunner) -> None:
+    over = mem("remember", "-", stdin="y" * 9 * 1024 + "\n")
+    assert over.returncode == 2
+    assert error_line(over) == (
+        "mem: error: text is 9216 bytes; the limit is 8192 bytes (8 KiB): "
+        "remember one fact at a time"
+    )
+    # Far more is not read whole to find out.
+    flood = mem("remember", "-", stdin="z" * (1 << 20))
+    assert flood.returncode == 2
+    assert error_line(flood) == (
+        "mem: error: standard input holds more than 16384 bytes; the limit is 8192 bytes "
+        "(8 KiB): remember one fact at a time (see `mem remember --help`)"
+    )
+    assert _items(mem) == []
+
+
+def test_remember_dash_refuses_standard_input_that_is_not_utf8(mem: MemRunner) -> None:
+    command = [sys.executable, "-m", "memmesh", "--home", str(mem.home), "remember", "-"]
+    refused = subprocess.run(command, input=b"caf\xe9 au lait\n", capture_output=True, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.decode() == (
+        "mem: error: standard input is not UTF-8 text (see `mem remember --help`)\n"
+    )
+
+
+def test_revise_dash_reads_the_new_text_from_standard_input(mem: MemRunner) -> None:
+    old = json_of(mem("remember", WEBHOOKS, "--json"))["id"]
+    revised = mem("revise", old, "-", stdin="The billing service retries webhooks 8 times\n")
+    assert revised.returncode == 0, revised.stderr
+    new = json_of(mem("show", revised.stdout.strip(), "--json"))["item"]
+    assert (new["text"], new["supersedes"]) == ("The billing service retries webhooks 8 times", old)
+    empty = mem("revise", new["id"], "-", stdin="")
+    assert empty.returncode == 2
+    assert error_line(empty) == (
+        "mem: error: standard input is empty: pipe the text in, or give it as an argument "
+        "(see `mem revise --help`)"
+    )
 
 
 # -- bad input -------------------------------------------------------------------------------

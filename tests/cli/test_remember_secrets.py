@@ -110,7 +110,7 @@ def test_a_kept_secret_can_never_be_published_not_even_with_force(
         "share": {"kinds": ["fact"]},
     }
     (home / "team.yaml").write_text(yaml.safe_dump(policy), encoding="utf-8")
-    item_id = mem("remember", RELEASE, "--keep-secret").stdout.strip()
+    item_id = json_of(mem("remember", RELEASE, "--keep-secret", "--json"))["id"]
 
     for extra in ((), ("--force",)):
         refused = mem("team", "publish", item_id, *extra)

@@ -5,6 +5,7 @@ What a teammate sees is read from the coordinator over HTTP, as a teammate asks 
 author's peer daemon is down throughout, so the coordinator's answer is all there is.
 """
 
+import json
 import subprocess
 from typing import Any
 
@@ -43,8 +44,10 @@ def _shared(team: Team, **policy: Any) -> tuple[Member, Member, str]:
     """ada (with ``policy``) remembers, publishes and syncs a billing decision through the
     command line; bob is her teammate. Returns both and the item id."""
     ada, bob = team.add("ada", **policy), team.add("bob")
-    item_id = _mem(ada, "remember", LOCKS, "--kind", "decision", "--project", "billing")
-    item = item_id.stdout.strip()
+    remembered = _mem(
+        ada, "remember", LOCKS, "--kind", "decision", "--project", "billing", "--json"
+    )
+    item = json.loads(remembered.stdout)["id"]  # whole: the text shows it shortened
     _mem(ada, "team", "publish", item)
     _mem(ada, "team", "sync")
     assert _served(team, bob, LOCKS_QUERY) == [(item, LOCKS)]
@@ -147,9 +150,9 @@ def test_revise_with_auto_sync_serves_neither_text_until_the_revision_is_publish
 ) -> None:
     ada, bob, item = _shared(loopback_team, auto_sync=True)
 
-    revised = _mem(ada, "revise", item, REVISED)
+    revised = _mem(ada, "revise", item, REVISED, "--json")
 
-    new = revised.stdout.strip()
+    new = json.loads(revised.stdout)["id"]
     assert revised.stderr == (
         f"mem: warning: the revision is not shared until you publish it: `mem team publish {new}`\n"
     )
@@ -177,9 +180,9 @@ def test_revise_without_auto_sync_says_so_and_that_the_revision_is_not_shared(
 ) -> None:
     ada, bob, item = _shared(loopback_team)
 
-    revised = _mem(ada, "revise", item, REVISED)
+    revised = _mem(ada, "revise", item, REVISED, "--json")
 
-    new = revised.stdout.strip()
+    new = json.loads(revised.stdout)["id"]
     assert revised.stderr.splitlines() == [
         NOT_PUSHED + "(auto_sync is off)",
         f"mem: warning: the revision is not shared until you publish it: `mem team publish {new}`",

@@ -252,7 +252,7 @@ def test_get_by_full_id_unique_prefix_and_lower_case(home: Path) -> None:
         assert store.get(f"  {new.id[:5]} ").id == new.id
 
 
-@pytest.mark.parametrize("unknown", ["01ZZZZZZZZZZZZZZZZZZZZZZZZ", "ZZZZ", "abc", "", "not-an-id!"])
+@pytest.mark.parametrize("unknown", ["01ZZZZZZZZZZZZZZZZZZZZZZZZ", "ZZZZ", "not-an-id!"])
 def test_get_an_unknown_id_raises_item_not_found(store: Store, unknown: str) -> None:
     store.remember(WEBHOOKS)
     with pytest.raises(ItemNotFound) as caught:
@@ -260,10 +260,16 @@ def test_get_an_unknown_id_raises_item_not_found(store: Store, unknown: str) -> 
     assert caught.value.item_id == unknown
 
 
-def test_get_a_prefix_shorter_than_four_characters_is_not_found(store: Store) -> None:
+@pytest.mark.parametrize("length", [0, 1, 3])
+def test_get_a_prefix_shorter_than_four_characters_is_refused_as_too_short(
+    store: Store, length: int
+) -> None:
     item, _ = store.remember(WEBHOOKS)
-    with pytest.raises(ItemNotFound):
-        store.get(item.id[:3])
+    with pytest.raises(InvalidInput) as caught:
+        store.get(item.id[:length])
+    assert caught.value.message == (
+        f"id prefix {item.id[:length]!r} is too short: give at least 4 characters"
+    )
 
 
 def test_get_an_ambiguous_prefix_raises_ambiguous_id(home: Path) -> None:
@@ -276,7 +282,9 @@ def test_get_an_ambiguous_prefix_raises_ambiguous_id(home: Path) -> None:
         with pytest.raises(AmbiguousId) as caught:
             store.get(first.id[:4])
         assert caught.value.prefix == first.id[:4]
+        assert caught.value.count == 3
         assert "matches 3 items" in str(caught.value)
+        assert len(caught.value.candidates) == 3
         assert store.get(second.id).id == second.id
 
 

@@ -13,7 +13,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -42,6 +42,8 @@ __all__ = [
     "port",
     "positive_float",
     "positive_int",
+    "shown_id",
+    "shown_ids",
     "url",
     "warn",
 ]
@@ -196,6 +198,21 @@ def _team_name(home: Path) -> str | None:
     except PolicyError:
         return None
     return policy.identity.name if policy.identity else None
+
+
+def shown_ids(store: "Store", item_ids: Iterable[str]) -> dict[str, str]:
+    """How each of ``item_ids`` is shown in a command's text: the shortest prefix of at least
+    10 characters that no other item in the store shares (``memmesh.local.ids``), all of them
+    padded to the longest so that a listing's columns line up. Every command shows ids through
+    it or :func:`shown_id`; ``mem show`` and ``--json`` give them whole."""
+    short = store.short_ids(list(item_ids))
+    width = max(map(len, short.values()), default=0)
+    return {item_id: shown.ljust(width) for item_id, shown in short.items()}
+
+
+def shown_id(store: "Store", item_id: str) -> str:
+    """:func:`shown_ids` for one id."""
+    return shown_ids(store, [item_id]).get(item_id, item_id)
 
 
 def nonempty(value: str) -> str:

@@ -3,8 +3,9 @@
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from memmesh.cli import _edit
 from memmesh.cli._common import (
     command_adder,
     emit,
@@ -12,8 +13,11 @@ from memmesh.cli._common import (
     nonempty,
     open_store,
     positive_int,
+    shown_id,
+    shown_ids,
     warn,
 )
+from memmesh.cli._input import keep_secret_option, screened, text_argument
 from memmesh.errors import ExitCode
 from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
@@ -26,8 +30,10 @@ __all__ = ["register"]
 
 _REMEMBER = (
     "Remember a fact, decision, gotcha or command. Prints the item's id. The same fact again "
-    "reinforces the existing item instead of adding a copy."
+    "reinforces the existing item instead of adding a copy (its kind stays; `mem edit` "
+    "changes it)."
 )
+_ID = "item id, or a unique prefix of at least 4 characters"
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -40,16 +46,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         _remember,
         _REMEMBER,
         'mem remember "CI caches node_modules; bust it with CACHE_VERSION" --kind gotcha',
-        description=_REMEMBER + " A secret in the text (a token, a key, a password) is stored "
+        description=_REMEMBER + " Ids are shown by their first 10 characters, more when "
+        "another item shares them. A secret in the text (a token, a key, a password) is stored "
         "as [redacted: <kind>], and a tag holding one is dropped; a warning says so.",
     )
-    p.add_argument("text", help="what to remember (at most 8 KiB)")
-    p.add_argument(
-        "--kind", default="fact", choices=KINDS, help="what sort of item (default: fact)"
-    )
+    p.add_argument("text", help="what to remember (at most 8 KiB); - reads it from standard input")
+    p.add_argument("--kind", choices=KINDS, help="what sort of item (default: fact)")
     _project_options(p, allow_global=True)
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
-    _keep_secret_option(p)
+    keep_secret_option(p)
 
     p = command(
         "recall",
@@ -62,8 +67,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p.add_argument("-k", type=int, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
     _project_options(p, allow_global=False)
 
-    p = command("show", _show, "Show one item in full, by id or unique id prefix.", "mem show 01J9")
-    p.add_argument("id", help="item id or a unique prefix of at least 4 characters")
+    p = command(
+        "show",
+        _show,
+        "Show one item in full, by id or unique id prefix. A prefix several items share "
+        "lists them.",
+        "mem show 01J9",
+    )
+    p.add_argument("id", help=_ID)
 
     p = command(
         "list",
@@ -87,9 +98,10 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "Archive an item: it stays in history but is never recalled again. If it was "
         "published, its publication is retracted: pushed at once with auto_sync, else at the "
         "next `mem team sync` (teammates see it until then).",
-        "mem forget 01J9ZC4",
+        "mem forget 01J9ZC4XQM",
     )
-    p.add_argument("id", help="item id or unique prefix")
+    p.add_argument("id", help=_ID)
+    _edit.add_unforget(command, _ID)
 
     p = command(
         "revise",
@@ -97,24 +109,25 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "Replace an item's text: a new item supersedes the old one, which is kept as history. "
         "Prints the new id. If the old one was published, it is retracted as by `mem forget`, "
         "and the new one is shared only once you publish it.",
-        'mem revise 01J9ZC4 "Webhooks are retried 8 times, not 5"',
+        'mem revise 01J9ZC4XQM "Webhooks are retried 8 times, not 5"',
         description="Replace an item's text: a new item supersedes the old one, which is kept "
         "as history. Prints the new id. If the old one was published, it is retracted as by "
         "`mem forget`, and the new one is shared only once you publish it. A secret in the new "
         "text is stored as [redacted: <kind>], as mem remember does; a warning says so.",
     )
-    p.add_argument("id", help="item id or unique prefix")
-    p.add_argument("text", help="the corrected text")
-    _keep_secret_option(p)
+    p.add_argument("id", help=_ID)
+    p.add_argument("text", help="the corrected text; - reads it from standard input")
+    keep_secret_option(p)
+    _edit.add_edit(command, _ID)
 
     p = command(
         "outcome",
         _outcome,
         "Report whether acting on an item worked. Items that keep failing drop out of recall "
         "until their failures fade (counts halve every 90 days).",
-        "mem outcome 01J9ZC4 worked",
+        "mem outcome 01J9ZC4XQM worked",
     )
-    p.add_argument("id", help="item id or unique prefix")
+    p.add_argument("id", help=_ID)
     p.add_argument("result", choices=("worked", "failed", "partial"))
 
     command("stats", _stats, "Summarise the store and its journal.", "mem stats --json")
@@ -131,7 +144,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "interrupt: the old vectors stay in force until the end, and a rerun resumes.",
         "mem reindex --embedder e5-small",
     )
-    p.add_argument("--embedder", metavar="NAME", help="embedder to switch to (hashing, e5-small, wordllama)")
+    p.add_argument(
+        "--embedder", metavar="NAME", help="embedder to switch to (hashing, e5-small, wordllama)"
+    )
 
 
 def _project_options(parser: argparse.ArgumentParser, *, allow_global: bool) -> None:
@@ -153,66 +168,25 @@ def _project(args: argparse.Namespace) -> str:
     return resolve_project(args.project)
 
 
-def _keep_secret_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--keep-secret",
-        action="store_true",
-        help="store a detected secret as written, not redacted; the item can then never be "
-        "published",
-    )
-
-
-class _Screened(NamedTuple):
-    """What is about to be stored, after :func:`_screened`, and the detectors that fired."""
-
-    text: str
-    tags: list[str]
-    redacted: tuple[str, ...]
-    kept: list[str]
-
-    def report(self, data: dict[str, Any]) -> None:
-        """Warn of what was redacted or kept, and say it in ``data`` (the ``--json`` shape)."""
-        if self.redacted:
-            warn(
-                f"redacted {_secrets(self.redacted)} before storing it; "
-                "to store the text as written, add --keep-secret"
-            )
-            data["redacted"] = list(self.redacted)
-        if self.kept:
-            warn(f"kept {_secrets(self.kept)} as written: this item can never be published")
-            data["kept_secrets"] = self.kept
-
-
-def _screened(args: argparse.Namespace, text: str, tags: list[str]) -> _Screened:
-    """``text`` and ``tags`` with every detected secret redacted, unless ``--keep-secret``."""
-    from memmesh.policy import find_secrets, redact
-
-    if args.keep_secret:
-        kept = [f.detector for f in find_secrets("\n".join([text, *tags]))]
-        return _Screened(text, tags, (), kept)
-    clean = redact(text, tags)
-    return _Screened(clean.text, list(clean.tags), clean.detectors, [])
-
-
 def _remember(args: argparse.Namespace) -> int:
     project = _project(args)
-    screened = _screened(args, args.text, args.tag)
+    safe = screened(args, text_argument(args.text, "remember"), args.tag)
     with open_store(args) as store:
         item, status = store.remember(
-            screened.text, kind=args.kind, project=project, tags=screened.tags
+            safe.text, kind=args.kind or "fact", project=project, tags=safe.tags
         )
+        shown = shown_id(store, item.id)
     data = {"id": item.id, "status": status, "item": item.to_dict()}
-    screened.report(data)
+    safe.report(data)
     if status == "reinforced" and not getattr(args, "json", False):
         print(f"reinforced an existing item ({item.reinforcements}x)", file=sys.stderr)
-    emit(args, data, item.id)
+    if args.kind not in (None, item.kind):
+        warn(
+            f"its kind stays {item.kind} (not {args.kind}); to change it: "
+            f"`mem edit {shown} --kind {args.kind}`"
+        )
+    emit(args, data, shown)
     return ExitCode.OK
-
-
-def _secrets(detectors: list[str] | tuple[str, ...]) -> str:
-    """``a secret (github-token)``, ``2 secrets (github-token, password-in-url)``."""
-    count = "a secret" if len(detectors) == 1 else f"{len(detectors)} secrets"
-    return f"{count} ({', '.join(dict.fromkeys(detectors))})"
 
 
 def _recall(args: argparse.Namespace) -> int:
@@ -221,7 +195,8 @@ def _recall(args: argparse.Namespace) -> int:
     project = _project(args)
     with open_store(args) as store:
         answer = recall(store, args.query, k=args.k, project=project)
-    emit(args, recall_json(answer), _recall_text(answer))
+        shown = shown_ids(store, [hit.item.id for hit in answer.hits])
+    emit(args, recall_json(answer), _recall_text(answer, shown))
     return ExitCode.OK
 
 
@@ -251,11 +226,12 @@ def recall_json(answer: "Recall") -> dict[str, Any]:
     }
 
 
-def _recall_text(answer: "Recall") -> str:
+def _recall_text(answer: "Recall", shown: dict[str, str]) -> str:
     if answer.abstained:
         return f"nothing relevant in {' + '.join(answer.projects)} (abstained)"
     return "\n".join(
-        f"{hit.score:.3f}  {hit.item.id}  [{hit.item.kind}, {hit.item.project}]  {hit.item.text}"
+        f"{hit.score:.3f}  {shown[hit.item.id]}  [{hit.item.kind}, {hit.item.project}]  "
+        f"{hit.item.text}"
         for hit in answer.hits
     )
 
@@ -293,7 +269,8 @@ def _list(args: argparse.Namespace) -> int:
     status = None if args.status == "all" else args.status
     with open_store(args) as store:
         items = store.items(project=args.project, kind=args.kind, status=status, limit=args.limit)
-    text = "\n".join(f"{i.id}  [{i.kind}, {i.project}, {i.status}]  {i.text}" for i in items)
+        shown = shown_ids(store, [i.id for i in items])
+    text = "\n".join(f"{shown[i.id]}  [{i.kind}, {i.project}, {i.status}]  {i.text}" for i in items)
     emit(args, {"items": [i.to_dict() for i in items]}, text or "no items")
     return ExitCode.OK
 
@@ -303,33 +280,33 @@ def _forget(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         forgotten = forget(home_of(args), store, args.id)
+        shown = shown_id(store, forgotten.item.id)
     warn(forgotten.warning)
     item = forgotten.item
-    emit(
-        args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"archived {item.id}"
-    )
+    emit(args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"archived {shown}")
     return ExitCode.OK
 
 
 def _revise(args: argparse.Namespace) -> int:
     from memmesh.team.changes import revise
 
-    screened = _screened(args, args.text, [])
+    safe = screened(args, text_argument(args.text, "revise"), [])
     with open_store(args) as store:
-        revised = revise(home_of(args), store, args.id, screened.text)
+        revised = revise(home_of(args), store, args.id, safe.text)
+        shown = shown_id(store, revised.new.id)
     warn(revised.warning)
     warn(revised.unshared)
     new = revised.new
     data = {"id": new.id, "status": "revised", "superseded": revised.old.id, "item": new.to_dict()}
-    screened.report(data)
-    emit(args, data, new.id)
+    safe.report(data)
+    emit(args, data, shown)
     return ExitCode.OK
 
 
 def _outcome(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         item = store.outcome(args.id, args.result)
-    note = f"{item.id}: score {item.outcome_score:+.2f}"
+        note = f"{shown_id(store, item.id)}: score {item.outcome_score:+.2f}"
     if item.outcome_score <= outcomes.EXCLUDE_AT:
         note += " (left out of recall until its failures fade)"
     emit(

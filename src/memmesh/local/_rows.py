@@ -6,7 +6,6 @@ write lock): that is how the in-process indexes follow the table.
 
 import hashlib
 import json
-import re
 import sqlite3
 from typing import Any, NamedTuple
 
@@ -14,7 +13,6 @@ import numpy as np
 
 from memmesh.embed import Vectors
 from memmesh.local import outcomes
-from memmesh.local.errors import AmbiguousId, ItemNotFound
 from memmesh.local.items import Item, Kind, Status
 
 __all__ = [
@@ -25,7 +23,6 @@ __all__ = [
     "content_hash",
     "counts",
     "erase",
-    "find",
     "insert",
     "item_of",
     "newest",
@@ -39,8 +36,6 @@ __all__ = [
     "same_text",
     "vector_bytes",
 ]
-
-_ID_PREFIX = re.compile(r"[0-9A-HJKMNP-TV-Z]{4,26}")
 
 
 class ItemRow(NamedTuple):
@@ -215,25 +210,6 @@ def raw_outcomes(
 
 
 # -- reading rows ----------------------------------------------------------------------
-
-
-def find(conn: sqlite3.Connection, item_id: str, now: float) -> Item:
-    """The item with this id or unique prefix (at least 4 characters)."""
-    wanted = item_id.strip().upper()
-    if not _ID_PREFIX.fullmatch(wanted):
-        raise ItemNotFound(item_id)
-    bounds = (wanted, wanted + "Z" * (26 - len(wanted)))
-    rows = conn.execute(
-        f"SELECT {ITEM_COLUMNS} FROM items WHERE id >= ? AND id <= ? LIMIT 2", bounds
-    ).fetchall()
-    if not rows:
-        raise ItemNotFound(item_id)
-    if len(rows) > 1:
-        (count,) = conn.execute(
-            "SELECT count(*) FROM items WHERE id >= ? AND id <= ?", bounds
-        ).fetchone()
-        raise AmbiguousId(item_id, count)
-    return item_of(rows[0], now)
 
 
 def newest(

@@ -4,8 +4,9 @@ MemmeshError
 └── StoreError
     ├── InvalidInput          text, kind, project or tag refused (exit 2)
     ├── ItemNotFound          no item with that id or id prefix
-    ├── AmbiguousId           an id prefix matches several items (exit 2)
+    ├── AmbiguousId           an id prefix matches several items, named (exit 2)
     ├── NotActive             the item is archived or superseded
+    ├── NotRestorable         unforget of an item that was not forgotten, or cannot come back
     ├── CorruptDatabase       the store file is damaged or not SQLite
     ├── ForeignDatabase       a SQLite file that some other program owns
     ├── SchemaTooNew          written by a newer memmesh
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidInput",
     "ItemNotFound",
     "NotActive",
+    "NotRestorable",
     "SchemaTooNew",
     "StoreError",
     "StoreFull",
@@ -57,14 +59,26 @@ class ItemNotFound(StoreError):
 
 
 class AmbiguousId(StoreError):
-    """An id prefix names more than one item."""
+    """An id prefix names more than one item; the message lists the first ten.
+
+    ``count`` items have it; ``candidates`` describes the first of them in id order
+    (``01J9ZC4XQM gotcha "its first words…"``).
+    """
 
     exit_code = ExitCode.USAGE
     status = 400
 
-    def __init__(self, prefix: str, count: int) -> None:
-        super().__init__(f"id prefix {prefix!r} matches {count} items; give more characters")
+    def __init__(self, prefix: str, count: int, candidates: tuple[str, ...] = ()) -> None:
+        named = " | ".join(candidates)
+        if count > len(candidates) and candidates:
+            named += f" | and {count - len(candidates)} more"
+        super().__init__(
+            f"id prefix {prefix!r} matches {count} items; give more characters"
+            + (f": {named}" if named else "")
+        )
         self.prefix = prefix
+        self.count = count
+        self.candidates = candidates
 
 
 class NotActive(StoreError):
@@ -76,6 +90,21 @@ class NotActive(StoreError):
         super().__init__(f"item {item_id} is {status}; only active items can be changed")
         self.item_id = item_id
         self.item_status = status
+
+
+class NotRestorable(StoreError):
+    """The item cannot be brought back to active; the message says why.
+
+    It is active, it was revised rather than forgotten, its text was erased, or an active item
+    says the same (``reason``).
+    """
+
+    status = 409
+
+    def __init__(self, item_id: str, reason: str) -> None:
+        super().__init__(f"item {item_id} {reason}")
+        self.item_id = item_id
+        self.reason = reason
 
 
 class CorruptDatabase(StoreError):

@@ -9,14 +9,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memmesh import text as _text
 from memmesh._files import private_folder, reason
-from memmesh.embed import Vectors, get_embedder, unit_vector
-from memmesh.local import _embedding, _rows, _scrub, journal, outcomes
+from memmesh.embed import get_embedder, unit_vector
+from memmesh.local import _changes, _embedding, _lookup, _rows, _scrub, journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of, scoped
 from memmesh.local._index import SearchIndex
 from memmesh.local._rows import ItemRow, content_hash, item_of, rows_in
-from memmesh.local.errors import EmbedderMismatch, HomeNotCreated, InvalidInput, NotActive
+from memmesh.local.errors import EmbedderMismatch, HomeNotCreated, InvalidInput
 from memmesh.local.ids import new_id
 from memmesh.local.items import (
     GLOBAL,
@@ -175,7 +174,10 @@ class Store:
         with self._writing() as conn:
             # Only the novelty gate needs the vectors: the other writes never load them.
             self.index.load_vectors(conn)
-            seq = self._duplicate_of(conn, clean, vector, project)
+            seq = _lookup.duplicate_of(
+                conn, self.index, clean, vector, project,
+                author=self.author, cosine=self.embedder.duplicate_cosine,
+            )  # fmt: skip
             if seq is not None:
                 current = _rows.one(conn, "seq = ?", seq, now)
                 _rows.reinforce(conn, seq, check_tags(list(current.tags) + list(tag_list)), now)
@@ -242,10 +244,40 @@ class Store:
         """Archive an active item: it stays in history but is no longer recalled."""
         now = self.clock()
         with self._writing() as conn:
-            item = self._active(conn, item_id, now)
+            item = _lookup.active(conn, item_id, now)
             _rows.change(conn, item.id, now, status="archived")
             journal.log(conn, now, "forget", item.id)
             return _rows.one(conn, "id = ?", item.id, now)
+
+    def unforget(self, item_id: str) -> Item:
+        """Make a forgotten (archived) item active again: recalled as before.
+
+        Raises :class:`NotRestorable` when it is active, was revised rather than forgotten,
+        was erased (a purge), or an active item of its project says the same.
+        """
+        now = self.clock()
+        with self._writing() as conn:
+            return _changes.unforget(conn, item_id, now)
+
+    def edit(
+        self,
+        item_id: str,
+        *,
+        kind: str | None = None,
+        project: str | None = None,
+        add_tags: list[str] | tuple[str, ...] = (),
+        remove_tags: list[str] | tuple[str, ...] = (),
+    ) -> tuple[Item, Item]:
+        """Change an active item's kind, project or tags in place: the same id, no new version,
+        its track record kept. Returns ``(before, after)``; nothing is written when they agree.
+
+        Raises :class:`InvalidInput` for a tag to remove that the item lacks, a tag both added
+        and removed, or a project where an active item already says the same.
+        """
+        change = _changes.Edit.checked(kind, project, add_tags, remove_tags)
+        now = self.clock()
+        with self._writing() as conn:
+            return _changes.edit(conn, item_id, change, now)
 
     def revise(self, item_id: str, text: str) -> tuple[Item, Item]:
         """Replace an active item's text: a new item supersedes the old, which is kept.
@@ -257,7 +289,7 @@ class Store:
         vector = self.embedder.embed([clean])[0]
         now = self.clock()
         with self._writing() as conn:
-            old = self._active(conn, item_id, now)
+            old = _lookup.active(conn, item_id, now)
             if clean == old.text:
                 raise InvalidInput(f"the new text of {old.id} is the same as the old one")
             new = new_id(now)
@@ -273,7 +305,7 @@ class Store:
             raise InvalidInput(f"outcome must be worked, failed or partial, not {result!r}")
         now = self.clock()
         with self._writing() as conn:
-            item = _rows.find(conn, item_id, now)
+            item = _lookup.find(conn, item_id, now)
             *stored, counted_at = _rows.raw_outcomes(conn, item.id)
             counts = {
                 name: outcomes.decay(value, counted_at, now)
@@ -288,10 +320,16 @@ class Store:
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, item_id: str, tx: Transaction | None = None) -> Item:
-        """The item with this id, or with this unique id prefix (at least 4 characters);
-        read through ``tx`` when given."""
+        """The item with this id, or with this unique id prefix (at least 4 characters; see
+        :mod:`memmesh.local.ids`); read through ``tx`` when given."""
         with self.read(tx) as reader:
-            return _rows.find(connection_of(reader), item_id, self.clock())
+            return _lookup.find(connection_of(reader), item_id, self.clock())
+
+    def short_ids(self, item_ids: list[str]) -> dict[str, str]:
+        """The id to show for each of ``item_ids`` the store holds: its first 10 characters,
+        or more when another item shares them (see :mod:`memmesh.local.ids`)."""
+        with self._db.read() as conn:
+            return _lookup.short_ids(conn, item_ids)
 
     def items(
         self,
@@ -394,35 +432,3 @@ class Store:
         before it answers: about 0.7 s per 10,000 items with the lexicon)."""
         with self.searching():
             pass
-
-    # -- internals -------------------------------------------------------------------------
-
-    def _duplicate_of(
-        self,
-        conn: sqlite3.Connection,
-        clean: str,
-        vector: Vectors,
-        project: str,
-    ) -> int | None:
-        """Row number of an active item this text repeats, if any (the novelty gate)."""
-        same = _rows.same_text(conn, content_hash(clean), project)
-        if same is not None:
-            return same
-        with self.index.lock:
-            closest = self.index.vectors.view().search(vector, [project], 5)
-        near = [seq for seq, cosine in closest if cosine >= self.embedder.duplicate_cosine]
-        if not near:
-            return None
-        keys = _text.key_tokens(clean)
-        candidates = {row.seq: row for row in rows_in(conn, "seq", near)}
-        for seq in near:
-            item = candidates[seq]
-            if item.author == self.author and _text.key_tokens(item.text) == keys:
-                return seq
-        return None
-
-    def _active(self, conn: sqlite3.Connection, item_id: str, now: float) -> Item:
-        item = _rows.find(conn, item_id, now)
-        if item.status != "active":
-            raise NotActive(item.id, item.status)
-        return item
