@@ -30,9 +30,7 @@ def serves_tls(host: str, *, tls: bool = False, insecure_http: bool = False) -> 
 
 
 def check_transport(url: SoundUrl, *, insecure_http: bool) -> None:
-    """Refuse plain ``http`` beyond loopback (:class:`InsecureUrl`) unless allowed.
-
-    """
+    """Refuse plain ``http`` beyond loopback (:class:`InsecureUrl`) unless allowed."""
     parts = urlsplit(url)
     if parts.scheme == "http" and not insecure_http and not is_loopback(parts.hostname or ""):
         raise InsecureUrl(url)
