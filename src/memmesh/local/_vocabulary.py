@@ -67,38 +67,38 @@ class Vocabulary:
         if len(terms) <= _FEW:
             found = (self.get(term) for term in terms)
             return np.fromiter((-1 if i is None else i for i in found), np.int64, len(terms))
-        return self._find(terms, _hashes(terms))
+        hashes = _hashes(terms)
+        return self._find(terms, hashes, np.argsort(hashes))
 
     def with_terms(self, terms: Sequence[str]) -> tuple["Vocabulary", Int]:
         """This vocabulary with each of ``terms`` (distinct) it lacks added, and the id of
         each of ``terms``."""
         hashes = _hashes(terms)
-        found = self._find(terms, hashes)
-        missing = np.flatnonzero(found < 0)
-        if not len(missing):
+        order = np.argsort(hashes)
+        found = self._find(terms, hashes, order)
+        # The new terms in the order of their hashes, and in the order given (their ids').
+        new_by_hash = order[found[order] < 0]
+        if not len(new_by_hash):
             return self, found
-        new_ids = np.arange(len(self), len(self) + len(missing), dtype=np.int64)
-        found[missing] = new_ids
-        added = [terms[i].encode() for i in missing.tolist()]
-        sizes = np.fromiter(map(len, added), dtype=np.int64, count=len(added))
+        new = np.sort(new_by_hash)
+        found[new] = np.arange(len(self), len(self) + len(new))
+        blob, sizes = _encoded([terms[i] for i in new.tolist()])
         end = int(self.ends[-1]) if len(self) else 0
-        new_hashes = hashes[missing]
-        order = np.argsort(new_hashes, kind="stable")
-        places = np.searchsorted(self.hashes, new_hashes[order], side="right")
+        places = np.searchsorted(self.hashes, hashes[new_by_hash], side="right")
         grown = Vocabulary(
-            blob=self.blob + b"".join(added),
+            blob=self.blob + blob,
             ends=np.concatenate([self.ends, end + np.cumsum(sizes)]),
-            hashes=np.insert(self.hashes, places, new_hashes[order]),
-            ids=np.insert(self.ids, places, new_ids[order].astype(np.int32)),
+            hashes=np.insert(self.hashes, places, hashes[new_by_hash]),
+            ids=np.insert(self.ids, places, found[new_by_hash].astype(np.int32)),
         )
         return grown, found
 
-    def _find(self, terms: Sequence[str], hashes: Int) -> Int:
+    def _find(self, terms: Sequence[str], hashes: Int, order: Int) -> Int:
+        """:meth:`find`, given the terms' hashes and the order that sorts them."""
         out = np.full(len(terms), -1, dtype=np.int64)
         if not len(self) or not len(terms):
             return out
         # Sorted, the needles walk the haystack in order: several times quicker.
-        order = np.argsort(hashes)
         lows = np.empty(len(terms), dtype=np.int64)
         highs = np.empty(len(terms), dtype=np.int64)
         lows[order] = np.searchsorted(self.hashes, hashes[order], side="left")
@@ -138,6 +138,15 @@ class Vocabulary:
 def _hashes(terms: Sequence[str]) -> Int:
     """Each term's ``hash()`` (this process's own: the vocabulary never leaves it)."""
     return np.fromiter(map(hash, terms), dtype=np.int64, count=len(terms))
+
+
+def _encoded(terms: list[str]) -> tuple[bytes, Int]:
+    """The terms' UTF-8 bytes end to end, and the size of each."""
+    blob = "".join(terms).encode()
+    sizes = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
+    if len(blob) != int(sizes.sum()):  # not all ASCII: a character may be several bytes
+        sizes = np.fromiter((len(term.encode()) for term in terms), np.int64, len(terms))
+    return blob, sizes
 
 
 EMPTY_VOCABULARY = Vocabulary(
