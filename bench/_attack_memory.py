@@ -5,7 +5,7 @@ Run from the repository root::
 
     .venv/bin/python bench/_attack_memory.py                       # 1,000 items, 2 members
     .venv/bin/python bench/_attack_memory.py --items 2000 --members 4 --words random,normal
-    .venv/bin/python bench/_attack_memory.py --serve-arg=--max-member-items=100000
+    .venv/bin/python bench/_attack_memory.py --serve-arg=--member-items=100000
 
 ``mem coordinator serve`` runs in its own process (as ``python -m memmesh``) over a fresh data
 folder, on 127.0.0.1 and a free port, with a team token. Each member (an Ed25519 key made
