@@ -18,6 +18,7 @@ Those products run on one BLAS thread (see :func:`_one_blas_thread`).
 
 import functools
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -30,7 +31,9 @@ from memmesh.local.errors import DamagedVector
 
 __all__ = ["VectorIndex", "View"]
 
-_INITIAL_CAPACITY = 256
+# A project's arrays start with room for one row and grow by a quarter: any member may name
+# projects, and one item in a project of its own must not cost the room of hundreds.
+_INITIAL_CAPACITY = 1
 _T = TypeVar("_T", bound=np.generic)
 
 
@@ -61,15 +64,17 @@ class _Block:
         if needed <= capacity:
             return
         while capacity < needed:
-            capacity *= 2
+            capacity += capacity // 4 + 1
         self.matrix = _grown(self.matrix, capacity)
         self.seqs = _grown(self.seqs, capacity)
         self.active = _grown(self.active, capacity)
 
     def unshare(self) -> None:
-        """Fresh copies of the arrays whose loaded rows are about to change."""
-        self.matrix = self.matrix.copy()
-        self.active = self.active.copy()
+        """Fresh copies of the arrays whose loaded rows are about to change (of their rows
+        only: the room left after them is not written)."""
+        capacity = self.matrix.shape[0]
+        self.matrix = _grown(self.matrix[: self.size], capacity)
+        self.active = _grown(self.active[: self.size], capacity)
 
 
 class VectorIndex:
@@ -103,6 +108,10 @@ class VectorIndex:
         if any(self._where.get(row[0], (row[2],))[0] != row[2] for row in rows):
             # An item moves to another project: views keep the old places.
             self._where = dict(self._where)
+        # Room for every new row at once: a first load fills its arrays exactly.
+        for project, count in Counter(row[2] for row in rows if row[0] not in self._where).items():
+            block = self._blocks.get(project) or self._new_block(project)
+            block.reserve(block.size + count)
         # Per project, the rows to write and their vectors, to copy in one go.
         targets: dict[str, tuple[list[int], list[bytes]]] = {}
         for seq, rev, project, active, blob in rows:
