@@ -14,8 +14,10 @@ batch the first member's authorised search is asked, as a served team asks all d
 in-memory indexes follow the publications as they come. Each item's text is as long as an
 item may be (8 KiB); ``random`` words are made of random letters (almost every one a new term),
 ``normal`` ones come from a vocabulary of 2,000 words, as a team's notes repeat theirs;
-``team`` items are bench/coordinator.py's synthetic team memories (about 120 characters each,
-with the vector the member's embedder gives them), the size a real team's items are.
+``team`` items are bench/coordinator.py's synthetic team memories (about 85 characters each,
+with the vector the member's embedder gives them), the size a real team's items are;
+``projects`` items are three words each, every one in a project of its own, and each is
+published again as version 2 once searched (a changed row makes its project's arrays be copied).
 
 The resident memory is ``VmRSS`` of ``/proc/<pid>/status`` (``RssAnon``: the part that is not
 the database file mapped in); "healthy s" is the seconds from starting the process to the first
@@ -64,7 +66,7 @@ HEADER = [
     "anon MB",
     "healthy s",
     "search",
-    "answer",
+    "refusals",
 ]
 
 
@@ -73,17 +75,20 @@ def _word(rng: random.Random) -> str:
 
 
 class Texts:
-    """Item texts: of the longest size allowed, of random words or of a fixed vocabulary; or
-    ``team``: the synthetic team memories of bench/coordinator.py (about 120 characters)."""
+    """Item texts: of the longest size allowed, of random words or of a fixed vocabulary;
+    ``team``: the synthetic team memories of bench/coordinator.py; ``projects``: three words."""
 
     def __init__(self, words: str, seed: int) -> None:
         self.rng = random.Random(seed)
         self.vocabulary = [_word(self.rng) for _ in range(VOCABULARY)] if words == "normal" else []
         self.team = Corpus(seed) if words == "team" else None
+        self.short = words == "projects"
 
     def text(self) -> str:
         if self.team is not None:
             return self.team.memory().text
+        if self.short:
+            return " ".join(_word(self.rng) for _ in range(3))
         out: list[str] = []
         size = 0
         while size < MAX_TEXT_BYTES - 12:
@@ -104,14 +109,21 @@ def memory_mb(pid: int) -> tuple[float, float]:
 
 
 def _publication(
-    member: Identity, name: str, seq: int, text: str, embedder: HashingEmbedder | None
+    member: Identity,
+    seq: int,
+    text: str,
+    embedder: HashingEmbedder | None,
+    *,
+    item_id: str,
+    project: str = "global",
+    version: int = 1,
 ) -> PublishItem:
     """One signed publication; with ``embedder``, its vector too (as a member sends it)."""
     now = time.time()
     body = Publication(
-        format=FORMAT_VERSION, team=TEAM, item_id=new_id(now), version=1,
-        author_key=member.public_key_text, key_id=member.key_id, seq=seq, author=name,
-        published_at=now, text=text, kind="fact", project="global", tags=(),
+        format=FORMAT_VERSION, team=TEAM, item_id=item_id, version=version,
+        author_key=member.public_key_text, key_id=member.key_id, seq=seq, author="member",
+        published_at=now, text=text, kind="fact", project=project, tags=(),
         content_hash=text_hash(text),
         embedder=embedder.fingerprint if embedder else "none",
     )  # fmt: skip
@@ -150,8 +162,8 @@ def run_memory(
     seed: int = 7,
 ) -> list[list[object]]:
     """One row per phase (started, published, restarted) per kind of words: items sent,
-    accepted and refused (a refused batch: the statuses and the reason), memory, seconds to
-    healthy and the search's status."""
+    accepted and refused (and how: status and error code, items), memory, seconds to healthy
+    and the search's status."""
     rows: list[list[object]] = []
     for kind in words:
         with tempfile.TemporaryDirectory(prefix=f"memmesh-memory-{kind}-") as tmp:
@@ -175,28 +187,44 @@ class _Team:
         self.refusals: Counter[str] = Counter()
 
     def publish(self, client: httpx.Client, count: int, who: int) -> None:
-        """One batch of ``count`` new items by member ``who``."""
+        """One batch of ``count`` new items by member ``who`` (``projects``: each in a project
+        of its own, then, once searched, each again as version 2)."""
         member = self.members[who]
-        items = [
-            _publication(
-                member, f"m{who}", self.seqs[who] + i + 1, self.texts.text(), self.embedder
-            )
-            for i in range(count)
+        ids = [new_id(time.time()) for _ in range(count)]
+        projects = [
+            f"p{self.sent + i}" if self.kind == "projects" else "global" for i in range(count)
         ]
-        self.seqs[who] += count
-        body = encode(PublishRequest(items=items))
-        headers = signed(member, "/v1/publish", body)
-        answer = client.post("/v1/publish", content=body, headers=headers)
+        batches = [
+            [self._item(who, item, project, 1) for item, project in zip(ids, projects, strict=True)]
+        ]
+        if self.kind == "projects":
+            batches.append([self._item(who, i, p, 2) for i, p in zip(ids, projects, strict=True)])
+        for items in batches:
+            body = encode(PublishRequest(items=items))
+            headers = signed(member, "/v1/publish", body)
+            self._answered(client.post("/v1/publish", content=body, headers=headers), count)
+            _search(client, self.members[0])
         self.sent += count
+
+    def _item(self, who: int, item_id: str, project: str, version: int) -> PublishItem:
+        self.seqs[who] += 1
+        text = self.texts.text()
+        return _publication(
+            self.members[who], self.seqs[who], text, self.embedder,
+            item_id=item_id, project=project, version=version,
+        )  # fmt: skip
+
+    def _answered(self, answer: httpx.Response, count: int) -> None:
+        """Count the outcomes of one publish, or its refusal."""
         if answer.status_code == 200:
             results = msgspec.json.decode(answer.content, type=PublishResponse).results
             self.outcomes.update(result.status for result in results)
         else:
-            self.refusals[f"{answer.status_code} {_reason(answer)}"] += count
+            self.refusals[f"{answer.status_code} {_code(answer)}"] += count
 
     def row(self, phase: str, server: Server, healthy: float | None, search: int) -> list[object]:
         refused = sum(self.refusals.values())
-        answers = "; ".join(self.refusals)
+        answers = ", ".join(f"{what} x{count}" for what, count in self.refusals.items())
         rss, anon = memory_mb(_pid(server))
         accepted = self.outcomes["accepted"]
         return [self.kind, phase, self.sent, accepted, refused, rss, anon, healthy, search, answers]
@@ -225,7 +253,6 @@ def _one_kind(
             began = time.monotonic()
             while team.sent < items and time.monotonic() - began < max_seconds:
                 team.publish(client, min(batch, items - team.sent), (team.sent // batch) % members)
-                _search(client, asker)
                 if team.sent % (batch * 8) == 0:
                     rss, _ = memory_mb(_pid(server))
                     log(f"  [{kind}] {team.sent:,} of {items:,} sent, {rss:,.0f} MB resident")
@@ -248,12 +275,12 @@ def _server(data: Path, work: Path, serve_args: list[str]) -> Server:
     return server
 
 
-def _reason(answer: httpx.Response) -> str:
-    """The message of an error answer's document."""
+def _code(answer: httpx.Response) -> str:
+    """The code of an error answer's document (``quota_exceeded``, say)."""
     try:
-        return str(answer.json()["error"]["message"])[:120]
+        return str(answer.json()["error"]["code"])
     except (ValueError, KeyError, TypeError):
-        return answer.text[:120]
+        return "(no error document)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -262,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--members", type=int, default=2, help="members publishing (2)")
     parser.add_argument("--batch", type=int, default=64, help="items per request (64)")
     parser.add_argument(
-        "--words", default="random,normal", help="random, normal, team (random,normal)"
+        "--words", default="random,normal", help="random, normal, team, projects (random,normal)"
     )
     parser.add_argument(
         "--serve-arg", action="append", default=[], help="extra `mem coordinator serve` flag"

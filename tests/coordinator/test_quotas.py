@@ -32,7 +32,8 @@ def ada(tmp_path: Path) -> Identity:
 
 
 @pytest.fixture
-def bob(tmp_path: Path) -> Identity:
+def bob(ada: Identity, tmp_path: Path) -> Identity:
+    """A second member (after ``ada``, whose key is made first)."""
     return create_identity(tmp_path / "bob")
 
 

@@ -126,3 +126,36 @@ def _put_copy(store: Store, index: int) -> None:
         item_id=f"01JC0PY{index:019d}", text=f"note {index}, revised", kind="fact",
         project=f"p{index}", tags=(), author="bob", created_at=0.0, vector=None,
     )  # fmt: skip
+
+
+def test_a_load_in_small_parts_answers_as_a_load_in_one(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memmesh.local import _vectors
+
+    def refreshed(opened: Store, indexes: dict[int, _vectors.VectorIndex]) -> None:
+        for part, index in indexes.items():
+            monkeypatch.setattr(_vectors, "_PART_ROWS", part)
+            with opened._db.reader() as conn:
+                index.refresh(conn)
+
+    with Store(home, author="tester") as store:
+        indexes = {part: _vectors.VectorIndex(store.embedder.dim) for part in (3, 4096)}
+        for number in range(20):
+            store.remember(f"webhook retry note {number}", project=("web", "api")[number % 2])
+        _put(store, BEFORE, project="web")
+        refreshed(store, indexes)
+        for number in range(4):  # the move below comes in the second part of three
+            store.remember(f"deploy note {number}", project="api")
+        _put(store, AFTER, project="api")  # the same row again, moved to another project
+        store.forget(store.items(project="web")[0].id)
+        store.remember("one more webhook note", project="web")
+        refreshed(store, indexes)
+
+        queries = [store.embedder.embed_query(q) for q in ("webhook retry", BEFORE, AFTER)]
+        answers = [
+            [index.view().search(q, ["web", "api", "global"], 30) for q in queries]
+            for index in indexes.values()
+        ]
+        assert answers[0] == answers[1]
+        assert len(answers[0][0]) == 25  # the forgotten one is out, the moved copy counted once
