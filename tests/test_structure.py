@@ -27,6 +27,8 @@ OWNERS = {
             "coord_members",
             "coord_invites",
             "coord_disclosures",
+            "coord_usage",
+            "coord_purged",
         ),
         "coordinator",
     ),

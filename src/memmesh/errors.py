@@ -19,7 +19,8 @@ that this tree is the real one):
     │   ├── TeamRefused                    3     500  team_refused
     │   └── UsageError                     2     500  usage_error
     ├── CoordinatorError (coordinator)     1     500  coordinator_error
-    │   └── BadJoinCode                    2     400  bad_join_code
+    │   ├── BadJoinCode                    2     400  bad_join_code
+    │   └── QuotaExceeded                  1     413  quota_exceeded
     ├── EmbedError (embed)                 1     500  embed_error
     │   ├── EmbedderUnavailable            1     500  embedder_unavailable
     │   └── UnknownEmbedder                2     500  unknown_embedder

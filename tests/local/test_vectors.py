@@ -91,3 +91,71 @@ def test_an_item_that_moves_project_is_searched_in_its_new_one_only(store: Store
     assert [hit for hit, _ in after.search(query, ["billing"], 5)] == [seq]
     assert [hit for hit, _ in after.search(query, ["billing", "web"], 5, only=[seq])] == [seq]
     assert after.search(query, ["billing"], 5, only=[seq + 100]) == []
+
+
+def _rows_of_room(store: Store) -> dict[str, int]:
+    """How many rows each project's arrays have room for, written or not."""
+    return {project: len(block.seqs) for project, block in store.index.vectors._blocks.items()}
+
+
+def test_a_project_has_room_for_about_its_rows_only(home: Path) -> None:
+    """Anyone may name projects: one item in a project of its own, changed or not, costs
+    about one row, never the room of hundreds (a flood of tiny projects once did)."""
+    with Store(home, author="tester") as store:
+        for index in range(40):
+            store.put(
+                item_id=f"01JC0PY{index:019d}", text=f"note {index}", kind="fact",
+                project=f"p{index}", tags=(), author="bob", created_at=0.0, vector=None,
+            )  # fmt: skip
+        for index in range(300):
+            store.remember(f"item number {index} of the web project", project="web")
+        _refresh(store)
+        for index in range(40):  # a new version of each: its project's arrays are copied
+            _put_copy(store, index)
+        _refresh(store)
+
+        room = _rows_of_room(store)
+        assert sum(room[f"p{index}"] for index in range(40)) <= 2 * 40
+        assert 300 <= room["web"] <= 300 * 5 // 4 + 1
+        matrix = store.index.vectors._blocks["p3"].matrix
+        assert matrix.nbytes <= 2 * store.embedder.dim * 4
+
+
+def _put_copy(store: Store, index: int) -> None:
+    store.put(
+        item_id=f"01JC0PY{index:019d}", text=f"note {index}, revised", kind="fact",
+        project=f"p{index}", tags=(), author="bob", created_at=0.0, vector=None,
+    )  # fmt: skip
+
+
+def test_a_load_in_small_parts_answers_as_a_load_in_one(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memmesh.local import _vectors
+
+    def refreshed(opened: Store, indexes: dict[int, _vectors.VectorIndex]) -> None:
+        for part, index in indexes.items():
+            monkeypatch.setattr(_vectors, "_PART_ROWS", part)
+            with opened._db.reader() as conn:
+                index.refresh(conn)
+
+    with Store(home, author="tester") as store:
+        indexes = {part: _vectors.VectorIndex(store.embedder.dim) for part in (3, 4096)}
+        for number in range(20):
+            store.remember(f"webhook retry note {number}", project=("web", "api")[number % 2])
+        _put(store, BEFORE, project="web")
+        refreshed(store, indexes)
+        for number in range(4):  # the move below comes in the second part of three
+            store.remember(f"deploy note {number}", project="api")
+        _put(store, AFTER, project="api")  # the same row again, moved to another project
+        store.forget(store.items(project="web")[0].id)
+        store.remember("one more webhook note", project="web")
+        refreshed(store, indexes)
+
+        queries = [store.embedder.embed_query(q) for q in ("webhook retry", BEFORE, AFTER)]
+        answers = [
+            [index.view().search(q, ["web", "api", "global"], 30) for q in queries]
+            for index in indexes.values()
+        ]
+        assert answers[0] == answers[1]
+        assert len(answers[0][0]) == 25  # the forgotten one is out, the moved copy counted once

@@ -3,6 +3,7 @@
 import argparse
 import contextlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +18,15 @@ from memmesh.cli._common import (
     positive_int,
     url,
 )
+from memmesh.cli._coordinator_items import register_items
 from memmesh.errors import ExitCode
+from memmesh.net.quotas import (
+    DEFAULT_MEMBER_BYTES,
+    DEFAULT_MEMBER_ITEMS,
+    DEFAULT_TOTAL_BYTES,
+    DEFAULT_TOTAL_ITEMS,
+    Quotas,
+)
 from memmesh.net.settings import (
     DEFAULT_CLIENT_CONNECTIONS,
     DEFAULT_CONCURRENCY,
@@ -46,7 +55,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "mem coordinator serve --data /var/lib/memmesh --team acme",
         json_output=False,
     )
-    p = command_adder(sub)(
+    command = command_adder(sub)
+    p = command(
         "serve",
         _serve,
         "Serve the coordinator until interrupted.",
@@ -148,6 +158,57 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="NAME",
         help="the name the first admin joins under (admin)",
     )
+    _quota_flags(p)
+    register_items(command)
+
+
+def _quota_flags(p: argparse.ArgumentParser) -> None:
+    """The limits of what the coordinator stores (docs/operations.md, "Memory and quotas")."""
+    limits = p.add_argument_group(
+        "quotas", "publishes past them are refused whole (HTTP 413): see docs/operations.md"
+    )
+    for flag, default, what in (
+        ("--member-items", DEFAULT_MEMBER_ITEMS, "items one member key keeps, live and retracted"),
+        ("--member-bytes", DEFAULT_MEMBER_BYTES, "bytes of text in one key's live items"),
+        ("--total-items", DEFAULT_TOTAL_ITEMS, "items of every key together"),
+        ("--total-bytes", DEFAULT_TOTAL_BYTES, "bytes of text of every key together"),
+    ):
+        shown = f"{default:,}" if "items" in flag else _size_text(default)
+        parse = positive_int if "items" in flag else byte_size
+        metavar = "N" if "items" in flag else "SIZE"
+        limits.add_argument(
+            flag, type=parse, default=default, metavar=metavar, help=f"{what} ({shown})"
+        )
+
+
+_SIZES = {
+    "": 1,
+    "k": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gib": 1 << 30,
+}
+
+
+def byte_size(value: str) -> int:
+    """An argparse type: a size in bytes, ``4194304``, ``512K``, ``4M`` or ``1G`` (binary)."""
+    match = re.fullmatch(r"([0-9]{1,12})\s*([a-z]*)", value.strip().lower())
+    if match is None or match.group(2) not in _SIZES:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a size like 4194304, 512K, 4M or 1G")
+    size = int(match.group(1)) * _SIZES[match.group(2)]
+    if size < 1:
+        raise argparse.ArgumentTypeError("must be 1 byte or more")
+    return size
+
+
+def _size_text(size: int) -> str:
+    """``4194304`` as ``4M``, a size not a whole number of KiB as it is."""
+    for unit, factor in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if size % factor == 0:
+            return f"{size // factor}{unit}"
+    return str(size)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -208,7 +269,11 @@ def _run(
             team=args.team,
             embedder=args.embedder,
             open_without_roster=bool(token) or is_loopback(args.host),
-        )
+            quotas=Quotas(
+                member_items=args.member_items, member_bytes=args.member_bytes,
+                total_items=args.total_items, total_bytes=args.total_bytes,
+            ),
+        )  # fmt: skip
 
     # Opened once here to check the data folder (and bring its schema up to date) before any
     # worker starts; each worker then opens its own.

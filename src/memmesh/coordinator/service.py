@@ -25,6 +25,8 @@ import numpy as np
 from memmesh import __version__
 from memmesh.coordinator import _tables
 from memmesh.coordinator._disclosures import DisclosureLog
+from memmesh.coordinator._usage import Usage
+from memmesh.coordinator.holdings import Holdings
 from memmesh.coordinator.membership import Membership
 from memmesh.coordinator.protocol import (
     Change,
@@ -42,10 +44,13 @@ from memmesh.coordinator.protocol import (
     RetractRequest,
     RetractResponse,
 )
+from memmesh.coordinator.quotas import added, check
+from memmesh.local import Transaction
 from memmesh.local.errors import StoreError
 from memmesh.local.store import Store
 from memmesh.net.errors import BadUrl
 from memmesh.net.presence import PresenceRequest, PresenceResponse
+from memmesh.net.quotas import Quotas
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.signing import Caller
 from memmesh.net.urls import peer_url
@@ -85,6 +90,7 @@ class Coordinator:
     * ``embedder`` - the vector space it searches in (vectors from others are re-embedded).
     * ``open_without_roster`` - while the roster is empty, admit any signer (a team set up
       before rosters, behind its token); ``False`` admits nobody but a joiner until then.
+    * ``quotas`` - the most it stores for one member and for the team (:class:`Quotas`).
 
     The routes' handlers take the verified :class:`Caller` first; :meth:`admit` decides
     whether a caller may use the members' routes at all (see :attr:`membership`).
@@ -97,15 +103,18 @@ class Coordinator:
         team: str,
         embedder: str | None = None,
         open_without_roster: bool = True,
+        quotas: Quotas | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.team = team
+        self.quotas = quotas or Quotas()
         self.store = Store(
             data, embedder=embedder, author="coordinator", durable=True, lexicon=True
         )
         self._clock = clock
         try:
             self.store.migrate(_tables.COORDINATOR_SCHEMA)
+            self.holdings = Holdings(self.store, clock=clock)
             self.identity = _own_identity(data)
             self.membership = Membership(
                 self.store,
@@ -132,8 +141,23 @@ class Coordinator:
     # -- publish and retract ---------------------------------------------------------------
 
     def publish(self, caller: Caller, request: PublishRequest) -> PublishResponse:
-        """Verify and store each publication; see :class:`Outcome` for the statuses."""
-        return PublishResponse(results=[self._publish_one(caller, item) for item in request.items])
+        """Verify and store each publication; see :class:`Outcome` for the statuses.
+
+        Raises :class:`~memmesh.coordinator.errors.QuotaExceeded` when what the request adds
+        would take the caller's key or the team past :attr:`quotas`: nothing of it is stored.
+        Each item is checked again as it is stored, so that requests racing each other never
+        take a key past its limit either (the later one stops there).
+        """
+        opened = [
+            (item, self._opened(caller, item.envelope, Publication)) for item in request.items
+        ]
+        adding = Usage()
+        with self.store.read() as tx:
+            for item, body in opened:
+                if isinstance(body, Publication):
+                    adding = adding.plus(self._adding(tx, body, item.envelope))
+            check(self.quotas, *self.holdings.usage(tx, caller.key), adding)
+        return PublishResponse(results=[self._publish_one(item, body) for item, body in opened])
 
     def retract(self, caller: Caller, request: RetractRequest) -> RetractResponse:
         """Verify and apply each retraction, purging the item's text and vector; each one
@@ -156,8 +180,15 @@ class Coordinator:
         refusal = self._refusal(caller, body)
         return body if refusal is None else _rejected(body.item_id, body.version, refusal)
 
-    def _publish_one(self, caller: Caller, item: PublishItem) -> Outcome:
-        body = self._opened(caller, item.envelope, Publication)
+    def _adding(self, tx: Transaction, body: Publication, envelope: Envelope) -> Usage:
+        """What storing ``body`` would add to its author's share: an item if it is new, and
+        the growth of its text; nothing if it would not be stored."""
+        current = _tables.stored(tx, body.author_key, body.item_id)
+        if _settled(current, body, envelope) is not None or self.holdings.purged(tx, body):
+            return Usage()
+        return added(current, body)
+
+    def _publish_one(self, item: PublishItem, body: Publication | Outcome) -> Outcome:
         if isinstance(body, Outcome):
             return body
         vector = None
@@ -170,6 +201,10 @@ class Coordinator:
                 settled = _settled(current, body, item.envelope)
                 if settled is not None:
                     return settled
+                if self.holdings.purged(tx, body):
+                    return _stale(body.item_id, body.version, "purged by the coordinator")
+                # Again, in the write lock: a request racing this one may have filled a quota.
+                check(self.quotas, *self.holdings.usage(tx, body.author_key), added(current, body))
                 copy = _copy(current, body)
                 self.store.put(
                     item_id=copy, text=body.text, kind=body.kind, project=body.project,

@@ -7,6 +7,8 @@ most of a served search. A process that answers many searches keeps the terms he
 
 * Terms come from FTS5 itself: each changed row is put through the index's own tokenizer
   (:mod:`memmesh.local._fts5_tokens`), so stemming, case and diacritic folding are FTS5's.
+  Their dictionary is a few flat arrays (:mod:`memmesh.local._vocabulary`), not an object per
+  term: all of it costs about 9 bytes per byte of text even when every word is new.
 * The score is FTS5's ``bm25()`` formula, evaluated in the same order of floating-point
   operations (``fts5_aux.c``): IDF over every row of the index, the weighted instance count of
   each phrase, the row's length over all columns against the average. Ties rank by row
@@ -20,16 +22,16 @@ most of a served search. A process that answers many searches keeps the terms he
 Searches take a :class:`LexiconView`, which no later refresh changes.
 """
 
-import itertools
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from memmesh.local._allocator import map_large_blocks
 from memmesh.local._fts5_tokens import forget_phrases, phrase_tokens, row_tokens
 from memmesh.local._postings import (
     COLUMNS,
@@ -43,6 +45,7 @@ from memmesh.local._postings import (
     Postings,
     joined,
 )
+from memmesh.local._vocabulary import EMPTY_VOCABULARY, Vocabulary
 
 __all__ = ["Lexicon", "LexiconView"]
 
@@ -54,6 +57,8 @@ MIN_IDF = 1e-6
 _REMEMBERED = 1 << 22
 # The base is rebuilt when the recent part holds more instances than an eighth of it.
 _MIN_REBUILD = 1 << 14
+# Characters of text a refresh tokenizes at once (at most about half as many tokens).
+_PART_CHARS = 1 << 19
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -91,7 +96,7 @@ class LexiconView:
     lengths: Float
     rows: int
     tokens: int
-    term_ids: dict[str, int]
+    vocabulary: Vocabulary
     # What this view has already answered: the rows of a phrase, the mask of a scope. A view
     # never changes, so neither can they; the next refresh makes a new view with empty ones.
     phrases: "_Remembered[str, Matches]" = field(default_factory=lambda: _Remembered())
@@ -168,7 +173,7 @@ class LexiconView:
         return found
 
     def _look_up(self, phrase: str) -> Matches:
-        ids = [self.term_ids.get(token) for token in phrase_tokens(phrase)]
+        ids = [self.vocabulary.get(token) for token in phrase_tokens(phrase)]
         terms = [term for term in ids if term is not None]
         if not terms or len(terms) < len(ids):
             return NO_MATCHES
@@ -183,15 +188,16 @@ class Lexicon:
     """The terms of every active item, as the full-text index holds them."""
 
     def __init__(self, rebuild_at: int = _MIN_REBUILD) -> None:
+        map_large_blocks()
         self._rebuild_at = rebuild_at
-        self._term_ids: dict[str, int] = {}
+        self._vocabulary = EMPTY_VOCABULARY
         self._view = LexiconView(
             base=EMPTY,
             recent=EMPTY,
             lengths=np.zeros(0),
             rows=0,
             tokens=0,
-            term_ids=self._term_ids,
+            vocabulary=self._vocabulary,
         )
         self.last_rev = 0
 
@@ -200,32 +206,53 @@ class Lexicon:
         return self._view
 
     def refresh(self, conn: sqlite3.Connection) -> int:
-        """Load the rows written since the last refresh; returns how many were loaded."""
-        rows = conn.execute(
+        """Load the rows written since the last refresh; returns how many were loaded.
+
+        Rows are tokenized a few hundred kilobytes of text at a time: the tokens of one part
+        become arrays before the next part is read, so a refresh of a whole store (the first
+        one) holds no more Python objects at once than a small one does.
+        """
+        cursor = conn.execute(
             "SELECT seq, rev, status = 'active', text, tags, project FROM items "
             "WHERE rev > ? ORDER BY rev",
             (self.last_rev,),
-        ).fetchall()
-        if not rows:
+        )
+        changed: list[int] = []
+        parts: list[tuple[Int, Int, npt.NDArray[np.int8], Int]] = []
+        last_rev = self.last_rev
+        for rows in _parts(cursor):
+            changed += [row[0] for row in rows]
+            last_rev = max(last_rev, int(rows[-1][1]))
+            parts.append(self._instances([(r[0], r[3], r[4], r[5]) for r in rows if r[2]]))
+        if not changed:
             return 0
-        instances = row_tokens([(r[0], r[3], r[4], r[5]) for r in rows if r[2]])
-        ids = self._term_ids
-        terms = np.fromiter(
-            (ids.setdefault(term, len(ids)) for term, _, _, _ in instances),
-            dtype=np.int64,
-            count=len(instances),
+        terms, seqs, columns, offsets = (
+            np.concatenate([part[i] for part in parts]) for i in range(4)
         )
-        seqs = np.fromiter((i[1] for i in instances), dtype=np.int64, count=len(instances))
-        columns = np.fromiter(
-            (COLUMNS[i[2]] for i in instances), dtype=np.int8, count=len(instances)
+        del parts  # not held while the postings are built from the joined arrays
+        self._view = self._updated(
+            np.asarray(changed, dtype=np.int64), terms, seqs, columns, offsets
         )
-        offsets = np.fromiter((i[3] for i in instances), dtype=np.int64, count=len(instances))
-        if len(offsets) and int(offsets.max()) >= 1 << OFFSET_BITS:
+        self.last_rev = last_rev
+        return len(changed)
+
+    def _instances(
+        self, rows: list[tuple[int, str, str, str]]
+    ) -> tuple[Int, Int, npt.NDArray[np.int8], Int]:
+        """The term, row, column and offset of every token of ``rows``, as arrays; the terms
+        new to the vocabulary join it."""
+        instances = row_tokens(rows)
+        count = len(instances)
+        distinct = list(dict.fromkeys(term for term, _, _, _ in instances))
+        self._vocabulary, ids = self._vocabulary.with_terms(distinct)
+        local = dict(zip(distinct, ids.tolist(), strict=True))
+        terms = np.fromiter((local[i[0]] for i in instances), dtype=np.int64, count=count)
+        seqs = np.fromiter((i[1] for i in instances), dtype=np.int64, count=count)
+        columns = np.fromiter((COLUMNS[i[2]] for i in instances), dtype=np.int8, count=count)
+        offsets = np.fromiter((i[3] for i in instances), dtype=np.int64, count=count)
+        if count and int(offsets.max()) >= 1 << OFFSET_BITS:
             raise ValueError("an item has more tokens than the lexicon can place")
-        changed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        self._view = self._updated(changed, terms, seqs, columns, offsets)
-        self.last_rev = max(self.last_rev, int(rows[-1][1]))
-        return len(rows)
+        return terms, seqs, columns, offsets
 
     def _updated(
         self,
@@ -266,22 +293,35 @@ class Lexicon:
             lengths=lengths,
             rows=int(present.sum()),
             tokens=int(lengths.sum()),
-            term_ids=self._term_ids,
+            vocabulary=self._vocabulary,
         )
 
     def _without_unheld_terms(self, base: Postings, recent: Postings) -> tuple[Postings, Postings]:
         """Drop from the dictionary the terms no row holds since rows left (a purged item's
         words must not stay in memory either), numbering the others anew in the same order."""
-        held = np.zeros(len(self._term_ids), dtype=bool)
+        held = np.zeros(len(self._vocabulary), dtype=bool)
         for part in (base, recent):
             counts = np.diff(part.row_starts)
             held[: len(counts)] |= counts > 0
         if held.all():
             return base, recent
         kept = np.flatnonzero(held)
-        # A new dictionary: the views taken before keep theirs. Its keys are in id order, as
-        # ids are handed out in order of insertion.
-        kept_terms = itertools.compress(self._term_ids, held.tolist())
-        self._term_ids = dict(zip(kept_terms, range(len(kept)), strict=True))
+        # A new vocabulary: the views taken before keep theirs.
+        self._vocabulary = self._vocabulary.keeping(held)
         forget_phrases()
         return base.renumbered(kept), recent.renumbered(kept)
+
+
+def _parts(cursor: sqlite3.Cursor) -> Iterator[list[Any]]:
+    """The cursor's rows (seq, rev, active, text, tags, project) in lists of about
+    :data:`_PART_CHARS` characters of text and tags."""
+    part: list[Any] = []
+    size = 0
+    for row in cursor:
+        part.append(row)
+        size += len(row[3]) + len(row[4])
+        if size >= _PART_CHARS:
+            yield part
+            part, size = [], 0
+    if part:
+        yield part

@@ -18,9 +18,10 @@ Those products run on one BLAS thread (see :func:`_one_blas_thread`).
 
 import functools
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +31,11 @@ from memmesh.local.errors import DamagedVector
 
 __all__ = ["VectorIndex", "View"]
 
-_INITIAL_CAPACITY = 256
+# A project's arrays start with room for one row and grow by a quarter: any member may name
+# projects, and one item in a project of its own must not cost the room of hundreds.
+_INITIAL_CAPACITY = 1
+# Rows a refresh reads at once (about 6 MB of vectors at 384 dimensions).
+_PART_ROWS = 4096
 _T = TypeVar("_T", bound=np.generic)
 
 
@@ -61,15 +66,17 @@ class _Block:
         if needed <= capacity:
             return
         while capacity < needed:
-            capacity *= 2
+            capacity += capacity // 4 + 1
         self.matrix = _grown(self.matrix, capacity)
         self.seqs = _grown(self.seqs, capacity)
         self.active = _grown(self.active, capacity)
 
     def unshare(self) -> None:
-        """Fresh copies of the arrays whose loaded rows are about to change."""
-        self.matrix = self.matrix.copy()
-        self.active = self.active.copy()
+        """Fresh copies of the arrays whose loaded rows are about to change (of their rows
+        only: the room left after them is not written)."""
+        capacity = self.matrix.shape[0]
+        self.matrix = _grown(self.matrix[: self.size], capacity)
+        self.active = _grown(self.active[: self.size], capacity)
 
 
 class VectorIndex:
@@ -89,20 +96,35 @@ class VectorIndex:
         return len(self._where)
 
     def refresh(self, conn: sqlite3.Connection) -> int:
-        """Load rows written since the last refresh; returns how many were loaded."""
-        rows = conn.execute(
+        """Load rows written since the last refresh; returns how many were loaded.
+
+        Rows are read a few thousand at a time: a first load never holds every vector twice
+        (once as the rows read, once in the matrices), which would leave the allocator's heap
+        that much larger for good.
+        """
+        cursor = conn.execute(
             "SELECT seq, rev, project, status = 'active', vector FROM items "
             "WHERE rev > ? ORDER BY rev",
             (self.last_rev,),
-        ).fetchall()
-        if not rows:
-            return 0
+        )
+        loaded = 0
+        unshared: set[str] = set()  # each project's arrays are copied once per refresh
+        while rows := cursor.fetchmany(_PART_ROWS):
+            self._load(rows, unshared)
+            loaded += len(rows)
+        return loaded
+
+    def _load(self, rows: list[Any], unshared: set[str]) -> None:
+        """Load ``rows`` (seq, rev, project, active, vector), in rev order."""
         self._view = None
         width = self.dim * 4
-        unshared: set[str] = set()
         if any(self._where.get(row[0], (row[2],))[0] != row[2] for row in rows):
             # An item moves to another project: views keep the old places.
             self._where = dict(self._where)
+        # Room for every new row of the part at once.
+        for project, count in Counter(row[2] for row in rows if row[0] not in self._where).items():
+            block = self._blocks.get(project) or self._new_block(project)
+            block.reserve(block.size + count)
         # Per project, the rows to write and their vectors, to copy in one go.
         targets: dict[str, tuple[list[int], list[bytes]]] = {}
         for seq, rev, project, active, blob in rows:
@@ -132,7 +154,6 @@ class VectorIndex:
             vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, self.dim)
             self._blocks[project].matrix[places] = vectors
         self.last_rev = max(self.last_rev, int(rows[-1][1]))
-        return len(rows)
 
     def _new_block(self, project: str) -> _Block:
         block = self._blocks[project] = _Block(self.dim)
