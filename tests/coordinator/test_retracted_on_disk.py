@@ -110,6 +110,20 @@ def test_revoking_a_member_with_purge_leaves_none_of_its_text_in_any_file(
     assert found_anywhere(data, KEPT) == all_needles(KEPT)
 
 
+def test_an_operator_s_purge_of_a_key_leaves_none_of_its_text_in_any_file(
+    served: Served, data: Path, ada: Identity, bob: Identity
+) -> None:
+    with served.client(bob) as client:
+        _publish(client, bob, SECRETS, 0)
+    with served.client(ada) as client:
+        _publish(client, ada, KEPT, 100)
+
+    assert served.coordinator.holdings.purge(bob.public_key_text) == len(SECRETS)
+
+    assert traces(data, SECRETS) == {}
+    assert found_anywhere(data, KEPT) == all_needles(KEPT)
+
+
 def test_a_retraction_takes_the_text_of_every_earlier_version_off_the_disk_too(
     served: Served, data: Path, bob: Identity
 ) -> None:

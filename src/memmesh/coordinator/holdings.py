@@ -114,6 +114,8 @@ class Holdings:
                 _purged.mark(tx, key, row.item_id, row.version, now)
             erased = erase_publications(self.store, tx, key)
         assert erased == len(live)
+        if erased:
+            self.store.scrub()  # what is left of their texts on disk, once for all of them
         return erased
 
     def purged(self, tx: Transaction, body: Publication) -> bool:

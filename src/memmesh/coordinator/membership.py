@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from memmesh.coordinator import _members, _tables
+from memmesh.coordinator.holdings import erase_publications
 from memmesh.coordinator.invites import new_secret, secret_digest
 from memmesh.coordinator.protocol import (
     Invite,
@@ -140,11 +141,7 @@ class Membership:
             _tables.drop_presence(tx, entry.key_id)
             purged = 0
             if request.purge:
-                # The publications leave the feed and search, their copies lose text and
-                # vector; the tombstones stay.
-                for copy in _tables.drop_publications(tx, entry.key):
-                    self.store.purge(copy, tx=tx)
-                    purged += 1
+                purged = erase_publications(self.store, tx, entry.key)
             revoked = _members.member(tx, entry.key)
         if purged:
             self.store.scrub()  # what is left of their texts on disk, once for all of them
