@@ -70,3 +70,35 @@ def test_a_full_disk_is_a_507_naming_no_file_and_the_log_names_it(
     assert str(data / "memory.db") in caplog.text
     assert [hit.envelope for hit in found.hits] == [envelope]
     assert info.published == 1
+
+
+def test_a_publish_that_finds_the_disk_full_is_a_507_not_an_item_s_rejection(
+    coordinator: Coordinator, tmp_path: Path
+) -> None:
+    ada = create_identity(tmp_path / "ada")
+    first = seal(publication(ada, text=LEDGER), ada)
+    # Long texts, each its own row and index entries: more than the room a full file has left.
+    more = [
+        PublishItem(
+            envelope=seal(
+                publication(
+                    ada, item_id=new_id(), seq=n + 2, text=f"{LEDGER} {n} " + "wombat " * 900
+                ),
+                ada,
+            )
+        )
+        for n in range(20)
+    ]
+    with (
+        running(coordinator_app(coordinator, token=TOKEN)) as url,
+        signed_client(url, ada, team=TEAM, token=TOKEN) as client,
+    ):
+        client.post("/v1/publish", PublishRequest(items=[PublishItem(envelope=first)]),
+                    PublishResponse)  # fmt: skip
+        _fill(coordinator)
+        with pytest.raises(Refused) as refused:
+            client.post("/v1/publish", PublishRequest(items=more), PublishResponse)
+        info = client.get("/v1/info", Info)
+
+    assert refused.value.http_status == 507
+    assert info.published == 1

@@ -46,7 +46,7 @@ from memmesh.coordinator.protocol import (
 )
 from memmesh.coordinator.quotas import added, check
 from memmesh.local import Transaction
-from memmesh.local.errors import StoreError
+from memmesh.local.errors import CorruptDatabase, StoreError, StoreFull, StoreLocked
 from memmesh.local.store import Store
 from memmesh.net.errors import BadUrl
 from memmesh.net.presence import PresenceRequest, PresenceResponse
@@ -212,6 +212,8 @@ class Coordinator:
                     vector=vector, tx=tx,
                 )  # fmt: skip
                 _tables.save(tx, "publication", body, item.envelope, copy, self._clock())
+        except (StoreFull, StoreLocked, CorruptDatabase):
+            raise  # the coordinator's own trouble (507, 503, 500), not the item's
         except StoreError as exc:
             # The envelope verified but does not make a valid item; nothing was written.
             return _rejected(body.item_id, body.version, exc.message)
