@@ -9,6 +9,7 @@ from memmesh.agents._files import BACKUPS_KEPT, old_backups
 from memmesh.agents.created import RECORD_FILENAME, created_files, note_changes
 from memmesh.agents.install import Client, apply, plan_install, plan_uninstall
 from tests.agents.test_install import LAUNCH, MOVED, NOW, SAMPLES, _write
+from tests.conftest import mode_of
 
 CLIENTS: list[Client] = ["claude", "cursor", "codex"]
 
@@ -63,6 +64,15 @@ def test_files_the_user_had_stay_even_when_empty_again(
     _uninstall(client, user_home, mem_home)
 
     assert {path: path.read_bytes() for path in originals} == originals
+
+
+def test_the_record_of_created_files_is_private(
+    user_home: Path, mem_home: Path, usual_umask: None
+) -> None:
+    _install("cursor", user_home, mem_home)
+
+    assert mode_of(mem_home) == 0o700
+    assert mode_of(mem_home / RECORD_FILENAME) == 0o600
 
 
 def test_without_the_record_every_file_stays(user_home: Path, mem_home: Path) -> None:

@@ -40,15 +40,49 @@ def _run(argv: list[str]) -> list[str]:
     return sorted(result.stdout.split())
 
 
-@pytest.mark.parametrize(("words", "offered"), CASES)
-def test_the_bash_script_completes_commands_subcommands_options_and_choices(
-    mem: MemRunner, tmp_path: Path, words: list[str], offered: list[str]
-) -> None:
-    script = _script(mem, "bash", tmp_path)
-    complete = f'source {script}; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _mem; '
-    complete += 'printf "%s\\n" "${COMPREPLY[@]}"'
+# What each script must hold, checked even where its shell is not installed.
+SHAPES = {
+    "bash": ["# mem completion for bash\n", "complete -F _mem mem\n"],
+    "zsh": ["#compdef mem\n", "compdef _mem mem\n"],
+    "fish": [
+        "# mem completion for fish\n",
+        "complete -c mem -n \"__mem_at 'team'\" -a 'init policy publish",
+    ],
+}
 
-    assert _run(["bash", "-c", complete, "_", *words]) == offered
+
+def _completer(shell: str, script: Path, words: list[str]) -> list[str]:
+    """A command line in which ``shell`` loads ``script`` and prints what it offers for
+    ``words`` (the last being completed), one per line."""
+    if shell == "bash":
+        complete = f'source {script}; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _mem; '
+        return ["bash", "-c", complete + 'printf "%s\\n" "${COMPREPLY[@]}"', "_", *words]
+    if shell == "zsh":
+        # compadd (zsh's completion builtin) stands in for the menu: it prints what it is
+        # offered that starts with the word being completed, as zsh would show.
+        complete = (
+            f"compdef() {{ }}; source {script}; "
+            "compadd() { [[ $1 == -- ]] && shift; print -rl -- ${(M)@:#${words[CURRENT]}*} }; "
+            'words=("$@"); CURRENT=$#; _mem'
+        )
+        return ["zsh", "-c", complete, "_", *words]
+    return ["fish", "-c", f"source {script}; complete -C '{' '.join(words)}'"]
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+@pytest.mark.parametrize(("words", "offered"), CASES)
+def test_each_script_completes_commands_subcommands_options_and_choices(
+    mem: MemRunner, tmp_path: Path, shell: str, words: list[str], offered: list[str]
+) -> None:
+    script = _script(mem, shell, tmp_path)
+    text = script.read_text(encoding="utf-8")
+    assert text.startswith(SHAPES[shell][0])
+    assert SHAPES[shell][1] in text
+    if shutil.which(shell) is None:
+        assert shell != "bash", "bash is needed to test the bash script"
+        return  # the script's shape is all that can be checked here
+
+    assert _run(_completer(shell, script, words)) == offered
 
 
 def test_the_bash_script_registers_itself_for_mem(mem: MemRunner, tmp_path: Path) -> None:
@@ -71,42 +105,6 @@ def test_the_bash_script_offers_files_for_an_option_value_without_choices(
     complete += 'printf "%s\\n" "${COMPREPLY[@]}"'
 
     assert _run(["bash", "-c", complete]) == ["homes"]
-
-
-@pytest.mark.parametrize(("words", "offered"), CASES)
-def test_the_zsh_script_completes_the_same(
-    mem: MemRunner, tmp_path: Path, words: list[str], offered: list[str]
-) -> None:
-    script = _script(mem, "zsh", tmp_path)
-    text = script.read_text(encoding="utf-8")
-    assert text.startswith("#compdef mem\n")
-    assert "compdef _mem mem" in text
-    if shutil.which("zsh") is None:
-        return  # the script's shape is all that can be checked here
-    # compadd (zsh's completion builtin) stands in for the menu: it prints what it is offered
-    # that starts with the word being completed, as zsh would show.
-    complete = (
-        f"compdef() {{ }}; source {script}; "
-        "compadd() { [[ $1 == -- ]] && shift; print -rl -- ${(M)@:#${words[CURRENT]}*} }; "
-        'words=("$@"); CURRENT=$#; _mem'
-    )
-
-    assert _run(["zsh", "-c", complete, "_", *words]) == offered
-
-
-@pytest.mark.parametrize(("words", "offered"), CASES)
-def test_the_fish_script_completes_the_same(
-    mem: MemRunner, tmp_path: Path, words: list[str], offered: list[str]
-) -> None:
-    script = _script(mem, "fish", tmp_path)
-    text = script.read_text(encoding="utf-8")
-    assert text.startswith("# mem completion for fish\n")
-    assert "complete -c mem -n \"__mem_at 'team'\" -a 'init policy publish" in text
-    if shutil.which("fish") is None:
-        return  # the script's shape is all that can be checked here
-    line = " ".join(words)
-
-    assert _run(["fish", "-c", f"source {script}; complete -C '{line}'"]) == offered
 
 
 def test_every_command_path_is_in_each_script(mem: MemRunner, tmp_path: Path) -> None:

@@ -6,15 +6,13 @@ memmesh changes a file it copies it to ``NAME.memmesh-backup-STAMP``, of which t
 :data:`BACKUPS_KEPT` per file are kept.
 """
 
-import os
 import re
-import tempfile
 import time
 from pathlib import Path
 
 from memmesh.agents.errors import ConfigFileError
 
-__all__ = ["BACKUPS_KEPT", "backup_path", "old_backups", "read_text", "write_atomically"]
+__all__ = ["BACKUPS_KEPT", "backup_path", "old_backups", "read_text"]
 
 BACKUPS_KEPT = 3
 _BACKUP = ".memmesh-backup-"
@@ -61,18 +59,3 @@ def _backups(path: Path) -> list[tuple[str, int, Path]]:
     except OSError:
         return []
     return sorted(found)
-
-
-def write_atomically(path: Path, text: str, mode: int) -> None:
-    """Replace ``path`` with ``text`` at once, with permissions ``mode``; raises ``OSError``."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        Path(temporary).chmod(mode)
-        Path(temporary).replace(path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from memmesh._files import FILE_MODE, private_folder, reason
-from memmesh.agents._files import write_atomically
+from memmesh._files import FILE_MODE, private_folder, reason, write_atomically
 from memmesh.agents.errors import ConfigFileError
 from memmesh.agents.install import FileChange
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from memmesh._files import write_atomically
 from memmesh.agents._entries import (
     set_json_server,
     set_toml_server,
@@ -32,13 +33,7 @@ from memmesh.agents._entries import (
     without_json_server,
     without_our_hooks,
 )
-from memmesh.agents._files import (
-    BACKUPS_KEPT,
-    backup_path,
-    old_backups,
-    read_text,
-    write_atomically,
-)
+from memmesh.agents._files import BACKUPS_KEPT, backup_path, old_backups, read_text
 from memmesh.agents._jsonedit import EditError, load_object, set_member
 from memmesh.agents.errors import ConfigFileError, McpUnavailable
 

@@ -12,14 +12,13 @@ that cannot be read or written is a :class:`PolicyFileError`.
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from memmesh._files import FILE_MODE, private_folder, reason
+from memmesh._files import FILE_MODE, private_folder, reason, write_atomically
 from memmesh._urls import UnsoundUrl, normalised_url
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import KINDS, Kind, check_name
@@ -166,22 +165,9 @@ def write_policy_source(home: Path, text: str) -> Path:
             mode = path.stat().st_mode & 0o777
         except FileNotFoundError:
             mode = FILE_MODE
-        handle, temporary = tempfile.mkstemp(prefix=f".{POLICY_FILENAME}.", dir=home)
+        write_atomically(path, text, mode)
     except OSError as exc:
         raise PolicyFileError(str(path), "write", reason(exc)) from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        Path(temporary).chmod(mode)
-        Path(temporary).replace(path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise PolicyFileError(str(path), "write", reason(exc)) from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
     return path
 
 
