@@ -26,9 +26,10 @@ COORDINATOR = "coordinator: http://127.0.0.1:8400\n"
             "shares kinds decision reinforced at least 3 times; "
             "never: tags private, secret, personal; auto_sync off",
         ),
-        # Only one project shares: the rest share no kinds.
+        # Only one project shares: the rest share no kinds (so none is "but" another).
         (
-            COORDINATOR + "share:\n  projects:\n    web: {kinds: [gotcha, command]}\n",
+            COORDINATOR + "share:\n  projects:\n    web: {kinds: [gotcha, command]}\n"
+            "    hr: false\n",
             "shares no kinds team-wide; project web: kinds gotcha, command; "
             "never: tags private, secret, personal; auto_sync off",
         ),

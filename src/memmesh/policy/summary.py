@@ -22,7 +22,7 @@ def policy_summary(policy: Policy) -> str:
         return "shares nothing: share.kinds lists no kinds"
     parts = [_scope(share.kinds, share.min_reinforcements, team_wide=True)]
     excluded = sorted(name for name, rule in share.projects.items() if rule is False)
-    if excluded:
+    if excluded and share.kinds:
         parts[0] += ", from every project but " + ", ".join(excluded)
     for name in sorted(rules):
         rule = rules[name]
