@@ -8,9 +8,17 @@ these raise into its own typed error (:func:`reason` words it).
 
 import errno
 import os
+import tempfile
 from pathlib import Path
 
-__all__ = ["FILE_MODE", "FOLDER_MODE", "private_file", "private_folder", "reason"]
+__all__ = [
+    "FILE_MODE",
+    "FOLDER_MODE",
+    "private_file",
+    "private_folder",
+    "reason",
+    "write_atomically",
+]
 
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
@@ -43,6 +51,23 @@ def private_file(path: Path) -> bool:
         return False
     os.close(fd)
     return True
+
+
+def write_atomically(path: Path, text: str, mode: int) -> None:
+    """Replace ``path`` with ``text`` at once (a reader sees the old file or the new, never half
+    of one), with permissions ``mode``: written beside it, synced, renamed over it. Raises
+    ``OSError``; the temporary file never stays behind."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(temporary).chmod(mode)
+        Path(temporary).replace(path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def reason(exc: OSError) -> str:

@@ -1,6 +1,7 @@
 """`mem hook install`: through the real command line, against a user folder of its own."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -143,8 +144,9 @@ def test_json_output_describes_files_and_backups(mem: MemRunner, user_home: Path
 
     mcp, hooks = str(user_home / ".cursor/mcp.json"), str(user_home / ".cursor/hooks.json")
     files = [
-        {"path": mcp, "what": "MCP server", "changed": True, "created": False},
-        {"path": hooks, "what": "sessionStart hook", "changed": True, "created": True},
+        {"path": mcp, "what": "MCP server", "changed": True, "created": False, "removed": False},
+        {"path": hooks, "what": "sessionStart hook", "changed": True, "created": True}
+        | {"removed": False},
     ]
     diffs = [entry.pop("diff") for entry in planned["files"]]
     assert planned == {"client": "cursor", "dry_run": True, "files": files, "backups": []}
@@ -156,8 +158,9 @@ def test_json_output_describes_files_and_backups(mem: MemRunner, user_home: Path
     assert backup.startswith(mcp + ".memmesh-backup-")
     assert Path(backup).read_text() == '{"mcpServers": {"x": {"url": "http://x"}}}'
     assert again["files"] == [
-        {"path": mcp, "what": "MCP server", "changed": False, "created": False},
-        {"path": hooks, "what": "sessionStart hook", "changed": False, "created": False},
+        {"path": mcp, "what": "MCP server", "changed": False, "created": False, "removed": False},
+        {"path": hooks, "what": "sessionStart hook", "changed": False, "created": False}
+        | {"removed": False},
     ]
     assert again["backups"] == []
 
@@ -231,8 +234,9 @@ def test_uninstall_takes_back_exactly_what_install_wrote(mem: MemRunner, user_ho
     data = json_of(mem("hook", "uninstall", "claude", "--json"))
 
     assert settings.read_text() == SETTINGS
-    assert json.loads((user_home / ".claude.json").read_text()) == {}
+    assert not (user_home / ".claude.json").exists()  # memmesh created it: it goes
     assert [f["changed"] for f in data["files"]] == [True, True]
+    assert [f["removed"] for f in data["files"]] == [True, False]
     again = json_of(mem("hook", "uninstall", "claude", "--json"))
     assert [f["changed"] for f in again["files"]] == [False, False]
     assert again["backups"] == []
@@ -246,3 +250,133 @@ def test_a_json_dry_run_carries_each_files_diff_and_writes_nothing(
     assert data["dry_run"] is True
     assert [f["diff"].startswith("--- /dev/null\n") for f in data["files"]] == [True, True]
     assert _files(user_home) == {}
+
+
+# -- without the MCP extra -------------------------------------------------------------------
+
+NO_SDK = (
+    "the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'; the client could "
+    "not start it, so it is not registered until the SDK is installed (--force registers it "
+    "anyway)"
+)
+
+
+def _without_sdk(tmp_path: Path) -> dict[str, str]:
+    """An environment in which `import mcp` fails, as it does without the extra."""
+    shadow = tmp_path / "shadow" / "mcp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('not installed')\n", encoding="utf-8")
+    # Ahead of the rest of the path, which may be where this memmesh comes from.
+    return {"PYTHONPATH": os.pathsep.join([str(shadow.parent), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.mark.parametrize("client", ["claude", "cursor", "codex"])
+def test_install_without_the_mcp_sdk_is_refused_and_says_how_to_get_it(
+    mem: MemRunner, user_home: Path, tmp_path: Path, client: str
+) -> None:
+    result = mem("hook", "install", client, env=_without_sdk(tmp_path))
+
+    assert result.returncode == 1
+    assert error_line(result) == f"mem: error: {NO_SDK}; nothing was changed"
+    assert _files(user_home) == {}
+
+
+def test_install_without_the_mcp_sdk_with_force_registers_it_and_warns(
+    mem: MemRunner, user_home: Path, tmp_path: Path
+) -> None:
+    result = mem("hook", "install", "claude", "--force", env=_without_sdk(tmp_path))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "mem: warning: the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'; "
+        "the client cannot start it until then\n"
+    )
+    assert sorted(_files(user_home)) == [".claude.json", ".claude/settings.json"]
+
+
+def test_a_dry_run_without_the_mcp_sdk_warns_and_shows_the_diff(
+    mem: MemRunner, user_home: Path, tmp_path: Path
+) -> None:
+    result = mem("hook", "install", "cursor", "--dry-run", env=_without_sdk(tmp_path))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("mem: warning: the MCP server needs the optional MCP SDK")
+    assert result.stdout.startswith("--- /dev/null\n")
+    assert _files(user_home) == {}
+
+
+# -- what uninstall leaves -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("client", "files"),
+    [
+        ("claude", [".claude.json", ".claude/settings.json"]),
+        ("cursor", [".cursor/mcp.json", ".cursor/hooks.json"]),
+        ("codex", [".codex/config.toml", ".codex/hooks.json"]),
+    ],
+)
+def test_uninstall_removes_the_files_install_created_and_left_empty(
+    mem: MemRunner, user_home: Path, client: str, files: list[str]
+) -> None:
+    assert mem("hook", "install", client).returncode == 0
+
+    result = mem("hook", "uninstall", client)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"removed  {user_home / files[0]}  (MCP server; memmesh created it and it is now empty)",
+        f"removed  {user_home / files[1]}  "
+        f"({'sessionStart' if client == 'cursor' else 'SessionStart'} hook; "
+        "memmesh created it and it is now empty)",
+    ]
+    assert _files(user_home) == {}
+
+
+def test_uninstall_keeps_an_empty_file_the_user_had(mem: MemRunner, user_home: Path) -> None:
+    (user_home / ".cursor").mkdir()
+    (user_home / ".cursor/mcp.json").write_text("{}\n")
+    assert mem("hook", "install", "cursor").returncode == 0
+
+    result = mem("hook", "uninstall", "cursor")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:2] == [
+        f"wrote  {user_home / '.cursor/mcp.json'}  (MCP server)",
+        f"removed  {user_home / '.cursor/hooks.json'}  "
+        "(sessionStart hook; memmesh created it and it is now empty)",
+    ]
+    assert (user_home / ".cursor/mcp.json").read_text() == "{}\n"
+    assert not (user_home / ".cursor/hooks.json").exists()
+
+
+def test_uninstall_keeps_a_created_file_the_user_has_since_added_to(
+    mem: MemRunner, user_home: Path
+) -> None:
+    assert mem("hook", "install", "cursor").returncode == 0
+    mcp = user_home / ".cursor/mcp.json"
+    servers = json.loads(mcp.read_text())
+    servers["mcpServers"]["github"] = {"command": "npx"}
+    mcp.write_text(json.dumps(servers))
+
+    assert mem("hook", "uninstall", "cursor").returncode == 0
+
+    assert json.loads(mcp.read_text()) == {"mcpServers": {"github": {"command": "npx"}}}
+    assert not (user_home / ".cursor/hooks.json").exists()
+
+
+def test_backups_are_kept_for_the_last_three_changes_of_each_file(
+    mem: MemRunner, user_home: Path
+) -> None:
+    settings = user_home / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(SETTINGS)
+
+    for _ in range(2):  # four changes, four backups made
+        assert mem("hook", "install", "claude").returncode == 0
+        assert mem("hook", "uninstall", "claude").returncode == 0
+
+    backups = sorted(p.name for p in settings.parent.iterdir() if p.name != "settings.json")
+    assert len(backups) == 3
+    assert all(name.startswith("settings.json.memmesh-backup-") for name in backups)
+    assert settings.read_text() == SETTINGS

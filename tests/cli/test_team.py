@@ -187,7 +187,10 @@ def test_policy_path_check_and_show(mem: MemRunner, home: Path) -> None:
     path = _member(home, share={"kinds": ["decision"], "min_reinforcements": 1})
 
     assert _run(mem, "team", "policy", "path").stdout == f"{path}\n"
-    assert _run(mem, "team", "policy", "check").stdout == f"{path}: ok\n"
+    assert _run(mem, "team", "policy", "check").stdout == (
+        f"{path}: valid; shares kinds decision reinforced at least 1 time; "
+        "never: tags private, secret, personal; auto_sync off\n"
+    )
 
     shown = json_of(_run(mem, "team", "policy", "show", "--json"))["policy"]
     assert shown["team"] == "acme"

@@ -306,7 +306,7 @@ def test_absent_keys_take_the_defaults() -> None:
     policy = parse_policy("team: acme\n")
     assert policy.coordinator is None
     assert policy.token_env == DEFAULT_TOKEN_ENV
-    assert policy.share.kinds == DEFAULT_SHARE_KINDS
+    assert policy.share.kinds == DEFAULT_SHARE_KINDS == ()
     assert policy.share.min_reinforcements == 0
     assert policy.share.projects == {}
     assert policy.never.tags == DEFAULT_NEVER_TAGS
@@ -345,23 +345,25 @@ def test_explicit_zero_and_empty_in_a_project_rule_are_values() -> None:
     }
 
 
-def test_empty_share_kinds_makes_nothing_eligible_and_absent_kinds_the_defaults(
-    store: Store,
-) -> None:
-    nothing = parse_policy(f"coordinator: {COORDINATOR}\nshare:\n  kinds: []\n")
-    defaults = parse_policy(f"coordinator: {COORDINATOR}\nshare:\n  min_reinforcements: 0\n")
+def test_absent_share_kinds_make_nothing_eligible_as_empty_ones_do(store: Store) -> None:
+    empty = parse_policy(f"coordinator: {COORDINATOR}\nshare:\n  kinds: []\n")
+    absent = parse_policy(f"coordinator: {COORDINATOR}\nshare:\n  min_reinforcements: 0\n")
+    no_share = parse_policy(f"coordinator: {COORDINATOR}\n")
+    listed = parse_policy(f"coordinator: {COORDINATOR}\nshare:\n  kinds: [{', '.join(KINDS)}]\n")
     for kind in KINDS:
         item, _ = store.remember(f"A {kind} about the billing service", kind=kind)
-        refused = decide(item, nothing)
-        assert not refused.allowed
-        assert refused.rule == f"share.kinds: {kind} is not shared"
-        assert decide(item, defaults).allowed is (kind in DEFAULT_SHARE_KINDS)
+        for policy in (empty, absent, no_share):
+            refused = decide(item, policy)
+            assert not refused.allowed
+            assert refused.rule == f"share.kinds: {kind} is not shared"
+        assert decide(item, listed).allowed
 
 
 def test_empty_never_tags_removes_the_default_never_tags(store: Store) -> None:
     item, _ = store.remember("We pair on Fridays", kind="convention", tags=["private"])
-    default = parse_policy(f"coordinator: {COORDINATOR}\n")
-    emptied = parse_policy(f"coordinator: {COORDINATOR}\nnever:\n  tags: []\n")
+    shared = f"coordinator: {COORDINATOR}\nshare:\n  kinds: [convention]\n"
+    default = parse_policy(shared)
+    emptied = parse_policy(shared + "never:\n  tags: []\n")
     assert decide(item, default).rule == "never.tags: private"
     assert decide(item, default).allowed is False
     assert decide(item, emptied).allowed is True

@@ -20,8 +20,9 @@ class AgentError(MemmeshError):
 class McpUnavailable(AgentError):
     """`mem mcp` needs the MCP SDK, which is an optional extra."""
 
-    def __init__(self) -> None:
-        super().__init__("the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'")
+    def __init__(self, consequence: str = "") -> None:
+        message = "the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'"
+        super().__init__(message + (f"; {consequence}" if consequence else ""))
 
 
 class ConfigFileError(AgentError):

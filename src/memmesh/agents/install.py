@@ -5,22 +5,26 @@ hook that runs ``mem hook brief``. Where each client keeps them, and in what sha
 of ``_RULES`` below. The edits are made on the files' text (JSON with
 :mod:`memmesh.agents._jsonedit`, TOML with :mod:`memmesh.agents._tomledit`), so keys that are
 not memmesh's keep every byte; running the install again changes nothing; a file is backed up
-before it is changed; and a dry run shows the diff without writing.
+before it is changed (the newest three backups of each are kept); and a dry run shows the diff
+without writing. Uninstalling removes a file memmesh created that is then empty
+(:mod:`memmesh.agents.created` knows which).
 """
 
 import difflib
+import importlib
 import os
 import shlex
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+from memmesh._files import write_atomically
 from memmesh.agents._entries import (
     set_json_server,
     set_toml_server,
@@ -29,8 +33,9 @@ from memmesh.agents._entries import (
     without_json_server,
     without_our_hooks,
 )
+from memmesh.agents._files import BACKUPS_KEPT, backup_path, old_backups, read_text
 from memmesh.agents._jsonedit import EditError, load_object, set_member
-from memmesh.agents.errors import ConfigFileError
+from memmesh.agents.errors import ConfigFileError, McpUnavailable
 
 __all__ = [
     "CLIENTS",
@@ -38,6 +43,7 @@ __all__ = [
     "FileChange",
     "Launch",
     "apply",
+    "mcp_installed",
     "plan_install",
     "plan_uninstall",
 ]
@@ -118,30 +124,47 @@ class Launch(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class FileChange(msgspec.Struct, frozen=True, kw_only=True):
-    """One file of a client's configuration, before and after the install."""
+    """One file of a client's configuration, before and after the install.
+
+    ``remove``: the file goes instead of keeping ``after`` (memmesh created it, and nothing
+    but memmesh's entries was in it).
+    """
 
     path: Path
     before: str | None
     after: str
     what: str
+    remove: bool = False
 
     @property
     def changed(self) -> bool:
-        """Whether the file would be written (a missing file left empty is not)."""
+        """Whether the file would be written or removed (a missing file left empty is not)."""
         if self.before is None:
-            return self.after != ""
-        return self.before != self.after
+            return self.after != "" and not self.remove
+        return self.remove or self.before != self.after
 
     def diff(self) -> str:
         """The change as a unified diff (empty when there is none)."""
         return "".join(
             difflib.unified_diff(
                 (self.before or "").splitlines(keepends=True),
-                self.after.splitlines(keepends=True),
+                [] if self.remove else self.after.splitlines(keepends=True),
                 fromfile=str(self.path) if self.before is not None else "/dev/null",
-                tofile=str(self.path),
+                tofile="/dev/null" if self.remove else str(self.path),
             )
         )
+
+
+def mcp_installed() -> bool:
+    """Whether `mem mcp` can start from this Python: the MCP SDK imports as the server needs it.
+
+    Takes about a second (the SDK is large), so only installing asks.
+    """
+    try:
+        importlib.import_module("memmesh.agents.server")
+    except McpUnavailable:
+        return False
+    return True
 
 
 def plan_install(
@@ -171,15 +194,26 @@ def plan_install(
 def plan_uninstall(
     client: Client,
     *,
+    created: Collection[Path] = (),
     environ: Mapping[str, str] = os.environ,
     user_home: Path | None = None,
 ) -> list[FileChange]:
     """What removing memmesh from ``client`` would write: its MCP server entry and every hook
-    running its brief go, everything else stays byte for byte."""
+    running its brief go, everything else stays byte for byte. A file among ``created`` (those
+    memmesh made) that holds nothing else is removed."""
     rules = _RULES[client]
     server = partial(_without_server, rules=rules)
     hook = partial(without_our_hooks, event=rules.hook_event)
-    return _plan(rules, environ, user_home or Path.home(), server, hook)
+    servers, hooks = _plan(rules, environ, user_home or Path.home(), server, hook)
+    return [
+        msgspec.structs.replace(change, remove=True)
+        if change.path in created
+        and change.before is not None
+        and not change.path.is_symlink()
+        and _hollow(change.after, version)
+        else change
+        for change, version in ((servers, None), (hooks, rules.hooks_version))
+    ]
 
 
 def _plan(
@@ -201,14 +235,15 @@ def _plan(
 
 
 def apply(changes: list[FileChange], *, clock: Callable[[], float] = time.time) -> list[Path]:
-    """Write the changed files, each after backing it up; returns the backups made.
+    """Write (or remove) the changed files, each written one after backing it up; returns the
+    backups made. Of each file's backups the newest :data:`BACKUPS_KEPT` are kept.
 
     All or nothing: if any file changed on disk since it was read, none is written (run again);
     if writing one fails, the files already written are put back as they were.
     """
     pending = [change for change in changes if change.changed]
     for change in pending:
-        if _read(change.path) != change.before:
+        if read_text(change.path) != change.before:
             raise ConfigFileError(str(change.path), "changed while memmesh was editing it")
     done: list[tuple[FileChange, Path | None]] = []
     try:
@@ -218,26 +253,35 @@ def apply(changes: list[FileChange], *, clock: Callable[[], float] = time.time) 
         for written, backup in reversed(done):
             _restore(written, backup)
         raise ConfigFileError(str(change.path), exc.strerror or str(exc)) from None
+    for change, _ in done:
+        for old in old_backups(change.path.resolve(), BACKUPS_KEPT):
+            with suppress(OSError):  # the files are written; an old backup left is no failure
+                old.unlink()
     return [backup for _, backup in done if backup is not None]
 
 
 def _write(change: FileChange, now: float) -> Path | None:
-    """Back up (if it exists) and replace one file; returns the backup."""
+    """Back up (if it exists) and replace one file, or remove it; returns the backup."""
     target = change.path.resolve()  # write through a symlink, keep the link
+    if change.remove:
+        target.unlink()  # nothing but memmesh's entries was in it: no backup to keep
+        return None
     target.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     mode = 0o600
     if change.before is not None:
-        backup = _backup_path(target, now)
+        backup = backup_path(target, now)
         shutil.copy2(target, backup)
         mode = target.stat().st_mode & 0o777
-    _write_atomically(target, change.after, mode)
+    write_atomically(target, change.after, mode)
     return backup
 
 
 def _restore(change: FileChange, backup: Path | None) -> None:
     target = change.path.resolve()
-    if backup is None:
+    if change.remove:
+        write_atomically(target, change.before or "", 0o600)
+    elif backup is None:
         target.unlink(missing_ok=True)
     else:
         shutil.copy2(backup, target)
@@ -263,6 +307,20 @@ def _without_server(text: str, rules: _ClientRules) -> str:
     return without_json_server(text, path)
 
 
+def _hollow(text: str, version: int | None) -> bool:
+    """Whether a file holds nothing once memmesh's entries are gone: no text, an empty object,
+    or only the ``version`` memmesh gives a hooks file."""
+    if not text.strip():
+        return True
+    try:
+        data = load_object(text)
+    except EditError:
+        return False  # TOML with something in it
+    if version is not None and data.get("version") == version:
+        del data["version"]
+    return data == {}
+
+
 def _with_our_hook(text: str, rules: _ClientRules, command: str) -> str:
     """Our hook running ``command`` in the form the client reads, and the hooks file's
     ``version`` if it needs one and has none."""
@@ -276,45 +334,9 @@ def _with_our_hook(text: str, rules: _ClientRules, command: str) -> str:
 
 
 def _edit(path: Path, what: str, change: Callable[[str], str]) -> FileChange:
-    before = _read(path)
+    before = read_text(path)
     try:
         after = change(before or "")
     except EditError as exc:
         raise ConfigFileError(str(path), str(exc)) from None
     return FileChange(path=path, before=before, after=after, what=what)
-
-
-def _read(path: Path) -> str | None:
-    try:
-        # Bytes, decoded as they are: line endings (CRLF too) must come back unchanged.
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError:
-        raise ConfigFileError(str(path), "not UTF-8 text") from None
-    except OSError as exc:
-        raise ConfigFileError(str(path), exc.strerror or str(exc)) from None
-
-
-def _backup_path(path: Path, now: float) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
-    candidate = path.with_name(f"{path.name}.memmesh-backup-{stamp}")
-    number = 1
-    while candidate.exists():
-        number += 1
-        candidate = path.with_name(f"{path.name}.memmesh-backup-{stamp}-{number}")
-    return candidate
-
-
-def _write_atomically(path: Path, text: str, mode: int) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        Path(temporary).chmod(mode)
-        Path(temporary).replace(path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -11,7 +11,7 @@ import msgspec
 from memmesh.cli._common import emit, home_of, open_store, warn
 from memmesh.errors import ExitCode
 from memmesh.local.items import iso
-from memmesh.policy import POLICY_FILENAME, load_policy
+from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
 from memmesh.registry import load_identity
 from memmesh.team.member import Member, counted, reported_action, try_policy, withholding
 
@@ -85,7 +85,8 @@ def run_policy(args: argparse.Namespace) -> int:
         return ExitCode.OK
     policy = load_policy(home)
     if args.action == "check":
-        emit(args, {"ok": True, "path": str(path)}, f"{path}: ok")
+        summary = policy_summary(policy)
+        emit(args, {"ok": True, "path": str(path), "summary": summary}, f"{path}: valid; {summary}")
         return ExitCode.OK
     data = msgspec.to_builtins(policy)
     emit(args, {"policy": data}, json.dumps(data, indent=2))

@@ -8,11 +8,14 @@ import sys
 import time
 from pathlib import Path
 
+from memmesh.agents.created import created_files, note_changes
+from memmesh.agents.errors import McpUnavailable
 from memmesh.agents.install import (
     CLIENTS,
     FileChange,
     Launch,
     apply,
+    mcp_installed,
     plan_install,
     plan_uninstall,
 )
@@ -24,6 +27,7 @@ from memmesh.cli._common import (
     home_of,
     nonempty,
     open_store,
+    warn,
 )
 from memmesh.errors import ExitCode
 from memmesh.local.project import resolve_project
@@ -83,18 +87,26 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         _install,
         "Register memmesh with a coding agent's client: its MCP server entry and a "
         "session-start hook running `mem hook brief`. Changes only memmesh's own entries, "
-        "backs up each file it changes, and changes nothing when run again.",
+        "backs up each file it changes (keeping the last three backups of each), and changes "
+        "nothing when run again. Refused while the MCP server could not start here (the "
+        "optional extra: pip install 'memmesh[mcp]'), unless --force.",
         "mem hook install claude --dry-run",
     )
     p.add_argument("client", choices=CLIENTS, help="which client")
     p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="register the MCP server even though the MCP SDK is not installed yet",
+    )
 
     p = command(
         "uninstall",
         _uninstall,
         "Remove memmesh from a coding agent's client: its MCP server entry and every hook "
         "running `mem hook brief`. Everything else stays byte for byte; each changed file is "
-        "backed up first.",
+        "backed up first, and a file the install created is removed once nothing else is in "
+        "it.",
         "mem hook uninstall cursor --dry-run",
     )
     p.add_argument("client", choices=CLIENTS, help="which client")
@@ -156,15 +168,24 @@ def _whole_json(data: bytes) -> bool:
 
 
 def _install(args: argparse.Namespace) -> int:
+    if not mcp_installed():
+        if not (args.force or args.dry_run):
+            raise McpUnavailable(
+                "the client could not start it, so it is not registered until the SDK is "
+                "installed (--force registers it anyway); nothing was changed"
+            )
+        warn(McpUnavailable("the client cannot start it until then").message)
     return _report(args, plan_install(args.client, _launch(args)))
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    return _report(args, plan_uninstall(args.client))
+    return _report(args, plan_uninstall(args.client, created=created_files(home_of(args))))
 
 
 def _report(args: argparse.Namespace, changes: list[FileChange]) -> int:
     """Apply (unless a dry run) and print what changed, where, and the backups."""
+    if not args.dry_run:
+        note_changes(home_of(args), changes)
     backups = [] if args.dry_run else apply(changes)
     data = {
         "client": args.client,
@@ -175,6 +196,7 @@ def _report(args: argparse.Namespace, changes: list[FileChange]) -> int:
                 "what": c.what,
                 "changed": c.changed,
                 "created": c.before is None,
+                "removed": c.remove,
                 **({"diff": c.diff()} if args.dry_run else {}),
             }
             for c in changes
@@ -184,11 +206,18 @@ def _report(args: argparse.Namespace, changes: list[FileChange]) -> int:
     if args.dry_run:
         text = "\n".join(c.diff() for c in changes if c.changed) or "nothing to change"
     else:
-        lines = [f"{'wrote' if c.changed else 'unchanged'}  {c.path}  ({c.what})" for c in changes]
+        lines = [_done(c) for c in changes]
         lines += [f"backup     {b}" for b in backups]
         text = "\n".join(lines)
     emit(args, data, text)
     return ExitCode.OK
+
+
+def _done(change: FileChange) -> str:
+    """One line saying what became of a file."""
+    if change.remove:
+        return f"removed  {change.path}  ({change.what}; memmesh created it and it is now empty)"
+    return f"{'wrote' if change.changed else 'unchanged'}  {change.path}  ({change.what})"
 
 
 def _launch(args: argparse.Namespace) -> Launch:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from memmesh import __version__
-from memmesh.cli import agents, coordinator, demo, local, team
+from memmesh.cli import agents, completion, coordinator, demo, local, team
 from memmesh.cli._common import error_line, nonempty
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.text import printable
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     agents.register(commands)
     coordinator.register(commands)
     demo.register(commands)
+    completion.register(commands)
     return parser
 
 

@@ -7,6 +7,7 @@ from memmesh.policy.edit import update_policy
 from memmesh.policy.errors import PolicyError, PolicyInvalid, PolicyMissing, PublishRefused
 from memmesh.policy.redaction import Redacted, redact
 from memmesh.policy.secrets import Finding, find_secrets
+from memmesh.policy.summary import policy_summary
 from memmesh.policy.template import policy_template
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "find_secrets",
     "load_policy",
     "parse_policy",
+    "policy_summary",
     "policy_template",
     "redact",
     "update_policy",

@@ -3,21 +3,22 @@
 The file is decoded into frozen structs. Broken YAML, an unknown key, a wrong type or a bad
 regex is a :class:`PolicyInvalid` naming the file, the line and the key; so is a file past the
 limits of :mod:`memmesh.policy.yaml_limits` (size, nesting, values). An explicit ``0`` or
-``[]`` is a value; only an absent key takes the default. A file that cannot be read or written
-is a :class:`PolicyFileError`.
+``[]`` is a value; only an absent key takes the default, and no default shares anything: an
+absent ``share.kinds`` lists no kinds, an absent ``coordinator`` sends nothing, and the default
+never rules hold items back. An empty file is such a policy (valid, sharing nothing). A file
+that cannot be read or written is a :class:`PolicyFileError`.
 """
 
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from memmesh._files import FILE_MODE, private_folder, reason
+from memmesh._files import FILE_MODE, private_folder, reason, write_atomically
 from memmesh._urls import UnsoundUrl, normalised_url
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import KINDS, Kind, check_name
@@ -43,7 +44,8 @@ __all__ = [
 
 POLICY_FILENAME = "team.yaml"
 DEFAULT_TOKEN_ENV = "MEM_TEAM_TOKEN"
-DEFAULT_SHARE_KINDS: tuple[Kind, ...] = ("decision", "convention", "gotcha", "command", "incident")
+# Absent means nothing: a kind is shared only once team.yaml lists it.
+DEFAULT_SHARE_KINDS: tuple[Kind, ...] = ()
 
 
 class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -73,7 +75,8 @@ class ProjectRule(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True
 class Share(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What is eligible to leave: kinds, a reinforcement floor, and per-project rules.
 
-    A project mapped to ``false`` is never shared; ``true`` uses the team-wide settings.
+    No kind is eligible until ``kinds`` lists it. A project mapped to ``false`` is never
+    shared; ``true`` uses the team-wide settings.
     """
 
     kinds: tuple[Kind, ...] = DEFAULT_SHARE_KINDS
@@ -162,22 +165,9 @@ def write_policy_source(home: Path, text: str) -> Path:
             mode = path.stat().st_mode & 0o777
         except FileNotFoundError:
             mode = FILE_MODE
-        handle, temporary = tempfile.mkstemp(prefix=f".{POLICY_FILENAME}.", dir=home)
+        write_atomically(path, text, mode)
     except OSError as exc:
         raise PolicyFileError(str(path), "write", reason(exc)) from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        Path(temporary).chmod(mode)
-        Path(temporary).replace(path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise PolicyFileError(str(path), "write", reason(exc)) from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -1,5 +1,6 @@
-"""The commented ``team.yaml`` that `mem team init` and `mem team join` start from: it shares
-nothing until edited."""
+"""The commented ``team.yaml`` that `mem team init` and `mem team join` start from: it writes
+out every choice (kinds, floor, projects, never rules, auto_sync) and shares nothing until
+edited, or only the kinds it was given."""
 
 import json
 from collections.abc import Sequence
@@ -18,8 +19,9 @@ def policy_template(
     )
     return f"""\
 # memmesh team policy. Nothing leaves this laptop unless you publish it on purpose
-# (`mem team publish ID`) AND this file allows it. Check it with `mem team policy check`.
-# Reference: docs/policy.md
+# (`mem team publish ID`) AND this file allows it. Every choice is written out below; a key
+# left out takes its default, and no default shares anything. `mem team policy check` says
+# in one line what this file allows. Reference: docs/policy.md
 version: 1
 team: {json.dumps(team)}
 identity:
