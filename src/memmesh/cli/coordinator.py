@@ -23,6 +23,7 @@ from memmesh.errors import ExitCode
 from memmesh.net.quotas import (
     DEFAULT_MEMBER_BYTES,
     DEFAULT_MEMBER_ITEMS,
+    DEFAULT_PRESENCES,
     DEFAULT_TOTAL_BYTES,
     DEFAULT_TOTAL_ITEMS,
     Quotas,
@@ -172,10 +173,12 @@ def _quota_flags(p: argparse.ArgumentParser) -> None:
         ("--member-bytes", DEFAULT_MEMBER_BYTES, "bytes of text in one key's live items"),
         ("--total-items", DEFAULT_TOTAL_ITEMS, "items of every key together"),
         ("--total-bytes", DEFAULT_TOTAL_BYTES, "bytes of text of every key together"),
+        ("--presences", DEFAULT_PRESENCES, "members online at once (a new one past it: refused)"),
     ):
-        shown = f"{default:,}" if "items" in flag else _size_text(default)
-        parse = positive_int if "items" in flag else byte_size
-        metavar = "N" if "items" in flag else "SIZE"
+        counted = not flag.endswith("bytes")
+        shown = f"{default:,}" if counted else _size_text(default)
+        parse = positive_int if counted else byte_size
+        metavar = "N" if counted else "SIZE"
         limits.add_argument(
             flag, type=parse, default=default, metavar=metavar, help=f"{what} ({shown})"
         )
@@ -272,6 +275,7 @@ def _run(
             quotas=Quotas(
                 member_items=args.member_items, member_bytes=args.member_bytes,
                 total_items=args.total_items, total_bytes=args.total_bytes,
+                presences=args.presences,
             ),
         )  # fmt: skip
 

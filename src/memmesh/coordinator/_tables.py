@@ -192,15 +192,28 @@ def changes_after(
 
 
 def record_presence(
-    tx: Transaction, key_id: str, envelope: Envelope, expires_at: float, now: float
-) -> None:
-    """Keep a member's latest heartbeat until ``expires_at``, dropping every expired one."""
+    tx: Transaction, key_id: str, envelope: Envelope, expires_at: float, now: float, *, room: int
+) -> bool:
+    """Keep a member's latest heartbeat until ``expires_at``, dropping every expired one;
+    ``False`` (nothing kept) when ``key_id`` has none and ``room`` others are kept already."""
     tx.execute("DELETE FROM coord_presence WHERE expires_at <= ?", (now,))
+    known = tx.execute("SELECT 1 FROM coord_presence WHERE key_id = ?", (key_id,)).fetchone()
+    if known is None and online(tx, now) >= room:
+        return False
     tx.execute(
         "INSERT OR REPLACE INTO coord_presence (key_id, payload, signature, expires_at) "
         "VALUES (?, ?, ?, ?)",
         (key_id, envelope.payload, envelope.signature, expires_at),
     )
+    return True
+
+
+def online(tx: Transaction, now: float) -> int:
+    """How many heartbeats are unexpired at ``now``."""
+    (count,) = tx.execute(
+        "SELECT count(*) FROM coord_presence WHERE expires_at > ?", (now,)
+    ).fetchone()
+    return int(count)
 
 
 def drop_presence(tx: Transaction, key_id: str) -> None:
@@ -221,7 +234,4 @@ def presence(tx: Transaction, now: float) -> list[tuple[str, Envelope]]:
 def counts(tx: Transaction, now: float) -> tuple[int, int, int]:
     """How many items are published, how many are tombstones, how many members are online."""
     kinds = dict(tx.execute("SELECT kind, count(*) FROM coord_envelopes GROUP BY kind"))
-    (online,) = tx.execute(
-        "SELECT count(*) FROM coord_presence WHERE expires_at > ?", (now,)
-    ).fetchone()
-    return kinds.get("publication", 0), kinds.get("retraction", 0), int(online)
+    return kinds.get("publication", 0), kinds.get("retraction", 0), online(tx, now)

@@ -319,8 +319,14 @@ class Coordinator:
         if body.expires_at <= now:
             return PresenceResponse(status="stale", reason="already expired", roster=roster)
         expires = min(body.expires_at, now + MAX_PRESENCE_TTL)
+        room = self.quotas.presences
         with self.store.transaction() as tx:
-            _tables.record_presence(tx, body.key_id, request.envelope, expires, now)
+            kept = _tables.record_presence(
+                tx, body.key_id, request.envelope, expires, now, room=room
+            )
+        if not kept:
+            reason = f"the presence list is full ({room:,} members online)"
+            return PresenceResponse(status="rejected", reason=reason, roster=roster)
         return PresenceResponse(status="accepted", expires_at=expires, roster=roster)
 
     def presence(self) -> PresenceList:

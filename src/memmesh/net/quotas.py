@@ -11,6 +11,7 @@ import msgspec
 __all__ = [
     "DEFAULT_MEMBER_BYTES",
     "DEFAULT_MEMBER_ITEMS",
+    "DEFAULT_PRESENCES",
     "DEFAULT_TOTAL_BYTES",
     "DEFAULT_TOTAL_ITEMS",
     "Quotas",
@@ -21,6 +22,8 @@ DEFAULT_MEMBER_ITEMS = 10_000
 DEFAULT_MEMBER_BYTES = 4 * _MIB
 DEFAULT_TOTAL_ITEMS = 250_000
 DEFAULT_TOTAL_BYTES = 64 * _MIB
+# Members online at once, each with one presence: every member's recall-team verifies the list.
+DEFAULT_PRESENCES = 1_000
 
 
 class Quotas(msgspec.Struct, frozen=True, kw_only=True):
@@ -29,9 +32,13 @@ class Quotas(msgspec.Struct, frozen=True, kw_only=True):
     * ``member_items`` / ``member_bytes`` - for one member key: its items (live and
       retracted) and the UTF-8 bytes of its live items' text.
     * ``total_items`` / ``total_bytes`` - the same for every key together.
+    * ``presences`` - unexpired presences (one per key): a key not online yet is refused past
+      it, so that keys holding only the team token cannot make the list every member fetches
+      and verifies grow without end.
     """
 
     member_items: int = DEFAULT_MEMBER_ITEMS
     member_bytes: int = DEFAULT_MEMBER_BYTES
     total_items: int = DEFAULT_TOTAL_ITEMS
     total_bytes: int = DEFAULT_TOTAL_BYTES
+    presences: int = DEFAULT_PRESENCES
