@@ -60,7 +60,8 @@ that this tree is the real one):
     │   ├── IdentityUnreadable             1     500  identity_unreadable
     │   ├── LogTailMismatch                1     500  log_tail_mismatch
     │   ├── NotPublished                   1     404  not_published
-    │   └── NotYourItem                    1     403  not_your_item
+    │   ├── NotYourItem                    1     403  not_your_item
+    │   └── RetractedBefore                2     409  retracted_before
     └── StoreError (local)                 1     500  store_error
         ├── AmbiguousId                    2     400  ambiguous_id
         ├── CorruptDatabase                1     500  corrupt_database

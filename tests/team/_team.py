@@ -135,9 +135,9 @@ class Member:
         assert status == "created", f"{text!r} merged into {item.id}"
         return item.id
 
-    def publish(self, *item_ids: str) -> None:
+    def publish(self, *item_ids: str, again: bool = False) -> None:
         with self.registry() as registry:
-            publish(registry, self.policy(), list(item_ids))
+            publish(registry, self.policy(), list(item_ids), again=again)
 
     def retract(self, *item_ids: str) -> None:
         with self.registry() as registry:

@@ -77,18 +77,34 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p = command(
         "publish",
         _run("publish"),
-        "Publish items to the team, all or nothing. The policy decides each item; --force "
-        "overrides eligibility and your never rules (and is recorded), never a detected secret.",
-        "mem team publish 01J9ZC4 01J9ZD1 --dry-run",
+        "Publish items to the team, all or nothing; --eligible publishes every item the policy "
+        "allows that was never published. The policy decides each item; --force overrides "
+        "eligibility and your never rules (and is recorded), never a detected secret.",
+        "mem team publish --eligible --dry-run",
+        description="Publish items to the team, all or nothing. The policy decides each "
+        "item; --force overrides eligibility and your never rules (and is recorded), never a "
+        "detected secret. A retracted item is published again only with --again: teammates "
+        "then see it anew, as its next version. --eligible publishes, in one step, every "
+        "active item the policy allows that was never published (retracted ones are left "
+        "out and listed); with --dry-run it lists them.",
+        json_shape='{"dry_run", "items": [{"id", "action", "version", "rule", "forced", '
+        '"text"}]}, plus "left_out" (ids retracted before) with --eligible',
     )
-    p.add_argument("ids", nargs="+", metavar="ID", help="item ids or unique prefixes")
+    p.add_argument("ids", nargs="*", metavar="ID", help="item ids or unique prefixes")
+    p.add_argument(
+        "--eligible", action="store_true", help="every item the policy allows, never published"
+    )
     p.add_argument("--force", action="store_true", help="override eligibility and never rules")
     p.add_argument("--dry-run", action="store_true", help="show what would leave, change nothing")
+    p.add_argument(
+        "--again", action="store_true", help="publish retracted items anew, as a new version"
+    )
 
     p = command(
         "retract",
         _run("retract"),
-        "Retract published items: they stop being served everywhere and never come back.",
+        "Retract published items: they stop being served everywhere, and come back only if "
+        "you publish them again with --again.",
         "mem team retract 01J9ZC4",
     )
     p.add_argument("ids", nargs="+", metavar="ID", help="item ids or unique prefixes")
