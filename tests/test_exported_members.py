@@ -38,6 +38,9 @@ MODULES = [
     "memmesh.team.status",
     "memmesh.team.roster",
     "memmesh.team.disclosures",
+    "memmesh.team.access",
+    "memmesh.team.check",
+    "memmesh.team.errors",
     "memmesh.net",
     "memmesh.net.search",
     "memmesh.net.presence",
@@ -98,6 +101,7 @@ ERRORS_MODULES = [
     "memmesh.net.errors",
     "memmesh.policy.errors",
     "memmesh.registry.errors",
+    "memmesh.team.errors",
 ]
 
 

@@ -11,6 +11,12 @@ that this tree is the real one):
 
     class                               exit  status  code
     MemmeshError                           1     500  error
+    ├── AccessError (team)                 3     500  access_error
+    │   ├── KeyRevoked                     3     500  key_revoked
+    │   ├── NotOnRoster                    3     500  not_on_roster
+    │   ├── SignatureRejected              3     500  signature_rejected
+    │   ├── TokenMissing                   3     500  token_missing
+    │   └── TokenRejected                  3     500  token_rejected
     ├── AgentError (agents)                1     500  agent_error
     │   ├── ConfigFileError                1     500  config_file_error
     │   └── McpUnavailable                 1     500  mcp_unavailable

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from memmesh.local.store import Store
-from memmesh.policy import parse_policy
+from memmesh.policy import parse_policy, policy_template
 from memmesh.registry import create_identity
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner
@@ -516,6 +516,24 @@ def test_status_counts_items_per_project(mem: MemRunner, home: Path) -> None:
             "blocked": {"share.projects.web: false": 1},
         },
     }
+
+
+def test_status_text_shows_the_public_key_team_yaml_tells_teammates_to_copy(
+    mem: MemRunner, home: Path
+) -> None:
+    identity = create_identity(home)
+    _write_policy(home)
+
+    lines = _run(mem, "team", "status").stdout.splitlines()
+
+    assert lines[:2] == [
+        f"member {identity.key_id} in team acme; coordinator {COORDINATOR}; "
+        "0 registry entries awaiting sync",
+        f"public key {identity.public_key_text} (teammates list it under members: in team.yaml)",
+    ]
+    assert "public key from `mem team status`" in policy_template(
+        name="bob", team="acme", coordinator=None
+    )
 
 
 def test_tightened_policy_shows_published_items_as_withheld(mem: MemRunner, home: Path) -> None:

@@ -196,10 +196,12 @@ def run_status(args: argparse.Namespace) -> int:
 
     with _member(args) as team:
         status = team_status(team)
+        policy, identity = team.policy, team.identity
     lines = [
         f"member {status.member_id} in team {status.team}; "
         f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
         f"{status.awaiting_sync} registry entries awaiting sync",
+        f"public key {status.public_key} (teammates list it under members: in team.yaml)",
     ]
     for name, row in status.projects.items():
         lines.append(
@@ -216,8 +218,16 @@ def run_status(args: argparse.Namespace) -> int:
             f"retractions without the coordinator's receipt: {len(status.unreceipted)} "
             f"({', '.join(status.unreceipted)}); `mem team sync` asks again"
         )
-    emit(args, msgspec.to_builtins(status), "\n".join(lines))
-    return ExitCode.OK
+    data = msgspec.to_builtins(status)
+    code = ExitCode.OK
+    if args.check:
+        from memmesh.cli._team_net import team_check
+
+        assert policy is not None  # _member loaded it
+        data["check"], checked, code = team_check(args, policy, identity)
+        lines += checked
+    emit(args, data, "\n".join(lines))
+    return code
 
 
 def run_log(args: argparse.Namespace) -> int:

@@ -95,10 +95,10 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--eligible", action="store_true", help="every item the policy allows, never published"
     )
     p.add_argument("--force", action="store_true", help="override eligibility and never rules")
-    p.add_argument("--dry-run", action="store_true", help="show what would leave, change nothing")
     p.add_argument(
         "--again", action="store_true", help="publish retracted items anew, as a new version"
     )
+    p.add_argument("--dry-run", action="store_true", help="show what would leave, change nothing")
 
     p = command(
         "retract",
@@ -109,13 +109,26 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.add_argument("ids", nargs="+", metavar="ID", help="item ids or unique prefixes")
 
-    command(
+    p = command(
         "status",
         _run("status"),
-        "Per project: private, eligible, published, withheld, blocked (by which rule); what "
-        "awaits sync, and how many published items the policy now withholds.",
-        "mem team status",
+        "Your member id and public key; per project: private, eligible, published, withheld, "
+        "blocked (by which rule); what awaits sync. With --check, also whether the coordinator "
+        "answers and accepts you, and which teammates' peers answer.",
+        "mem team status --check",
+        description="Your member id and public key (what teammates list under members: in "
+        "team.yaml); per project: private, eligible, published, withheld, blocked (by which "
+        "rule); what awaits sync, and how many published items the policy now withholds. "
+        "Works offline: nothing is contacted unless you give --check, which asks the "
+        "coordinator whether it accepts this member (exit 3 if it does not, saying why: no "
+        "token set, a wrong token, a signature it refuses, a key outside the roster or "
+        "revoked; exit 4 if it cannot be reached or shows another certificate than the "
+        "pinned one) and asks each teammate's peer it lists whether it answers now.",
     )
+    p.add_argument(
+        "--check", action="store_true", help="contact the coordinator and the teammates' peers"
+    )
+    _timeout(p, 3.0)
     command(
         "sync",
         _run("sync"),
@@ -183,11 +196,19 @@ def _network_commands(command: Command) -> None:
     p = command(
         "peers",
         lazy("memmesh.cli._team_net", "run_peers"),
-        "Show teammates' peer daemons that are online: who, where, learned from where, "
-        "which embedder, and until when their presence holds.",
-        "mem team peers --json",
+        "Show teammates' peer daemons whose presence holds: who, where, learned from where, "
+        "which embedder, and how long ago it was last seen. With --check, ask each whether "
+        "it answers now.",
+        "mem team peers --check",
+        description="Show teammates' peer daemons whose presence holds: who, where, learned "
+        "from where, which embedder, and how long ago it was last seen (a presence holds for "
+        "90 s after a heartbeat, so a daemon stopped since is listed until then). With "
+        "--check, each is asked for its presence now, and listed as answering or not; the "
+        "exit code stays 0 either way.",
     )
     p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")
+    p.add_argument("--check", action="store_true", help="ask each peer whether it answers")
+    _timeout(p, 3.0)
 
     p = command(
         "recall-team",
@@ -201,7 +222,16 @@ def _network_commands(command: Command) -> None:
     p.add_argument("-k", type=hits, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
     p.add_argument("--author", metavar="NAME", help="only items by this member")
     p.add_argument("--project", metavar="P", help="project to ask about (plus global)")
-    p.add_argument(
-        "--timeout", type=positive_float, default=2.0, metavar="S", help="per-source seconds"
-    )
+    _timeout(p, 2.0, "per-source seconds")
     p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")
+
+
+def _timeout(parser: argparse.ArgumentParser, seconds: float, what: str = "") -> None:
+    """Give a command that contacts the team ``--timeout S`` (``seconds`` by default)."""
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=seconds,
+        metavar="S",
+        help=what or f"seconds each contacted daemon has to answer ({seconds:g})",
+    )

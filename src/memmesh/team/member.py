@@ -112,14 +112,17 @@ class Member:
     def sync(self) -> "SyncReport":
         """Push every entry the coordinator has not acknowledged (see :func:`sync`).
 
-        Raises :class:`PolicyError` when the policy is unusable or names no coordinator.
+        Raises :class:`PolicyError` when the policy is unusable or names no coordinator, a
+        :class:`~memmesh.team.errors.AccessError` when the coordinator does not accept this
+        member (:func:`~memmesh.team.access.explained` says why).
         """
         from memmesh.net.connect import coordinator_client
+        from memmesh.team.access import accepted
         from memmesh.team.sync import sync
 
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
-        with coordinator_client(policy, self.identity) as client:
+        with accepted(policy, self.identity), coordinator_client(policy, self.identity) as client:
             return sync(self.registry, policy, client)
 
     def ask_team(

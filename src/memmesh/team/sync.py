@@ -20,12 +20,14 @@ exactly that retraction of ours, signed by team.yaml's ``coordinator_key`` when 
 and reports one that does not (``bad_receipts``); the retraction counts as applied either way.
 
 The client comes from :func:`memmesh.net.connect.coordinator_client`: every request signed for
-the coordinator, with the team token.
+the coordinator, with the team token. With nothing to send, sync still asks the coordinator
+(``GET /v1/info``), so that a credential it refuses is never reported as a sync that went well.
 """
 
 import msgspec
 
 from memmesh.coordinator.protocol import (
+    Info,
     Outcome,
     PublishItem,
     PublishRequest,
@@ -92,6 +94,8 @@ def sync(
                 report.withheld.append((entry.item_id, held[entry.item_id].rule))
                 continue
         sendable.append(entry)
+    if not sendable:
+        client.get("/v1/info", Info)  # raises when the coordinator does not accept us
     for batch in _batches(sendable, batch_size):
         report.batches += 1
         report.sent += len(batch)
