@@ -41,6 +41,7 @@ MODULES = [
     "memmesh.team.access",
     "memmesh.team.check",
     "memmesh.team.errors",
+    "memmesh.team.feed",
     "memmesh.net",
     "memmesh.net.search",
     "memmesh.net.presence",

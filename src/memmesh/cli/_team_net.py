@@ -1,5 +1,5 @@
-"""The work of the networked `mem team` commands (serve, peers, recall-team, and the check of
-`status --check`), registered in :mod:`memmesh.cli.team`."""
+"""The work of the networked `mem team` commands (serve, peers, feed, recall-team, and the
+check of `status --check`), registered in :mod:`memmesh.cli.team`."""
 
 import argparse
 import contextlib
@@ -9,6 +9,7 @@ import msgspec
 
 from memmesh.cli._common import emit, home_of, note, open_store, warn
 from memmesh.errors import ExitCode
+from memmesh.local.items import iso
 from memmesh.local.project import resolve_project
 from memmesh.net.settings import ServeSettings
 from memmesh.policy import Policy, load_policy
@@ -17,9 +18,13 @@ from memmesh.team.member import Member
 from memmesh.text import printable
 
 if TYPE_CHECKING:
+    from memmesh.team.feed import FeedEntry
     from memmesh.team.recall import PeerSeen, TeamAnswer
 
-__all__ = ["answer_json", "run_peers", "run_recall_team", "run_serve", "team_check"]
+__all__ = ["answer_json", "run_feed", "run_peers", "run_recall_team", "run_serve", "team_check"]
+
+# Characters of an item's text a feed line shows at most (the rest is cut, with a marker).
+_EXCERPT = 100
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -137,6 +142,39 @@ def _peer_json(peer: "PeerSeen", silent: dict[str, str] | None) -> dict[str, Any
 
 def _answer(row: dict[str, Any]) -> str:
     return "answers" if row["answers"] else f"not answering: {row['problem']}"
+
+
+def run_feed(args: argparse.Namespace) -> int:
+    from memmesh.team.feed import team_feed
+
+    home = home_of(args)
+    policy = load_policy(home)
+    feed = team_feed(policy, load_identity(home), limit=args.limit, home=home)
+    rows = [{**msgspec.to_builtins(e), "at": iso(e.at)} for e in feed.entries]
+    lines = [_feed_line(entry) for entry in feed.entries]
+    lines = lines or [f"nothing shared in team {printable(policy.team)} yet"]
+    if feed.dropped:
+        lines.append("dropped: " + ", ".join(f"{n} {why}" for why, n in feed.dropped.items()))
+    emit(
+        args,
+        {"entries": rows, "dropped": feed.dropped, "complete": feed.complete},
+        "\n".join(lines),
+    )
+    if not feed.complete:
+        warn("the feed did not end where it should: these are the newest changes read")
+    return ExitCode.OK
+
+
+def _feed_line(entry: "FeedEntry") -> str:
+    """One entry on one line: every field but the times and numbers comes from the network."""
+    standing = f" ({entry.standing.replace('_', ' ')})" if entry.standing else ""
+    head = f"{iso(entry.at)}  {printable(entry.author)}{standing}  {entry.action} v{entry.version}"
+    head += f"  {printable(entry.item_id)}"
+    if entry.action == "retracted":
+        return head
+    text = entry.text if len(entry.text) <= _EXCERPT else entry.text[: _EXCERPT - 1] + "\u2026"
+    where = printable(f"[{entry.kind}, {entry.project}]")
+    return f"{head}  {where} {printable(text)}"
 
 
 def run_recall_team(args: argparse.Namespace) -> int:

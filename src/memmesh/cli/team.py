@@ -17,6 +17,7 @@ from memmesh.cli._common import (
     nonempty,
     port,
     positive_float,
+    positive_int,
     url,
 )
 from memmesh.local.items import KINDS, MAX_K
@@ -211,6 +212,27 @@ def _network_commands(command: Command) -> None:
     _timeout(p, 3.0)
 
     p = command(
+        "feed",
+        lazy("memmesh.cli._team_net", "run_feed"),
+        "What teammates shared or took back, newest first, from the coordinator's feed: who "
+        "published or retracted which item, and when.",
+        "mem team feed --limit 50",
+        description="What teammates shared or took back, newest first, from the "
+        "coordinator's changes feed: each item once, at its latest change (published, with "
+        "its text, or retracted), with its author's name on the roster. Every entry is "
+        "verified first; one that does not verify is dropped and counted.",
+        json_shape='{"entries": [{"action", "item_id", "version", "author", "key_id", "at", '
+        '"standing", "text", "kind", "project"}], "dropped", "complete"}; "at" is ISO 8601 UTC',
+    )
+    p.add_argument(
+        "--limit",
+        type=_feed_limit,
+        default=20,
+        metavar="N",
+        help="show the newest N changes (20; at most 500)",
+    )
+
+    p = command(
         "recall-team",
         lazy("memmesh.cli._team_net", "run_recall_team"),
         "Ask the whole team: the coordinator and every live peer at once. Answers are "
@@ -224,6 +246,14 @@ def _network_commands(command: Command) -> None:
     p.add_argument("--project", metavar="P", help="project to ask about (plus global)")
     _timeout(p, 2.0, "per-source seconds")
     p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")
+
+
+def _feed_limit(value: str) -> int:
+    """An argparse type: how many changes `mem team feed` shows, 1 to 500."""
+    number = positive_int(value)
+    if number > 500:
+        raise argparse.ArgumentTypeError(f"must be at most 500, not {number}")
+    return number
 
 
 def _timeout(parser: argparse.ArgumentParser, seconds: float, what: str = "") -> None:
