@@ -119,3 +119,11 @@ def loopback_team(tmp_path: Path, team_token: None) -> Iterator["Team"]:
 
     with team_on_loopback(tmp_path) as members:
         yield members
+
+
+@pytest.fixture
+def roster_team(loopback_team: "Team") -> "Team":
+    """:func:`loopback_team` with ada, the coordinator's first admin, and bob on its roster."""
+    ada, bob = loopback_team.add("ada"), loopback_team.add("bob")
+    loopback_team.enrol(ada, bob)
+    return loopback_team

@@ -38,6 +38,10 @@ MODULES = [
     "memmesh.team.status",
     "memmesh.team.roster",
     "memmesh.team.disclosures",
+    "memmesh.team.access",
+    "memmesh.team.check",
+    "memmesh.team.errors",
+    "memmesh.team.feed",
     "memmesh.net",
     "memmesh.net.search",
     "memmesh.net.presence",
@@ -98,6 +102,7 @@ ERRORS_MODULES = [
     "memmesh.net.errors",
     "memmesh.policy.errors",
     "memmesh.registry.errors",
+    "memmesh.team.errors",
 ]
 
 

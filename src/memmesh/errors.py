@@ -11,6 +11,12 @@ that this tree is the real one):
 
     class                               exit  status  code
     MemmeshError                           1     500  error
+    ├── AccessError (team)                 3     500  access_error
+    │   ├── KeyRevoked                     3     500  key_revoked
+    │   ├── NotOnRoster                    3     500  not_on_roster
+    │   ├── SignatureRejected              3     500  signature_rejected
+    │   ├── TokenMissing                   3     500  token_missing
+    │   └── TokenRejected                  3     500  token_rejected
     ├── AgentError (agents)                1     500  agent_error
     │   ├── ConfigFileError                1     500  config_file_error
     │   └── McpUnavailable                 1     500  mcp_unavailable
@@ -61,7 +67,8 @@ that this tree is the real one):
     │   ├── IdentityUnreadable             1     500  identity_unreadable
     │   ├── LogTailMismatch                1     500  log_tail_mismatch
     │   ├── NotPublished                   1     404  not_published
-    │   └── NotYourItem                    1     403  not_your_item
+    │   ├── NotYourItem                    1     403  not_your_item
+    │   └── RetractedBefore                2     409  retracted_before
     └── StoreError (local)                 1     500  store_error
         ├── AmbiguousId                    2     400  ambiguous_id
         ├── CorruptDatabase                1     500  corrupt_database

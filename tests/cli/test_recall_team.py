@@ -238,6 +238,25 @@ def test_live_peers_answer_while_the_coordinator_is_down(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(
+    ("query", "problem"),
+    [("", "the query is empty"), ("x" * 12 * 1024, "the query is longer than 8192 bytes")],
+)
+def test_a_query_local_recall_refuses_is_refused_alike_and_never_sent(
+    tmp_path: Path, query: str, problem: str
+) -> None:
+    fake = FakeSource()
+    with serving(fake) as url:
+        member = Team(tmp_path, url).add("ada")
+        mem = MemRunner(member.home, Path.cwd())
+        local = mem("recall", query)
+        team = mem("team", "recall-team", query)
+
+    assert (team.returncode, local.returncode) == (2, 2)
+    assert error_line(team) == error_line(local) == f"mem: error: {problem}"
+    assert fake.heard == []
+
+
+@pytest.mark.parametrize(
     ("policy", "message"),
     [
         ({"coordinator": NOWHERE, "peers": ["http://127.0.0.1:7"]}, "no team source answered"),

@@ -10,10 +10,10 @@ import pytest
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.coordinator.protocol import ChangesRequest
 from memmesh.local.store import Store
-from memmesh.net.errors import Unauthorized
 from memmesh.net.server import free_port
 from memmesh.policy.config import load_policy
 from memmesh.registry import Registry, create_identity, publish, retract
+from memmesh.team.errors import SignatureRejected
 from tests._servers import running
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner
@@ -184,8 +184,8 @@ def test_sync_to_another_teams_coordinator_is_refused_and_changes_nothing(
         result = mem("team", "sync", env=TOKEN_ENV)
 
         # Signed for this member's team, the requests are worthless to another team's host.
-        assert result.returncode == 1, result.stderr
+        assert result.returncode == 3, result.stderr
         assert result.stdout == ""
-        assert result.stderr == f"mem: error: {Unauthorized().message} (HTTP 401)\n"
+        assert result.stderr == f"mem: error: {SignatureRejected(TEAM).message}\n"
         assert elsewhere.feed_size() == 0
         assert _unacked(home) == 3

@@ -125,7 +125,7 @@ def test_loosening_the_policy_again_shares_nothing_until_published_again(
 
     _mem(ada, "team", "sync")
     assert _served(loopback_team, bob, LOCKS_QUERY) == []
-    republished = _mem(ada, "team", "publish", item)
+    republished = _mem(ada, "team", "publish", item, "--again")
     assert republished.stdout.startswith(f"published  v2  {item}")
     _mem(ada, "team", "sync")
     assert _served(loopback_team, bob, LOCKS_QUERY) == [(item, LOCKS)]

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from memmesh.local.store import Store
-from memmesh.policy import parse_policy
+from memmesh.policy import parse_policy, policy_template
 from memmesh.registry import create_identity
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner
@@ -353,7 +353,7 @@ def test_publishing_an_unchanged_published_item_is_a_no_op(mem: MemRunner, home:
 # -- retract, forget, revise -----------------------------------------------------------------
 
 
-def test_retract_then_retract_again_then_publish_again_is_version_2(
+def test_publishing_a_retracted_item_again_needs_again_and_says_what_teammates_will_see(
     mem: MemRunner, home: Path
 ) -> None:
     _member(home)
@@ -365,13 +365,86 @@ def test_retract_then_retract_again_then_publish_again_is_version_2(
     again = _run(mem, "team", "retract", locks, code=1)
     assert error_line(again) == f"mem: error: item {locks} is not published"
 
-    republished = _publish_json(mem, locks)
-    assert [(p["action"], p["version"]) for p in republished] == [("published", 2)]
+    refused = _run(mem, "team", "publish", locks, code=2)
+    assert error_line(refused) == (
+        f"mem: error: {locks} was retracted (v1): publishing it again shares it anew as v2, "
+        "which teammates see like any new item; give --again to do so"
+    )
+    planned = _run(mem, "team", "publish", locks, "--dry-run", code=2)
+    assert planned.stdout.splitlines() == [
+        f"retracted  v2  {locks}  [share.kinds: decision]",
+        "           retracted before: --again shares it anew as v2, which teammates see like "
+        "any new item",
+    ]
+    assert _summary(_log(mem)) == [("publication", locks, 1), ("retraction", locks, 1)]
+
+    republished = _publish_json(mem, locks, "--again")
+    assert [(p["id"], p["action"], p["version"]) for p in republished] == [(locks, "published", 2)]
     assert _summary(_log(mem)) == [
         ("publication", locks, 1),
         ("retraction", locks, 1),
         ("publication", locks, 2),
     ]
+
+
+def test_publish_eligible_publishes_everything_the_policy_allows_in_one_step(
+    mem: MemRunner, home: Path
+) -> None:
+    _member(home)
+    locks = _remember(home, LOCKS)
+    _remember(home, TESTS, kind="command")  # commands are not shared
+    _remember(home, f"The release bot tags with {GITHUB_TOKEN}")  # a secret
+    taken_back = _remember(home, "We chose Celery for the mail queue")
+    cache = _remember(home, CACHE, kind="gotcha")
+    _run(mem, "team", "publish", taken_back)
+    _run(mem, "team", "retract", taken_back)
+    left_out = (
+        f"left out, retracted before: {taken_back} "
+        "(publish each again with `mem team publish ID --again`)"
+    )
+
+    planned = _run(mem, "team", "publish", "--eligible", "--dry-run")
+    published = json_of(_run(mem, "team", "publish", "--eligible", "--json"))
+    nothing_left = _run(mem, "team", "publish", "--eligible")
+
+    assert planned.stdout.splitlines() == [
+        f"publish    v1  {locks}  [share.kinds: decision]",
+        f"           would send: {LOCKS}",
+        f"publish    v1  {cache}  [share.kinds: gotcha]",
+        f"           would send: {CACHE}",
+        left_out,
+    ]
+    assert [(p["id"], p["action"]) for p in published["items"]] == [
+        (locks, "published"),
+        (cache, "published"),
+    ]
+    assert published["left_out"] == [taken_back]
+    assert nothing_left.stdout.splitlines() == [
+        "nothing to publish: every item the policy allows is published or was retracted",
+        left_out,
+    ]
+    assert _summary(_log(mem))[2:] == [("publication", locks, 1), ("publication", cache, 1)]
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        ((), "give the ids of the items to publish, or --eligible"),
+        (("01J9ZC4", "--eligible"), "give the ids of the items to publish, or --eligible"),
+        (
+            ("--eligible", "--force"),
+            "--eligible publishes what the policy allows: it does not go with --force or --again",
+        ),
+    ],
+)
+def test_publish_needs_ids_or_eligible_alone(
+    mem: MemRunner, home: Path, args: tuple[str, ...], problem: str
+) -> None:
+    _member(home)
+
+    result = _run(mem, "team", "publish", *args, code=2)
+
+    assert error_line(result) == f"mem: error: {problem} (see `mem team publish --help`)"
 
 
 def test_forgetting_a_published_item_appends_its_retraction(mem: MemRunner, home: Path) -> None:
@@ -446,6 +519,24 @@ def test_status_counts_items_per_project(mem: MemRunner, home: Path) -> None:
             "blocked": {"share.projects.web: false": 1},
         },
     }
+
+
+def test_status_text_shows_the_public_key_team_yaml_tells_teammates_to_copy(
+    mem: MemRunner, home: Path
+) -> None:
+    identity = create_identity(home)
+    _write_policy(home)
+
+    lines = _run(mem, "team", "status").stdout.splitlines()
+
+    assert lines[:2] == [
+        f"member {identity.key_id} in team acme; coordinator {COORDINATOR}; "
+        "0 registry entries awaiting sync",
+        f"public key {identity.public_key_text} (teammates list it under members: in team.yaml)",
+    ]
+    assert "public key from `mem team status`" in policy_template(
+        name="bob", team="acme", coordinator=None
+    )
 
 
 def test_tightened_policy_shows_published_items_as_withheld(mem: MemRunner, home: Path) -> None:

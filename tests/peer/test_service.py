@@ -166,7 +166,7 @@ def test_confirm_reports_whether_and_at_which_version_items_are_published(
     republished = ada.remember(LOCKS, kind="decision")
     ada.publish(republished)
     ada.retract(republished)
-    ada.publish(republished)  # a re-publish after a retraction is version 2
+    ada.publish(republished, again=True)  # a re-publish after a retraction is version 2
     once = ada.remember(GYP, kind="gotcha")
     ada.publish(once)
     private = ada.remember("Run the integration tests with make test-int", kind="command")

@@ -16,6 +16,7 @@ from memmesh.policy.errors import PublishRefused
 from memmesh.registry import (
     NotPublished,
     Registry,
+    RetractedBefore,
     create_identity,
     publish,
     reconcile,
@@ -87,6 +88,9 @@ class Model:
             self.versions[item_id] = self.versions.get(item_id, 0) + 1
             self.live.add(item_id)
 
+    def retracted(self, item_id: str) -> bool:
+        return item_id not in self.live and self.versions.get(item_id, 0) > 0
+
     def reconcile(self) -> None:
         self.live &= self.active
 
@@ -124,7 +128,13 @@ class Driver:
             return
         item_id = model.known[choice % len(model.known)]
         if operation == "publish":
-            if model.publishable(item_id):
+            if model.publishable(item_id) and model.retracted(item_id):
+                # Publishing a retracted item again must be asked for.
+                with pytest.raises(RetractedBefore):
+                    publish(self.registry, POLICY, [item_id])
+                publish(self.registry, POLICY, [item_id], again=True)
+                model.publish(item_id)
+            elif model.publishable(item_id):
                 publish(self.registry, POLICY, [item_id])
                 model.publish(item_id)
             else:

@@ -26,6 +26,7 @@ from memmesh.registry import (
     withheld,
 )
 from memmesh.registry.envelopes import text_hash
+from memmesh.registry.errors import RetractedBefore
 from tests.registry._helpers import TEAM, log_length, make_policy
 
 GITHUB_TOKEN = "ghp_R8x2Lq9ZtB4mK7vN1cW5yH3jD6sF0aE2uP8g"
@@ -190,7 +191,7 @@ def test_changed_tags_publish_a_new_version(
     assert log_length(store) == 2
 
 
-def test_retract_then_publish_again_gives_version_2(
+def test_retract_then_publish_again_only_when_asked_gives_version_2(
     store: Store, registry: Registry, policy: Policy
 ) -> None:
     item, _ = store.remember("Deploys go out on Tuesdays", kind="decision")
@@ -198,7 +199,11 @@ def test_retract_then_publish_again_gives_version_2(
     (entry,) = retract(registry, [item.id])
     assert (entry.kind, entry.item_id, entry.version) == ("retraction", item.id, 1)
     assert live_set(registry) == {}
-    (planned,) = publish(registry, policy, [item.id])
+    with pytest.raises(RetractedBefore) as refused:
+        publish(registry, policy, [item.id])
+    assert refused.value.retracted == [(item.id, 1)]
+    assert len(registry.entries()) == 2
+    (planned,) = publish(registry, policy, [item.id], again=True)
     assert (planned.action, planned.version) == ("publish", 2)
     assert live_versions(registry) == {item.id: 2}
     assert [(e.kind, e.version) for e in registry.entries()] == [
@@ -220,7 +225,7 @@ def test_a_retraction_covers_every_version_up_to_its_own(
     assert live_set(registry) == {}
     with store.read() as conn:
         assert registry.latest_version(conn, item.id) == 2
-    (planned,) = publish(registry, policy, [item.id])
+    (planned,) = publish(registry, policy, [item.id], again=True)
     assert planned.version == 3
 
 

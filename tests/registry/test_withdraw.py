@@ -97,8 +97,10 @@ def test_a_loosened_policy_brings_nothing_back(registry: Registry, published: st
     assert withdraw(registry, loose) == []
     with registry.store.read() as tx:
         assert registry.live(tx) == {}
-    # Sharing it again is the user's act: a new version.
-    (again,) = plan(registry, loose, [published])
+    # Sharing it again is the user's act, asked for: a new version.
+    (unasked,) = plan(registry, loose, [published])
+    (again,) = plan(registry, loose, [published], again=True)
+    assert (unasked.action, unasked.version) == ("retracted", 2)
     assert (again.action, again.version) == ("publish", 2)
 
 

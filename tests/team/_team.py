@@ -57,7 +57,7 @@ from memmesh.registry.envelopes import (
 from memmesh.team.recall import TeamAnswer, recall_team
 from memmesh.team.sync import SyncReport, sync
 from tests._servers import running
-from tests._signed import signed_client
+from tests._signed import add_member, make_admin, signed_client
 
 TOKEN = "loopback-team-token"
 FINGERPRINT = HashingEmbedder().fingerprint
@@ -135,9 +135,9 @@ class Member:
         assert status == "created", f"{text!r} merged into {item.id}"
         return item.id
 
-    def publish(self, *item_ids: str) -> None:
+    def publish(self, *item_ids: str, again: bool = False) -> None:
         with self.registry() as registry:
-            publish(registry, self.policy(), list(item_ids))
+            publish(registry, self.policy(), list(item_ids), again=again)
 
     def retract(self, *item_ids: str) -> None:
         with self.registry() as registry:
@@ -296,6 +296,8 @@ class Team:
         self.team = team
         self.members: dict[str, Member] = {}
         self.daemons: list[PeerDaemon] = []
+        # The coordinator itself, when the test serves it in this process.
+        self.host: Coordinator | None = None
 
     def add(self, name: str, **policy: Any) -> Member:
         """A new member with ``policy`` overrides; every member's team.yaml lists them all."""
@@ -333,6 +335,14 @@ class Team:
                 raise RuntimeError(f"no presence from {wanted - self.online(members[0])}")
             time.sleep(0.1)
 
+    def enrol(self, admin: Member, *members: Member) -> None:
+        """Put ``admin`` on the served coordinator's roster as its first admin, then
+        ``members`` as members it added."""
+        assert self.host is not None, "only a coordinator served in this process"
+        make_admin(self.host, admin.identity, admin.name)
+        for member in members:
+            add_member(self.host, admin.identity, member.identity, member.name)
+
     def close(self) -> None:
         for daemon in self.daemons:
             daemon.stop()
@@ -348,6 +358,7 @@ def team_on_loopback(root: Path, *, team: str = TEAM) -> Iterator[Team]:
     try:
         with running(coordinator_app(coordinator, token=TOKEN)) as url:
             members = Team(root, url, team=team)
+            members.host = coordinator
             try:
                 yield members
             finally:

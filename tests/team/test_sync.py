@@ -240,7 +240,7 @@ def test_publication_no_longer_live_is_not_sent(
     again, gone = (_remember(store, text) for text in _texts(2))
     publish(registry, policy, [again, gone])
     retract(registry, [again, gone])
-    (republished,) = [p for p in publish(registry, policy, [again]) if p.action == "publish"]
+    republished = publish(registry, policy, [again], again=True)[0]
     assert republished.version == 2
 
     report = sync(registry, policy, client)

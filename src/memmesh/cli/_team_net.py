@@ -1,26 +1,30 @@
-"""The work of the networked `mem team` commands (serve, peers, recall-team), registered in
-:mod:`memmesh.cli.team`."""
+"""The work of the networked `mem team` commands (serve, peers, feed, recall-team, and the
+check of `status --check`), registered in :mod:`memmesh.cli.team`."""
 
 import argparse
 import contextlib
-import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from memmesh.cli._common import emit, home_of, note, open_store, warn
 from memmesh.errors import ExitCode
+from memmesh.local.items import iso
 from memmesh.local.project import resolve_project
 from memmesh.net.settings import ServeSettings
-from memmesh.policy import load_policy
-from memmesh.registry import load_identity
+from memmesh.policy import Policy, load_policy
+from memmesh.registry import Identity, load_identity
 from memmesh.team.member import Member
 from memmesh.text import printable
 
 if TYPE_CHECKING:
-    from memmesh.team.recall import TeamAnswer
+    from memmesh.team.feed import FeedEntry
+    from memmesh.team.recall import PeerSeen, TeamAnswer
 
-__all__ = ["answer_json", "run_peers", "run_recall_team", "run_serve"]
+__all__ = ["answer_json", "run_feed", "run_peers", "run_recall_team", "run_serve", "team_check"]
+
+# Characters of an item's text a feed line shows at most (the rest is cut, with a marker).
+_EXCERPT = 100
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -51,22 +55,126 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_peers(args: argparse.Namespace) -> int:
-    from memmesh.team.recall import list_peers
-
     home = home_of(args)
     policy = load_policy(home)
     identity = load_identity(home)
-    seen, problems = list_peers(policy, identity=identity, interfaces=args.interface, home=home)
-    now = time.time()
-    data = {"peers": [msgspec.to_builtins(p) for p in seen], "problems": problems}
-    lines = [
-        f"{printable(p.name):<12} {p.key_id}  {p.url:<28} via {p.learned_from:<9} "
-        f"{printable(p.embedder)}  expires in {max(0, round(p.expires_at - now))}s"
-        for p in seen
-    ] or ["no peers online"]
+    seen, problems, silent = _peers(args, policy, identity)
+    rows = [_peer_json(p, silent) for p in seen]
+    lines = []
+    for peer, row in zip(seen, rows, strict=True):
+        answers = "" if row["answers"] is None else f"  {_answer(row)}"
+        lines.append(
+            f"{printable(peer.name):<12} {peer.key_id}  {peer.url:<28} via "
+            f"{peer.learned_from:<9} {printable(peer.embedder)}  "
+            f"last seen {row['last_seen_s']}s ago{answers}"
+        )
+    lines = lines or ["no peers online"]
     lines += [f"note: {printable(problem)}" for problem in problems]
-    emit(args, data, "\n".join(lines))
+    emit(args, {"peers": rows, "problems": problems}, "\n".join(lines))
     return ExitCode.OK
+
+
+def team_check(
+    args: argparse.Namespace, policy: Policy, identity: Identity
+) -> tuple[dict[str, Any], list[str], ExitCode]:
+    """`mem team status --check`: the ``check`` part of its JSON, its lines, its exit code.
+
+    The peers are asked unless the coordinator refuses this member (they hold its roster)."""
+    from memmesh.team.check import check_coordinator
+
+    checked = check_coordinator(policy, identity, timeout=args.timeout)
+    url = checked.url or "-"
+    if checked.state == "accepted":
+        who = f"{checked.name} in team {policy.team}" if checked.name else f"team {policy.team}"
+        if not checked.roster:
+            who += ", whose roster is empty: any key with the token is accepted"
+        lines = [f"check: coordinator {url}: reachable, accepts this member ({who})"]
+    elif checked.state == "refused":
+        lines = [f"check: coordinator {url}: reachable, does not accept this member: "]
+        lines[0] += checked.problem
+    elif checked.state == "unreachable":
+        lines = [f"check: coordinator {url}: not reachable: {checked.problem}"]
+    else:
+        lines = [f"check: coordinator {url}: {checked.problem}"]
+    rows: list[dict[str, Any]] = []
+    if checked.state != "refused":
+        seen, _, silent = _peers(args, policy, identity, check=True)
+        rows = [_peer_json(p, silent) for p in seen]
+        lines += [
+            printable(f"check: peer {row['name']} ({row['key_id']}) {row['url']}: ")
+            + printable(_answer(row))
+            for row in rows
+        ] or ["check: no teammate's peer is online"]
+    data = {"coordinator": msgspec.to_builtins(checked), "peers": rows}
+    return data, lines, ExitCode(checked.exit_code)
+
+
+def _peers(
+    args: argparse.Namespace, policy: Policy, identity: Identity, *, check: bool = False
+) -> tuple[list["PeerSeen"], list[str], dict[str, str] | None]:
+    """The peers listed, the problems met, and (with ``check`` or ``--check``) why each that
+    does not answer now does not."""
+    from memmesh.team.check import probe_peers
+    from memmesh.team.recall import list_peers
+
+    seen, problems = list_peers(
+        policy,
+        identity=identity,
+        interfaces=getattr(args, "interface", None),
+        home=home_of(args),
+        timeout=args.timeout,
+    )
+    if not (check or args.check):
+        return seen, problems, None
+    return seen, problems, probe_peers(policy, identity, seen, timeout=args.timeout)
+
+
+def _peer_json(peer: "PeerSeen", silent: dict[str, str] | None) -> dict[str, Any]:
+    """A peer as `--json` shows it: ``answers`` and ``problem`` only when it was asked."""
+    from memmesh.team.check import last_seen
+
+    row: dict[str, Any] = msgspec.to_builtins(peer)
+    row["last_seen_s"] = round(last_seen(peer))
+    row["answers"] = None if silent is None else peer.key_id not in silent
+    row["problem"] = "" if silent is None else silent.get(peer.key_id, "")
+    return row
+
+
+def _answer(row: dict[str, Any]) -> str:
+    return "answers" if row["answers"] else f"not answering: {row['problem']}"
+
+
+def run_feed(args: argparse.Namespace) -> int:
+    from memmesh.team.feed import team_feed
+
+    home = home_of(args)
+    policy = load_policy(home)
+    feed = team_feed(policy, load_identity(home), limit=args.limit, home=home)
+    rows = [{**msgspec.to_builtins(e), "at": iso(e.at)} for e in feed.entries]
+    lines = [_feed_line(entry) for entry in feed.entries]
+    lines = lines or [f"nothing shared in team {printable(policy.team)} yet"]
+    if feed.dropped:
+        lines.append("dropped: " + ", ".join(f"{n} {why}" for why, n in feed.dropped.items()))
+    emit(
+        args,
+        {"entries": rows, "dropped": feed.dropped, "complete": feed.complete},
+        "\n".join(lines),
+    )
+    if not feed.complete:
+        warn("the feed did not end where it should: these are the newest changes read")
+    return ExitCode.OK
+
+
+def _feed_line(entry: "FeedEntry") -> str:
+    """One entry on one line: every field but the times and numbers comes from the network."""
+    standing = f" ({entry.standing.replace('_', ' ')})" if entry.standing else ""
+    head = f"{iso(entry.at)}  {printable(entry.author)}{standing}  {entry.action} v{entry.version}"
+    head += f"  {printable(entry.item_id)}"
+    if entry.action == "retracted":
+        return head
+    text = entry.text if len(entry.text) <= _EXCERPT else entry.text[: _EXCERPT - 1] + "\u2026"
+    where = printable(f"[{entry.kind}, {entry.project}]")
+    return f"{head}  {where} {printable(text)}"
 
 
 def run_recall_team(args: argparse.Namespace) -> int:

@@ -1,10 +1,14 @@
 """The work of the roster's commands registered in :mod:`memmesh.cli._team_members`.
 
 A refusal from the coordinator (:class:`~memmesh.net.errors.Refused`) is turned here into a
-sentence that says what it means and what to do (:class:`~memmesh.cli.errors.TeamRefused`).
+sentence that says what it means and what to do: :class:`~memmesh.cli.errors.TeamRefused` for
+what this command asked (a join code, an admin's business), an error of
+:mod:`memmesh.team.errors` when the coordinator refuses this member itself (its token, its
+signature, its key: see :mod:`memmesh.team.access`).
 """
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +26,7 @@ from memmesh.net.presence import RosterMember
 from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
 from memmesh.team import roster
+from memmesh.team.access import explained
 from memmesh.team.disclosures import my_disclosures
 from memmesh.text import printable
 
@@ -36,6 +41,8 @@ __all__ = [
 
 # What a request asked for: any member's business, an admin's, or joining with a code.
 Asked = Literal["member", "admin", "join"]
+# The coordinator's words when it refuses the key itself, whatever was asked.
+_REFUSES_THE_KEY = re.compile(r"is not a member of team|was revoked on")
 
 
 @contextmanager
@@ -53,15 +60,6 @@ def _explained(
     refused: Refused, asked: Asked, what: str, policy: Policy | None, identity: Identity | None
 ) -> MemmeshError:
     status, said = refused.http_status, refused.message
-    key = f" ({identity.key_id})" if identity else ""
-    team = f" {policy.team}" if policy else ""
-    if status == 401:
-        token = f" and the team token in ${policy.token_env}" if policy else ""
-        return TeamRefused(
-            f"the coordinator did not accept this request ({said}): check this computer's "
-            f"clock (it must be within 2 minutes of the coordinator's){token}",
-            status,
-        )
     if status == 404 and "no route" in said:
         return refused  # a coordinator that does not serve this yet says so itself
     if asked == "join" and status in (403, 404, 409, 410):
@@ -70,19 +68,21 @@ def _explained(
             "until it expires; ask an admin for a new one (mem team invite NAME)",
             status,
         )
-    if status == 403 and asked == "admin":
+    if status == 401 and (policy is None or identity is None):
         return TeamRefused(
-            f"this key{key} may not {what} in team{team}: only its admins may "
-            f"(the coordinator said: {said})",
+            f"the coordinator did not accept this request ({said}): check this computer's "
+            "clock (it must be within 2 minutes of the coordinator's)",
             status,
         )
-    if status == 403:
+    if policy is None or identity is None:
+        return refused
+    if status == 403 and asked == "admin" and not _REFUSES_THE_KEY.search(said):
         return TeamRefused(
-            f"this key{key} is not a member of team{team} (ask an admin for an invite: "
-            "mem team invite)",
+            f"this key ({identity.key_id}) may not {what} in team {policy.team}: only its "
+            f"admins may (the coordinator said: {said})",
             status,
         )
-    return refused
+    return explained(refused, policy, identity)
 
 
 def _member(args: argparse.Namespace) -> tuple[Policy, Identity]:

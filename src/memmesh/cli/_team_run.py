@@ -5,6 +5,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import msgspec
 
@@ -12,7 +13,7 @@ from memmesh.cli._common import emit, home_of, open_store, warn
 from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
-from memmesh.registry import load_identity
+from memmesh.registry import Planned, load_identity
 from memmesh.team.member import Member, counted, reported_action, try_policy, withholding
 
 __all__ = [
@@ -94,8 +95,26 @@ def run_policy(args: argparse.Namespace) -> int:
 
 
 def run_publish(args: argparse.Namespace) -> int:
+    from memmesh.cli.errors import UsageError
+
+    if bool(args.ids) == args.eligible:
+        raise UsageError("team publish", "give the ids of the items to publish, or --eligible")
+    if args.eligible and (args.force or args.again):
+        raise UsageError(
+            "team publish",
+            "--eligible publishes what the policy allows: it does not go with --force or --again",
+        )
+    left_out: list[str] = []
     with _member(args) as team:
-        planned, warning = team.publish(args.ids, force=args.force, dry_run=args.dry_run)
+        ids = args.ids
+        if args.eligible:
+            ids, left_out = team.eligible()
+        planned: list[Planned] = []
+        warning = None
+        if ids:
+            planned, warning = team.publish(
+                ids, force=args.force, dry_run=args.dry_run, again=args.again
+            )
     warn(warning)
     rows = [
         {
@@ -114,9 +133,29 @@ def run_publish(args: argparse.Namespace) -> int:
         lines.append(f"{row['action']:<10} v{row['version']}  {row['id']}  [{row['rule']}]{forced}")
         if args.dry_run and row["action"] == "publish":
             lines.append(f"           would send: {row['text']}")
-    emit(args, {"dry_run": args.dry_run, "items": rows}, "\n".join(lines))
-    refused = any(row["action"] == "refused" for row in rows)
-    return ExitCode.REFUSED if refused else ExitCode.OK
+        elif row["action"] == "retracted":
+            lines.append(
+                f"           retracted before: --again shares it anew as v{row['version']}, "
+                "which teammates see like any new item"
+            )
+    data: dict[str, Any] = {"dry_run": args.dry_run, "items": rows}
+    if args.eligible:
+        data["left_out"] = left_out
+        if not rows:
+            retracted = " or was retracted" if left_out else ""
+            lines.append(
+                f"nothing to publish: every item the policy allows is published{retracted}"
+            )
+        if left_out:
+            lines.append(
+                f"left out, retracted before: {', '.join(left_out)} "
+                "(publish each again with `mem team publish ID --again`)"
+            )
+    emit(args, data, "\n".join(lines))
+    actions = {row["action"] for row in rows}
+    if "refused" in actions:
+        return ExitCode.REFUSED
+    return ExitCode.USAGE if "retracted" in actions else ExitCode.OK
 
 
 def run_sync(args: argparse.Namespace) -> int:
@@ -158,10 +197,12 @@ def run_status(args: argparse.Namespace) -> int:
 
     with _member(args) as team:
         status = team_status(team)
+        policy, identity = team.policy, team.identity
     lines = [
         f"member {status.member_id} in team {status.team}; "
         f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
         f"{status.awaiting_sync} registry entries awaiting sync",
+        f"public key {status.public_key} (teammates list it under members: in team.yaml)",
     ]
     for name, row in status.projects.items():
         lines.append(
@@ -178,8 +219,16 @@ def run_status(args: argparse.Namespace) -> int:
             f"retractions without the coordinator's receipt: {len(status.unreceipted)} "
             f"({', '.join(status.unreceipted)}); `mem team sync` asks again"
         )
-    emit(args, msgspec.to_builtins(status), "\n".join(lines))
-    return ExitCode.OK
+    data = msgspec.to_builtins(status)
+    code = ExitCode.OK
+    if args.check:
+        from memmesh.cli._team_net import team_check
+
+        assert policy is not None  # _member loaded it
+        data["check"], checked, code = team_check(args, policy, identity)
+        lines += checked
+    emit(args, data, "\n".join(lines))
+    return code
 
 
 def run_log(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from memmesh.cli._common import (
     nonempty,
     port,
     positive_float,
+    positive_int,
     url,
 )
 from memmesh.local.items import KINDS, MAX_K
@@ -77,29 +78,58 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p = command(
         "publish",
         _run("publish"),
-        "Publish items to the team, all or nothing. The policy decides each item; --force "
-        "overrides eligibility and your never rules (and is recorded), never a detected secret.",
-        "mem team publish 01J9ZC4 01J9ZD1 --dry-run",
+        "Publish items to the team, all or nothing; --eligible publishes every item the policy "
+        "allows that was never published. The policy decides each item; --force overrides "
+        "eligibility and your never rules (and is recorded), never a detected secret.",
+        "mem team publish --eligible --dry-run",
+        description="Publish items to the team, all or nothing. The policy decides each "
+        "item; --force overrides eligibility and your never rules (and is recorded), never a "
+        "detected secret. A retracted item is published again only with --again: teammates "
+        "then see it anew, as its next version. --eligible publishes, in one step, every "
+        "active item the policy allows that was never published (retracted ones are left "
+        "out and listed); with --dry-run it lists them.",
+        json_shape='{"dry_run", "items": [{"id", "action", "version", "rule", "forced", '
+        '"text"}]}, plus "left_out" (ids retracted before) with --eligible',
     )
-    p.add_argument("ids", nargs="+", metavar="ID", help="item ids or unique prefixes")
+    p.add_argument("ids", nargs="*", metavar="ID", help="item ids or unique prefixes")
+    p.add_argument(
+        "--eligible", action="store_true", help="every item the policy allows, never published"
+    )
     p.add_argument("--force", action="store_true", help="override eligibility and never rules")
+    p.add_argument(
+        "--again", action="store_true", help="publish retracted items anew, as a new version"
+    )
     p.add_argument("--dry-run", action="store_true", help="show what would leave, change nothing")
 
     p = command(
         "retract",
         _run("retract"),
-        "Retract published items: they stop being served everywhere and never come back.",
+        "Retract published items: they stop being served everywhere, and come back only if "
+        "you publish them again with --again.",
         "mem team retract 01J9ZC4",
     )
     p.add_argument("ids", nargs="+", metavar="ID", help="item ids or unique prefixes")
 
-    command(
+    p = command(
         "status",
         _run("status"),
-        "Per project: private, eligible, published, withheld, blocked (by which rule); what "
-        "awaits sync, and how many published items the policy now withholds.",
-        "mem team status",
+        "Your member id and public key; per project: private, eligible, published, withheld, "
+        "blocked (by which rule); what awaits sync. With --check, also whether the coordinator "
+        "answers and accepts you, and which teammates' peers answer.",
+        "mem team status --check",
+        description="Your member id and public key (what teammates list under members: in "
+        "team.yaml); per project: private, eligible, published, withheld, blocked (by which "
+        "rule); what awaits sync, and how many published items the policy now withholds. "
+        "Works offline: nothing is contacted unless you give --check, which asks the "
+        "coordinator whether it accepts this member (exit 3 if it does not, saying why: no "
+        "token set, a wrong token, a signature it refuses, a key outside the roster or "
+        "revoked; exit 4 if it cannot be reached or shows another certificate than the "
+        "pinned one) and asks each teammate's peer it lists whether it answers now.",
     )
+    p.add_argument(
+        "--check", action="store_true", help="contact the coordinator and the teammates' peers"
+    )
+    _timeout(p, 3.0)
     command(
         "sync",
         _run("sync"),
@@ -167,11 +197,40 @@ def _network_commands(command: Command) -> None:
     p = command(
         "peers",
         lazy("memmesh.cli._team_net", "run_peers"),
-        "Show teammates' peer daemons that are online: who, where, learned from where, "
-        "which embedder, and until when their presence holds.",
-        "mem team peers --json",
+        "Show teammates' peer daemons whose presence holds: who, where, learned from where, "
+        "which embedder, and how long ago it was last seen. With --check, ask each whether "
+        "it answers now.",
+        "mem team peers --check",
+        description="Show teammates' peer daemons whose presence holds: who, where, learned "
+        "from where, which embedder, and how long ago it was last seen (a presence holds for "
+        "90 s after a heartbeat, so a daemon stopped since is listed until then). With "
+        "--check, each is asked for its presence now, and listed as answering or not; the "
+        "exit code stays 0 either way.",
     )
     p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")
+    p.add_argument("--check", action="store_true", help="ask each peer whether it answers")
+    _timeout(p, 3.0)
+
+    p = command(
+        "feed",
+        lazy("memmesh.cli._team_net", "run_feed"),
+        "What teammates shared or took back, newest first, from the coordinator's feed: who "
+        "published or retracted which item, and when.",
+        "mem team feed --limit 50",
+        description="What teammates shared or took back, newest first, from the "
+        "coordinator's changes feed: each item once, at its latest change (published, with "
+        "its text, or retracted), with its author's name on the roster. Every entry is "
+        "verified first; one that does not verify is dropped and counted.",
+        json_shape='{"entries": [{"action", "item_id", "version", "author", "key_id", "at", '
+        '"standing", "text", "kind", "project"}], "dropped", "complete"}; "at" is ISO 8601 UTC',
+    )
+    p.add_argument(
+        "--limit",
+        type=_feed_limit,
+        default=20,
+        metavar="N",
+        help="show the newest N changes (20; at most 500)",
+    )
 
     p = command(
         "recall-team",
@@ -185,7 +244,24 @@ def _network_commands(command: Command) -> None:
     p.add_argument("-k", type=hits, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
     p.add_argument("--author", metavar="NAME", help="only items by this member")
     p.add_argument("--project", metavar="P", help="project to ask about (plus global)")
-    p.add_argument(
-        "--timeout", type=positive_float, default=2.0, metavar="S", help="per-source seconds"
-    )
+    _timeout(p, 2.0, "per-source seconds")
     p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")
+
+
+def _feed_limit(value: str) -> int:
+    """An argparse type: how many changes `mem team feed` shows, 1 to 500."""
+    number = positive_int(value)
+    if number > 500:
+        raise argparse.ArgumentTypeError(f"must be at most 500, not {number}")
+    return number
+
+
+def _timeout(parser: argparse.ArgumentParser, seconds: float, what: str = "") -> None:
+    """Give a command that contacts the team ``--timeout S`` (``seconds`` by default)."""
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=seconds,
+        metavar="S",
+        help=what or f"seconds each contacted daemon has to answer ({seconds:g})",
+    )

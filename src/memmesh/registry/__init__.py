@@ -8,11 +8,13 @@ from memmesh.registry.errors import (
     NotPublished,
     NotYourItem,
     RegistryError,
+    RetractedBefore,
 )
 from memmesh.registry.identity import Identity, create_identity, load_identity
 from memmesh.registry.log import Entry, Live, Registry
 from memmesh.registry.publish import (
     Planned,
+    eligible,
     plan,
     publish,
     reconcile,
@@ -38,8 +40,10 @@ __all__ = [
     "Publication",
     "Registry",
     "RegistryError",
+    "RetractedBefore",
     "Retraction",
     "create_identity",
+    "eligible",
     "load_identity",
     "open_envelope",
     "plan",

@@ -10,10 +10,11 @@ MemmeshError
     ├── BadSignature          an envelope does not verify (status 400)
     ├── NotPublished          retracting an item that is not published
     ├── NotYourItem           retracting an item another key published (status 403)
+    ├── RetractedBefore       publishing retracted items again without --again (exit 2)
     └── LogTailMismatch       the log does not end where its recorded head says
 """
 
-from memmesh.errors import MemmeshError
+from memmesh.errors import ExitCode, MemmeshError
 
 __all__ = [
     "BadSignature",
@@ -26,6 +27,7 @@ __all__ = [
     "NotPublished",
     "NotYourItem",
     "RegistryError",
+    "RetractedBefore",
 ]
 
 
@@ -123,3 +125,29 @@ class LogTailMismatch(RegistryError):
             "the registry log does not end where it should (an entry was removed or added); "
             "run `mem team verify`"
         )
+
+
+class RetractedBefore(RegistryError):
+    """Items retracted before were to be published again, unasked (no ``again``): nothing was done.
+
+    ``retracted`` holds each ``(item id, version retracted)``.
+    """
+
+    exit_code = ExitCode.USAGE
+    status = 409
+
+    def __init__(self, retracted: list[tuple[str, int]]) -> None:
+        if len(retracted) == 1:
+            ((item_id, version),) = retracted
+            said = (
+                f"{item_id} was retracted (v{version}): publishing it again shares it anew as "
+                f"v{version + 1}, which teammates see like any new item"
+            )
+        else:
+            listed = ", ".join(f"{item_id} v{version}" for item_id, version in retracted)
+            said = (
+                f"{len(retracted)} items were retracted ({listed}): publishing them again "
+                "shares each anew as its next version, which teammates see like any new item"
+            )
+        super().__init__(f"{said}; give --again to do so")
+        self.retracted = retracted

@@ -2,7 +2,8 @@
 
 A batch is all or nothing: if the policy refuses any item, nothing is appended. Publishing an
 item whose live publication already says the same thing is a no-op. Retracting covers every
-version up to the live one; a later publish is a new version.
+version up to the live one; a retraction is meant for good, so publishing the item again must
+be asked for (``again``), and makes a new version that teammates see like any new item.
 
 Two things retract without being asked, each for its own reason and never both for one item:
 :func:`reconcile` takes back what the member forgot or revised, and :func:`withdraw` what the
@@ -21,11 +22,12 @@ from memmesh.policy.config import Policy
 from memmesh.policy.decide import Decision, decide
 from memmesh.policy.errors import PublishRefused
 from memmesh.registry.envelopes import Publication, Retraction, text_hash
-from memmesh.registry.errors import NotPublished, NotYourItem
+from memmesh.registry.errors import NotPublished, NotYourItem, RetractedBefore
 from memmesh.registry.log import Entry, Live, Registry
 
 __all__ = [
     "Planned",
+    "eligible",
     "plan",
     "publish",
     "reconcile",
@@ -35,11 +37,12 @@ __all__ = [
     "withheld",
 ]
 
-Action = Literal["publish", "unchanged", "refused"]
+Action = Literal["publish", "unchanged", "refused", "retracted"]
 
 
 class Planned(msgspec.Struct, frozen=True, kw_only=True):
-    """What publishing one item would do, and the rule that decides it."""
+    """What publishing one item would do, and the rule that decides it: ``retracted`` is an
+    item retracted before, which is published again only when asked (``again``)."""
 
     item: Item
     decision: Decision
@@ -48,22 +51,39 @@ class Planned(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def plan(
-    registry: Registry, policy: Policy, item_ids: list[str], *, force: bool = False
+    registry: Registry,
+    policy: Policy,
+    item_ids: list[str],
+    *,
+    force: bool = False,
+    again: bool = False,
 ) -> list[Planned]:
     """What ``publish`` would do for each item, without doing it (``--dry-run``)."""
     with registry.store.read() as tx:
-        return _plan(registry, tx, policy, item_ids, force)
+        return _plan(registry, tx, policy, item_ids, force, again)
 
 
 def publish(
-    registry: Registry, policy: Policy, item_ids: list[str], *, force: bool = False
+    registry: Registry,
+    policy: Policy,
+    item_ids: list[str],
+    *,
+    force: bool = False,
+    again: bool = False,
 ) -> list[Planned]:
-    """Publish the items, all or nothing; raises :class:`PublishRefused` naming each refusal."""
+    """Publish the items, all or nothing; ``again`` publishes retracted ones anew.
+
+    Raises :class:`PublishRefused` naming each refusal, else :class:`RetractedBefore` naming
+    each retracted item when not ``again``.
+    """
     with registry.store.transaction() as tx:
-        planned = _plan(registry, tx, policy, item_ids, force)
+        planned = _plan(registry, tx, policy, item_ids, force, again)
         refused = [(p.item.id, p.decision.rule) for p in planned if p.action == "refused"]
         if refused:
             raise PublishRefused(refused)
+        retracted = [(p.item.id, p.version - 1) for p in planned if p.action == "retracted"]
+        if retracted:
+            raise RetractedBefore(retracted)
         for entry in planned:
             if entry.action != "publish":
                 continue
@@ -76,6 +96,22 @@ def publish(
                 content_hash=text_hash(item.text), embedder=registry.store.embedder.fingerprint,
             )  # fmt: skip
         return planned
+
+
+def eligible(registry: Registry, policy: Policy) -> tuple[list[str], list[str]]:
+    """The active items ``policy`` allows that were never published, oldest first (to publish
+    in one step), and those it allows that were published and retracted before (which only a
+    publish with ``again`` shares anew). Live publications are neither."""
+    with registry.store.read() as tx:
+        live = registry.live(tx)
+        ever = {entry.item_id for entry in registry.entries(tx)}
+    fresh: list[str] = []
+    retracted: list[str] = []
+    for item in reversed(registry.store.items(status="active")):
+        if item.id in live or not decide(item, policy).allowed:
+            continue
+        (retracted if item.id in ever else fresh).append(item.id)
+    return fresh, retracted
 
 
 def retract(registry: Registry, item_ids: list[str]) -> list[Entry]:
@@ -190,7 +226,12 @@ def _retract(registry: Registry, tx: Transaction, target: Live) -> Entry:
 
 
 def _plan(
-    registry: Registry, tx: Transaction, policy: Policy, item_ids: list[str], force: bool
+    registry: Registry,
+    tx: Transaction,
+    policy: Policy,
+    item_ids: list[str],
+    force: bool,
+    again: bool,
 ) -> list[Planned]:
     live = registry.live(tx)
     out: list[Planned] = []
@@ -207,6 +248,8 @@ def _plan(
             action: Action = "refused"
         elif current is not None and _same(current.publication, item, registry):
             action, version = "unchanged", current.publication.version
+        elif current is None and version > 1 and not again:
+            action = "retracted"  # every version so far was taken back
         else:
             action = "publish"
         out.append(Planned(item=item, decision=decision, action=action, version=version))

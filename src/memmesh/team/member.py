@@ -15,6 +15,7 @@ from memmesh.registry import (
     Entry,
     Planned,
     Registry,
+    eligible,
     load_identity,
     plan,
     publish,
@@ -67,22 +68,37 @@ class Member:
             reconcile(self.registry)
 
     def publish(
-        self, item_ids: list[str], *, force: bool = False, dry_run: bool = False
+        self,
+        item_ids: list[str],
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        again: bool = False,
     ) -> tuple[list[Planned], str | None]:
-        """Publish the items through the policy (all or nothing), then auto-sync.
+        """Publish the items through the policy (all or nothing), then auto-sync; ``again``
+        publishes items retracted before anew.
 
         With ``dry_run`` nothing is recorded or sent: the plan says what would happen. Returns
         the plan and a warning, if any: the auto-sync's, else :func:`withholding` (published
         items the policy now withholds, which only a sync takes back). Raises
-        :class:`PolicyError` subclasses when the policy is unusable or refuses an item.
+        :class:`PolicyError` subclasses when the policy is unusable or refuses an item,
+        :class:`~memmesh.registry.errors.RetractedBefore` for a retracted item without
+        ``again``.
         """
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
         if dry_run:
-            return plan(self.registry, policy, item_ids, force=force), None
-        planned = publish(self.registry, policy, item_ids, force=force)
+            return plan(self.registry, policy, item_ids, force=force, again=again), None
+        planned = publish(self.registry, policy, item_ids, force=force, again=again)
         warning = auto_sync(self)
         return planned, warning or withholding(len(withdrawals(self.registry, policy)))
+
+    def eligible(self) -> tuple[list[str], list[str]]:
+        """The ids of the active items the policy allows that were never published (oldest
+        first), and of those it allows that were retracted before (see
+        :func:`~memmesh.registry.publish.eligible`)."""
+        # Without a policy in hand, reading it again raises why it cannot be used.
+        return eligible(self.registry, self.policy or load_policy(self.store.home))
 
     def retract(self, item_ids: list[str]) -> tuple[list[Entry], str | None]:
         """Retract the items' live publications (all or nothing), then auto-sync.
@@ -96,14 +112,17 @@ class Member:
     def sync(self) -> "SyncReport":
         """Push every entry the coordinator has not acknowledged (see :func:`sync`).
 
-        Raises :class:`PolicyError` when the policy is unusable or names no coordinator.
+        Raises :class:`PolicyError` when the policy is unusable or names no coordinator, a
+        :class:`~memmesh.team.errors.AccessError` when the coordinator does not accept this
+        member (:func:`~memmesh.team.access.explained` says why).
         """
         from memmesh.net.connect import coordinator_client
+        from memmesh.team.access import accepted
         from memmesh.team.sync import sync
 
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
-        with coordinator_client(policy, self.identity) as client:
+        with accepted(policy, self.identity), coordinator_client(policy, self.identity) as client:
             return sync(self.registry, policy, client)
 
     def ask_team(

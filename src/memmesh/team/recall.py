@@ -31,6 +31,7 @@ from functools import partial
 
 import msgspec
 
+from memmesh.local import recall
 from memmesh.local.store import Store
 from memmesh.net.errors import Unreachable
 from memmesh.net.search import MAX_K, SearchRequest
@@ -129,18 +130,24 @@ def recall_team(
     many asks (and close them); otherwise they are made for this one (with ``client_factory``,
     the product's own by default) and closed at its end.
 
-    Raises :class:`Unreachable` (exit 4) only when no source answered.
+    Raises :class:`~memmesh.local.errors.InvalidInput` (exit 2) for a query the local recall
+    refuses (empty, or longer than it takes), before anything is sent;
+    :class:`Unreachable` (exit 4) only when no source answered.
     """
     end = time.monotonic() + deadline
     dropped: Counter[str] = Counter()
     warnings: list[str] = []
+    vector = store.embedder.embed_query(query)
+    # The local recall's own checks, run over no items: a query `mem recall` refuses is refused
+    # here in the same words (InvalidInput, exit 2), before anything is sent.
+    recall(store, query, k=k, project=project, record=False, restrict=(), query_vector=vector)
     # Sources could only filter by the label publications carry: the author is matched here,
     # on every hit, by the roster's name or the member id.
     request = SearchRequest(
         query=query,
         k=MAX_K if author else min(k * _POOL, MAX_K),
         project=project,
-        vector=store.embedder.embed_query(query).tolist(),
+        vector=vector.tolist(),
         embedder=store.embedder.fingerprint,
     )
     own_calls = calls is None

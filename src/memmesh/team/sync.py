@@ -5,13 +5,14 @@ anything is sent: a live publication the policy no longer allows is retracted fi
 (:func:`~memmesh.registry.publish.withdraw`, after the retractions of forgotten and revised
 items), and that retraction is pushed like any other, so a tightened team.yaml takes items
 back from the coordinator too. A policy that allows them again brings nothing back: sharing
-them again takes a new publish. A publication that is no longer live (retracted or replaced
-since) is not sent at all; one withheld for a local reason the policy does not judge (its
-text changed under it) stays unsent and unacknowledged. An entry is marked acknowledged only
-after the coordinator answered ``accepted``, ``duplicate`` or ``stale`` for it, so a kill at
-any moment followed by another sync reaches the same state: the coordinator treats a resent
-envelope as a duplicate. The retractions :func:`withdraw` appends are committed before any
-request, so a kill between the two leaves them queued for the next sync.
+them again takes a new publish, asked for (``--again``). A publication that is no longer
+live (retracted or replaced since) is not sent at all; one withheld for a local reason the
+policy does not judge (its text changed under it) stays unsent and unacknowledged. An entry
+is marked acknowledged only after the coordinator answered ``accepted``, ``duplicate`` or
+``stale`` for it, so a kill at any moment followed by another sync reaches the same state: the
+coordinator treats a resent envelope as a duplicate. The retractions :func:`withdraw` appends
+are committed before any request, so a kill between the two leaves them queued for the next
+sync.
 
 The coordinator answers each retraction it applied with a receipt signed by its own key; sync
 keeps it once it checks out (:meth:`~memmesh.registry.log.Registry.keep_receipt`: a receipt for
@@ -19,12 +20,14 @@ exactly that retraction of ours, signed by team.yaml's ``coordinator_key`` when 
 and reports one that does not (``bad_receipts``); the retraction counts as applied either way.
 
 The client comes from :func:`memmesh.net.connect.coordinator_client`: every request signed for
-the coordinator, with the team token.
+the coordinator, with the team token. With nothing to send, sync still asks the coordinator
+(``GET /v1/info``), so that a credential it refuses is never reported as a sync that went well.
 """
 
 import msgspec
 
 from memmesh.coordinator.protocol import (
+    Info,
     Outcome,
     PublishItem,
     PublishRequest,
@@ -91,6 +94,8 @@ def sync(
                 report.withheld.append((entry.item_id, held[entry.item_id].rule))
                 continue
         sendable.append(entry)
+    if not sendable:
+        client.get("/v1/info", Info)  # raises when the coordinator does not accept us
     for batch in _batches(sendable, batch_size):
         report.batches += 1
         report.sent += len(batch)
