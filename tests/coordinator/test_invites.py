@@ -189,6 +189,18 @@ def test_an_invite_lasting_longer_than_thirty_days_is_refused(served: Inviting) 
     assert served.invite("carol", expires_at=START + 30 * DAY)  # the longest allowed
 
 
+def test_an_invite_expiring_past_any_date_is_a_400_not_a_500(served: Inviting) -> None:
+    # Found by bench/fuzz.py: such a time overflowed while the refusal was being worded.
+    for expires_at in (9223372036854775808.0, 1e300):
+        request = InviteRequest(
+            name="carol", digest=secret_digest(new_secret()), expires_at=expires_at
+        )
+        with served.client(served.admin) as client, pytest.raises(Refused) as refused:
+            client.post("/v1/invites", request, Invite)
+        assert refused.value.http_status == 400
+        assert "expires_at" in refused.value.message
+
+
 def test_one_invite_presented_by_two_keys_at_once_joins_exactly_one(served: Inviting) -> None:
     secret = served.invite("carol")
     keys = [served.key(f"rival{n}") for n in range(6)]

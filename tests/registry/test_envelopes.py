@@ -241,3 +241,15 @@ def test_sealing_another_member_s_body_is_a_programming_error(
     stranger = create_identity(tmp_path / "stranger")
     with pytest.raises(AssertionError, match="signing another member's body"):
         seal(publication(stranger), identity)
+
+
+@pytest.mark.parametrize("moment", [-1.0, 1e300, 253_402_300_800.0])
+def test_a_time_no_date_can_show_is_rejected(identity: Identity, moment: float) -> None:
+    # Listings and messages format these times as dates: none may overflow there.
+    envelope = seal(publication(identity, published_at=moment), identity)
+    assert "published_at" in reason_of(envelope)
+
+
+def test_the_last_second_of_year_9999_is_a_time_still_accepted(identity: Identity) -> None:
+    body = publication(identity, published_at=253_402_300_799.0)
+    assert open_envelope(seal(body, identity)) == body

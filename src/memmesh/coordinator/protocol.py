@@ -13,7 +13,7 @@ from memmesh.net.presence import OutcomeStatus, Roster, RosterMember
 from memmesh.net.search import Vector
 from memmesh.net.wire import MAX_BATCH
 from memmesh.net.wire import Request as _Request
-from memmesh.registry.envelopes import Envelope
+from memmesh.registry.envelopes import MAX_TIMESTAMP, Envelope, Timestamp
 
 __all__ = [
     "Change",
@@ -134,7 +134,7 @@ class InviteRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=T
 
     name: Name
     digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
-    expires_at: Annotated[float, msgspec.Meta(gt=0)]
+    expires_at: Annotated[float, msgspec.Meta(gt=0, le=MAX_TIMESTAMP)]
     admin: bool = False
 
 
@@ -142,7 +142,7 @@ class Invite(msgspec.Struct, frozen=True, kw_only=True):
     """The invite as stored: whom it is for, until when, and whether it makes an admin."""
 
     name: str
-    expires_at: float
+    expires_at: Timestamp
     admin: bool
 
 
@@ -175,7 +175,7 @@ class Disclosure(msgspec.Struct, frozen=True, kw_only=True):
     item_id: str
     asker_key_id: str
     asker_name: str
-    served_at: float
+    served_at: Timestamp
 
 
 class DisclosuresResponse(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,7 +9,7 @@ from typing import Literal
 import msgspec
 
 from memmesh.net.wire import Request
-from memmesh.registry.envelopes import Envelope
+from memmesh.registry.envelopes import Envelope, Timestamp
 
 __all__ = ["OutcomeStatus", "PresenceRequest", "PresenceResponse", "Roster", "RosterMember"]
 
@@ -33,8 +33,8 @@ class RosterMember(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     key_id: str
     admin: bool
-    added_at: float
-    revoked_at: float | None = None
+    added_at: Timestamp
+    revoked_at: Timestamp | None = None
 
 
 class Roster(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,6 +50,6 @@ class PresenceResponse(msgspec.Struct, frozen=True, kw_only=True):
     whom to answer: a revoked member is refused within a heartbeat)."""
 
     status: OutcomeStatus
-    expires_at: float = 0.0
+    expires_at: Timestamp = 0.0
     reason: str = ""
     roster: Roster | None = None

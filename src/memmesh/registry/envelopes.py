@@ -17,11 +17,13 @@ from memmesh.registry.identity import Identity, key_id, public_key_from_text, ve
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_TIMESTAMP",
     "Envelope",
     "Presence",
     "Publication",
     "Receipt",
     "Retraction",
+    "Timestamp",
     "open_envelope",
     "seal",
     "text_hash",
@@ -34,6 +36,10 @@ _MAX_PAYLOAD = 64 * 1024
 
 # Counters stay within what SQLite and JSON carry exactly.
 Counter = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
+# Seconds since 1970 that a date can show: up to the last second of year 9999. Anything a
+# message or listing formats as a date comes through this type, so none can overflow there.
+MAX_TIMESTAMP = 253_402_300_799.0
+Timestamp = Annotated[float, msgspec.Meta(ge=0, le=MAX_TIMESTAMP)]
 
 
 class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -50,7 +56,7 @@ class Publication(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, 
     """One version of a published item, as signed by its author."""
 
     author: str
-    published_at: float
+    published_at: Timestamp
     text: str
     kind: str
     project: str
@@ -62,7 +68,7 @@ class Publication(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, 
 class Retraction(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="retraction"):
     """A tombstone: beats every publication of ``item_id`` with version <= ``version``."""
 
-    retracted_at: float
+    retracted_at: Timestamp
 
 
 class Presence(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="presence"):
@@ -71,7 +77,7 @@ class Presence(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag
     name: str
     peer_url: str
     embedder: str
-    expires_at: float
+    expires_at: Timestamp
     # The SHA-256 pin of the peer's TLS certificate (``sha256:`` and 64 hex digits) when
     # ``peer_url`` is https: askers pin the peer from this signed statement.
     tls_pin: str = ""
@@ -85,7 +91,7 @@ class Receipt(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag=
     """
 
     member_key: str
-    purged_at: float
+    purged_at: Timestamp
 
 
 Body = Publication | Retraction | Presence | Receipt
