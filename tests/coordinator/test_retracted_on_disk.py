@@ -91,13 +91,19 @@ def test_a_retraction_leaves_no_retracted_sentence_or_word_in_any_file_of_the_da
         assert found_anywhere(data, KEPT) == all_needles(KEPT)  # the rest is still there
 
 
-def test_revoking_a_member_with_purge_leaves_none_of_its_text_in_any_file(
-    served: Served, data: Path, ada: Identity, bob: Identity
-) -> None:
+def _publish_secrets_and_kept(served: Served, ada: Identity, bob: Identity) -> None:
+    """Bob publishes the items to be purged, Ada the ones that must stay."""
     with served.client(bob) as client:
         _publish(client, bob, SECRETS, 0)
     with served.client(ada) as client:
         _publish(client, ada, KEPT, 100)
+
+
+def test_revoking_a_member_with_purge_leaves_none_of_its_text_in_any_file(
+    served: Served, data: Path, ada: Identity, bob: Identity
+) -> None:
+    _publish_secrets_and_kept(served, ada, bob)
+    with served.client(ada) as client:
         assert len(_found(client, SECRETS[1].word)) == 1
 
         revoked = client.post(
@@ -113,10 +119,7 @@ def test_revoking_a_member_with_purge_leaves_none_of_its_text_in_any_file(
 def test_an_operator_s_purge_of_a_key_leaves_none_of_its_text_in_any_file(
     served: Served, data: Path, ada: Identity, bob: Identity
 ) -> None:
-    with served.client(bob) as client:
-        _publish(client, bob, SECRETS, 0)
-    with served.client(ada) as client:
-        _publish(client, ada, KEPT, 100)
+    _publish_secrets_and_kept(served, ada, bob)
 
     assert served.coordinator.holdings.purge(bob.public_key_text) == len(SECRETS)
 
