@@ -6,7 +6,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Vectors", "unit_vector"]
+__all__ = ["Embedder", "Vectors", "closeness", "unit_vector"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -39,6 +39,12 @@ class Embedder(Protocol):
         """Cosine from which a query and a text are plausibly about the same thing."""
 
     @property
+    def unrelated(self) -> tuple[float, float]:
+        """Median and spread of this embedder's cosine between two unrelated texts, as
+        ``bench/calibrate.py`` measures them: recall reads every cosine in these units
+        (:func:`closeness`), so that one gate means the same for every embedder."""
+
+    @property
     def duplicate_cosine(self) -> float:
         """Cosine from which two stored texts say the same thing (the novelty gate)."""
 
@@ -66,3 +72,10 @@ def unit_vector(vector: npt.NDArray[np.floating[Any]], dim: int) -> Vectors | No
         return None
     unit: Vectors = (wide / norm).astype(np.float32)
     return unit
+
+
+def closeness(cosine: float, unrelated: tuple[float, float]) -> float:
+    """How far ``cosine`` stands above what two unrelated texts get from the same embedder,
+    in spreads of that background (0: as close as unrelated texts usually are)."""
+    median, spread = unrelated
+    return (cosine - median) / spread

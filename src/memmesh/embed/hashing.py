@@ -29,6 +29,8 @@ _WORD_WEIGHT = 1.0
 _PAIR_WEIGHT = 0.5
 _GRAM_WEIGHT = 0.6
 _EXACT_WEIGHT = 1.5
+# Median and spread of the cosine of two unrelated texts at 384 dimensions (bench/calibrate.py).
+_UNRELATED = (0.017, 0.051)
 
 
 @lru_cache(maxsize=1 << 18)
@@ -81,6 +83,10 @@ class HashingEmbedder:
     @property
     def min_cosine(self) -> float:
         return 0.35
+
+    @property
+    def unrelated(self) -> tuple[float, float]:
+        return _UNRELATED
 
     @property
     def duplicate_cosine(self) -> float:

@@ -20,6 +20,8 @@ __all__ = ["E5SmallEmbedder"]
 _MIN_COSINE = 0.8
 # Related but different sentences already reach 0.9 here; restatements reach about 0.97.
 _DUPLICATE_COSINE = 0.97
+# Median and spread of the cosine of two unrelated texts (bench/calibrate.py).
+_UNRELATED = (0.821, 0.025)
 # About 2 ms per token per thread: cap what one text may cost.
 _MAX_CHARS = 2000
 
@@ -52,6 +54,10 @@ class E5SmallEmbedder:
     @property
     def min_cosine(self) -> float:
         return _MIN_COSINE
+
+    @property
+    def unrelated(self) -> tuple[float, float]:
+        return _UNRELATED
 
     @property
     def duplicate_cosine(self) -> float:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from memmesh.embed._pooling import summed_rows
 from memmesh.embed.base import Vectors
 from memmesh.embed.errors import EmbedderUnavailable
 
@@ -33,6 +34,8 @@ _EXTRA = "static"
 # words reach 0.51-0.79 here, so they stay two items, as they do with hashing.
 _MIN_COSINE = 0.55
 _DUPLICATE_COSINE = 0.92
+# Median and spread of the cosine of two unrelated texts (bench/calibrate.py).
+_UNRELATED = (0.086, 0.090)
 
 
 class WordLlamaEmbedder:
@@ -43,6 +46,7 @@ class WordLlamaEmbedder:
     dim = _DIM
     min_cosine = _MIN_COSINE
     duplicate_cosine = _DUPLICATE_COSINE
+    unrelated = _UNRELATED
 
     def __init__(self) -> None:
         try:
@@ -71,22 +75,10 @@ class WordLlamaEmbedder:
         return f"wordllama-{_CONFIG}-{self._version}-d{_DIM}"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        out = np.zeros((len(texts), _DIM), dtype=np.float32)
         if not texts:
-            return out
+            return np.zeros((0, _DIM), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        lengths = np.array([len(encoding.ids) for encoding in encodings], dtype=np.intp)
-        rows = np.flatnonzero(lengths)
-        if not rows.size:
-            return out
-        ids = np.concatenate([np.asarray(encodings[row].ids, dtype=np.intp) for row in rows])
-        np.clip(ids, 0, self._table.shape[0] - 1, out=ids)  # as WordLlama does
-        starts = np.concatenate(([0], np.cumsum(lengths[rows])[:-1]))
-        sums = np.add.reduceat(self._table[ids].astype(np.float64), starts, axis=0)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        keep = norms[:, 0] > 0
-        out[rows[keep]] = (sums[keep] / norms[keep]).astype(np.float32)
-        return out
+        return summed_rows(self._table, [encoding.ids for encoding in encodings])
 
     def embed_query(self, query: str) -> Vectors:
         vector: Vectors = self.embed([query])[0]
