@@ -5,12 +5,13 @@ Run from the repository root::
     .venv/bin/python bench/calibrate.py                       # every installed embedder
     .venv/bin/python bench/calibrate.py --embedder wordllama --pairs 2000
 
-Two texts picked at random from different modules of this Python's own standard library
-(sentences of their docstrings, 6 to 50 words; the same on every machine with the same Python
-version) are almost always unrelated. The median and spread of their cosines are what an
-embedder gives a query for a fact it has nothing to do with; recall measures every cosine in
-those units (``(cosine - median) / spread``), so that one setting of its gate means the same
-for every embedder. The figures printed here are the ``unrelated`` constants each embedder
+A query and a stored text picked at random from different modules of this Python's own
+standard library (sentences of their docstrings, 6 to 50 words; the same on every machine
+with the same Python version) are almost always unrelated; the first is embedded as a query,
+the second as a stored text. The median and spread of their cosines are what an embedder
+gives a query for a fact it has nothing to do with; recall measures every cosine in those
+units (``(cosine - median) / spread``), so that one setting of its gate means the same for
+every embedder. The figures printed here are the ``unrelated`` constants each embedder
 declares in ``src/memmesh/embed/``.
 """
 
@@ -81,7 +82,9 @@ def background(embedder: str, left: list[str], right: list[str]) -> list[object]
     would inflate a plain standard deviation.
     """
     model = get_embedder(embedder)
-    cosines = np.sum(model.embed(left) * model.embed(right), axis=1, dtype=np.float64)
+    # One side asked as a query, the other stored: e5 embeds the two differently.
+    queries = np.stack([model.embed_query(text) for text in left])
+    cosines = np.sum(queries * model.embed(right), axis=1, dtype=np.float64)
     median = float(np.median(cosines))
     spread = 1.4826 * float(np.median(np.abs(cosines - median)))
     p99, p999 = np.percentile(cosines, [99, 99.9])

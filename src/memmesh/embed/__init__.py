@@ -2,7 +2,7 @@
 
 from collections.abc import Callable
 
-from memmesh.embed.base import Embedder, Vectors, unit_vector
+from memmesh.embed.base import Embedder, Vectors, closeness, unit_vector
 from memmesh.embed.errors import EmbedderUnavailable, EmbedError, UnknownEmbedder
 from memmesh.embed.hashing import HashingEmbedder
 
@@ -15,6 +15,7 @@ __all__ = [
     "HashingEmbedder",
     "UnknownEmbedder",
     "Vectors",
+    "closeness",
     "get_embedder",
     "unit_vector",
 ]
@@ -28,6 +29,12 @@ def _e5_small() -> Embedder:
     return E5SmallEmbedder()
 
 
+def _minilm_static() -> Embedder:
+    from memmesh.embed.minilm_static import MiniLMStaticEmbedder
+
+    return MiniLMStaticEmbedder()
+
+
 def _wordllama() -> Embedder:
     from memmesh.embed.static import WordLlamaEmbedder
 
@@ -36,6 +43,7 @@ def _wordllama() -> Embedder:
 
 _FACTORIES: dict[str, Callable[[], Embedder]] = {
     "hashing": HashingEmbedder,
+    "minilm-static": _minilm_static,
     "e5-small": _e5_small,
     "wordllama": _wordllama,
 }

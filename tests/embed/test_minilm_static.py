@@ -1,0 +1,78 @@
+"""The minilm-static embedder: weights shipped in the package, offline, deterministic unit
+vectors in which a paraphrase stands closer than an unrelated text."""
+
+import hashlib
+import subprocess
+import sys
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from memmesh.embed import closeness, get_embedder, minilm_static
+from memmesh.embed.minilm_static import MiniLMStaticEmbedder
+
+# Any connection at all fails the child: the weights and the tokenizer are package files.
+_OFFLINE_CHILD = """
+import socket, sys
+def refuse(*args, **kwargs):
+    raise OSError("network used")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+from memmesh.embed import get_embedder
+sys.stdout.write(get_embedder("minilm-static").embed(sys.argv[1:]).tobytes().hex())
+"""
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMStaticEmbedder:
+    return MiniLMStaticEmbedder()
+
+
+def test_vectors_are_unit_rows_of_the_declared_width(embedder: MiniLMStaticEmbedder) -> None:
+    vectors = embedder.embed(["Use pnpm in the frontend", "ING-4471 means a lost partition"])
+    assert vectors.shape == (2, 256)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+
+
+def test_an_empty_text_is_a_zero_row_and_no_text_is_no_row(embedder: MiniLMStaticEmbedder) -> None:
+    assert not embedder.embed(["", "   "]).any()
+    assert embedder.embed([]).shape == (0, 256)
+
+
+def test_a_paraphrase_is_closer_than_an_unrelated_text(embedder: MiniLMStaticEmbedder) -> None:
+    fact, paraphrase, unrelated = embedder.embed(
+        [
+            "SSH into production only through the bastion host in the ops VPC",
+            "How do I reach the prod servers? Is there a jump host?",
+            "The quarterly offsite is in Lisbon and flights are booked by the office",
+        ]
+    )
+    near = closeness(float(fact @ paraphrase), embedder.unrelated)
+    far = closeness(float(fact @ unrelated), embedder.unrelated)
+    assert near > 2.0 > far
+
+
+def test_a_query_is_embedded_as_a_stored_text_is(embedder: MiniLMStaticEmbedder) -> None:
+    text = "Retry the deploy with --force only after the lock expired"
+    assert np.array_equal(embedder.embed_query(text), embedder.embed([text])[0])
+
+
+def test_vectors_are_the_same_in_another_process_with_no_network() -> None:
+    texts = ["Kafka consumer lost its partition", "x"]
+    child = subprocess.run(
+        [sys.executable, "-c", _OFFLINE_CHILD, *texts], capture_output=True, text=True, check=True
+    )
+    here = get_embedder("minilm-static").embed(texts)
+    assert bytes.fromhex(child.stdout) == here.tobytes()
+
+
+def test_the_weights_are_the_version_the_fingerprint_names() -> None:
+    # Changing the files without raising the version would put new vectors in a space named
+    # like the old one: the module names the digest of the weights its version stands for.
+    weights = resources.files("memmesh.embed") / "weights" / "minilm-static.npz"
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert digest == minilm_static.WEIGHTS_SHA256
+    assert MiniLMStaticEmbedder.fingerprint == "minilm-static-v1-d256"
