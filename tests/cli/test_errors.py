@@ -183,7 +183,7 @@ def test_an_unknown_embedder_is_a_usage_error(mem: MemRunner) -> None:
     refused = mem("list", env={"MEM_EMBEDDER": "word2vec"})
     assert refused.returncode == 2
     assert error_line(refused) == (
-        "mem: error: unknown embedder 'word2vec'; choose one of: hashing, e5-small, wordllama"
+        "mem: error: unknown embedder 'word2vec'; choose one of: hashing, minilm-static, e5-small, wordllama"
     )
 
 

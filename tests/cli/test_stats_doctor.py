@@ -160,7 +160,7 @@ def test_reindex_reports_progress_and_recall_still_works(mem: MemRunner) -> None
     unknown = mem("reindex", "--embedder", "bogus")
     assert unknown.returncode == 2
     assert error_line(unknown) == (
-        "mem: error: unknown embedder 'bogus'; choose one of: hashing, e5-small, wordllama"
+        "mem: error: unknown embedder 'bogus'; choose one of: hashing, minilm-static, e5-small, wordllama"
     )
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
 

@@ -105,7 +105,7 @@ def test_get_embedder_refuses_an_unknown_name() -> None:
         get_embedder("nope")
     assert caught.value.name == "nope"
     assert "'nope'" in str(caught.value)
-    assert "hashing, e5-small" in str(caught.value)
+    assert "hashing, minilm-static, e5-small" in str(caught.value)
 
 
 def test_e5_small_without_its_extra_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:

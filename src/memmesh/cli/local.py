@@ -18,6 +18,7 @@ from memmesh.cli._common import (
     warn,
 )
 from memmesh.cli._input import keep_secret_option, screened, text_argument
+from memmesh.embed import EMBEDDER_NAMES
 from memmesh.errors import ExitCode
 from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
@@ -145,7 +146,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "mem reindex --embedder e5-small",
     )
     p.add_argument(
-        "--embedder", metavar="NAME", help="embedder to switch to (hashing, e5-small, wordllama)"
+        "--embedder", metavar="NAME", help=f"embedder to switch to ({', '.join(EMBEDDER_NAMES)})"
     )
 
 
