@@ -1,10 +1,12 @@
 """`join_team`: a member's key and a team.yaml to start from, in a real home folder."""
 
+import json
 import stat
 from pathlib import Path
 
 import pytest
 
+from memmesh.embed import DEFAULT_EMBEDDER
 from memmesh.policy import load_policy
 from memmesh.registry import IdentityExists, load_identity
 from memmesh.team.setup import join_team
@@ -22,6 +24,8 @@ def test_joining_writes_a_private_key_and_a_policy_sharing_nothing(home: Path) -
     assert stat.S_IMODE((home / "identity.key").stat().st_mode) == 0o600
     policy = load_policy(home)
     assert (policy.team, policy.coordinator, policy.share.kinds) == ("acme", None, ())
+    # The team's embedder is written out, not left to the key's absent value.
+    assert f"\nembedder: {json.dumps(DEFAULT_EMBEDDER)}\n" in joined.policy_path.read_text()
 
 
 def test_joining_with_kinds_and_a_coordinator_writes_them_into_the_policy(home: Path) -> None:
