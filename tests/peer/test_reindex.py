@@ -43,7 +43,8 @@ def test_a_running_peer_answers_after_its_store_is_reindexed_with_another_embedd
     for answer in after:
         [peer] = [s for s in answer.sources if s.name == "ada"]
         assert (peer.status, peer.error, peer.hits) == ("ok", "", 1)
-        assert peer.lexical_only  # bob's query vector is hashing's, ada's store e5-small's now
+        # Bob's query vector is hashing's: ada's peer embedded his words in e5-small's space.
+        assert not peer.lexical_only
         assert [(h.id, h.source) for h in answer.hits] == [(locks, "peer ada")]
     log = daemon.log.read_text(encoding="utf-8")
     assert "Traceback" not in log
