@@ -7,7 +7,8 @@ Progress is for the person at the terminal, so it shows in text mode only (never
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,24 +19,22 @@ from memmesh.errors import ExitCode
 if TYPE_CHECKING:
     from memmesh.local.store import Store
 
-__all__ = ["reindexed", "run_coordinator_reindex"]
+__all__ = ["reindex_progress", "reindexed", "run_coordinator_reindex"]
 
 
 def reindexed(args: argparse.Namespace, store: "Store", embedder: str | None) -> int:
     """:meth:`Store.reindex` with ``embedder``, its progress on stderr; how many items."""
-    progress, finish = _progress(args)
-    try:
+    with reindex_progress(args) as progress:
         return store.reindex(embedder, progress)
-    finally:
-        finish()
 
 
-def _progress(
-    args: argparse.Namespace,
-) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
-    """The progress callback for ``args``' output mode, and what ends its line."""
+@contextmanager
+def reindex_progress(args: argparse.Namespace) -> Iterator[Callable[[int, int], None] | None]:
+    """The progress callback of a reindex for ``args``' output mode (``None`` with
+    ``--json``); its line is ended on leaving."""
     if getattr(args, "json", False):
-        return None, lambda: None
+        yield None
+        return
     terminal = sys.stderr.isatty()
     shown: list[bool] = []
 
@@ -46,11 +45,11 @@ def _progress(
         elif done == total:
             print(f"re-embedded {done}/{total}", file=sys.stderr, flush=True)
 
-    def finish() -> None:
+    try:
+        yield progress
+    finally:
         if shown:
             print(file=sys.stderr, flush=True)
-
-    return progress, finish
 
 
 def run_coordinator_reindex(args: argparse.Namespace) -> int:
