@@ -1,7 +1,11 @@
 """`mem stats`, `mem doctor` and `mem reindex` through the real command line."""
 
 import json
+import os
+import pty
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from memmesh.embed import get_embedder
@@ -154,8 +158,9 @@ def test_reindex_reports_progress_and_recall_still_works(mem: MemRunner) -> None
     assert done.stderr == "re-embedded 1/1\n"
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
 
-    data = json_of(mem("reindex", "--json"))
-    assert data == {"reindexed": 1, "embedder": HASHING}
+    as_json = mem("reindex", "--json")
+    assert json_of(as_json) == {"reindexed": 1, "embedder": HASHING}
+    assert as_json.stderr == ""  # progress is for the terminal: never with --json
 
     unknown = mem("reindex", "--embedder", "bogus")
     assert unknown.returncode == 2
@@ -163,6 +168,35 @@ def test_reindex_reports_progress_and_recall_still_works(mem: MemRunner) -> None
         "mem: error: unknown embedder 'bogus'; choose one of: hashing, minilm-static, e5-small, wordllama"
     )
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
+
+
+def test_reindex_progress_on_a_terminal_is_one_line_rewritten_in_place(
+    mem: MemRunner, home: Path
+) -> None:
+    for text in (WEBHOOKS, "Use pnpm in the frontend", "Deploys need the canary flag first"):
+        _remember(mem, text)
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "memmesh", "--home", str(home), "reindex"],
+            stdin=subprocess.DEVNULL, capture_output=False, stdout=subprocess.PIPE,
+            stderr=terminal, timeout=60, check=False,
+        )  # fmt: skip
+        os.close(terminal)
+        shown = b""
+        while chunk := _read(controller):
+            shown += chunk
+    finally:
+        os.close(controller)
+    assert done.returncode == 0
+    assert shown.decode().replace("\r\n", "\n") == "\rre-embedding 0/3\rre-embedding 3/3\n"
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the terminal's other end is closed: all was read
+        return b""
 
 
 @requires_model

@@ -104,7 +104,7 @@ def test_publish_search_retract_and_changes_through_the_wire(
 
     assert [(r.item_id, r.status) for r in retracted.results] == [(ITEM, "accepted")]
     assert retracted.results[0].receipt is not None
-    assert (gone.hits, gone.abstained, gone.lexical_only) == ([], True, True)
+    assert (gone.hits, gone.abstained, gone.lexical_only) == ([], True, False)
     assert [(c.kind, c.item_id, c.version, c.envelope) for c in feed.changes] == [
         ("retraction", ITEM, 1, tombstone)
     ]

@@ -182,24 +182,31 @@ def test_valid_publication_is_accepted_and_found_by_hybrid_search(
         pytest.param({}, id="no-vector"),
     ],
 )
-def test_search_without_a_usable_query_vector_is_lexical_only(
+def test_search_without_a_usable_query_vector_ranks_by_its_own_embedding_of_the_text(
     coordinator: Coordinator, identity: Identity, fields: dict[str, Any]
 ) -> None:
     envelope = seal(_pub(coordinator, identity), identity)
     _publish(coordinator, envelope, _vector(coordinator, TEXTS[1]))
     if fields:
         fields["vector"] = _vector(coordinator, TEXTS[1])
+    query = "quokka ledger signing keys"
+    own = _search(
+        coordinator, query, vector=coordinator.store.embedder.embed_query(query).tolist(),
+        embedder=coordinator.store.embedder.fingerprint,
+    )  # fmt: skip
 
-    answer = _search(coordinator, "quokka ledger signing keys", **fields)
+    answer = _search(coordinator, query, **fields)
 
-    assert answer.lexical_only is True
+    assert answer.lexical_only is False
     (hit,) = answer.hits
     assert hit.envelope == envelope
     # The foreign vector was not used: it is the item's own vector, so it would score 1.0.
+    # The coordinator's own embedding of the query was, as if the asker had sent it.
     assert hit.cosine < 0.99
+    assert answer == own
 
 
-def test_search_with_a_vector_of_the_wrong_size_is_lexical_only(
+def test_search_with_a_vector_of_the_wrong_size_ranks_by_its_own_embedding_of_the_text(
     coordinator: Coordinator, identity: Identity
 ) -> None:
     _publish(coordinator, seal(_pub(coordinator, identity), identity))
@@ -211,7 +218,8 @@ def test_search_with_a_vector_of_the_wrong_size_is_lexical_only(
         embedder=coordinator.store.embedder.fingerprint,
     )
 
-    assert answer.lexical_only is True
+    assert answer.lexical_only is False
+    assert answer == _search(coordinator, "quokka ledger")
     assert [open_envelope(h.envelope).item_id for h in answer.hits] == [ITEM]
 
 

@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from memmesh import embed
 from memmesh.local.items import KINDS
 from memmesh.local.store import Store
 from memmesh.policy import (
+    EMBEDDER_WHEN_ABSENT,
     POLICY_FILENAME,
     PolicyInvalid,
     PolicyMissing,
@@ -160,6 +162,13 @@ MALFORMED = [
         "version",
         "unsupported version 2; this memmesh reads version 1",
         id="version-2",
+    ),
+    pytest.param(
+        "team: acme\nembedder: word-llama\n",
+        2,
+        "embedder",
+        "unknown embedder 'word-llama'; choose one of: hashing, e5-small, wordllama",
+        id="unknown-embedder",
     ),
     pytest.param(
         "token_env: 'MY TOKEN'\n",
@@ -317,6 +326,12 @@ def test_absent_keys_take_the_defaults() -> None:
     assert partial.never.tags == DEFAULT_NEVER_TAGS
 
 
+def test_a_file_without_embedder_is_a_hashing_team_as_every_team_was_before_the_key() -> None:
+    assert EMBEDDER_WHEN_ABSENT == "hashing"
+    assert parse_policy("team: acme\n").embedder == EMBEDDER_WHEN_ABSENT
+    assert parse_policy("team: acme\nembedder: wordllama\n").embedder == "wordllama"
+
+
 def test_an_empty_or_comment_only_file_is_all_defaults() -> None:
     assert parse_policy("") == parse_policy("# nothing here yet\n") == parse_policy("version: 1\n")
 
@@ -405,6 +420,19 @@ def test_template_with_coordinator_still_shares_nothing_until_kinds_are_listed(
         decision = decide(item, policy)
         assert not decision.allowed
         assert decision.rule == f"share.kinds: {kind} is not shared"
+
+
+def test_template_writes_out_the_default_embedder_of_the_day(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = policy_template(name="ada", team="acme", coordinator=None)
+    assert f"\nembedder: {json.dumps(embed.DEFAULT_EMBEDDER)}\n" in text
+    assert parse_policy(text).embedder == embed.DEFAULT_EMBEDDER
+    # Read when the template is written: a later default is what a new team gets.
+    monkeypatch.setattr(embed, "DEFAULT_EMBEDDER", "wordllama")
+    assert parse_policy(policy_template(name="ada", team="acme", coordinator=None)).embedder == (
+        "wordllama"
+    )
 
 
 def test_template_is_commented_and_quotes_awkward_names() -> None:

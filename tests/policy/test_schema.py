@@ -4,7 +4,8 @@ from pathlib import Path
 
 import yaml
 
-from memmesh.policy import policy_template
+from memmesh.embed import EMBEDDER_NAMES
+from memmesh.policy import EMBEDDER_WHEN_ABSENT, policy_template
 from memmesh.policy.schema import policy_schema, policy_schema_text
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "team.schema.json"
@@ -26,3 +27,9 @@ def test_every_key_of_the_template_is_in_the_schema() -> None:
     template = yaml.safe_load(policy_template(name="ada", team="acme", coordinator="http://h:1"))
     properties = policy_schema()["$defs"]["Policy"]["properties"]
     assert set(template) <= set(properties)
+
+
+def test_the_schema_offers_only_the_known_embedders_and_says_the_absent_one() -> None:
+    embedder = policy_schema()["$defs"]["Policy"]["properties"]["embedder"]
+    assert embedder["enum"] == list(EMBEDDER_NAMES)
+    assert embedder["default"] == EMBEDDER_WHEN_ABSENT

@@ -80,3 +80,24 @@ def test_status_without_a_usable_policy_says_why(ada: Member) -> None:
         member = Acting(store, ada.identity, None, reconcile_first=False)
         with pytest.raises(PolicyInvalid):
             team_status(member)
+
+
+def test_status_names_both_embedders_and_the_switch_when_the_store_is_not_the_teams(
+    ada: Member,
+) -> None:
+    ada.remember("We chose Postgres advisory locks")
+    with Store(ada.home, author="ada") as store:
+        same = team_status(Acting(store, ada.identity, ada.policy()))
+        ada.write_policy(embedder="wordllama")
+        other = team_status(Acting(store, ada.identity, ada.policy()))
+    assert (same.store_embedder, same.team_embedder, same.embedder_mismatch) == (
+        "hashing",
+        "hashing",
+        None,
+    )
+    assert (other.store_embedder, other.team_embedder) == ("hashing", "wordllama")
+    assert other.embedder_mismatch == (
+        "your store uses the hashing embedder, but team.yaml names wordllama for the team: "
+        "teammates' answers are ranked here by words alone, and what you publish is embedded "
+        "again by the coordinator, until you run `mem reindex --embedder wordllama`"
+    )

@@ -48,9 +48,13 @@ def register(command: Command) -> None:
         "certificate the code pins), and writes team.yaml: the team, your name and the "
         "coordinator's URL, pin and key. An existing team.yaml keeps everything else, comments "
         "included. When the code is damaged or expired, or the coordinator refuses it, "
-        "team.yaml is not touched.",
+        "team.yaml is not touched. Then it switches your store to the team's embedder "
+        "(team.yaml's embedder:), re-embedding what it holds (progress on stderr); where that "
+        "embedder's extra is not installed, it says what to install and to run `mem reindex "
+        "--embedder NAME` after.",
         json_shape='{"member_id", "public_key", "name", "team", "coordinator", "admin", '
-        '"identity_created", "policy", "policy_created"}',
+        '"identity_created", "policy", "policy_created", "embedder": {"name", "before", '
+        '"reindexed", "missing"}}',
     )
     p.add_argument(
         "code",

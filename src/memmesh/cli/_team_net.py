@@ -15,6 +15,7 @@ from memmesh.net.settings import ServeSettings
 from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
 from memmesh.team.member import Member
+from memmesh.team.status import embedder_mismatch
 from memmesh.text import printable
 
 if TYPE_CHECKING:
@@ -183,6 +184,7 @@ def run_recall_team(args: argparse.Namespace) -> int:
     identity = load_identity(home)
     project = resolve_project(args.project)
     with open_store(args) as store:
+        warn(embedder_mismatch(store, policy))
         member = Member(store, identity, policy, reconcile_first=False)
         answer = member.ask_team(
             args.query,

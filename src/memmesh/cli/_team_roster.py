@@ -17,6 +17,7 @@ from typing import Any, Literal
 import msgspec
 
 from memmesh.cli._common import emit, home_of, note, open_store
+from memmesh.cli._reindex import reindex_progress
 from memmesh.cli.errors import TeamRefused, UsageError
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.local.errors import ItemNotFound
@@ -28,6 +29,7 @@ from memmesh.registry import Identity, load_identity
 from memmesh.team import roster
 from memmesh.team.access import explained
 from memmesh.team.disclosures import my_disclosures
+from memmesh.team.setup import TeamEmbedder, use_team_embedder
 from memmesh.text import printable
 
 __all__ = [
@@ -132,6 +134,7 @@ def run_join(args: argparse.Namespace) -> int:
     with _asking("join", "join"):
         joined = roster.join(home_of(args), code, name=args.name)
     member = joined.member
+    embedder = _team_embedder(args)
     data = {
         "member_id": member.key_id,
         "public_key": member.key,
@@ -142,6 +145,7 @@ def run_join(args: argparse.Namespace) -> int:
         "identity_created": joined.identity_created,
         "policy": str(joined.policy_path),
         "policy_created": joined.policy_created,
+        "embedder": msgspec.to_builtins(embedder),
     }
     emit(args, data, member.key_id)
     if not getattr(args, "json", False):
@@ -152,7 +156,23 @@ def run_join(args: argparse.Namespace) -> int:
             else f"updated the team's keys in {joined.policy_path}; the rest is as it was"
         )
         note(f"joined team {joined.team} as {member.name}{role}; {written}")
+        if embedder.missing:
+            note(f"the team's embedder is {embedder.name}, and {embedder.missing}")
+        elif embedder.reindexed is not None:
+            again = f", {embedder.reindexed} items re-embedded" if embedder.reindexed else ""
+            note(f"your store now uses the team's embedder, {embedder.name}{again}")
     return ExitCode.OK
+
+
+def _team_embedder(args: argparse.Namespace) -> TeamEmbedder:
+    """Put the member's store in the team's vector space, now that team.yaml names the team
+    (the join has succeeded whatever happens here: a problem is said, not raised)."""
+    policy = load_policy(home_of(args))
+    try:
+        with open_store(args, repair=True) as store, reindex_progress(args) as progress:
+            return use_team_embedder(store, policy, progress)
+    except MemmeshError as exc:
+        return TeamEmbedder.unusable(policy.embedder, "", exc.message)
 
 
 def run_members(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
 from memmesh.registry import Planned, load_identity
 from memmesh.team.member import Member, counted, reported_action, try_policy, withholding
+from memmesh.team.status import embedder_mismatch
 
 __all__ = [
     "run_init",
@@ -115,6 +116,7 @@ def run_publish(args: argparse.Namespace) -> int:
             planned, warning = team.publish(
                 ids, force=args.force, dry_run=args.dry_run, again=args.again
             )
+        warn(embedder_mismatch(team.store, team.policy))
     warn(warning)
     rows = [
         {
@@ -214,6 +216,7 @@ def run_status(args: argparse.Namespace) -> int:
     hint = withholding(len(status.policy_withholds))
     if hint:
         lines.append(hint)
+    lines += [status.embedder_mismatch] if status.embedder_mismatch else []
     if status.unreceipted:
         lines.append(
             f"retractions without the coordinator's receipt: {len(status.unreceipted)} "

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from memmesh.cli._common import (
     command_adder,
     command_group,
+    lazy,
     nonempty,
     port,
     positive_float,
@@ -161,6 +162,23 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     _quota_flags(p)
     register_items(command)
+    p = command(
+        "reindex",
+        lazy("memmesh.cli._reindex", "run_coordinator_reindex"),
+        "Re-embed every item the coordinator keeps, with --embedder NAME switching it to that "
+        "embedder; safe while it runs, which takes the new vectors up at once.",
+        "mem coordinator reindex --data /var/lib/memmesh --embedder wordllama",
+        description="Re-embed every item the coordinator keeps in its data folder: with "
+        "--embedder NAME, switching its cache to that embedder (the team's, as team.yaml "
+        "names it); without, with the one it has. Safe while the coordinator runs: the new "
+        "vectors are staged beside the old ones, which it goes on searching with, then "
+        "swapped in at once; its next request takes the new embedder up, without a restart "
+        "(serve it with --embedder NAME from then on, or without --embedder). Progress goes "
+        "to stderr; a killed reindex resumes where it stopped when run again.",
+        json_shape='{"reindexed", "embedder"}',
+    )
+    p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
+    p.add_argument("--embedder", metavar="NAME", help="switch to this embedder")
 
 
 def _quota_flags(p: argparse.ArgumentParser) -> None:

@@ -365,17 +365,11 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    def progress(done: int, total: int) -> None:
-        if not getattr(args, "json", False) and sys.stderr.isatty():
-            print(f"\rre-embedding {done}/{total}", end="", file=sys.stderr, flush=True)
-        elif done == total:
-            print(f"re-embedded {done}/{total}", file=sys.stderr)
+    from memmesh.cli._reindex import reindexed
 
     with open_store(args, repair=True) as store:
-        count = store.reindex(args.embedder or os.environ.get("MEM_EMBEDDER"), progress)
+        count = reindexed(args, store, args.embedder or os.environ.get("MEM_EMBEDDER"))
         fingerprint = store.embedder.fingerprint
-    if sys.stderr.isatty() and not getattr(args, "json", False):
-        print(file=sys.stderr)
     emit(
         args, {"reindexed": count, "embedder": fingerprint}, f"{count} items now use {fingerprint}"
     )

@@ -7,6 +7,7 @@ admins' routes check the admin flag besides.
 """
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from starlette.types import ASGIApp
@@ -24,12 +25,20 @@ __all__ = ["coordinator_app", "endpoints", "openapi"]
 
 
 def endpoints(coordinator: Coordinator) -> list[Endpoint]:
-    """Every route the coordinator serves."""
+    """Every route the coordinator serves; each handler but the health check's runs under
+    the coordinator's :class:`~memmesh.coordinator._space.Space` (it follows a reindex)."""
+    space = coordinator.space
+    return [
+        health_endpoint("Liveness; the only route open to anyone."),
+        *(replace(route, handler=space.guarded(route.handler)) for route in _routes(coordinator)),
+    ]
+
+
+def _routes(coordinator: Coordinator) -> list[Endpoint]:
     batch = BodyLimit(max_bytes=PUBLISH_BODY_LIMIT)
     small = BodyLimit(max_bytes=QUERY_BODY_LIMIT)
     members = coordinator.membership
     return [
-        health_endpoint("Liveness; the only route open to anyone."),
         Endpoint(
             path="/v1/info",
             handler=coordinator.info,

@@ -25,6 +25,7 @@ import numpy as np
 from memmesh import __version__
 from memmesh.coordinator import _tables
 from memmesh.coordinator._disclosures import DisclosureLog
+from memmesh.coordinator._space import Space
 from memmesh.coordinator._usage import Usage
 from memmesh.coordinator.holdings import Holdings
 from memmesh.coordinator.membership import Membership
@@ -112,6 +113,8 @@ class Coordinator:
             data, embedder=embedder, author="coordinator", durable=True, lexicon=True
         )
         self._clock = clock
+        # Every route's handler runs under it: see memmesh.coordinator._space.
+        self.space = Space(self.store)
         try:
             self.store.migrate(_tables.COORDINATOR_SCHEMA)
             self.holdings = Holdings(self.store, clock=clock)

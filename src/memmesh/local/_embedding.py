@@ -2,13 +2,25 @@
 
 The store's ``meta`` table names the embedder and its fingerprint. A store is only ever used
 with the embedder that made its vectors: vectors of different embedders (or of different
-versions of one) are never mixed.
+versions of one) are never mixed. Where that embedder cannot be loaded (its optional extra is
+missing), a server may open the store with a :class:`WordsOnly` stand-in of the same
+fingerprint, which ranks by words alone and makes no vector.
 """
 
+import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from memmesh.embed import DEFAULT_EMBEDDER, EMBEDDER_NAMES, Embedder, Vectors, get_embedder
+import numpy as np
+
+from memmesh.embed import (
+    DEFAULT_EMBEDDER,
+    EMBEDDER_NAMES,
+    Embedder,
+    EmbedError,
+    Vectors,
+    get_embedder,
+)
 from memmesh.local import journal
 from memmesh.local._db import Database
 from memmesh.local._rows import next_rev
@@ -17,12 +29,14 @@ from memmesh.local.errors import EmbedderMismatch
 __all__ = [
     "SCRUB_OWED",
     "STORE_META_KEYS",
+    "WordsOnly",
     "check_embedder",
     "choose_embedder",
     "meta",
     "owners_key",
     "reindex",
     "set_meta",
+    "stored_embedder",
 ]
 
 # Whether a purge's leftovers on disk await a scrub ("1"; see memmesh.local._scrub).
@@ -36,9 +50,65 @@ _REINDEX_BATCH = 256
 Progress = Callable[[int, int], None]
 
 
-def choose_embedder(db: Database, requested: str | None, *, repair: bool, now: float) -> Embedder:
+class WordsOnly:
+    """Stands in for the embedder of a store's vectors where it cannot be loaded (``reason``
+    says why): the same name, fingerprint and size, so that the store opens and its vectors
+    stay as they are, but it embeds nothing. A query's vector is zero and no cosine counts
+    (recall then ranks by words), and a text to store raises the error that kept the
+    embedder from loading."""
+
+    duplicate_cosine = min_cosine = float("inf")
+
+    def __init__(self, name: str, fingerprint: str, dim: int, error: EmbedError) -> None:
+        self.name, self.fingerprint, self.dim = name, fingerprint, dim
+        self.error = error
+
+    @property
+    def reason(self) -> str:
+        """Why the embedder itself could not be loaded."""
+        return self.error.message
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        raise self.error
+
+    def embed_query(self, query: str) -> Vectors:
+        return np.zeros(self.dim, dtype=np.float32)
+
+
+def stored_embedder(db: Database, *, words_only: bool = False) -> Embedder | None:
+    """The embedder the store's vectors now come from (``None`` for a store not made yet);
+    with ``words_only``, a :class:`WordsOnly` stand-in where it cannot be loaded.
+
+    Raises :class:`EmbedError` when it cannot be loaded (and not ``words_only``), and
+    :class:`EmbedderMismatch` when the one loaded here is another version of it.
+    """
+    with db.read() as conn:
+        name, fingerprint = meta(conn, "embedder"), meta(conn, "embedder_fingerprint")
+        if name is None or fingerprint is None:
+            return None
+        row = conn.execute(
+            "SELECT length(vector) FROM items WHERE vector IS NOT NULL LIMIT 1"
+        ).fetchone()
+    try:
+        embedder = get_embedder(name)
+    except EmbedError as exc:
+        if not words_only:
+            raise
+        size = re.search(r"-d([0-9]{1,5})$", fingerprint)
+        dim = int(row[0]) // 4 if row else int(size.group(1)) if size else 0
+        return WordsOnly(name, fingerprint, dim, exc)
+    if embedder.fingerprint != fingerprint:
+        raise EmbedderMismatch(fingerprint, embedder.fingerprint)
+    return embedder
+
+
+def choose_embedder(
+    db: Database, requested: str | None, *, repair: bool, now: float, words_only: bool = False
+) -> Embedder:
     """The embedder to open the store with: the one it was built with, or ``requested`` for a
-    new store (``repair``: whatever is asked for, so that a reindex can mend the store).
+    new store (``repair``: whatever is asked for, so that a reindex can mend the store;
+    ``words_only``: its :class:`WordsOnly` stand-in where the one it was built with cannot
+    be loaded).
 
     Raises :class:`EmbedderMismatch` when the stored vectors come from another embedder.
     """
@@ -51,6 +121,10 @@ def choose_embedder(db: Database, requested: str | None, *, repair: bool, now: f
             set_meta(conn, "embedder_fingerprint", embedder.fingerprint)
             set_meta(conn, "created_at", str(now))
             return embedder
+    if words_only:
+        standing = stored_embedder(db, words_only=True)
+        assert standing is not None  # the store was made above
+        return standing
     if repair:
         if requested is not None or stored_name not in EMBEDDER_NAMES:
             return get_embedder(requested or DEFAULT_EMBEDDER)

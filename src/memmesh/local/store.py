@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memmesh._files import private_folder, reason
-from memmesh.embed import get_embedder, unit_vector
+from memmesh.embed import Embedder, get_embedder, unit_vector
 from memmesh.local import _changes, _embedding, _lookup, _rows, _scrub, journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of, scoped
 from memmesh.local._index import SearchIndex
@@ -52,6 +52,7 @@ class Store:
       answers as FTS5 in a sixth of the time, for processes that answer many searches (the
       coordinator, the peer daemon, the MCP server). The terms load at the first search
       (about half a second per 10,000 items) and take some 20 bytes per word of text.
+    * ``words_only`` - open with a stand-in for an embedder missing here (:attr:`words_only`).
 
     Other components keep tables of their own in the same file (:meth:`migrate`) and write
     them in the store's transactions (:meth:`transaction`), never the store's tables.
@@ -70,6 +71,7 @@ class Store:
         repair: bool = False,
         durable: bool = False,
         lexicon: bool = False,
+        words_only: bool = False,
     ) -> None:
         try:
             private_folder(home)  # 0700, with any missing parent; an existing one is kept
@@ -82,7 +84,7 @@ class Store:
         self._db = Database(self.path, durable=durable)
         try:
             self.embedder = _embedding.choose_embedder(
-                self._db, embedder, repair=repair, now=clock()
+                self._db, embedder, repair=repair, now=clock(), words_only=words_only
             )
             if _scrub.owed(self._db):  # a purge whose process died before its scrub
                 _scrub.scrub(self._db)
@@ -395,18 +397,32 @@ class Store:
     def reindex(
         self, embedder: str | None = None, progress: _embedding.Progress | None = None
     ) -> int:
-        """Re-embed every item, with ``embedder`` (switching the store) or the current one.
-
-        Vectors are staged batch by batch and swapped in by one final transaction, so a kill
-        at any point leaves the old vectors in force; running it again resumes the staging.
-        Returns the number of items re-embedded.
-        """
+        """Re-embed every item with ``embedder`` (switching the store) or the current one, and
+        return how many: staged, then swapped in at once (:func:`_embedding.reindex`)."""
         target = get_embedder(embedder or self.embedder.name)
         total = _embedding.reindex(self._db, target, self.clock(), progress)
-        with self.index.lock:
-            self.embedder = target
-            self.index.reset(target.dim)
+        self._use(target)
         return total
+
+    @property
+    def words_only(self) -> bool:
+        """Whether its embedder is a stand-in: recall ranks by words, no vector is made."""
+        return isinstance(self.embedder, _embedding.WordsOnly)
+
+    def follow_embedder(self) -> bool:
+        """Take up the embedder another process's reindex switched the file to (its stand-in
+        where it cannot be loaded here); whether it changed. No other thread may use the store
+        meanwhile. :class:`EmbedderMismatch` when another version of it is installed."""
+        stored = _embedding.stored_embedder(self._db, words_only=True)
+        changed = stored is not None and stored.fingerprint != self.embedder.fingerprint
+        if stored is not None and changed:
+            self._use(stored)
+        return changed
+
+    def _use(self, embedder: Embedder) -> None:
+        with self.index.lock:
+            self.embedder = embedder
+            self.index.reset(embedder.dim)
 
     # -- searching (recall) ----------------------------------------------------------------
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 import numpy as np
-from numpy.typing import NDArray
 
+from memmesh.embed import Vectors, unit_vector
 from memmesh.net.wire import Request
 from memmesh.registry.envelopes import Envelope
 
@@ -45,8 +45,10 @@ class SearchRequest(Request, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """``POST /v1/search`` (coordinator) and ``POST /v1/recall`` (peer): hybrid search over
     published items.
 
-    ``vector`` is the query embedded by the client's embedder ``embedder``; when that is not
-    the answering store's embedder, the answer is ranked lexically and says so.
+    ``vector`` is the query embedded by the client's embedder ``embedder``: a hint, used only
+    when that is the answering store's embedder. Otherwise (or without one) the answering
+    store embeds ``query`` itself, so that the answer never depends on the asker's embedder
+    and vectors of two spaces are never compared.
     """
 
     query: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
@@ -69,7 +71,8 @@ class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """Ranked hits; ``lexical_only`` when the query vector could not be used."""
+    """Ranked hits, in the vector space ``embedder`` names; ``lexical_only`` when the source
+    could not rank by vectors at all (its store's embedder cannot be loaded where it runs)."""
 
     hits: list[SearchHit]
     abstained: bool
@@ -77,13 +80,13 @@ class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
     embedder: str
 
 
-def usable_vector(request: SearchRequest, fingerprint: str, dim: int) -> NDArray[np.float64] | None:
-    """The request's query vector if it lies in the answering store's space, else ``None``
-    (the answer is then ranked by words and says ``lexical_only``)."""
+def usable_vector(request: SearchRequest, fingerprint: str, dim: int) -> Vectors | None:
+    """The request's query vector, scaled to unit length, if it lies in the answering store's
+    space (its fingerprint, its size, finite and not zero), else ``None``: the answering store
+    then embeds the query text itself."""
     if request.vector is None or request.embedder != fingerprint:
         return None
-    vector = np.asarray(request.vector, dtype=np.float64)
-    return vector if vector.shape == (dim,) else None
+    return unit_vector(np.asarray(request.vector, dtype=np.float64), dim)
 
 
 def answer_search(
@@ -98,11 +101,19 @@ def answer_search(
     ``envelopes`` gives the signed publication of each of the ids it is handed that is still
     published (the others are left out of the answer); ``restrict`` limits the candidates to
     those item ids (``None``: every item in the store).
+
+    The query is ranked in the store's own space: with the request's vector when it lies
+    there, else with the store's embedding of the query text (bounded by
+    :data:`MAX_QUERY_CHARS`, as every query is). Only a store whose embedder is missing here
+    (:attr:`~memmesh.local.store.Store.words_only`) ranks by words alone, unless the request's
+    vector lies in its space.
     """
     from memmesh.local import recall  # the store's search stack, only where one answers
 
-    fingerprint = store.embedder.fingerprint
-    vector = usable_vector(request, fingerprint, store.embedder.dim)
+    embedder = store.embedder
+    vector = usable_vector(request, embedder.fingerprint, embedder.dim)
+    if vector is None and not store.words_only:
+        vector = embedder.embed_query(request.query)
     lexical_only = vector is None
     hits: list[SearchHit] = []
     if restrict is None or restrict:
@@ -130,5 +141,5 @@ def answer_search(
             if hit.item.id in signed
         ][: request.k]  # fmt: skip
     return SearchResponse(
-        hits=hits, abstained=not hits, lexical_only=lexical_only, embedder=fingerprint
+        hits=hits, abstained=not hits, lexical_only=lexical_only, embedder=embedder.fingerprint
     )

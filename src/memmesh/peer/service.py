@@ -12,10 +12,14 @@ heartbeat brought back from the coordinator (:meth:`Peer.hold_roster`), merged w
 coordinator ever told of; with no roster at all, nobody. Each
 item it discloses is logged with the asker's key (:mod:`memmesh.peer._disclosures`).
 
-When its owner switches the store to another embedder while it runs (`mem reindex --embedder
-NAME`), the next recall finds the store's vectors are another embedder's: the peer opens the
-store again (with ``reopen``), says so in one line of its log, and answers with it; when it
-cannot, it answers 503 (:class:`~memmesh.net.errors.Unavailable`) and says why once.
+While its owner's `mem reindex` stages the new vectors, the peer answers with the old ones.
+When the reindex switches the store to another embedder (`mem reindex --embedder NAME`), the
+next recall finds the store's vectors are another embedder's: the peer opens the store again
+(with ``reopen``), says so in one line of its log, and answers with it. When that embedder
+cannot be loaded here (its extra is missing), it opens the store with a stand-in for it
+(:attr:`~memmesh.local.store.Store.words_only`) and answers by words alone, saying
+``lexical_only`` in each answer and why in one line of its log; only when the store cannot be
+opened at all does it answer 503 (:class:`~memmesh.net.errors.Unavailable`).
 """
 
 import hashlib
@@ -170,27 +174,41 @@ class Peer:
 
     def _reopened(self, stale: Store, fingerprint: str) -> Store:
         """The store opened again now that its vectors are ``fingerprint``'s, in place of
-        ``stale``; :class:`Unavailable` when it cannot be (said once in the log)."""
+        ``stale``: with ``reopen``, else with a stand-in for an embedder missing here;
+        :class:`Unavailable` when it cannot be opened at all (said once in the log)."""
         with self._reopening:
             if self.store is not stale:
                 return self.store  # another request has opened it again already
             if self._reopen is None or self._unopened == fingerprint:
                 raise Unavailable(_SWITCHED)
+            why = ""
             try:
-                store = self._reopen()
-                store.migrate(_disclosures.DISCLOSURES_SCHEMA)
-                store.warm()
+                store = self._opened(self._reopen)
             except MemmeshError as exc:
-                self._unopened = fingerprint
+                why = exc.message
+                try:
+                    store = self._opened(
+                        lambda: Store(self.home, author=stale.author, lexicon=True, words_only=True)
+                    )
+                except MemmeshError:
+                    self._unopened = fingerprint
+                    _log.warning(
+                        "the store's vectors are %s's now, and it cannot be opened with them: "
+                        "%s", fingerprint, why,
+                    )  # fmt: skip
+                    raise Unavailable(_SWITCHED) from None
+            if store.words_only:
                 _log.warning(
-                    "the store's vectors are %s's now, and it cannot be opened with them: %s",
-                    fingerprint, exc.message,
+                    "the store's vectors are %s's now (reindexed), whose embedder cannot be "
+                    "loaded here (%s): answering by words alone (lexical_only) until `mem team "
+                    "serve` is restarted where it can",
+                    fingerprint, why,
                 )  # fmt: skip
-                raise Unavailable(_SWITCHED) from None
-            _log.warning(
-                "the store's vectors are %s's now (reindexed): answering with them",
-                store.embedder.fingerprint,
-            )
+            else:
+                _log.warning(
+                    "the store's vectors are %s's now (reindexed): answering with them",
+                    store.embedder.fingerprint,
+                )
             # In-flight requests may still read the old one: it is closed with the peer.
             self._retired.append(stale)
             self.store = store
@@ -198,6 +216,18 @@ class Peer:
             with self._lock:
                 self._cache_key = self._cache = None
             return store
+
+    @staticmethod
+    def _opened(open_store: Callable[[], Store]) -> Store:
+        """A store from ``open_store``, ready to answer (closed again if it is not)."""
+        store = open_store()
+        try:
+            store.migrate(_disclosures.DISCLOSURES_SCHEMA)
+            store.warm()
+        except BaseException:
+            store.close()
+            raise
+        return store
 
     def close(self) -> None:
         """Close the store, and every one it was opened in place of."""

@@ -28,6 +28,7 @@ from memmesh.policy.yaml_limits import MAX_BYTES, check_size, dotted, read_yaml
 __all__ = [
     "DEFAULT_SHARE_KINDS",
     "DEFAULT_TOKEN_ENV",
+    "EMBEDDER_WHEN_ABSENT",
     "POLICY_FILENAME",
     "Identity",
     "Member",
@@ -46,6 +47,10 @@ POLICY_FILENAME = "team.yaml"
 DEFAULT_TOKEN_ENV = "MEM_TEAM_TOKEN"
 # Absent means nothing: a kind is shared only once team.yaml lists it.
 DEFAULT_SHARE_KINDS: tuple[Kind, ...] = ()
+# The team's embedder when team.yaml has no ``embedder`` key: the one every team used before
+# the key existed. Not the default for new teams, which `mem team init` writes out
+# (memmesh.embed.DEFAULT_EMBEDDER, which may change); this one must never change.
+EMBEDDER_WHEN_ABSENT = "hashing"
 
 
 class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -107,6 +112,8 @@ class Policy(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token_env: str = DEFAULT_TOKEN_ENV
     peers: tuple[str, ...] = ()
     discovery: bool = False
+    # The embedder every member's store and the coordinator's cache use: one vector space.
+    embedder: str = EMBEDDER_WHEN_ABSENT
     members: tuple[Member, ...] = ()
     share: Share = Share()
     never: Never = Never()
@@ -258,6 +265,12 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
         r"[A-Za-z0-9_-]{43}", policy.coordinator_key
     ):
         fail("$.coordinator_key", "must be the coordinator's public key, as `mem team join` wrote")
+    if policy.embedder != EMBEDDER_WHEN_ABSENT:
+        from memmesh.embed import EMBEDDER_NAMES  # numpy: only for a file that names one
+
+        if policy.embedder not in EMBEDDER_NAMES:
+            known = ", ".join(EMBEDDER_NAMES)
+            fail("$.embedder", f"unknown embedder {policy.embedder!r}; choose one of: {known}")
     for kind in policy.share.kinds:
         assert kind in KINDS  # msgspec checked the Literal
 

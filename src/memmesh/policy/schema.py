@@ -12,7 +12,11 @@ __all__ = ["policy_schema", "policy_schema_text"]
 
 def policy_schema() -> dict[str, Any]:
     """A JSON Schema (draft 2020-12) that editors can validate ``team.yaml`` against."""
+    from memmesh.embed import EMBEDDER_NAMES  # numpy: only where the schema is written
+
     schema: dict[str, Any] = msgspec.json.schema(Policy)
+    # A name the loader checks against the embedders this memmesh has.
+    schema["$defs"]["Policy"]["properties"]["embedder"]["enum"] = list(EMBEDDER_NAMES)
     for definition in schema.get("$defs", {}).values():
         # Every definition is a policy struct, and the loader refuses unknown keys.
         definition["additionalProperties"] = False

@@ -9,9 +9,19 @@ __all__ = ["policy_template"]
 
 
 def policy_template(
-    *, name: str, team: str, coordinator: str | None, kinds: Sequence[str] = ()
+    *,
+    name: str,
+    team: str,
+    coordinator: str | None,
+    kinds: Sequence[str] = (),
+    embedder: str | None = None,
 ) -> str:
-    """A valid, commented policy for a new member, sharing ``kinds`` (none by default)."""
+    """A valid, commented policy for a new member, sharing ``kinds`` (none by default), whose
+    team uses ``embedder`` (default: :data:`memmesh.embed.DEFAULT_EMBEDDER`, written out)."""
+    if embedder is None:
+        from memmesh.embed import DEFAULT_EMBEDDER  # numpy: only when a template is written
+
+        embedder = DEFAULT_EMBEDDER
     coordinator_line = (
         f"coordinator: {json.dumps(coordinator)}"
         if coordinator
@@ -38,6 +48,11 @@ identity:
 
 # The environment variable holding the shared team token.
 token_env: MEM_TEAM_TOKEN
+
+# The embedder of the team: every member's store and the coordinator's use it, so that
+# everyone's vectors are comparable. Changing it: docs/operations.md ("Changing the team's
+# embedder"); `mem team status` says when your store uses another.
+embedder: {json.dumps(embedder)}
 
 # Teammates' peer daemons to ask directly, and LAN discovery (zeroconf).
 peers: []

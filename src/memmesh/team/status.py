@@ -1,14 +1,16 @@
-"""Where a member's items stand with the team, project by project (`mem team status`)."""
+"""Where a member's items stand with the team, project by project (`mem team status`), and
+whether their store is in the team's vector space."""
 
 from collections import Counter
 
 import msgspec
 
-from memmesh.policy import decide, load_policy
+from memmesh.local.store import Store
+from memmesh.policy import Policy, decide, load_policy
 from memmesh.registry import withdrawals, withheld
 from memmesh.team.member import Member
 
-__all__ = ["ProjectStatus", "TeamStatus", "team_status"]
+__all__ = ["ProjectStatus", "TeamStatus", "embedder_mismatch", "team_status"]
 
 
 class ProjectStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,6 +43,25 @@ class TeamStatus(msgspec.Struct, frozen=True, kw_only=True):
     projects: dict[str, ProjectStatus]
     unreceipted: list[str] = msgspec.field(default_factory=list)
     policy_withholds: list[str] = msgspec.field(default_factory=list)
+    # The embedder of the member's store, the team's (team.yaml's ``embedder``), and what to
+    # do when they differ (see :func:`embedder_mismatch`).
+    store_embedder: str = ""
+    team_embedder: str = ""
+    embedder_mismatch: str | None = None
+
+
+def embedder_mismatch(store: Store, policy: Policy | None) -> str | None:
+    """What to tell a member whose store uses another embedder than team.yaml names for the
+    team, naming both and the command that switches it; ``None`` when it is the team's."""
+    mine = store.embedder.name
+    if policy is None or mine == policy.embedder:
+        return None
+    team = policy.embedder
+    return (
+        f"your store uses the {mine} embedder, but team.yaml names {team} for the team: "
+        "teammates' answers are ranked here by words alone, and what you publish is embedded "
+        f"again by the coordinator, until you run `mem reindex --embedder {team}`"
+    )
 
 
 def team_status(member: Member) -> TeamStatus:
@@ -86,4 +107,7 @@ def team_status(member: Member) -> TeamStatus:
         },
         unreceipted=unreceipted,
         policy_withholds=list(withdrawals(member.registry, policy, live)),
+        store_embedder=member.store.embedder.name,
+        team_embedder=policy.embedder,
+        embedder_mismatch=embedder_mismatch(member.store, policy),
     )
