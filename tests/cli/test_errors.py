@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memmesh import __version__
-from memmesh.embed import get_embedder
+from memmesh.embed import EMBEDDER_NAMES, get_embedder
 from memmesh.errors import ExitCode
 from tests.cli._output import error_line
 from tests.conftest import MemRunner, requires_model
@@ -183,7 +183,7 @@ def test_an_unknown_embedder_is_a_usage_error(mem: MemRunner) -> None:
     refused = mem("list", env={"MEM_EMBEDDER": "word2vec"})
     assert refused.returncode == 2
     assert error_line(refused) == (
-        "mem: error: unknown embedder 'word2vec'; choose one of: hashing, minilm-static, e5-small, wordllama"
+        f"mem: error: unknown embedder 'word2vec'; choose one of: {', '.join(EMBEDDER_NAMES)}"
     )
 
 

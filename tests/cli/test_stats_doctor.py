@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memmesh.embed import get_embedder
+from memmesh.embed import EMBEDDER_NAMES, get_embedder
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner, requires_model
 
@@ -165,7 +165,7 @@ def test_reindex_reports_progress_and_recall_still_works(mem: MemRunner) -> None
     unknown = mem("reindex", "--embedder", "bogus")
     assert unknown.returncode == 2
     assert error_line(unknown) == (
-        "mem: error: unknown embedder 'bogus'; choose one of: hashing, minilm-static, e5-small, wordllama"
+        f"mem: error: unknown embedder 'bogus'; choose one of: {', '.join(EMBEDDER_NAMES)}"
     )
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
 

@@ -167,7 +167,7 @@ MALFORMED = [
         "team: acme\nembedder: word-llama\n",
         2,
         "embedder",
-        "unknown embedder 'word-llama'; choose one of: hashing, e5-small, wordllama",
+        f"unknown embedder 'word-llama'; choose one of: {', '.join(embed.EMBEDDER_NAMES)}",
         id="unknown-embedder",
     ),
     pytest.param(
