@@ -8,12 +8,16 @@ same fact (:func:`same_fact`) when
 * they are the same words, ignoring case, spacing and punctuation, with the same exact tokens
   (so ``use --force`` and ``use force`` stay apart); or
 * one restates the other (:class:`Rule`): they share at least :data:`MIN_SHARED_WORDS`
-  content words and at least :data:`MIN_OVERLAP` of their content words (Jaccard); they are
-  no near copy (a near copy that changes or moves a few words can change its meaning:
-  ``5 times`` and ``3 times``, ``before`` and ``after``, ``X over Y`` and ``Y over X``); and
-  the asker's own embedder puts them at least its ``min_cosine`` near. Vectors a source
-  reported are never used here: a text is embedded again with the asker's embedder, and only
-  when the words let one of its pairs through.
+  content words and at least :data:`MIN_OVERLAP` of their content words (Jaccard); if either
+  names exact tokens (an error code, a flag, a version: what makes a fact specific), they
+  share one; and they are no near copy, since a near copy that changes or moves a few words
+  can change the meaning (``5 times`` and ``3 times``, ``before`` and ``after``, ``X over Y``
+  and ``Y over X``).
+
+The rule reads words only. It can also ask that the asker's own embedder (never a source's
+vectors) put the two texts at least its ``min_cosine`` near (``Rule.cosine``); measured, that
+prevents no wrong merge the words let through and misses restatements, so recall-team does
+not, and its merges are the same whatever embedder a member uses.
 
 The thresholds were chosen on teamdev's same-project pairs, preferring a missed merge (two
 hits for one fact) to a wrong one (a fact hidden behind another): see docs/benchmarks.md,
@@ -24,6 +28,7 @@ merged, which is why every merged item's id and author stay in the answer.
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -58,11 +63,11 @@ class Rule(msgspec.Struct, frozen=True, kw_only=True):
     min_shared_words: int = MIN_SHARED_WORDS
     min_overlap: float = MIN_OVERLAP
     near_copy_words: int = NEAR_COPY_WORDS
-    # Whether an exact token in common (an error code, a flag: the fact's anchor) is required
-    # too; measured, it costs a merge and prevents none, so recall-team does not.
-    anchor: bool = False
+    # Exact tokens (an error code, a flag, a version: the fact's anchor) in common: required
+    # of texts that name any ("named"), of every pair ("always"), or not at all ("off").
+    anchor: Literal["named", "always", "off"] = "named"
     # The asker's embedder must place the texts at least its ``min_cosine`` near.
-    cosine: bool = True
+    cosine: bool = False
 
 
 RULE = Rule()
@@ -96,7 +101,8 @@ def same_fact(
         return False
     if len(shared) < rule.min_overlap * len(a.content | b.content):
         return False
-    if rule.anchor and not a.exact & b.exact:
+    named = bool(a.exact or b.exact) if rule.anchor == "named" else rule.anchor == "always"
+    if named and not a.exact & b.exact:
         return False
     if _differing_words(a, b) <= rule.near_copy_words:
         return False
