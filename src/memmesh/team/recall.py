@@ -20,7 +20,10 @@
    longer publishes it.
 7. Hits are deduplicated per author and item (highest version wins) and ranked by
    :func:`memmesh.team.rank.team_score`, one score comparable across sources.
-8. An author is shown, and matched by ``author``, by the roster's name for their key (or their
+8. Different authors' items that state one fact are then one hit (corroboration,
+   :mod:`memmesh.team._corroborate`): the best ranked keeps its text, score and place, and
+   lists the others in ``also``. ``k`` counts these hits: facts, not items.
+9. An author is shown, and matched by ``author``, by the roster's name for their key (or their
    member id when the roster names none), never by the label inside the envelope.
 """
 
@@ -31,6 +34,7 @@ from functools import partial
 
 import msgspec
 
+from memmesh.embed import Embedder
 from memmesh.local import recall
 from memmesh.local.store import Store
 from memmesh.net.errors import Unreachable
@@ -46,6 +50,7 @@ from memmesh.team._calls import (
     run_blocking,
 )
 from memmesh.team._checks import Candidate, ItemKey, PeerSeen, verified_hit
+from memmesh.team._corroborate import corroborating_groups
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
 from memmesh.team.rank import QueryTerms, merge, ranked
@@ -53,6 +58,7 @@ from memmesh.team.rank import QueryTerms, merge, ranked
 __all__ = [
     "DEFAULT_DEADLINE",
     "DEFAULT_TIMEOUT",
+    "AlsoSaid",
     "Calls",
     "ClientFactory",
     "PeerSeen",
@@ -69,12 +75,27 @@ DEFAULT_DEADLINE = 3.0
 _POOL = 3
 
 
+class AlsoSaid(msgspec.Struct, frozen=True, kw_only=True):
+    """Another author's item stating a hit's fact, ranked below it: its id, author (as on
+    :class:`TeamHit`), text, own score, source and version."""
+
+    id: str
+    text: str
+    score: float
+    author: str
+    key_id: str
+    source: str
+    version: int
+
+
 class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
-    """One verified, attributed answer.
+    """One verified, attributed answer: one fact, with every author who published it.
 
     ``id`` and ``key_id`` (the author's member id, from the key that signed it) together name
-    the item: two authors' items may share an ``id`` and are then two hits. ``author`` is the
-    roster's name for that key, or the member id when the roster names none.
+    the item: two authors' items may share an ``id`` and are then two hits, unless they state
+    the same fact. ``author`` is the roster's name for that key, or the member id when the
+    roster names none. The fields are those of the best ranked item stating the fact;
+    ``also`` lists the other authors' items stating it, best ranked first.
     """
 
     id: str
@@ -88,6 +109,12 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     project: str
     tags: tuple[str, ...]
     published_at: float
+    also: tuple[AlsoSaid, ...] = ()
+
+    @property
+    def authors(self) -> list[tuple[str, str]]:
+        """Every author of the fact, as (name, member id), this hit's own first."""
+        return [(self.author, self.key_id), *((a.author, a.key_id) for a in self.also)]
 
 
 class TeamAnswer(msgspec.Struct, kw_only=True):
@@ -172,7 +199,7 @@ def recall_team(
         # client under it ends it within the client's timeout.
         if own_calls:
             calls.close()
-    hits = _hits(candidates, query, discovery.roster, author, store.embedder.min_cosine)[:k]
+    hits = _hits(candidates, query, discovery.roster, author, store.embedder, k)
     return TeamAnswer(
         query=query,
         hits=hits,
@@ -239,19 +266,29 @@ def _hits(
     query: str,
     roster: TrustedRoster,
     author: str | None,
-    min_cosine: float,
+    embedder: Embedder,
+    k: int,
 ) -> list[TeamHit]:
-    """The candidates by ``author`` (a roster name or a member id, if given), ranked,
-    attributed by roster name."""
+    """The first ``k`` facts among the candidates by ``author`` (a roster name or a member id,
+    if given), ranked, attributed by roster name, each with its corroborating items."""
     wanted = [
         candidate
         for candidate in candidates.values()
         if author is None
         or author in (roster.name_of(candidate.publication.key_id), candidate.publication.key_id)
     ]
+    scored = ranked(wanted, QueryTerms(query), embedder.min_cosine)
+    groups = corroborating_groups(
+        [candidate.publication.text for _, candidate in scored],
+        [candidate.publication.key_id for _, candidate in scored],
+        embedder,
+        limit=k,
+    )
     hits: list[TeamHit] = []
-    for score, candidate in ranked(wanted, QueryTerms(query), min_cosine):
+    for first, *rest in groups:
+        score, candidate = scored[first]
         body = candidate.publication
+        also = tuple(_also_said(*scored[i], roster) for i in rest)
         hits.append(
             TeamHit(
                 id=body.item_id,
@@ -265,6 +302,15 @@ def _hits(
                 project=body.project,
                 tags=body.tags,
                 published_at=body.published_at,
+                also=also,
             )
         )
     return hits
+
+
+def _also_said(score: float, candidate: Candidate, roster: TrustedRoster) -> AlsoSaid:
+    body = candidate.publication
+    return AlsoSaid(
+        id=body.item_id, text=body.text, score=score, author=roster.name_of(body.key_id),
+        key_id=body.key_id, source=candidate.source, version=body.version,
+    )  # fmt: skip
