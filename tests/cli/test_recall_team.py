@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from memmesh.cli.main import main
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.coordinator.protocol import PublishItem, PublishRequest, PublishResponse
 from memmesh.local._recall import recall
@@ -45,6 +46,16 @@ WEBHOOKS = "The billing service retries failed webhooks 5 times with exponential
 INVOICES = "The billing service sends invoices on the first day of every month"
 BILLING_QUERY = "what does the billing service do"
 GYP = "npm install fails with node-gyp error E1234 unless python3-dev is installed"
+# One fact in two members' words.
+PARKED = (
+    "Webhook deliveries that fail BILL-204 validation are retried with exponential backoff "
+    "for up to one hour, then parked in the dead-letter table"
+)
+PARKED_AGAIN = (
+    "After an hour of exponential backoff, a webhook delivery still failing BILL-204 "
+    "validation is parked in the dead-letter table instead of being retried"
+)
+PARKED_QUERY = "what happens to webhook deliveries that keep failing"
 
 
 pytestmark = pytest.mark.usefixtures("team_token")
@@ -108,6 +119,7 @@ def test_answer_json_has_the_documented_shape(team: Team) -> None:
         "decision", "shop", ["postgres"], 1
     )  # fmt: skip
     assert hit["key_id"] == ada.key_id
+    assert (hit["authors"], hit["also"]) == ([{"name": "ada", "key_id": ada.key_id}], [])
     assert isinstance(hit["score"], float)
     assert hit["score"] > 0
     [source] = data["sources"]
@@ -342,3 +354,31 @@ def test_a_peers_higher_version_under_another_authors_id_is_a_hit_of_its_own(
         (locks, mallory.key_id, 999, REVIEW, "peer mallory"),
     }
     assert data["dropped"] == {}
+
+
+def test_one_fact_from_two_members_is_one_hit_naming_both_authors(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ada, carol, bob = team.add("ada"), team.add("carol"), team.add("bob")
+    parked, again = ada.share(PARKED), carol.share(PARKED_AGAIN)
+    invoices = ada.share(INVOICES)  # not about failing deliveries: no hit
+
+    data = _ask(bob, PARKED_QUERY)
+    assert main(["--home", str(bob.home), "team", "recall-team", PARKED_QUERY]) == 0
+    text = capsys.readouterr().out
+
+    [hit] = data["hits"]
+    assert (hit["id"], hit["text"], hit["author"]) == (parked, PARKED, "ada")
+    assert hit["authors"] == [
+        {"name": "ada", "key_id": ada.key_id},
+        {"name": "carol", "key_id": carol.key_id},
+    ]
+    [also] = hit["also"]
+    assert (also["id"], also["author"], also["key_id"], also["text"]) == (
+        again, "carol", carol.key_id, PARKED_AGAIN
+    )  # fmt: skip
+    assert also["score"] < hit["score"]
+    [line] = [line for line in text.splitlines() if parked in line]
+    assert line.endswith(f"(via coordinator)  also said by: carol {again}")
+    assert invoices not in text
+    assert PARKED_AGAIN not in text
