@@ -53,12 +53,19 @@ VARIANTS: dict[str, Rule] = {
     "with the cosine (min_cosine)": msgspec.structs.replace(RULE, cosine=True),
     "without the exact token in common": msgspec.structs.replace(RULE, anchor="off"),
     "with one even if neither names any": msgspec.structs.replace(RULE, anchor="always"),
-    "without the near-copy check": msgspec.structs.replace(RULE, near_copy_words=-1),
+    "without the number check": msgspec.structs.replace(RULE, numbers=False),
+    "without the edit check": msgspec.structs.replace(RULE, max_similarity=1.01),
+    "edit check at 0.5 (not 0.6)": msgspec.structs.replace(RULE, max_similarity=0.5),
     "without the 6 shared words": msgspec.structs.replace(RULE, min_shared_words=0),
     "Jaccard 0.15 (not 0.22)": msgspec.structs.replace(RULE, min_overlap=0.15),
-    "words only: 6 shared, Jaccard": Rule(anchor="off", near_copy_words=-1),
+    "words only: 6 shared, Jaccard": Rule(anchor="off", numbers=False, max_similarity=1.01),
     "cosine only (min_cosine)": Rule(
-        min_shared_words=0, min_overlap=0.0, anchor="off", near_copy_words=-1, cosine=True
+        min_shared_words=0,
+        min_overlap=0.0,
+        anchor="off",
+        numbers=False,
+        max_similarity=1.01,
+        cosine=True,
     ),
 }
 
@@ -68,6 +75,22 @@ CONTRASTS: list[tuple[str, str, str, bool]] = [
         "another number",
         "The billing service retries failed webhooks 5 times with exponential backoff (BILL-204)",
         "The billing service retries failed webhooks 3 times with exponential backoff (BILL-204)",
+        False,
+    ),
+    (
+        "an edit: a number, two words",
+        "The billing service retries failed webhook deliveries 5 times with exponential "
+        "backoff before it gives up (BILL-204)",
+        "The billing service retries failing webhook deliveries 3 times with exponential "
+        "backoff before giving up (BILL-204)",
+        False,
+    ),
+    (
+        "reworded, another number",
+        "After 5 failed attempts with exponential backoff, the billing service stops retrying "
+        "a webhook delivery (BILL-204)",
+        "The billing service retries a failed webhook delivery (BILL-204) 3 times with "
+        "exponential backoff, then stops",
         False,
     ),
     (

@@ -193,6 +193,10 @@ def test_restatements_and_copies_state_the_same_fact(first: str, second: str) ->
     ("first", "second"),
     [
         (RETRIES, FEWER_RETRIES),  # another number
+        ("After 5 failed attempts with exponential backoff, the billing service stops retrying "
+         "a webhook delivery (BILL-204)",
+         "The billing service retries a failed webhook delivery (BILL-204) 3 times with "
+         "exponential backoff, then stops"),  # reworded, and another number
         (PARKED, RETRIES),  # a topic and its words, not its code
         ("Run make db-migrate before deploying the billing api to production",
          "Run make db-migrate after deploying the billing api to production"),

@@ -10,9 +10,10 @@ same fact (:func:`same_fact`) when
 * one restates the other (:class:`Rule`): they share at least :data:`MIN_SHARED_WORDS`
   content words and at least :data:`MIN_OVERLAP` of their content words (Jaccard); if either
   names exact tokens (an error code, a flag, a version: what makes a fact specific), they
-  share one; and they are no near copy, since a near copy that changes or moves a few words
-  can change the meaning (``5 times`` and ``3 times``, ``before`` and ``after``, ``X over Y``
-  and ``Y over X``).
+  share one; neither names a number the other lacks while the other names one it lacks
+  (``5 times`` and ``3 times``); and one is no edit of the other: their words, in order, are
+  less than :data:`MAX_SIMILARITY` alike. An edit of a few words can change the meaning
+  (``before`` and ``after``, ``X over Y`` and ``Y over X``) and still share every word.
 
 The rule reads words only. It can also ask that the asker's own embedder (never a source's
 vectors) put the two texts at least its ``min_cosine`` near (``Rule.cosine``); measured, that
@@ -26,8 +27,8 @@ that share most of their words but make different claims in other words may stil
 merged, which is why every merged item's id and author stay in the answer.
 """
 
-from collections import Counter
 from collections.abc import Callable, Sequence
+from difflib import SequenceMatcher
 from typing import Literal
 
 import msgspec
@@ -37,9 +38,9 @@ from memmesh import text as _text
 from memmesh.embed import Embedder, Vectors
 
 __all__ = [
+    "MAX_SIMILARITY",
     "MIN_OVERLAP",
     "MIN_SHARED_WORDS",
-    "NEAR_COPY_WORDS",
     "RULE",
     "Rule",
     "Statement",
@@ -48,12 +49,13 @@ __all__ = [
 ]
 
 # teamdev's 12 restatement pairs share 6 to 14 content words, a Jaccard of 0.26 to 0.47; its
-# 865 other same-project pairs at most 5 words and 0.17: both thresholds sit in that gap.
+# 865 other same-project pairs at most 5 words and 0.17: both lower bounds sit in that gap.
 MIN_SHARED_WORDS = 6
 MIN_OVERLAP = 0.22
-# Texts whose words differ by this many or fewer (counted with repeats, stopwords included)
-# are near copies: not merged unless they are the same words.
-NEAR_COPY_WORDS = 4
+# From this similarity of their word sequences (difflib's ratio, stopwords included) texts
+# that are not the same words are edits of one another: teamdev's restatements reach 0.47,
+# a sentence of 15 words with 3 of them changed 0.8.
+MAX_SIMILARITY = 0.6
 
 
 class Rule(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,7 +64,9 @@ class Rule(msgspec.Struct, frozen=True, kw_only=True):
 
     min_shared_words: int = MIN_SHARED_WORDS
     min_overlap: float = MIN_OVERLAP
-    near_copy_words: int = NEAR_COPY_WORDS
+    max_similarity: float = MAX_SIMILARITY
+    # Texts that each name a number the other lacks are not merged.
+    numbers: bool = True
     # Exact tokens (an error code, a flag, a version: the fact's anchor) in common: required
     # of texts that name any ("named"), of every pair ("always"), or not at all ("off").
     anchor: Literal["named", "always", "off"] = "named"
@@ -82,6 +86,7 @@ class Statement:
         self.exact = frozenset(_text.exact_tokens(text))
         # The stemmed content words, not the compound tokens (those are ``exact``).
         self.content = frozenset(t for t in _text.tokens(text) if t.isalnum())
+        self.numbers = frozenset(t for t in _text.key_tokens(text) if any(map(str.isdigit, t)))
 
 
 def same_fact(
@@ -96,15 +101,16 @@ def same_fact(
     their cosine under the asker's embedder, asked only when the words let the pair through."""
     if a.words == b.words and a.exact == b.exact:
         return True
-    shared = a.content & b.content
-    if len(shared) < rule.min_shared_words:
-        return False
-    if len(shared) < rule.min_overlap * len(a.content | b.content):
+    shared = len(a.content & b.content)
+    if shared < rule.min_shared_words or shared < rule.min_overlap * len(a.content | b.content):
         return False
     named = bool(a.exact or b.exact) if rule.anchor == "named" else rule.anchor == "always"
     if named and not a.exact & b.exact:
         return False
-    if _differing_words(a, b) <= rule.near_copy_words:
+    if rule.numbers and a.numbers - b.numbers and b.numbers - a.numbers:
+        return False
+    edit = SequenceMatcher(None, a.words, b.words, autojunk=False).ratio()
+    if edit >= rule.max_similarity:
         return False
     return not rule.cosine or cosine() >= min_cosine
 
@@ -151,10 +157,3 @@ def corroborating_groups(
             if len(groups) < limit:
                 groups.append([i])
     return groups
-
-
-def _differing_words(a: Statement, b: Statement) -> int:
-    """How many words one text has that the other lacks, counted with repeats (the same words
-    in another order differ by none)."""
-    ours, theirs = Counter(a.words), Counter(b.words)
-    return ((ours - theirs) + (theirs - ours)).total()
