@@ -5,17 +5,7 @@ import pytest
 
 from memmesh.agents.tools import Tools
 from memmesh.local.store import Store
-from tests.team._team import Team
-
-PARKED = (
-    "Webhook deliveries that fail BILL-204 validation are retried with exponential backoff "
-    "for up to one hour, then parked in the dead-letter table"
-)
-PARKED_AGAIN = (
-    "After an hour of exponential backoff, a webhook delivery still failing BILL-204 "
-    "validation is parked in the dead-letter table instead of being retried"
-)
-SIGNED = "Webhook deliveries from the billing service are signed with HMAC-SHA256"
+from tests.team._team import PARKED, PARKED_AGAIN, PARKED_QUERY, SIGNED, Team
 
 pytestmark = pytest.mark.usefixtures("team_token")
 
@@ -27,9 +17,7 @@ def test_recall_team_lists_the_other_authors_of_a_fact_in_also(loopback_team: Te
     bob = loopback_team.add("bob")
 
     with Store(bob.home, author="bob") as store:
-        answer = Tools(bob.home, store).recall_team(
-            "what happens to webhook deliveries that keep failing", k=2
-        )
+        answer = Tools(bob.home, store).recall_team(PARKED_QUERY, k=2)
 
     merged, alone = answer["hits"]
     assert (merged["id"], merged["author"], merged["author_id"]) == (parked, "ada", ada.key_id)

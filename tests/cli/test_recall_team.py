@@ -29,6 +29,9 @@ from tests.team._team import (
     LOCKS,
     LOCKS_QUERY,
     NOWHERE,
+    PARKED,
+    PARKED_AGAIN,
+    PARKED_QUERY,
     TEAM,
     TOKEN,
     FakeSource,
@@ -46,16 +49,6 @@ WEBHOOKS = "The billing service retries failed webhooks 5 times with exponential
 INVOICES = "The billing service sends invoices on the first day of every month"
 BILLING_QUERY = "what does the billing service do"
 GYP = "npm install fails with node-gyp error E1234 unless python3-dev is installed"
-# One fact in two members' words.
-PARKED = (
-    "Webhook deliveries that fail BILL-204 validation are retried with exponential backoff "
-    "for up to one hour, then parked in the dead-letter table"
-)
-PARKED_AGAIN = (
-    "After an hour of exponential backoff, a webhook delivery still failing BILL-204 "
-    "validation is parked in the dead-letter table instead of being retried"
-)
-PARKED_QUERY = "what happens to webhook deliveries that keep failing"
 
 
 pytestmark = pytest.mark.usefixtures("team_token")

@@ -12,6 +12,10 @@ from memmesh.team._corroborate import Statement, corroborating_groups, same_fact
 from memmesh.team.recall import TeamAnswer
 from tests.team._team import (
     NOWHERE,
+    PARKED,
+    PARKED_AGAIN,
+    PARKED_QUERY,
+    SIGNED,
     TEAM,
     FakeSource,
     Member,
@@ -23,15 +27,7 @@ from tests.team._team import (
     serving,
 )
 
-# One fact in two members' words, and facts on its topic that say other things.
-PARKED = (
-    "Webhook deliveries that fail BILL-204 validation are retried with exponential backoff "
-    "for up to one hour, then parked in the dead-letter table"
-)
-PARKED_AGAIN = (
-    "After an hour of exponential backoff, a webhook delivery still failing BILL-204 "
-    "validation is parked in the dead-letter table instead of being retried"
-)
+# Facts on the topic of PARKED that say other things, and an exact copy of it.
 PARKED_COPY = (
     "webhook deliveries that fail bill-204 validation are retried with exponential backoff "
     "for up to one hour; then parked in the dead-letter table!"
@@ -41,8 +37,6 @@ RETRIES = (
     "before it gives up"
 )
 FEWER_RETRIES = RETRIES.replace("5 times", "3 times")
-SIGNED = "Webhook deliveries from the billing service are signed with HMAC-SHA256"
-QUERY = "what happens to webhook deliveries that keep failing"
 
 pytestmark = pytest.mark.usefixtures("team_token")
 
@@ -57,7 +51,7 @@ def test_one_fact_in_two_members_words_is_one_hit_naming_both(loopback_team: Tea
     parked, again = ada.share(PARKED), carol.share(PARKED_AGAIN)
     retries = dave.share(RETRIES)  # its topic, many of its words, another fact
 
-    result = ask(loopback_team.add("bob"), QUERY)
+    result = ask(loopback_team.add("bob"), PARKED_QUERY)
 
     assert _facts(result) == [[("dave", retries)], [("ada", parked), ("carol", again)]]
     [merged] = [hit for hit in result.hits if hit.also]
@@ -73,7 +67,7 @@ def test_the_same_words_in_another_case_and_punctuation_are_one_hit(
     ada, carol = loopback_team.add("ada"), loopback_team.add("carol")
     parked, copy = ada.share(PARKED), carol.share(PARKED_COPY)
 
-    result = ask(loopback_team.add("bob"), QUERY)
+    result = ask(loopback_team.add("bob"), PARKED_QUERY)
 
     assert _facts(result) in (
         [[("ada", parked), ("carol", copy)]],
@@ -86,7 +80,7 @@ def test_facts_on_one_topic_that_say_different_things_stay_apart(loopback_team: 
     retries, fewer = ada.share(RETRIES), carol.share(FEWER_RETRIES)  # 5 times, 3 times
     parked = dave.share(PARKED)
 
-    result = ask(loopback_team.add("bob"), QUERY)
+    result = ask(loopback_team.add("bob"), PARKED_QUERY)
 
     assert sorted(_facts(result)) == sorted(
         [[("ada", retries)], [("carol", fewer)], [("dave", parked)]]
@@ -101,12 +95,12 @@ def test_k_counts_facts_and_a_merged_hit_ranks_and_scores_as_its_best_member(
     signed = dave.share(SIGNED)
     bob = loopback_team.add("bob")
 
-    result = ask(bob, QUERY, k=2)  # two items of one fact would have filled both places
+    result = ask(bob, PARKED_QUERY, k=2)  # two items of one fact would have filled both places
 
     assert _facts(result) == [[("ada", parked), ("carol", again)], [("dave", signed)]]
-    [alone] = ask(bob, QUERY, author="ada").hits
+    [alone] = ask(bob, PARKED_QUERY, author="ada").hits
     assert (result.hits[0].text, result.hits[0].score) == (alone.text, alone.score)
-    assert [h.id for h in ask(bob, QUERY, k=1).hits] == [parked]
+    assert [h.id for h in ask(bob, PARKED_QUERY, k=1).hits] == [parked]
 
 
 def test_with_an_author_named_only_their_items_answer_uncorroborated(
@@ -116,7 +110,7 @@ def test_with_an_author_named_only_their_items_answer_uncorroborated(
     ada.share(PARKED)
     again = carol.share(PARKED_AGAIN)
 
-    result = ask(loopback_team.add("bob"), QUERY, author="carol")
+    result = ask(loopback_team.add("bob"), PARKED_QUERY, author="carol")
 
     assert _facts(result) == [[("carol", again)]]
 
@@ -136,7 +130,7 @@ def test_a_copy_its_author_withdrew_corroborates_nothing(tmp_path: Path) -> None
     with peer_in_thread(ada) as ada_url, serving(coordinator) as url:
         coordinator.presences = [presence_for(ada.identity, ada_url, team=TEAM, name="ada")]
         bob.write_policy(coordinator=url)
-        result = ask(bob, QUERY)
+        result = ask(bob, PARKED_QUERY)
 
     assert [(h.author, h.text, h.also) for h in result.hits] == [("carol", PARKED_AGAIN, ())]
     assert result.dropped == {"withdrawn_by_author": 1}
@@ -155,7 +149,7 @@ def test_copies_failing_verification_corroborate_nothing(tmp_path: Path) -> None
     with serving(coordinator) as url:
         bob = Member("bob", tmp_path / "bob", team=TEAM, coordinator=url)
         bob.trust(carol, dave)  # mallory is no member
-        result = ask(bob, QUERY)
+        result = ask(bob, PARKED_QUERY)
 
     assert [(h.author, h.also) for h in result.hits] == [("carol", ())]
     assert result.dropped == {"outside_roster": 1, "bad_signature": 1}
@@ -165,7 +159,7 @@ def test_a_hit_without_corroboration_names_its_author_alone(loopback_team: Team)
     ada = loopback_team.add("ada")
     ada.share(SIGNED)
 
-    [hit] = ask(loopback_team.add("bob"), QUERY).hits
+    [hit] = ask(loopback_team.add("bob"), PARKED_QUERY).hits
 
     assert (hit.also, hit.authors) == ((), [("ada", ada.key_id)])
 

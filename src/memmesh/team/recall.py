@@ -58,7 +58,6 @@ from memmesh.team.rank import QueryTerms, merge, ranked
 __all__ = [
     "DEFAULT_DEADLINE",
     "DEFAULT_TIMEOUT",
-    "AlsoSaid",
     "Calls",
     "ClientFactory",
     "PeerSeen",
@@ -75,19 +74,6 @@ DEFAULT_DEADLINE = 3.0
 _POOL = 3
 
 
-class AlsoSaid(msgspec.Struct, frozen=True, kw_only=True):
-    """Another author's item stating a hit's fact, ranked below it: its id, author (as on
-    :class:`TeamHit`), text, own score, source and version."""
-
-    id: str
-    text: str
-    score: float
-    author: str
-    key_id: str
-    source: str
-    version: int
-
-
 class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     """One verified, attributed answer: one fact, with every author who published it.
 
@@ -95,7 +81,8 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     the item: two authors' items may share an ``id`` and are then two hits, unless they state
     the same fact. ``author`` is the roster's name for that key, or the member id when the
     roster names none. The fields are those of the best ranked item stating the fact;
-    ``also`` lists the other authors' items stating it, best ranked first.
+    ``also`` holds the other authors' items stating it, best ranked first, each a hit with its
+    own score (and no ``also`` of its own).
     """
 
     id: str
@@ -109,7 +96,7 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     project: str
     tags: tuple[str, ...]
     published_at: float
-    also: tuple[AlsoSaid, ...] = ()
+    also: tuple["TeamHit", ...] = ()
 
     @property
     def authors(self) -> list[tuple[str, str]]:
@@ -286,31 +273,27 @@ def _hits(
     )
     hits: list[TeamHit] = []
     for first, *rest in groups:
-        score, candidate = scored[first]
-        body = candidate.publication
-        also = tuple(_also_said(*scored[i], roster) for i in rest)
-        hits.append(
-            TeamHit(
-                id=body.item_id,
-                text=body.text,
-                score=score,
-                author=roster.name_of(body.key_id),
-                key_id=body.key_id,
-                source=candidate.source,
-                version=body.version,
-                kind=body.kind,
-                project=body.project,
-                tags=body.tags,
-                published_at=body.published_at,
-                also=also,
-            )
-        )
+        also = tuple(_hit(*scored[i], roster) for i in rest)
+        hits.append(_hit(*scored[first], roster, also))
     return hits
 
 
-def _also_said(score: float, candidate: Candidate, roster: TrustedRoster) -> AlsoSaid:
+def _hit(
+    score: float, candidate: Candidate, roster: TrustedRoster, also: tuple[TeamHit, ...] = ()
+) -> TeamHit:
+    """The candidate as a hit, attributed by roster name."""
     body = candidate.publication
-    return AlsoSaid(
-        id=body.item_id, text=body.text, score=score, author=roster.name_of(body.key_id),
-        key_id=body.key_id, source=candidate.source, version=body.version,
-    )  # fmt: skip
+    return TeamHit(
+        id=body.item_id,
+        text=body.text,
+        score=score,
+        author=roster.name_of(body.key_id),
+        key_id=body.key_id,
+        source=candidate.source,
+        version=body.version,
+        kind=body.kind,
+        project=body.project,
+        tags=body.tags,
+        published_at=body.published_at,
+        also=also,
+    )
