@@ -3,25 +3,33 @@
 Run from the repository root::
 
     .venv/bin/python bench/corroboration.py                  # hashing and wordllama
-    .venv/bin/python bench/corroboration.py --embedder hashing
+    .venv/bin/python bench/corroboration.py --embedder hashing --queries 100
 
 Reads teamdev (``--data PATH``, default ``../shared/eval/teamdev.json`` beside the repository,
-described by ``../shared/eval/teamdev.md``; skipped with a message when absent) at run time.
+described by ``../shared/eval/teamdev.md``; its parts are skipped with a message when absent)
+at run time.
 
-1. **Pairs.** Every pair of shared facts in the same project (877: 12 of them ``dup_of``
-   pairs, the same fact by two members in other words; 865 not) is put to
-   :func:`memmesh.team._corroborate.same_fact`, with the cosine of the asker's own embedder,
-   under the rule recall-team uses and under variants that each drop or loosen one of its
-   conditions. Printed: the dup pairs merged (of 12) and the other pairs wrongly merged (of
-   865; "cross-owner": those whose facts have different owners, the only ones recall-team
-   would ever compare, since it merges only different authors' items).
-2. **Contrast pairs**, written here and not part of teamdev: facts on one topic that say
-   different things (a changed number, before/after, a reversed choice, another claim about
-   the same code), which no rule may merge, and two short restatements. Printed: which rule
-   merges which.
-3. **Ranking.** Every paraphrase, token and noise query scored over the 96 shared facts as
-   recall-team scores hits (:func:`memmesh.team.rank.team_score`, the fact's cosine under the
-   asker's embedder): hit@1, hit@5 and MRR over the first 5 hits, and how many distinct
+1. **teamdev pairs.** Every pair of shared facts in the same project (877: 12 of them
+   ``dup_of`` pairs, the same fact by two members in other words; 865 not) is put to
+   :func:`memmesh.team._corroborate.same_fact` (with the cosine of the asker's own embedder
+   for the variants that use one), under the rule recall-team uses and under variants that
+   each change one of its conditions. Printed: the dup pairs merged (of 12) and the other
+   pairs wrongly merged (of 865; "cross-owner": those of two owners, the only ones
+   recall-team compares; "any project": among all 4,560 pairs of shared facts).
+2. **Generated answers.** teamdev's facts are far apart; the facts in one answer are not.
+   ``bench/team_recall.py``'s generator writes 2,000 distinct memories (one corpus to choose
+   on, another with another seed held out), dealt round-robin to 5 authors, and 300 questions
+   about them; each question's 15 best memories (recall-team asks every source for 3k, k=5)
+   are ranked as recall-team ranks hits and grouped. Every merge there counts as wrong: the
+   memories are distinct facts (the generator may, rarely, state one twice in two templates).
+   Printed: the answers holding a merged hit, of 300, the items merged, and the pairs merged
+   among all 2,000 memories (for the variants asking at least 6 shared words and no cosine).
+3. **Contrast pairs**, written here: facts on one topic that say different things (another
+   number, before/after, a reversed choice, another claim about the same code), which no rule
+   may merge, and two short restatements. Printed: which variant merges which.
+4. **Ranking.** Every paraphrase, token and noise query scored over teamdev's 96 shared facts
+   as recall-team scores hits (:func:`memmesh.team.rank.team_score`, the fact's cosine under
+   the asker's embedder): hit@1, hit@5 and MRR over the first 5 hits and how many distinct
    facts those hold, for items as they are, for corroborated hits, and for corroborated hits
    with a boost of ``B`` per further author (to see whether a boost would help).
 """
@@ -40,29 +48,43 @@ import numpy as np
 from _common import table
 from memmesh.embed import EmbedderUnavailable, get_embedder
 from memmesh.embed.base import Embedder
+from memmesh.local.items import GLOBAL
 from memmesh.team._corroborate import RULE, Rule, Statement, corroborating_groups, same_fact
 from memmesh.team.rank import QueryTerms, team_score
+from team_recall import SEED, Corpus  # the team benchmark's generator of related memories
 
 TEAMDEV = Path(__file__).resolve().parents[1].parent / "shared/eval/teamdev.json"
 EMBEDDERS = ("hashing", "wordllama")
 K = 5
 BOOSTS = (0.0, 0.05, 0.1)
+# The generated corpora: one to choose the rule on, one held out.
+CORPORA = {"choose on": SEED + 10, "held out": SEED + 30}
+MEMORIES = 2_000
+AUTHORS = 5
+QUESTIONS = 300
+POOL = 3 * K  # recall-team asks each source for 3k hits
 
 VARIANTS: dict[str, Rule] = {
     "recall-team's rule": RULE,
     "with the cosine (min_cosine)": msgspec.structs.replace(RULE, cosine=True),
-    "without the exact token in common": msgspec.structs.replace(RULE, anchor="off"),
-    "with one even if neither names any": msgspec.structs.replace(RULE, anchor="always"),
+    "identifiers: none the other lacks, both": msgspec.structs.replace(
+        RULE, identifiers="no_conflict"
+    ),
+    "identifiers: one in common": msgspec.structs.replace(RULE, identifiers="one_shared"),
+    "identifiers ignored": msgspec.structs.replace(RULE, identifiers="off"),
     "without the number check": msgspec.structs.replace(RULE, numbers=False),
     "without the edit check": msgspec.structs.replace(RULE, max_similarity=1.01),
-    "edit check at 0.5 (not 0.6)": msgspec.structs.replace(RULE, max_similarity=0.5),
-    "without the 6 shared words": msgspec.structs.replace(RULE, min_shared_words=0),
-    "Jaccard 0.15 (not 0.22)": msgspec.structs.replace(RULE, min_overlap=0.15),
-    "words only: 6 shared, Jaccard": Rule(anchor="off", numbers=False, max_similarity=1.01),
+    "8 shared words (not 9)": msgspec.structs.replace(RULE, min_shared_words=8),
+    "6 shared words, one identifier in common": msgspec.structs.replace(
+        RULE, min_shared_words=6, identifiers="one_shared"
+    ),
+    "words only: 6 shared, Jaccard 0.22": Rule(
+        min_shared_words=6, identifiers="off", numbers=False, max_similarity=1.01
+    ),
     "cosine only (min_cosine)": Rule(
         min_shared_words=0,
         min_overlap=0.0,
-        anchor="off",
+        identifiers="off",
         numbers=False,
         max_similarity=1.01,
         cosine=True,
@@ -134,6 +156,21 @@ CONTRASTS: list[tuple[str, str, str, bool]] = [
         False,
     ),
     (
+        "one command, two services",
+        "To clear the cache in etl-pipeline, run `npm ci --legacy-peer-deps`.",
+        "Before you clear the cache for tax-engine, run `npm ci --legacy-peer-deps` or the job "
+        "fails with E3126.",
+        False,
+    ),
+    (
+        "one decision, two reasons",
+        "For geo-lookup we chose to use Postgres advisory locks instead of Redis locks, since "
+        "the team already knows it.",
+        "We decided to use Postgres advisory locks instead of Redis locks for geo-lookup "
+        "because it avoids float rounding errors.",
+        False,
+    ),
+    (
         "restated, with a code",
         "Webhook deliveries that fail BILL-204 validation are retried with exponential "
         "backoff for up to one hour, then parked in the dead-letter table",
@@ -154,6 +191,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=TEAMDEV, help="teamdev.json")
     parser.add_argument("--embedder", choices=EMBEDDERS, action="append", help="(repeatable)")
+    parser.add_argument("--queries", type=int, default=QUESTIONS, help="generated questions")
     return parser.parse_args(argv)
 
 
@@ -195,25 +233,72 @@ def pair_rows(facts: list[dict[str, Any]], embedder: Embedder) -> list[list[obje
     return rows
 
 
-def near_miss_rows(facts: list[dict[str, Any]], embedders: list[Embedder]) -> list[list[object]]:
-    """The non-dup pairs closest to the word thresholds (one word short or less), with each
-    embedder's cosine: how far the cosine check stands behind the words."""
-    statements = [Statement(f["text"]) for f in facts]
-    dups = {frozenset((f["id"], f["dup_of"])) for f in facts if f.get("dup_of")}
-    matrices = [cosines(e, [f["text"] for f in facts]) for e in embedders]
+def answer_rows(embedders: list[Embedder], queries: int) -> list[list[object]]:
+    """Per variant, corpus and embedder: generated answers holding a merged hit, the items
+    merged, and the pairs of memories merged among all (all wrong, see the module
+    docstring)."""
     rows: list[list[object]] = []
-    for i, j in itertools.combinations(range(len(facts)), 2):
-        a, b = statements[i], statements[j]
-        shared = len(a.content & b.content)
-        dup = frozenset((facts[i]["id"], facts[j]["id"])) in dups
-        if dup or shared < RULE.min_shared_words - 1:
-            continue
-        overlap = shared / len(a.content | b.content)
-        cells: list[object] = [f"{facts[i]['id']} / {facts[j]['id']}", shared, overlap]
-        for embedder, matrix in zip(embedders, matrices, strict=True):
-            cells.append(f"{matrix[i, j]:.3f} (gate {embedder.min_cosine:g})")
-        rows.append(cells)
-    return sorted(rows, key=lambda row: (-int(str(row[1])), -float(str(row[2]))))
+    for corpus, seed in CORPORA.items():
+        memories = Corpus(seed).memories(MEMORIES)
+        asked = Corpus(seed + 1).queries(queries, memories)
+        texts = [m.text for m in memories]
+        tags = [m.tags for m in memories]
+        authors = [f"member {i % AUTHORS}" for i in range(len(memories))]
+        pairs = _word_pairs([Statement(text) for text in texts])
+        for embedder in embedders:
+            vectors = embedder.embed(texts)
+            pools = [
+                _ranked(
+                    q.text, texts, tags, vectors, embedder,
+                    [i for i, m in enumerate(memories) if m.project in (q.project, GLOBAL)],
+                )[:POOL]
+                for q in asked
+            ]  # fmt: skip
+            for name, rule in VARIANTS.items():
+                merged_answers = merged_items = 0
+                for pool in pools:
+                    groups = corroborating_groups(
+                        [texts[i] for i in pool], [authors[i] for i in pool], embedder,
+                        limit=K, rule=rule,
+                    )  # fmt: skip
+                    merged = sum(len(group) - 1 for group in groups)
+                    merged_answers += merged > 0
+                    merged_items += merged
+                merged_pairs: int | None = None  # counted only where the words alone decide
+                if not rule.cosine and rule.min_shared_words >= _PAIRED:
+                    merged_pairs = sum(
+                        same_fact(a, b, _unused, min_cosine=embedder.min_cosine, rule=rule)
+                        for a, b in pairs
+                    )
+                rows.append(
+                    [name, embedder.name, corpus, merged_answers, merged_items, merged_pairs]
+                )
+    return rows
+
+
+_PAIRED = 6
+
+
+def _word_pairs(statements: list[Statement]) -> list[tuple[Statement, Statement]]:
+    """The pairs of ``statements`` sharing at least 6 content words (the others no variant
+    counted here merges, unless they are the same words, which these memories never are)."""
+    holding: dict[str, list[int]] = {}
+    for i, statement in enumerate(statements):
+        for word in statement.content:
+            holding.setdefault(word, []).append(i)
+    pairs: list[tuple[Statement, Statement]] = []
+    for i, statement in enumerate(statements):
+        shared: dict[int, int] = {}
+        for word in statement.content:
+            for j in holding[word]:
+                if j > i:
+                    shared[j] = shared.get(j, 0) + 1
+        pairs += [(statement, statements[j]) for j, n in shared.items() if n >= _PAIRED]
+    return pairs
+
+
+def _unused() -> float:
+    raise AssertionError("the variants counted over all pairs use no cosine")
 
 
 def contrast_rows(embedder: Embedder) -> list[list[object]]:
@@ -236,9 +321,11 @@ def ranking_rows(
 ) -> list[list[object]]:
     """hit@1, hit@5, MRR and distinct facts in the top 5, items against corroborated hits."""
     texts = [f["text"] for f in facts]
+    tags = [tuple(f["tags"]) for f in facts]
+    everyone = list(range(len(facts)))
     vectors = embedder.embed(texts)
     fact_of = {f["id"]: f.get("dup_of") or f["id"] for f in facts}
-    modes: list[tuple[str, Callable[[list[int], list[float]], list[list[int]]]]] = [
+    modes: list[tuple[str, Callable[[list[int], dict[int, float]], list[list[int]]]]] = [
         ("items", lambda order, scores: [[i] for i in order[:K]])
     ]
     for boost in BOOSTS:
@@ -249,8 +336,9 @@ def ranking_rows(
         for name, arrange in modes:
             hits1 = hits5 = rr = distinct = answered = 0.0
             for query in queries:
-                order, scores = _scored(query["q"], facts, vectors, embedder)
-                groups = arrange(order, scores)
+                scored = _scores(query["q"], texts, tags, vectors, embedder, everyone)
+                scores = {i: score for score, i in scored}
+                groups = arrange([i for _, i in scored], scores)
                 answered += bool(groups)
                 distinct += len({fact_of[facts[i]["id"]] for g in groups for i in g})
                 expect = set(query["expect"])
@@ -272,28 +360,42 @@ def _given(cosine: float) -> Callable[[], float]:
     return lambda: cosine
 
 
-def _scored(
-    query: str, facts: list[dict[str, Any]], vectors: np.ndarray[Any, Any], embedder: Embedder
-) -> tuple[list[int], list[float]]:
-    """The relevant facts' indexes best first (ties by id), and their scores by index."""
+def _ranked(
+    query: str,
+    texts: list[str],
+    tags: list[tuple[str, ...]],
+    vectors: np.ndarray[Any, Any],
+    embedder: Embedder,
+    among: list[int],
+) -> list[int]:
+    """The indexes (of ``among``) of the texts relevant to ``query``, best first as
+    recall-team ranks its hits (ties by index)."""
+    return [i for _, i in _scores(query, texts, tags, vectors, embedder, among)]
+
+
+def _scores(
+    query: str,
+    texts: list[str],
+    tags: list[tuple[str, ...]],
+    vectors: np.ndarray[Any, Any],
+    embedder: Embedder,
+    among: list[int],
+) -> list[tuple[float, int]]:
     terms = QueryTerms(query)
     cos = vectors @ embedder.embed_query(query)
-    scores: list[float] = []
-    kept: list[int] = []
-    for i, fact in enumerate(facts):
-        tags = tuple(fact["tags"])
-        score = team_score(terms, fact["text"], tags, float(cos[i]), embedder.min_cosine)
-        scores.append(-1.0 if score is None else score)
+    scored: list[tuple[float, int]] = []
+    for i in among:
+        score = team_score(terms, texts[i], tags[i], float(cos[i]), embedder.min_cosine)
         if score is not None:
-            kept.append(i)
-    kept.sort(key=lambda i: (-scores[i], facts[i]["id"]))
-    return kept, scores
+            scored.append((score, i))
+    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    return scored
 
 
 def _grouped(
     texts: list[str], facts: list[dict[str, Any]], embedder: Embedder, boost: float
-) -> Callable[[list[int], list[float]], list[list[int]]]:
-    def arrange(order: list[int], scores: list[float]) -> list[list[int]]:
+) -> Callable[[list[int], dict[int, float]], list[list[int]]]:
+    def arrange(order: list[int], scores: dict[int, float]) -> list[list[int]]:
         groups = corroborating_groups(
             [texts[i] for i in order], [facts[i]["owner"] for i in order], embedder,
             limit=len(order),
@@ -308,31 +410,43 @@ def _grouped(
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     print("== memmesh corroboration benchmark (recall-team merging restatements)")
-    if not args.data.is_file():
-        print(f"teamdev: skipped, {args.data} not found")
-        return 0
-    data = json.loads(args.data.read_text(encoding="utf-8"))
-    facts = [f for f in data["facts"] if f["share"]]
     embedders: list[Embedder] = []
     for name in args.embedder or EMBEDDERS:
         try:
             embedders.append(get_embedder(name))
         except EmbedderUnavailable as exc:
             print(f"{name}: skipped ({exc.message})")
-    pairs = [row for e in embedders for row in pair_rows(facts, e)]
-    print("\n== teamdev same-project pairs of shared facts")
-    headers = ["rule", "embedder", "dup merged", "wrong merges", "cross-owner", "any project"]
-    print(table(headers, pairs))
-    print("\n== the other pairs nearest the word thresholds (5 shared words), with their cosine")
-    names = [f"cosine, {e.name}" for e in embedders]
-    print(table(["pair", "shared words", "Jaccard", *names], near_miss_rows(facts, embedders)))
-    print("\n== contrast pairs (written for this benchmark), M = merged, one mark per rule above")
+    data: dict[str, Any] | None = None
+    if args.data.is_file():
+        data = json.loads(args.data.read_text(encoding="utf-8"))
+    else:
+        print(f"teamdev: skipped, {args.data} not found")
+    variants = list(VARIANTS)
+    print("\nvariants: " + "; ".join(f"{n}. {v}" for n, v in enumerate(variants, 1)))
+    if data is not None:
+        facts = [f for f in data["facts"] if f["share"]]
+        pairs = [row for e in embedders for row in pair_rows(facts, e)]
+        print("\n== teamdev pairs of shared facts")
+        headers = [
+            "variant",
+            "embedder",
+            "dup merged",
+            "wrong merges",
+            "cross-owner",
+            "any project",
+        ]
+        print(table(headers, pairs))
+    print(f"\n== generated answers ({MEMORIES:,} memories, {args.queries} questions, {POOL} hits)")
+    headers = ["variant", "embedder", "corpus", "answers with a merge", "items merged", "pairs"]
+    print(table(headers, answer_rows(embedders, args.queries)))
+    print("\n== contrast pairs (written here); one mark per variant, M = merged")
     contrasts = [row for e in embedders for row in contrast_rows(e)]
-    print(table(["pair", "embedder", "truth", "cosine", "rules", "recall-team"], contrasts))
-    for embedder in embedders:
-        print(f"\n== teamdev ranking, {embedder.name}: first {K} hits over the 96 shared facts")
-        headers = ["queries", "hits", "hit@1", "hit@5", "MRR", "facts in 5", "abstained"]
-        print(table(headers, ranking_rows(data, facts, embedder)))
+    print(table(["pair", "embedder", "truth", "cosine", "variants", "recall-team"], contrasts))
+    if data is not None:
+        for embedder in embedders:
+            print(f"\n== teamdev ranking, {embedder.name}: first {K} hits over the shared facts")
+            headers = ["queries", "hits", "hit@1", "hit@5", "MRR", "facts in 5", "abstained"]
+            print(table(headers, ranking_rows(data, facts, embedder)))
     return 0
 
 

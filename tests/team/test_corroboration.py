@@ -197,6 +197,9 @@ def test_restatements_and_copies_state_the_same_fact(first: str, second: str) ->
         ("ADR-12: we chose Postgres advisory locks over Redis locks for the job scheduler",
          "ADR-12: we chose Redis locks over Postgres advisory locks for the job scheduler"),
         ("Deploy with release.sh --force", "Deploy with release.sh force"),
+        ("To clear the cache in etl-pipeline, run `npm ci --legacy-peer-deps`.",
+         "Before you clear the cache for tax-engine, run `npm ci --legacy-peer-deps` or the "
+         "job fails with E3126."),  # one command, two services
         ("The job scheduler takes Postgres advisory locks, never Redis ones",
          "The job scheduler queue leases each job for thirty seconds in Postgres"),
     ],
