@@ -67,7 +67,7 @@ POOL = 3 * K  # recall-team asks each source for 3k hits
 VARIANTS: dict[str, Rule] = {
     "recall-team's rule": RULE,
     "with the cosine (min_cosine)": msgspec.structs.replace(RULE, cosine=True),
-    "identifiers: none the other lacks, both": msgspec.structs.replace(
+    "identifiers: not each with one the other lacks": msgspec.structs.replace(
         RULE, identifiers="no_conflict"
     ),
     "identifiers: one in common": msgspec.structs.replace(RULE, identifiers="one_shared"),
