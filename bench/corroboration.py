@@ -248,10 +248,10 @@ def answer_rows(embedders: list[Embedder], queries: int) -> list[list[object]]:
         for embedder in embedders:
             vectors = embedder.embed(texts)
             pools = [
-                _ranked(
+                [i for _, i in _scores(
                     q.text, texts, tags, vectors, embedder,
                     [i for i, m in enumerate(memories) if m.project in (q.project, GLOBAL)],
-                )[:POOL]
+                )][:POOL]
                 for q in asked
             ]  # fmt: skip
             for name, rule in VARIANTS.items():
@@ -360,19 +360,6 @@ def _given(cosine: float) -> Callable[[], float]:
     return lambda: cosine
 
 
-def _ranked(
-    query: str,
-    texts: list[str],
-    tags: list[tuple[str, ...]],
-    vectors: np.ndarray[Any, Any],
-    embedder: Embedder,
-    among: list[int],
-) -> list[int]:
-    """The indexes (of ``among``) of the texts relevant to ``query``, best first as
-    recall-team ranks its hits (ties by index)."""
-    return [i for _, i in _scores(query, texts, tags, vectors, embedder, among)]
-
-
 def _scores(
     query: str,
     texts: list[str],
@@ -381,6 +368,8 @@ def _scores(
     embedder: Embedder,
     among: list[int],
 ) -> list[tuple[float, int]]:
+    """The texts (of ``among``) relevant to ``query`` with their scores, best first as
+    recall-team ranks its hits (ties by index)."""
     terms = QueryTerms(query)
     cos = vectors @ embedder.embed_query(query)
     scored: list[tuple[float, int]] = []
