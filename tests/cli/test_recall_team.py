@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from memmesh.cli.main import main
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.coordinator.protocol import PublishItem, PublishRequest, PublishResponse
 from memmesh.local._recall import recall
@@ -28,6 +29,9 @@ from tests.team._team import (
     LOCKS,
     LOCKS_QUERY,
     NOWHERE,
+    PARKED,
+    PARKED_AGAIN,
+    PARKED_QUERY,
     TEAM,
     TOKEN,
     FakeSource,
@@ -108,6 +112,7 @@ def test_answer_json_has_the_documented_shape(team: Team) -> None:
         "decision", "shop", ["postgres"], 1
     )  # fmt: skip
     assert hit["key_id"] == ada.key_id
+    assert (hit["authors"], hit["also"]) == ([{"name": "ada", "key_id": ada.key_id}], [])
     assert isinstance(hit["score"], float)
     assert hit["score"] > 0
     [source] = data["sources"]
@@ -342,3 +347,31 @@ def test_a_peers_higher_version_under_another_authors_id_is_a_hit_of_its_own(
         (locks, mallory.key_id, 999, REVIEW, "peer mallory"),
     }
     assert data["dropped"] == {}
+
+
+def test_one_fact_from_two_members_is_one_hit_naming_both_authors(
+    team: Team, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ada, carol, bob = team.add("ada"), team.add("carol"), team.add("bob")
+    parked, again = ada.share(PARKED), carol.share(PARKED_AGAIN)
+    invoices = ada.share(INVOICES)  # not about failing deliveries: no hit
+
+    data = _ask(bob, PARKED_QUERY)
+    assert main(["--home", str(bob.home), "team", "recall-team", PARKED_QUERY]) == 0
+    text = capsys.readouterr().out
+
+    [hit] = data["hits"]
+    assert (hit["id"], hit["text"], hit["author"]) == (parked, PARKED, "ada")
+    assert hit["authors"] == [
+        {"name": "ada", "key_id": ada.key_id},
+        {"name": "carol", "key_id": carol.key_id},
+    ]
+    [also] = hit["also"]
+    assert (also["id"], also["author"], also["key_id"], also["text"]) == (
+        again, "carol", carol.key_id, PARKED_AGAIN
+    )  # fmt: skip
+    assert also["score"] < hit["score"]
+    [line] = [line for line in text.splitlines() if parked in line]
+    assert line.endswith(f"(via coordinator)  also said by: carol {again}")
+    assert invoices not in text
+    assert PARKED_AGAIN not in text

@@ -66,6 +66,18 @@ SHARED_KINDS = ["decision", "convention", "gotcha", "command", "incident"]
 # The team's one well-known decision, and a question it answers.
 LOCKS = "We chose Postgres advisory locks over Redis for the job scheduler"
 LOCKS_QUERY = "which locks does the job scheduler use"
+# One fact in two members' words (a restatement recall-team merges), a fact on its topic that
+# it does not, and a question about them.
+PARKED = (
+    "Webhook deliveries that fail BILL-204 validation are retried with exponential backoff "
+    "for up to one hour, then parked in the dead-letter table"
+)
+PARKED_AGAIN = (
+    "After an hour of exponential backoff, a webhook delivery still failing BILL-204 "
+    "validation is parked in the dead-letter table instead of being retried"
+)
+SIGNED = "Webhook deliveries from the billing service are signed with HMAC-SHA256"
+PARKED_QUERY = "what happens to webhook deliveries that keep failing"
 # Nothing listens on the discard port: a coordinator URL that is set (so publishing is allowed)
 # but never answers.
 NOWHERE = "http://127.0.0.1:9"

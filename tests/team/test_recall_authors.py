@@ -85,12 +85,15 @@ def test_peer_relaying_another_members_retracted_item_is_dropped_and_counted(
     assert result.dropped == {"peer_served_another_key": 1}
 
 
-def test_two_authors_items_with_the_same_id_both_come_back(tmp_path: Path) -> None:
+def test_two_authors_items_with_the_same_id_and_text_come_back_as_one_fact_by_both(
+    tmp_path: Path,
+) -> None:
     ada = Member("ada", tmp_path / "ada", team=TEAM, coordinator=NOWHERE)
     carol = Member("carol", tmp_path / "carol", team=TEAM, coordinator=NOWHERE)
     locks = ada.remember(LOCKS)
     ada.publish(locks)
-    # The same note under the same id: the same score, so the tie is broken by the key.
+    # The same note under the same id: the same score, so the tie is broken by the key, and
+    # the same words, so one fact that both published (neither replaces the other).
     twin = signed_by(carol, ada.envelope(locks))
     coordinator = FakeSource()
     coordinator.hits = answer(ada.envelope(locks), twin)
@@ -100,10 +103,11 @@ def test_two_authors_items_with_the_same_id_both_come_back(tmp_path: Path) -> No
         result = ask(bob)
 
     authors = sorted([(ada.key_id, "ada"), (carol.key_id, "carol")])
-    assert [(h.id, h.key_id, h.author) for h in result.hits] == [
+    [hit] = result.hits
+    assert [(hit.id, hit.key_id, hit.author)] + [(a.id, a.key_id, a.author) for a in hit.also] == [
         (locks, key, name) for key, name in authors
     ]
-    assert result.hits[0].score == result.hits[1].score
+    assert hit.also[0].score == hit.score
     assert result.dropped == {}
 
 

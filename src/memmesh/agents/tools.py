@@ -98,24 +98,34 @@ class Tools:
         author: str | None = None,
         timeout: float = 2.0,
     ) -> dict[str, Any]:
-        """Ask the whole team (coordinator and live peers); raises when no source answered."""
+        """Ask the whole team (coordinator and live peers); raises when no source answered.
+
+        A hit is one fact: when other members published it too, ``also`` names each of them
+        and their item's id (their words are not repeated).
+        """
         answer = self._member(reconcile_first=False).ask_team(
             query, k=k, project=resolve_project(project), author=author, timeout=timeout
         )
+        hits: list[dict[str, Any]] = []
+        for hit in answer.hits:
+            shown: dict[str, Any] = {
+                "id": hit.id,
+                "text": hit.text,
+                "author": hit.author,
+                "author_id": hit.key_id,
+                "kind": hit.kind,
+                "project": hit.project,
+                "score": round(hit.score, 3),
+                "source": hit.source,
+            }
+            if hit.also:
+                shown["also"] = [
+                    {"id": also.id, "author": also.author, "author_id": also.key_id}
+                    for also in hit.also
+                ]
+            hits.append(shown)
         return {
-            "hits": [
-                {
-                    "id": hit.id,
-                    "text": hit.text,
-                    "author": hit.author,
-                    "author_id": hit.key_id,
-                    "kind": hit.kind,
-                    "project": hit.project,
-                    "score": round(hit.score, 3),
-                    "source": hit.source,
-                }
-                for hit in answer.hits
-            ],
+            "hits": hits,
             "abstained": answer.abstained,
             "sources": {
                 source.name: source.status + (f": {source.error}" if source.error else "")

@@ -20,7 +20,7 @@ from memmesh.text import printable
 
 if TYPE_CHECKING:
     from memmesh.team.feed import FeedEntry
-    from memmesh.team.recall import PeerSeen, TeamAnswer
+    from memmesh.team.recall import PeerSeen, TeamAnswer, TeamHit
 
 __all__ = ["answer_json", "run_feed", "run_peers", "run_recall_team", "run_serve", "team_check"]
 
@@ -201,10 +201,17 @@ def run_recall_team(args: argparse.Namespace) -> int:
 
 
 def answer_json(answer: "TeamAnswer") -> dict[str, Any]:
-    """The ``--json`` shape of recall-team."""
+    """The ``--json`` shape of recall-team: a hit is one fact, with its ``authors`` (name and
+    member id, the hit's own first) and the other authors' items stating it in ``also``."""
     return {
         "query": answer.query,
-        "hits": [msgspec.to_builtins(hit) for hit in answer.hits],
+        "hits": [
+            {
+                **msgspec.to_builtins(hit),
+                "authors": [{"name": name, "key_id": key} for name, key in hit.authors],
+            }
+            for hit in answer.hits
+        ],
         "abstained": answer.abstained,
         "sources": [msgspec.to_builtins(source) for source in answer.sources],
         "dropped": answer.dropped,
@@ -217,7 +224,7 @@ def _answer_text(answer: "TeamAnswer") -> str:
     lines = [
         f"{hit.score:.3f}  {printable(hit.author):<10} {printable(hit.id)}  "
         f"[{printable(hit.kind)}, {printable(hit.project)}] {printable(hit.text)}"
-        f"  (via {printable(hit.source)})"
+        f"  (via {printable(hit.source)})" + _also_said(hit)
         for hit in answer.hits
     ] or ["nothing relevant from the team (abstained)"]
     parts = []
@@ -229,3 +236,12 @@ def _answer_text(answer: "TeamAnswer") -> str:
     if answer.dropped:
         lines.append("dropped: " + ", ".join(f"{n} {why}" for why, n in answer.dropped.items()))
     return "\n".join(lines)
+
+
+def _also_said(hit: "TeamHit") -> str:
+    """The other authors stating the hit's fact, each with their item's id."""
+    if not hit.also:
+        return ""
+    return "  also said by: " + ", ".join(
+        f"{printable(also.author)} {printable(also.id)}" for also in hit.also
+    )

@@ -10,7 +10,8 @@ came from, which is what makes a federated answer match a single store's.
 Before scoring, copies of one item from several sources are merged: the highest version wins,
 and at equal versions the live author's copy. An item is its author's key and its id
 (:data:`~memmesh.team._checks.ItemKey`): another key's item with the same id is another item,
-whatever its version, and replaces nothing.
+whatever its version, and replaces nothing. (Different authors' items that state one fact are
+merged after ranking, into one hit: :mod:`memmesh.team._corroborate`.)
 """
 
 from collections.abc import Iterable

@@ -20,7 +20,10 @@
    longer publishes it.
 7. Hits are deduplicated per author and item (highest version wins) and ranked by
    :func:`memmesh.team.rank.team_score`, one score comparable across sources.
-8. An author is shown, and matched by ``author``, by the roster's name for their key (or their
+8. Different authors' items that state one fact are then one hit (corroboration,
+   :mod:`memmesh.team._corroborate`): the best ranked keeps its text, score and place, and
+   lists the others in ``also``. ``k`` counts these hits: facts, not items.
+9. An author is shown, and matched by ``author``, by the roster's name for their key (or their
    member id when the roster names none), never by the label inside the envelope.
 """
 
@@ -31,6 +34,7 @@ from functools import partial
 
 import msgspec
 
+from memmesh.embed import Embedder
 from memmesh.local import recall
 from memmesh.local.store import Store
 from memmesh.net.errors import Unreachable
@@ -46,6 +50,7 @@ from memmesh.team._calls import (
     run_blocking,
 )
 from memmesh.team._checks import Candidate, ItemKey, PeerSeen, verified_hit
+from memmesh.team._corroborate import corroborating_groups
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
 from memmesh.team.rank import QueryTerms, merge, ranked
@@ -70,11 +75,14 @@ _POOL = 3
 
 
 class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
-    """One verified, attributed answer.
+    """One verified, attributed answer: one fact, with every author who published it.
 
     ``id`` and ``key_id`` (the author's member id, from the key that signed it) together name
-    the item: two authors' items may share an ``id`` and are then two hits. ``author`` is the
-    roster's name for that key, or the member id when the roster names none.
+    the item: two authors' items may share an ``id`` and are then two hits, unless they state
+    the same fact. ``author`` is the roster's name for that key, or the member id when the
+    roster names none. The fields are those of the best ranked item stating the fact;
+    ``also`` holds the other authors' items stating it, best ranked first, each a hit with its
+    own score (and no ``also`` of its own).
     """
 
     id: str
@@ -88,6 +96,12 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     project: str
     tags: tuple[str, ...]
     published_at: float
+    also: tuple["TeamHit", ...] = ()
+
+    @property
+    def authors(self) -> list[tuple[str, str]]:
+        """Every author of the fact, as (name, member id), this hit's own first."""
+        return [(self.author, self.key_id), *((a.author, a.key_id) for a in self.also)]
 
 
 class TeamAnswer(msgspec.Struct, kw_only=True):
@@ -172,7 +186,7 @@ def recall_team(
         # client under it ends it within the client's timeout.
         if own_calls:
             calls.close()
-    hits = _hits(candidates, query, discovery.roster, author, store.embedder.min_cosine)[:k]
+    hits = _hits(candidates, query, discovery.roster, author, store.embedder, k)
     return TeamAnswer(
         query=query,
         hits=hits,
@@ -239,32 +253,47 @@ def _hits(
     query: str,
     roster: TrustedRoster,
     author: str | None,
-    min_cosine: float,
+    embedder: Embedder,
+    k: int,
 ) -> list[TeamHit]:
-    """The candidates by ``author`` (a roster name or a member id, if given), ranked,
-    attributed by roster name."""
+    """The first ``k`` facts among the candidates by ``author`` (a roster name or a member id,
+    if given), ranked, attributed by roster name, each with its corroborating items."""
     wanted = [
         candidate
         for candidate in candidates.values()
         if author is None
         or author in (roster.name_of(candidate.publication.key_id), candidate.publication.key_id)
     ]
+    scored = ranked(wanted, QueryTerms(query), embedder.min_cosine)
+    groups = corroborating_groups(
+        [candidate.publication.text for _, candidate in scored],
+        [candidate.publication.key_id for _, candidate in scored],
+        embedder,
+        limit=k,
+    )
     hits: list[TeamHit] = []
-    for score, candidate in ranked(wanted, QueryTerms(query), min_cosine):
-        body = candidate.publication
-        hits.append(
-            TeamHit(
-                id=body.item_id,
-                text=body.text,
-                score=score,
-                author=roster.name_of(body.key_id),
-                key_id=body.key_id,
-                source=candidate.source,
-                version=body.version,
-                kind=body.kind,
-                project=body.project,
-                tags=body.tags,
-                published_at=body.published_at,
-            )
-        )
+    for first, *rest in groups:
+        also = tuple(_hit(*scored[i], roster) for i in rest)
+        hits.append(_hit(*scored[first], roster, also))
     return hits
+
+
+def _hit(
+    score: float, candidate: Candidate, roster: TrustedRoster, also: tuple[TeamHit, ...] = ()
+) -> TeamHit:
+    """The candidate as a hit, attributed by roster name."""
+    body = candidate.publication
+    return TeamHit(
+        id=body.item_id,
+        text=body.text,
+        score=score,
+        author=roster.name_of(body.key_id),
+        key_id=body.key_id,
+        source=candidate.source,
+        version=body.version,
+        kind=body.kind,
+        project=body.project,
+        tags=body.tags,
+        published_at=body.published_at,
+        also=also,
+    )

@@ -1,0 +1,26 @@
+"""The agent's `recall_team` tool against a real coordinator on 127.0.0.1: one fact that
+several members published is one hit, naming the other authors and their items in ``also``."""
+
+import pytest
+
+from memmesh.agents.tools import Tools
+from memmesh.local.store import Store
+from tests.team._team import PARKED, PARKED_AGAIN, PARKED_QUERY, SIGNED, Team
+
+pytestmark = pytest.mark.usefixtures("team_token")
+
+
+def test_recall_team_lists_the_other_authors_of_a_fact_in_also(loopback_team: Team) -> None:
+    ada, carol, dave = (loopback_team.add(name) for name in ("ada", "carol", "dave"))
+    parked, again = ada.share(PARKED), carol.share(PARKED_AGAIN)
+    signed = dave.share(SIGNED)
+    bob = loopback_team.add("bob")
+
+    with Store(bob.home, author="bob") as store:
+        answer = Tools(bob.home, store).recall_team(PARKED_QUERY, k=2)
+
+    merged, alone = answer["hits"]
+    assert (merged["id"], merged["author"], merged["author_id"]) == (parked, "ada", ada.key_id)
+    assert merged["also"] == [{"id": again, "author": "carol", "author_id": carol.key_id}]
+    assert (alone["id"], alone["author"]) == (signed, "dave")
+    assert "also" not in alone  # short on purpose: only a corroborated hit carries it
