@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K
 from memmesh.text import json_printable, printable
@@ -33,6 +34,7 @@ __all__ = [
     "command_group",
     "emit",
     "error_line",
+    "failure",
     "hits",
     "home_of",
     "lazy",
@@ -122,12 +124,13 @@ def command_group(
     description: str | None = None,
     json_output: bool = True,
 ) -> "argparse._SubParsersAction[argparse.ArgumentParser]":
-    """A command holding subcommands (`mem team ...`); alone, it prints its help (exit 2).
+    """A command holding subcommands (`mem team ...`); alone, it prints its help (exit 2), or
+    with ``--json`` is a usage error.
 
     Returns the group's subcommands, for :func:`command_adder`.
     """
     group = _parser(commands, name, summary, example, description, json_output)
-    group.set_defaults(handler=lambda args: _usage(group))
+    group.set_defaults(handler=lambda args: _usage(group, args))
     return group.add_subparsers(title=f"{name} commands", metavar="COMMAND")
 
 
@@ -152,7 +155,9 @@ def _parser(
     return parser
 
 
-def _usage(parser: argparse.ArgumentParser) -> int:
+def _usage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if getattr(args, "json", False):
+        raise UsageError(parser.prog.removeprefix("mem "), "give one of its commands")
     parser.print_help(sys.stderr)
     return ExitCode.USAGE
 
@@ -249,6 +254,24 @@ def error_line(message: str) -> str:
     return f"mem: error: {printable(message)}"
 
 
+def failure(message: str, code: str, exit_code: int, as_json: bool, line: str | None = None) -> int:
+    """Report a failed command on stderr and return its ``exit_code``: one line (``line``, else
+    :func:`error_line`), or with ``as_json`` one JSON object ``{"error": message, "code": code,
+    "exit": exit_code}``, ``code`` a stable snake_case name (``MemmeshError.code``)."""
+    if as_json:
+        error = {"error": message, "code": code, "exit": int(exit_code)}
+        sys.stderr.write(_json_line(error))
+    else:
+        sys.stderr.write((printable(line) if line else error_line(message)) + "\n")
+    sys.stderr.flush()
+    return exit_code
+
+
+def _json_line(data: dict[str, Any]) -> str:
+    """``data`` as one line of JSON, with nothing in it a terminal acts on."""
+    return json_printable(json.dumps(data, ensure_ascii=False, sort_keys=False)) + "\n"
+
+
 def positive_float(value: str) -> float:
     """An argparse type: a finite number greater than 0 (seconds, say)."""
     try:
@@ -292,7 +315,6 @@ def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
     """Print ``data`` as one JSON object with ``--json``, else ``text`` (if not empty), its
     lines kept and every other control character shown as its escape."""
     if getattr(args, "json", False):
-        document = json.dumps(data, ensure_ascii=False, sort_keys=False)
-        sys.stdout.write(json_printable(document) + "\n")
+        sys.stdout.write(_json_line(data))
     elif text:
         sys.stdout.write(printable(text.rstrip("\n"), layout=True) + "\n")
