@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memmesh.cli import local
-from memmesh.cli.errors import INTERNAL_ERROR, INTERRUPTED
+from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED
 from memmesh.cli.main import main
 from memmesh.errors import ExitCode
 from tests.cli._output import json_error

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_HOME",
+    "INTERNAL_ERROR",
+    "INTERRUPTED",
     "Command",
     "Handler",
     "add_common",
@@ -51,6 +53,10 @@ __all__ = [
 ]
 
 DEFAULT_HOME = Path("~/.memmesh")
+# The ``code`` of the two failures that are no error class, as :func:`failure` gives it: a
+# bug (exit 1) and Ctrl-C (exit 130). Every other error's is its class's (``MemmeshError.code``).
+INTERNAL_ERROR = "internal_error"
+INTERRUPTED = "interrupted"
 
 
 def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> None:

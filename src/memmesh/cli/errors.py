@@ -9,12 +9,7 @@ MemmeshError
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["INTERNAL_ERROR", "INTERRUPTED", "CliError", "DemoFailed", "TeamRefused", "UsageError"]
-
-# The ``code`` `mem --json` gives the two failures that are no error class: a bug (exit 1)
-# and Ctrl-C (exit 130). Every other error's code is its class's (``MemmeshError.code``).
-INTERNAL_ERROR = "internal_error"
-INTERRUPTED = "interrupted"
+__all__ = ["CliError", "DemoFailed", "TeamRefused", "UsageError"]
 
 
 class CliError(MemmeshError):

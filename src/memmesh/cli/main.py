@@ -8,8 +8,8 @@ from typing import NoReturn, cast
 
 from memmesh import __version__
 from memmesh.cli import agents, completion, coordinator, demo, local, team
-from memmesh.cli._common import failure, nonempty
-from memmesh.cli.errors import INTERNAL_ERROR, INTERRUPTED, UsageError
+from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, nonempty
+from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.text import printable
 
