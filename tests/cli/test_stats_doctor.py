@@ -119,7 +119,7 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, h
     _damage_one_vector(home)
     sick = mem("doctor")
     assert sick.returncode == 1
-    assert "[FAIL] vectors: 1 items have vectors of the wrong size" in sick.stdout.splitlines()
+    assert "[FAIL] vectors: 1 item with a vector of the wrong size" in sick.stdout.splitlines()
     assert "Traceback" not in sick.stdout + sick.stderr
 
     data = json.loads(mem("doctor", "--json").stdout)
@@ -150,7 +150,7 @@ def test_reindex_reports_progress_and_recall_still_works(mem: MemRunner) -> None
 
     done = mem("reindex")
     assert done.returncode == 0
-    assert done.stdout == f"1 items now use {HASHING}\n"
+    assert done.stdout == f"1 item now embedded with {HASHING}\n"
     assert done.stderr == "re-embedded 1/1\n"
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
 
@@ -170,7 +170,7 @@ def test_reindex_switches_the_store_to_another_embedder(mem: MemRunner) -> None:
     first = _remember(mem, WEBHOOKS)
     switched = mem("reindex", "--embedder", "e5-small")
     assert switched.returncode == 0, switched.stderr
-    assert switched.stdout == f"1 items now use {E5_SMALL}\n"
+    assert switched.stdout == f"1 item now embedded with {E5_SMALL}\n"
     # The store now says which embedder it needs; no flag or variable is needed to recall.
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
 
@@ -180,7 +180,7 @@ def test_reindex_works_while_mem_embedder_names_the_target(mem: MemRunner) -> No
     _remember(mem, WEBHOOKS)
     switched = mem("reindex", "--embedder", "e5-small", env={"MEM_EMBEDDER": "e5-small"})
     assert switched.returncode == 0, switched.stderr
-    assert switched.stdout == f"1 items now use {E5_SMALL}\n"
+    assert switched.stdout == f"1 item now embedded with {E5_SMALL}\n"
 
 
 def test_reindex_repairs_a_store_from_an_older_embedder_version(mem: MemRunner, home: Path) -> None:

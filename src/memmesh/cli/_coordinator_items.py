@@ -14,6 +14,7 @@ import msgspec
 from memmesh.cli._common import Command, emit, lazy, nonempty
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
+from memmesh.text import counted
 
 if TYPE_CHECKING:
     from memmesh.coordinator.holdings import HeldItem, Holdings, KeyHoldings
@@ -88,7 +89,8 @@ def run_purge(args: argparse.Namespace) -> int:
             print("nothing was purged (answer y, or give --yes)", file=sys.stderr)
             return ExitCode.ERROR
         purged = holdings.purge(key)
-    emit(args, {"key": key, "purged": purged}, f"purged {purged} live items of the key {key}")
+    text = f"purged {counted(purged, 'live item')} of the key {key}"
+    emit(args, {"key": key, "purged": purged}, text)
     return ExitCode.OK
 
 
@@ -110,7 +112,8 @@ def _holdings(args: argparse.Namespace, name: str) -> Iterator["Holdings"]:
 def _confirmed(key: str, live: int) -> bool:
     """Ask on the terminal (stderr, stdin) whether to purge; no answer is no."""
     print(
-        f"Erase the {live} live items of the key {key} from the coordinator, for good? [y/N] ",
+        f"Erase {counted(live, 'live item')} of the key {key} from the coordinator, for good? "
+        "[y/N] ",
         end="",
         file=sys.stderr,
         flush=True,

@@ -37,6 +37,7 @@ from memmesh.team.disclosures import my_disclosures
 from memmesh.team.member import Member
 from memmesh.team.recall import TeamAnswer, list_peers
 from memmesh.team.setup import join_team
+from memmesh.text import counted
 
 __all__ = ["run_demo"]
 
@@ -158,7 +159,7 @@ def _show(answer: TeamAnswer) -> None:
     for hit in answer.hits:
         _say(f"  {hit.score:.2f}  {hit.author:<6} {hit.text}   [via {hit.source}]")
     states = ", ".join(
-        f"{s.name} {s.status}" + (f" ({s.hits} hits)" if s.status == "ok" else "")
+        f"{s.name} {s.status}" + (f" ({counted(s.hits, 'hit')})" if s.status == "ok" else "")
         for s in answer.sources
     )
     _say(f"  sources: {states}")
@@ -250,7 +251,8 @@ def run_demo(root: Path) -> None:
         revoked = roster.revoke(
             load_policy(homes["ada"]), load_identity(homes["ada"]), "carol", purge=True
         )
-        _say(f"  revoked {revoked.member.name}; {revoked.purged} published items purged")
+        purged = counted(revoked.purged, "published item")
+        _say(f"  revoked {revoked.member.name}; {purged} purged")
         _ask(bob, "bob", "how often are failed webhooks retried?")
 
         _say("\n--- and a local recall never needs the network")

@@ -15,7 +15,7 @@ from memmesh.net.settings import ServeSettings
 from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
 from memmesh.team.member import Member
-from memmesh.text import printable
+from memmesh.text import counted, printable
 
 if TYPE_CHECKING:
     from memmesh.team.feed import FeedEntry
@@ -220,7 +220,8 @@ def _answer_text(answer: "TeamAnswer") -> str:
     ] or ["nothing relevant from the team (abstained)"]
     parts = []
     for source in answer.sources:
-        outcome = f"{source.status}, {source.hits} hits" if source.status == "ok" else source.status
+        ok = source.status == "ok"
+        outcome = f"{source.status}, {counted(source.hits, 'hit')}" if ok else source.status
         detail = f": {source.error}" if source.error else ""
         parts.append(printable(f"{source.name} {outcome}{detail}"))
     lines.append("sources: " + "; ".join(parts))

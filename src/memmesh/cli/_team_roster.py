@@ -28,7 +28,7 @@ from memmesh.registry import Identity, load_identity
 from memmesh.team import roster
 from memmesh.team.access import explained
 from memmesh.team.disclosures import my_disclosures
-from memmesh.text import printable
+from memmesh.text import counted, printable
 
 __all__ = [
     "run_add",
@@ -209,7 +209,7 @@ def run_revoke(args: argparse.Namespace) -> int:
         return ExitCode.ERROR
     with _asking("admin", "revoke members", policy, identity):
         revoked = roster.revoke(policy, identity, args.member, purge=args.purge)
-    purged = f"; {revoked.purged} published items purged" if args.purge else ""
+    purged = f"; {counted(revoked.purged, 'published item')} purged" if args.purge else ""
     emit(
         args,
         {"member": _member_json(revoked.member), "purged": revoked.purged},

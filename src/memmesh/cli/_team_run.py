@@ -14,7 +14,8 @@ from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
 from memmesh.registry import Planned, load_identity
-from memmesh.team.member import Member, counted, reported_action, try_policy, withholding
+from memmesh.team.member import Member, reported_action, try_policy, withholding
+from memmesh.text import counted
 
 __all__ = [
     "run_init",
@@ -163,7 +164,8 @@ def run_sync(args: argparse.Namespace) -> int:
         report = team.sync()
     data = msgspec.to_builtins(report)
     lines = [
-        f"sent {report.sent} in {report.batches} batches: {report.accepted} accepted, "
+        f"sent {report.sent} in {counted(report.batches, 'batch', 'batches')}: "
+        f"{report.accepted} accepted, "
         f"{report.already_known} already known, {report.stale} stale; "
         f"{report.skipped} no longer live, not sent"
     ]
@@ -201,7 +203,7 @@ def run_status(args: argparse.Namespace) -> int:
     lines = [
         f"member {status.member_id} in team {status.team}; "
         f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
-        f"{status.awaiting_sync} registry entries awaiting sync",
+        f"{counted(status.awaiting_sync, 'registry entry', 'registry entries')} awaiting sync",
         f"public key {status.public_key} (teammates list it under members: in team.yaml)",
     ]
     for name, row in status.projects.items():
@@ -260,9 +262,10 @@ def run_verify(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False, reconcile_first=False) as team:
         problems = team.registry.verify()
         count = len(team.registry.entries())
+    intact = f"ok: {counted(count, 'entry', 'entries')}, chain and signatures intact"
     emit(
         args,
         {"ok": not problems, "entries": count, "problems": problems},
-        "\n".join(problems) if problems else f"ok: {count} entries, chain and signatures intact",
+        "\n".join(problems) if problems else intact,
     )
     return ExitCode.ERROR if problems else ExitCode.OK

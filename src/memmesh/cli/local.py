@@ -22,6 +22,7 @@ from memmesh.errors import ExitCode
 from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
 from memmesh.local.project import resolve_project
+from memmesh.text import counted
 
 if TYPE_CHECKING:
     from memmesh.local import Recall
@@ -376,6 +377,8 @@ def _reindex(args: argparse.Namespace) -> int:
     if sys.stderr.isatty() and not getattr(args, "json", False):
         print(file=sys.stderr)
     emit(
-        args, {"reindexed": count, "embedder": fingerprint}, f"{count} items now use {fingerprint}"
+        args,
+        {"reindexed": count, "embedder": fingerprint},
+        f"{counted(count, 'item')} now embedded with {fingerprint}",
     )
     return ExitCode.OK

@@ -7,6 +7,7 @@ import msgspec
 
 from memmesh.local._schema import SCHEMA_VERSION
 from memmesh.local.store import Store
+from memmesh.text import counted
 
 __all__ = ["Check", "diagnose", "facts"]
 
@@ -58,10 +59,11 @@ def diagnose(store: Store) -> list[Check]:
             "SELECT count(*) FROM items WHERE length(vector) != ?", (expected,)
         ).fetchone()
         fine = f"all {store.embedder.dim}-d from {store.embedder.fingerprint}"
-        checks.append(_none("vectors", bad, fine, "{} items have vectors of the wrong size"))
+        wrong = "{} with a vector of the wrong size"
+        checks.append(_none("vectors", bad, fine, wrong, "item"))
         (staged,) = conn.execute("SELECT count(*) FROM reindex_vectors").fetchone()
-        again = "an interrupted reindex left {} staged vectors; run `mem reindex` again"
-        checks.append(_none("reindex", staged, "none pending", again))
+        again = "an interrupted reindex left {}; run `mem reindex` again"
+        checks.append(_none("reindex", staged, "none pending", again, "staged vector"))
     (dangling,) = _scalar(
         store,
         "SELECT count(*) FROM items WHERE status = 'superseded' AND superseded_by NOT IN "
@@ -72,16 +74,19 @@ def diagnose(store: Store) -> list[Check]:
             "history",
             dangling,
             "every superseded item points at its successor",
-            "{} superseded items point at missing successors",
+            "{} pointing at a missing successor",
+            "superseded item",
         )
     )
     return checks
 
 
-def _none(name: str, count: int, fine: str, problem: str) -> Check:
+def _none(name: str, count: int, fine: str, problem: str, noun: str) -> Check:
     """A check that passes when it counted nothing; ``problem`` says what, with ``{}`` for
-    the count."""
-    return Check(name=name, ok=count == 0, detail=fine if count == 0 else problem.format(count))
+    the count of ``noun``."""
+    if count == 0:
+        return Check(name=name, ok=True, detail=fine)
+    return Check(name=name, ok=False, detail=problem.format(counted(count, noun)))
 
 
 def _scalar(store: Store, sql: str) -> tuple[Any, ...]:
