@@ -108,13 +108,25 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, h
     _remember(mem, WEBHOOKS)
     _remember(mem, "We chose Postgres advisory locks")
 
+    mem("forget", _remember(mem, "Deploys go out on Tuesdays"))
+
     healthy = mem("doctor")
+    facts = json_of(mem("doctor", "--json"))
     assert (healthy.returncode, healthy.stderr) == (0, "")
-    lines = healthy.stdout.splitlines()
-    assert f"path: {home / 'memory.db'}" in lines
-    assert "embedder: hashing" in lines
-    assert f"embedder_fingerprint: {HASHING}" in lines
-    assert lines[-6:] == HEALTHY_CHECKS
+    # Plain lines, each saying one thing (no Python dict), then every check.
+    assert healthy.stdout.splitlines() == [
+        f"path:      {home / 'memory.db'} ({facts['size_bytes']:,} bytes)",
+        "schema:    version 5 (this memmesh reads up to version 5)",
+        f"sqlite:    {sqlite3.sqlite_version}, journal mode wal",
+        f"embedder:  hashing ({HASHING})",
+        "author:    tester",
+        "items:     2 active, 1 archived",
+        *HEALTHY_CHECKS,
+    ]
+    # The same facts as one object of plain values, the counts an object of their own.
+    assert facts["ok"] is True
+    assert facts["items"] == {"active": 2, "archived": 1}
+    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (5, HASHING)
 
     _damage_one_vector(home)
     sick = mem("doctor")

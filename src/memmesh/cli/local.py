@@ -358,9 +358,7 @@ def _doctor(args: argparse.Namespace) -> int:
         **facts,
         "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
     }
-    lines = [f"{key}: {value}" for key, value in facts.items()]
-    lines += [f"[{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in checks]
-    emit(args, data, "\n".join(lines))
+    emit(args, data, doctor.report(facts, checks))
     return ExitCode.OK if ok else ExitCode.ERROR
 
 

@@ -9,7 +9,7 @@ from memmesh.local._schema import SCHEMA_VERSION
 from memmesh.local.store import Store
 from memmesh.text import counted
 
-__all__ = ["Check", "diagnose", "facts"]
+__all__ = ["Check", "diagnose", "facts", "report"]
 
 
 class Check(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,6 +37,22 @@ def facts(store: Store) -> dict[str, Any]:
         "author": store.author,
         "items": store.counts()["by_status"],
     }
+
+
+def report(found: dict[str, Any], checks: list[Check]) -> str:
+    """`mem doctor`'s text: the :func:`facts` ``found``, one plain line each, then each check."""
+    items = ", ".join(f"{n:,} {status}" for status, n in sorted(found["items"].items()))
+    lines = [
+        f"path:      {found['path']} ({counted(found['size_bytes'], 'byte')})",
+        f"schema:    version {found['schema_version']} "
+        f"(this memmesh reads up to version {found['supported_schema_version']})",
+        f"sqlite:    {found['sqlite_version']}, journal mode {found['journal_mode']}",
+        f"embedder:  {found['embedder']} ({found['embedder_fingerprint']})",
+        f"author:    {found['author']}",
+        f"items:     {items or 'none'}",
+    ]
+    lines += [f"[{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in checks]
+    return "\n".join(lines)
 
 
 def diagnose(store: Store) -> list[Check]:
