@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K
-from memmesh.text import json_printable, printable
+from memmesh.text import counted, json_printable, printable
 
 if TYPE_CHECKING:
     from memmesh.local.store import Store
@@ -40,6 +40,7 @@ __all__ = [
     "hits",
     "home_of",
     "lazy",
+    "listed_text",
     "nonempty",
     "note",
     "open_store",
@@ -57,6 +58,9 @@ DEFAULT_HOME = Path("~/.memmesh")
 # bug (exit 1) and Ctrl-C (exit 130). Every other error's is its class's (``MemmeshError.code``).
 INTERNAL_ERROR = "internal_error"
 INTERRUPTED = "interrupted"
+# How much of an item's text a listing shows (`mem list`); `mem show` and --json give it whole.
+LISTED_CHARACTERS = 300
+LISTED_LINES = 3
 
 
 def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> None:
@@ -219,6 +223,18 @@ def shown_ids(store: "Store", item_ids: Iterable[str]) -> dict[str, str]:
     short = store.short_ids(list(item_ids))
     width = max(map(len, short.values()), default=0)
     return {item_id: shown.ljust(width) for item_id, shown in short.items()}
+
+
+def listed_text(text: str, shown: str) -> str:
+    """``text`` as a listing shows the item ``shown`` (its id as shown): whole when it is at
+    most :data:`LISTED_CHARACTERS` long in :data:`LISTED_LINES` lines, else cut there and
+    followed by its size and the command that shows it whole."""
+    lines = text.split("\n")
+    if len(text) <= LISTED_CHARACTERS and len(lines) <= LISTED_LINES:
+        return text
+    cut = "\n".join(lines[:LISTED_LINES])[:LISTED_CHARACTERS].rstrip()
+    size = counted(len(text.encode("utf-8")), "byte")
+    return f"{cut}\u2026 ({size}; `mem show {shown.strip()}` for all)"
 
 
 def shown_id(store: "Store", item_id: str) -> str:

@@ -10,6 +10,7 @@ from memmesh.cli._common import (
     command_adder,
     emit,
     home_of,
+    listed_text,
     nonempty,
     open_store,
     positive_int,
@@ -271,7 +272,10 @@ def _list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         items = store.items(project=args.project, kind=args.kind, status=status, limit=args.limit)
         shown = shown_ids(store, [i.id for i in items])
-    text = "\n".join(f"{shown[i.id]}  [{i.kind}, {i.project}, {i.status}]  {i.text}" for i in items)
+    text = "\n".join(
+        f"{shown[i.id]}  [{i.kind}, {i.project}, {i.status}]  {listed_text(i.text, shown[i.id])}"
+        for i in items
+    )
     emit(args, {"items": [i.to_dict() for i in items]}, text or "no items")
     return ExitCode.OK
 
