@@ -262,7 +262,6 @@ def run_demo(root: Path) -> None:
             answer = recall(store, query, project=resolve_project(None))
         for hit in answer.hits:
             _say(f"  {hit.score:.2f}  {hit.item.text}")
-    _say("\ndone: every process stopped; the temporary homes are removed.")
 
 
 def _remember_and_publish(name: str, home: Path) -> list[str]:
