@@ -14,6 +14,7 @@ import msgspec
 from memmesh.cli._common import Command, emit, lazy, nonempty
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
+from memmesh.local.items import iso
 from memmesh.text import counted
 
 if TYPE_CHECKING:
@@ -112,19 +113,13 @@ def _holdings(args: argparse.Namespace, name: str) -> Iterator["Holdings"]:
 def _confirmed(key: str, live: int) -> bool:
     """Ask on the terminal (stderr, stdin) whether to purge; no answer is no."""
     print(
-        f"Erase {counted(live, 'live item')} of the key {key} from the coordinator, for good? "
+        f"Erase the {counted(live, 'live item')} of the key {key} from the coordinator, for good? "
         "[y/N] ",
         end="",
         file=sys.stderr,
         flush=True,
     )
     return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-
-def _iso(moment: float | None) -> str | None:
-    if moment is None:
-        return None
-    return datetime.datetime.fromtimestamp(moment, datetime.UTC).isoformat(timespec="seconds")
 
 
 def _when(moment: float | None) -> str:
@@ -135,8 +130,8 @@ def _when(moment: float | None) -> str:
 
 def _item_json(item: "HeldItem") -> dict[str, Any]:
     data: dict[str, Any] = msgspec.to_builtins(item)
-    data["published_at"] = _iso(item.published_at)
-    data["stored_at"] = _iso(item.stored_at)
+    data["published_at"] = None if item.published_at is None else iso(item.published_at)
+    data["stored_at"] = iso(item.stored_at)
     return data
 
 

@@ -134,6 +134,7 @@ def _peer_json(peer: "PeerSeen", silent: dict[str, str] | None) -> dict[str, Any
     from memmesh.team.check import last_seen
 
     row: dict[str, Any] = msgspec.to_builtins(peer)
+    row["expires_at"] = iso(peer.expires_at)
     row["last_seen_s"] = round(last_seen(peer))
     row["answers"] = None if silent is None else peer.key_id not in silent
     row["problem"] = "" if silent is None else silent.get(peer.key_id, "")
