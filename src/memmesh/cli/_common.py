@@ -215,14 +215,17 @@ def _team_name(home: Path) -> str | None:
     return policy.identity.name if policy.identity else None
 
 
-def shown_ids(store: "Store", item_ids: Iterable[str]) -> dict[str, str]:
+def shown_ids(store: "Store", item_ids: Iterable[str], *, pad: bool = True) -> dict[str, str]:
     """How each of ``item_ids`` is shown in a command's text: the shortest prefix of at least
     10 characters that no other item in the store shares (``memmesh.local.ids``), all of them
-    padded to the longest so that a listing's columns line up. Every command shows ids through
-    it or :func:`shown_id`; ``mem show`` and ``--json`` give them whole."""
-    short = store.short_ids(list(item_ids))
-    width = max(map(len, short.values()), default=0)
-    return {item_id: shown.ljust(width) for item_id, shown in short.items()}
+    padded to the longest (unless not ``pad``) so that a listing's columns line up; an id the
+    store does not hold (purged since) is shown whole. Every command shows the member's own
+    items' ids through it or :func:`shown_id`; ``mem show`` and ``--json`` give them whole."""
+    wanted = list(item_ids)
+    short = store.short_ids(wanted)
+    shown = {item_id: short.get(item_id, item_id) for item_id in wanted}
+    width = max(map(len, shown.values()), default=0) if pad else 0
+    return {item_id: text.ljust(width) for item_id, text in shown.items()}
 
 
 def listed_text(text: str, shown: str) -> str:

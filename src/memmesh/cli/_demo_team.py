@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from memmesh.cli._common import shown_ids
 from memmesh.cli.errors import DemoFailed
 from memmesh.errors import MemmeshError
 from memmesh.local import recall
@@ -285,8 +286,9 @@ def _remember_and_publish(name: str, home: Path) -> list[str]:
 def _show_disclosures(home: Path) -> None:
     with Store(home, author=home.name) as store:
         rows = my_disclosures(load_policy(home), load_identity(home), store, limit=10)
+        shown = shown_ids(store, [row.item_id for row in rows])
     for row in rows:
-        _say(f"  {row.item_id}  served to {row.asker_name}  (logged by the {row.source})")
+        _say(f"  {shown[row.item_id]}  served to {row.asker_name}  (logged by the {row.source})")
     if not rows:
         _say("  (nobody has been served your items yet)")
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, note, open_store
+from memmesh.cli._common import emit, home_of, note, open_store, shown_ids
 from memmesh.cli.errors import TeamRefused, UsageError
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.local.errors import ItemNotFound
@@ -242,8 +242,9 @@ def run_disclosures(args: argparse.Namespace) -> int:
                 item_id = args.item  # gone from this store, perhaps still in the logs
         with _asking("member", "see disclosures", policy, identity):
             entries = my_disclosures(policy, identity, store, item_id=item_id, limit=args.limit)
+        shown = shown_ids(store, [e.item_id for e in entries])
     lines = [
-        printable(f"{iso(e.served_at)}  {e.item_id}  to {e.asker_name} ({e.asker_key_id})")
+        printable(f"{iso(e.served_at)}  {shown[e.item_id]}  to {e.asker_name} ({e.asker_key_id})")
         + f"  via {e.source}"
         for e in entries
     ]

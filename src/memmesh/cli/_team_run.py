@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, open_store, warn
+from memmesh.cli._common import emit, home_of, open_store, shown_ids, warn
 from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
@@ -116,6 +116,8 @@ def run_publish(args: argparse.Namespace) -> int:
             planned, warning = team.publish(
                 ids, force=args.force, dry_run=args.dry_run, again=args.again
             )
+        shown = shown_ids(team.store, [p.item.id for p in planned])
+        unpadded = shown_ids(team.store, left_out, pad=False)
     warn(warning)
     rows = [
         {
@@ -129,9 +131,10 @@ def run_publish(args: argparse.Namespace) -> int:
         for p in planned
     ]
     lines = []
-    for row in rows:
+    for p, row in zip(planned, rows, strict=True):
         forced = " (forced)" if row["forced"] else ""
-        lines.append(f"{row['action']:<10} v{row['version']}  {row['id']}  [{row['rule']}]{forced}")
+        where = f"{row['action']:<10} v{row['version']}  {shown[p.item.id]}"
+        lines.append(f"{where}  [{row['rule']}]{forced}")
         if args.dry_run and row["action"] == "publish":
             lines.append(f"           would send: {row['text']}")
         elif row["action"] == "retracted":
@@ -149,7 +152,7 @@ def run_publish(args: argparse.Namespace) -> int:
             )
         if left_out:
             lines.append(
-                f"left out, retracted before: {', '.join(left_out)} "
+                f"left out, retracted before: {', '.join(unpadded.values())} "
                 "(publish each again with `mem team publish ID --again`)"
             )
     emit(args, data, "\n".join(lines))
@@ -162,6 +165,8 @@ def run_publish(args: argparse.Namespace) -> int:
 def run_sync(args: argparse.Namespace) -> int:
     with _member(args) as team:
         report = team.sync()
+        listed = report.withdrawn + report.withheld + report.rejected + report.bad_receipts
+        shown = shown_ids(team.store, [item for item, _ in listed], pad=False)
     data = msgspec.to_builtins(report)
     lines = [
         f"sent {report.sent} in {counted(report.batches, 'batch', 'batches')}: "
@@ -173,10 +178,10 @@ def run_sync(args: argparse.Namespace) -> int:
         lines.append(
             f"retracted {counted(len(report.withdrawn), 'item')} the policy no longer allows:"
         )
-        lines += [f"    {item} [{rule}]" for item, rule in report.withdrawn]
-    lines += [f"withheld, not sent: {item} [{rule}]" for item, rule in report.withheld]
-    lines += [f"rejected by the coordinator: {item}: {why}" for item, why in report.rejected]
-    lines += [f"receipt refused: {item}: {why}" for item, why in report.bad_receipts]
+        lines += [f"    {shown[item]} [{rule}]" for item, rule in report.withdrawn]
+    lines += [f"withheld, not sent: {shown[item]} [{rule}]" for item, rule in report.withheld]
+    lines += [f"rejected by the coordinator: {shown[item]}: {why}" for item, why in report.rejected]
+    lines += [f"receipt refused: {shown[item]}: {why}" for item, why in report.bad_receipts]
     emit(args, data, "\n".join(lines))
     return ExitCode.ERROR if report.rejected else ExitCode.OK
 
@@ -184,12 +189,13 @@ def run_sync(args: argparse.Namespace) -> int:
 def run_retract(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False) as team:
         entries, warning = team.retract(args.ids)
+        shown = shown_ids(team.store, [e.item_id for e in entries], pad=False)
     warn(warning)
     rows = [{"id": e.item_id, "version": e.version, "seq": e.seq} for e in entries]
     emit(
         args,
         {"retracted": rows},
-        "\n".join(f"retracted  v{r['version']}  {r['id']}" for r in rows),
+        "\n".join(f"retracted  v{e.version}  {shown[e.item_id]}" for e in entries),
     )
     return ExitCode.OK
 
@@ -200,6 +206,7 @@ def run_status(args: argparse.Namespace) -> int:
     with _member(args) as team:
         status = team_status(team)
         policy, identity = team.policy, team.identity
+        unreceipted = shown_ids(team.store, status.unreceipted, pad=False)
     lines = [
         f"member {status.member_id} in team {status.team}; "
         f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
@@ -219,7 +226,7 @@ def run_status(args: argparse.Namespace) -> int:
     if status.unreceipted:
         lines.append(
             f"retractions without the coordinator's receipt: {len(status.unreceipted)} "
-            f"({', '.join(status.unreceipted)}); `mem team sync` asks again"
+            f"({', '.join(unreceipted.values())}); `mem team sync` asks again"
         )
     data = msgspec.to_builtins(status)
     code = ExitCode.OK
@@ -236,6 +243,7 @@ def run_status(args: argparse.Namespace) -> int:
 def run_log(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False, reconcile_first=False) as team:
         entries = team.registry.entries()
+        shown = shown_ids(team.store, [e.item_id for e in entries], pad=False)
     rows = [
         {
             "seq": e.seq,
@@ -250,9 +258,9 @@ def run_log(args: argparse.Namespace) -> int:
         for e in entries
     ]
     lines = [
-        f"{r['seq']:>5}  {r['recorded_at']}  {r['kind']:<11} v{r['version']}  {r['item_id']}"
-        + (f"  forced over [{r['forced_rule']}]" if r["forced_rule"] else "")
-        for r in rows
+        f"{r['seq']:>5}  {r['recorded_at']}  {r['kind']:<11} v{r['version']}  "
+        f"{shown[e.item_id]}" + (f"  forced over [{r['forced_rule']}]" if r["forced_rule"] else "")
+        for e, r in zip(entries, rows, strict=True)
     ]
     emit(args, {"entries": rows}, "\n".join(lines) or "the registry is empty")
     return ExitCode.OK
