@@ -164,3 +164,20 @@ def test_json_printable_escapes_what_json_leaves_raw_and_means_the_same() -> Non
     assert shown.isprintable()
     assert json.loads(shown) == {"text": HOSTILE}
     assert json.dumps({"t": "日本語"}, ensure_ascii=False) == text.json_printable('{"t": "日本語"}')
+
+
+@pytest.mark.parametrize(
+    ("count", "noun", "plural", "expected"),
+    [
+        (0, "hit", None, "0 hits"),
+        (1, "hit", None, "1 hit"),
+        (2, "published item", None, "2 published items"),
+        (1, "entry", "entries", "1 entry"),
+        (3, "batch", "batches", "3 batches"),
+        (8192, "byte", None, "8,192 bytes"),
+    ],
+)
+def test_counted_is_singular_for_one_only(
+    count: int, noun: str, plural: str | None, expected: str
+) -> None:
+    assert text.counted(count, noun, plural) == expected

@@ -10,7 +10,8 @@ developers search for verbatim.
 It also says what of a text may reach a terminal (:func:`printable`): text from the network
 (a teammate's item, a name on a roster, a server's error message) is printed with every
 character that could move the cursor, erase, write the clipboard or reorder what is shown made
-visible instead, and the ``--json`` documents likewise (:func:`json_printable`).
+visible instead, and the ``--json`` documents likewise (:func:`json_printable`); and how a
+count reads (:func:`counted`: ``1 hit``, ``2 hits``).
 """
 
 import re
@@ -19,6 +20,7 @@ from functools import lru_cache
 __all__ = [
     "STOPWORDS",
     "Token",
+    "counted",
     "exact_tokens",
     "json_printable",
     "key_tokens",
@@ -203,3 +205,9 @@ def json_printable(document: str) -> str:
     terminal controls JSON leaves raw (DEL, C1, direction marks) written as ``\\uXXXX``: the same
     values once parsed, and nothing a terminal acts on."""
     return document.translate(_JSON_SHOWN)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 hit``, ``2 hits``, ``1,024 entries``: ``count`` of ``noun``, in the plural (``noun``
+    and an ``s`` unless ``plural`` says otherwise) when it is not one."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"

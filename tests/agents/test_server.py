@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -169,10 +170,15 @@ def test_a_failing_call_is_a_clear_tool_error_and_the_server_carries_on(
             client, "outcome", id="zzzz", result="worked"
         )
         assert "unknown kind 'bogus'" in await _fail(client, "remember", text="x", kind="bogus")
-        assert "query" in await _fail(client, "recall", query="")
-        assert "result" in await _fail(client, "outcome", id="01ABCDEF", result="great")
-        assert "k" in await _fail(client, "recall", query="deploys", k=0)
-        assert "text" in await _fail(client, "remember", text="x" * 9000)
+        # An argument that does not fit is one sentence naming it and what it should be.
+        assert await _fail(client, "recall", query="") == "query must not be empty"
+        assert await _fail(client, "outcome", id="01ABCDEF", result="great") == (
+            "result must be one of 'worked', 'failed' or 'partial'"
+        )
+        assert await _fail(client, "recall", query="deploys", k=0) == "k must be at least 1"
+        assert await _fail(client, "remember", text="x" * 9000) == (
+            "text must be at most 8,192 characters long"
+        )
         assert "no item" in await _fail(client, "forget", id="01ZZZZZZ")
         # Still serving, and nothing was written by the failed calls.
         answer = await _call(client, "recall", query="deploys")
@@ -330,3 +336,33 @@ def _team_hits(member: Any, query: str) -> list[dict[str, Any]]:
             store, load_identity(member.home), member.policy(), reconcile_first=False
         ).ask_team(query, k=5, project="global")
     return [{"text": hit.text} for hit in answer.hits]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "problem"),
+    [
+        ("recall", {"query": "deploys", "k": 101}, "k must be at most 100"),
+        ("recall", {"query": "deploys", "k": "many"}, "k must be a whole number"),
+        ("remember", {}, "text is required"),
+        ("forget", {"id": "ab"}, "id must be at least 4 characters long"),
+        ("remember", {"text": "x", "tags": "ci"}, "tags must be a list"),
+        ("remember", {"text": "x", "tags": [1]}, "tags[0] must be a string"),
+        ("remember", {"text": "x", "tags": ["t"] * 17}, "tags must hold at most 16 items"),
+        ("recall", {"query": "", "k": 0}, "query must not be empty; k must be at least 1"),
+    ],
+)
+def test_an_argument_that_does_not_fit_is_named_with_what_it_should_be(
+    home: Path, tool: str, arguments: dict[str, Any], problem: str
+) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from memmesh.agents.server import build_server
+
+    async def call() -> str:
+        with Store(home) as store, ThreadPoolExecutor(max_workers=1) as workers:
+            server = build_server(home, store, workers)
+            with pytest.raises(ToolError) as refused:
+                await server.call_tool(tool, arguments)
+        return str(refused.value)
+
+    assert anyio.run(call) == problem

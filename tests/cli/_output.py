@@ -20,3 +20,12 @@ def error_line(result: subprocess.CompletedProcess[str]) -> str:
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     return lines[0]
+
+
+def json_error(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The one JSON object a failed ``--json`` command printed on stderr (nothing on stdout,
+    no traceback), which names the exit code the command exited with."""
+    error: dict[str, Any] = json.loads(error_line(result))
+    assert set(error) == {"error", "code", "exit"}
+    assert error["exit"] == result.returncode
+    return error

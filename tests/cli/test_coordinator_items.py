@@ -158,7 +158,9 @@ def test_purge_erases_a_keys_live_items_for_good(
     mem: MemRunner, data: Path, members: tuple[Identity, Identity]
 ) -> None:
     ada, bob = members
-    result = mem("coordinator", "purge", "--data", str(data), "--key", ada.public_key_text, "--yes")
+    # --key=KEY: a public key may start with "-", which argparse would take for an option.
+    key = f"--key={ada.public_key_text}"
+    result = mem("coordinator", "purge", "--data", str(data), key, "--yes")
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"purged 2 live items of the key {ada.public_key_text}\n"

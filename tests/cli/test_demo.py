@@ -5,8 +5,13 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
+from memmesh.cli import _demo_team
+from memmesh.cli.main import main
 from tests.conftest import MemRunner
 
 
@@ -100,3 +105,26 @@ def test_demo_cleans_up_when_its_reader_goes_away(tmp_path: Path) -> None:
     assert process.wait(timeout=120) == 1
     assert "Traceback" not in stderr
     assert list(scratch.iterdir()) == []
+
+
+def test_demo_says_only_what_becomes_of_its_homes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The walk-through itself is the test above; here only what the command says at the end.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setattr(_demo_team, "run_demo", lambda root: (root / "ada").mkdir())
+
+    assert main(["demo", "--keep"]) == 0
+    (kept,) = scratch.iterdir()
+    assert (kept / "ada").is_dir()
+    said = capsys.readouterr().out
+    assert said == f"\ndone: every process stopped; the demo's homes are kept in {kept}.\n"
+
+    assert main(["demo"]) == 0
+    assert list(scratch.iterdir()) == [kept]
+    assert (
+        capsys.readouterr().out
+        == "\ndone: every process stopped; the temporary homes are removed.\n"
+    )

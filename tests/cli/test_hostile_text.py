@@ -112,7 +112,7 @@ def test_recall_team_shows_a_teammate_s_terminal_escapes_and_keeps_each_hit_on_o
     assert len(hits) == 1, shown  # the forged lines stay inside the one real hit
     assert printable(TEXT) in hits[0]
     assert printable(NAME) in hits[0]  # the author, as the roster names her
-    assert f"sources: coordinator ok, 1 hits; {printable(NAME)} ok, 1 hits" in shown
+    assert f"sources: coordinator ok, 1 hit; {printable(NAME)} ok, 1 hit" in shown
 
 
 def test_recall_team_json_keeps_the_exact_text_with_nothing_raw(

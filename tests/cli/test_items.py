@@ -75,6 +75,31 @@ def test_list_is_newest_first_and_filters_by_project_kind_and_limit(mem: MemRunn
     assert _listed(mem, "--limit", "1") == [other]
 
 
+def test_list_cuts_a_long_item_short_and_says_how_to_see_it_whole(mem: MemRunner) -> None:
+    long = " ".join(f"step {n}: retry the webhook" for n in range(60))
+    lines = "\n".join(f"line {n} of the runbook" for n in range(1, 6))
+    short = "Run the tests with make test"
+    first = json_of(mem("remember", "-", "--json", stdin=long))["item"]
+    second = json_of(mem("remember", "-", "--json", stdin=lines))["item"]
+    third = _remember(mem, short)
+
+    listed = mem("list")
+
+    assert listed.returncode == 0, listed.stderr
+    # At most 300 characters or 3 lines of each item, then how big it is and how to see it.
+    assert listed.stdout.splitlines() == [
+        f"{third['id'][:10]}  [fact, global, active]  {short}",
+        f"{second['id'][:10]}  [fact, global, active]  line 1 of the runbook",
+        "line 2 of the runbook",
+        f"line 3 of the runbook\u2026 (109 bytes; `mem show {second['id'][:10]}` for all)",
+        f"{first['id'][:10]}  [fact, global, active]  {long[:300].rstrip()}"
+        f"\u2026 ({len(long):,} bytes; `mem show {first['id'][:10]}` for all)",
+    ]
+    # --json and mem show give every item whole.
+    assert [item["text"] for item in _listed(mem)] == [short, lines, long]
+    assert f"text:           {long}" in mem("show", first["id"]).stdout.splitlines()
+
+
 def test_list_refuses_a_negative_limit(mem: MemRunner) -> None:
     refused = mem("list", "--limit", "-1")
     assert refused.returncode == 2

@@ -23,7 +23,7 @@ from memmesh.registry import Envelope
 from memmesh.team.recall import recall_team
 from tests._servers import running
 from tests._signed import signed_client
-from tests.cli._output import error_line, json_of
+from tests.cli._output import error_line, json_error, json_of
 from tests.conftest import MemRunner
 from tests.team._team import (
     LOCKS,
@@ -278,8 +278,10 @@ def test_no_source_reachable_exits_4_with_one_line(
     result = _recall_team(bob, LOCKS_QUERY, "--timeout", "1")
 
     assert result.returncode == 4
-    line = error_line(result)
-    assert line.startswith(f"mem: error: {message}")
+    error = json_error(result)
+    assert error["code"] == "unreachable"
+    line = error["error"]
+    assert line.startswith(message)
     if policy["coordinator"]:
         assert f"coordinator: {NOWHERE} is unreachable" in line
 

@@ -112,18 +112,30 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, h
     _remember(mem, WEBHOOKS)
     _remember(mem, "We chose Postgres advisory locks")
 
+    mem("forget", _remember(mem, "Deploys go out on Tuesdays"))
+
     healthy = mem("doctor")
+    facts = json_of(mem("doctor", "--json"))
     assert (healthy.returncode, healthy.stderr) == (0, "")
-    lines = healthy.stdout.splitlines()
-    assert f"path: {home / 'memory.db'}" in lines
-    assert "embedder: hashing" in lines
-    assert f"embedder_fingerprint: {HASHING}" in lines
-    assert lines[-6:] == HEALTHY_CHECKS
+    # Plain lines, each saying one thing (no Python dict), then every check.
+    assert healthy.stdout.splitlines() == [
+        f"path:      {home / 'memory.db'} ({facts['size_bytes']:,} bytes)",
+        "schema:    version 5 (this memmesh reads up to version 5)",
+        f"sqlite:    {sqlite3.sqlite_version}, journal mode wal",
+        f"embedder:  hashing ({HASHING})",
+        "author:    tester",
+        "items:     2 active, 1 archived",
+        *HEALTHY_CHECKS,
+    ]
+    # The same facts as one object of plain values, the counts an object of their own.
+    assert facts["ok"] is True
+    assert facts["items"] == {"active": 2, "archived": 1}
+    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (5, HASHING)
 
     _damage_one_vector(home)
     sick = mem("doctor")
     assert sick.returncode == 1
-    assert "[FAIL] vectors: 1 items have vectors of the wrong size" in sick.stdout.splitlines()
+    assert "[FAIL] vectors: 1 item with a vector of the wrong size" in sick.stdout.splitlines()
     assert "Traceback" not in sick.stdout + sick.stderr
 
     data = json.loads(mem("doctor", "--json").stdout)
@@ -154,7 +166,7 @@ def test_reindex_reports_progress_and_recall_still_works(mem: MemRunner) -> None
 
     done = mem("reindex")
     assert done.returncode == 0
-    assert done.stdout == f"1 items now use {HASHING}\n"
+    assert done.stdout == f"1 item now embedded with {HASHING}\n"
     assert done.stderr == "re-embedded 1/1\n"
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
 
@@ -204,7 +216,7 @@ def test_reindex_switches_the_store_to_another_embedder(mem: MemRunner) -> None:
     first = _remember(mem, WEBHOOKS)
     switched = mem("reindex", "--embedder", "e5-small")
     assert switched.returncode == 0, switched.stderr
-    assert switched.stdout == f"1 items now use {E5_SMALL}\n"
+    assert switched.stdout == f"1 item now embedded with {E5_SMALL}\n"
     # The store now says which embedder it needs; no flag or variable is needed to recall.
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
 
@@ -214,7 +226,7 @@ def test_reindex_works_while_mem_embedder_names_the_target(mem: MemRunner) -> No
     _remember(mem, WEBHOOKS)
     switched = mem("reindex", "--embedder", "e5-small", env={"MEM_EMBEDDER": "e5-small"})
     assert switched.returncode == 0, switched.stderr
-    assert switched.stdout == f"1 items now use {E5_SMALL}\n"
+    assert switched.stdout == f"1 item now embedded with {E5_SMALL}\n"
 
 
 def test_reindex_repairs_a_store_from_an_older_embedder_version(mem: MemRunner, home: Path) -> None:

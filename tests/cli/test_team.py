@@ -265,9 +265,9 @@ def test_publish_dry_run_lists_what_would_leave_and_changes_nothing(
     }
     mixed = _run(mem, "team", "publish", locks, tests, "--dry-run", code=3)
     assert mixed.stdout.splitlines() == [
-        f"publish    v1  {locks}  [share.kinds: decision]",
+        f"publish    v1  {locks[:10]}  [share.kinds: decision]",
         f"           would send: {LOCKS}",
-        f"refused    v1  {tests}  [share.kinds: command is not shared]",
+        f"refused    v1  {tests[:10]}  [share.kinds: command is not shared]",
     ]
     forced = _run(mem, "team", "publish", tests, "--dry-run", "--force", "--json")
     assert json_of(forced)["items"][0] | {"text": None} == {
@@ -331,9 +331,9 @@ def test_force_overrides_eligibility_and_is_recorded_in_the_log(mem: MemRunner, 
     ]
     text = _run(mem, "team", "log").stdout.splitlines()
     assert text[0].endswith(
-        f"publication v1  {tests}  forced over [share.kinds: command is not shared]"
+        f"publication v1  {tests[:10]}  forced over [share.kinds: command is not shared]"
     )
-    assert text[1].endswith(f"publication v1  {rota}  forced over [never.tags: private]")
+    assert text[1].endswith(f"publication v1  {rota[:10]}  forced over [never.tags: private]")
 
     # The rule forced at publish is not held against the items afterwards.
     shop = json_of(_run(mem, "team", "status", "--json"))["projects"]["shop"]
@@ -346,7 +346,7 @@ def test_publishing_an_unchanged_published_item_is_a_no_op(mem: MemRunner, home:
     assert [p["action"] for p in _publish_json(mem, locks)] == ["published"]
 
     again = _run(mem, "team", "publish", locks)
-    assert again.stdout == f"unchanged  v1  {locks}  [share.kinds: decision]\n"
+    assert again.stdout == f"unchanged  v1  {locks[:10]}  [share.kinds: decision]\n"
     assert _summary(_log(mem)) == [("publication", locks, 1)]
 
 
@@ -372,7 +372,7 @@ def test_publishing_a_retracted_item_again_needs_again_and_says_what_teammates_w
     )
     planned = _run(mem, "team", "publish", locks, "--dry-run", code=2)
     assert planned.stdout.splitlines() == [
-        f"retracted  v2  {locks}  [share.kinds: decision]",
+        f"retracted  v2  {locks[:10]}  [share.kinds: decision]",
         "           retracted before: --again shares it anew as v2, which teammates see like "
         "any new item",
     ]
@@ -399,7 +399,7 @@ def test_publish_eligible_publishes_everything_the_policy_allows_in_one_step(
     _run(mem, "team", "publish", taken_back)
     _run(mem, "team", "retract", taken_back)
     left_out = (
-        f"left out, retracted before: {taken_back} "
+        f"left out, retracted before: {taken_back[:10]} "
         "(publish each again with `mem team publish ID --again`)"
     )
 
@@ -408,9 +408,9 @@ def test_publish_eligible_publishes_everything_the_policy_allows_in_one_step(
     nothing_left = _run(mem, "team", "publish", "--eligible")
 
     assert planned.stdout.splitlines() == [
-        f"publish    v1  {locks}  [share.kinds: decision]",
+        f"publish    v1  {locks[:10]}  [share.kinds: decision]",
         f"           would send: {LOCKS}",
-        f"publish    v1  {cache}  [share.kinds: gotcha]",
+        f"publish    v1  {cache[:10]}  [share.kinds: gotcha]",
         f"           would send: {CACHE}",
         left_out,
     ]

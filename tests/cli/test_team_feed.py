@@ -52,10 +52,10 @@ def test_feed_lists_who_published_or_retracted_what_newest_first(roster_team: Te
         + "Deploys need the \\x1b[2J VPN\\nfake: line "
         + "x" * (99 - len("Deploys need the \x1b[2J VPN\nfake: line "))
         + "\u2026",
-        f"{entries[1]['at']}  ada  retracted v1  {mail}",
+        f"{entries[1]['at']}  ada  retracted v1  {mail[:10]}",
     ]
     assert everything.stdout.splitlines()[-1] == (
-        f"{locks_at}  ada  published v1  {locks}  [decision, global] {LOCKS}"
+        f"{locks_at}  ada  published v1  {locks[:10]}  [decision, global] {LOCKS}"
     )
 
 

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli._output import json_of
 from tests.conftest import MemRunner
 from tests.team._team import Team
 
 pytestmark = pytest.mark.usefixtures("team_token")
+
+ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
 
 
 @pytest.fixture
@@ -29,6 +32,8 @@ def test_a_stopped_peer_is_shown_as_last_seen_and_check_finds_it_not_answering(
 
     live = mem("team", "status", "--check")
     listed = mem("team", "peers")
+    as_json = json_of(mem("team", "peers", "--json"))
+    checked = json_of(mem("team", "status", "--check", "--json"))
     daemon.stop()
     stopped = mem("team", "peers", "--check", "--timeout", "1")
 
@@ -38,6 +43,10 @@ def test_a_stopped_peer_is_shown_as_last_seen_and_check_finds_it_not_answering(
     (line,) = listed.stdout.splitlines()
     assert line.startswith(f"bob          {bob.key_id}  {daemon.url}")
     assert re.search(r"  last seen \d+s ago$", line), line
+    # Until when its presence holds, as an ISO 8601 UTC time like every time --json gives.
+    for peers in (as_json["peers"], checked["check"]["peers"]):
+        (peer,) = peers
+        assert ISO_UTC.fullmatch(peer["expires_at"]), peer
     # Its presence still holds, so it is listed; asked now, it does not answer.
     assert stopped.returncode == 0, stopped.stderr
     (line,) = stopped.stdout.splitlines()

@@ -36,6 +36,7 @@ from memmesh.team.sync import SyncReport, sync
 from tests._servers import CoordinatorProcess, running
 from tests._signed import NOBODY, signed_client
 from tests._traces import all_needles, found_anywhere, secret_items, traces
+from tests.cli._output import json_error
 from tests.registry._helpers import TEAM, make_policy
 
 TOKEN = "t"
@@ -533,12 +534,12 @@ def _assert_converged(member: _Member, url: str, final: subprocess.CompletedProc
 
 
 def _assert_interrupted(result: subprocess.CompletedProcess[str]) -> None:
-    """The killed coordinator is reported as unreachable, in one line, without a traceback."""
+    """The killed coordinator is reported as unreachable, in one JSON object (the command ran
+    with --json), without a traceback."""
     assert result.returncode == 4, result.stderr
-    assert result.stdout == ""
-    (line,) = result.stderr.splitlines()
-    assert line.startswith("mem: error: ")
-    assert "unreachable" in line
+    error = json_error(result)
+    assert error["code"] == "unreachable"
+    assert "unreachable" in error["error"]
 
 
 def test_kill_9_of_the_coordinator_at_several_points_then_sync_again_converges(

@@ -3,7 +3,8 @@
 Built on the official MCP SDK (the optional ``mcp`` extra). The tools are
 :class:`~memmesh.agents.tools.Tools`' methods; this module only describes them to the agent,
 validates their arguments and turns errors into tool errors. A failing call answers with a
-clear tool error (``isError``) and the server carries on.
+clear tool error (``isError``) and the server carries on; an argument that does not fit its
+tool's schema is one sentence naming it and what it should be (not the SDK's validation dump).
 
 The team tools (``recall_team``, ``publish``) are offered only when team.yaml names a
 coordinator when the server starts; each call reads the policy again, so a policy that has
@@ -26,12 +27,14 @@ from memmesh.errors import MemmeshError
 from memmesh.local.items import KINDS, MAX_K
 from memmesh.local.store import Store
 from memmesh.team.member import try_policy
+from memmesh.text import counted
 
 try:
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
-    from pydantic import Field
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+    from pydantic import Field, ValidationError
+    from pydantic_core import ErrorDetails
 except ImportError:  # pragma: no cover - exercised by a test that hides the package
     raise McpUnavailable() from None
 
@@ -89,7 +92,7 @@ def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPSe
 
     policy = try_policy(home)
     team = policy is not None and policy.coordinator is not None
-    server = MCPServer(
+    server = _Server(
         "memmesh",
         version=__version__,
         instructions=INSTRUCTIONS + (TEAM_INSTRUCTIONS if team else ""),
@@ -206,6 +209,60 @@ def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPSe
         structured_output=False,
     )
     return server
+
+
+class _Server(MCPServer[Any]):
+    """The SDK's server, but a call whose arguments do not fit the tool's schema is refused
+    with :func:`_argument_problem`."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            # Chained, so that the SDK still logs the fields refused (never their values).
+            raise ToolError(_argument_problem(cause)) from cause
+
+
+def _argument_problem(error: ValidationError) -> str:
+    """One sentence naming each argument that does not fit and what it should be (never the
+    value given: it is the caller's data)."""
+    return "; ".join(_expected(detail) for detail in error.errors())
+
+
+def _expected(detail: "ErrorDetails") -> str:
+    """``k must be at least 1``: what one argument should be."""
+    where = detail["loc"]
+    name = str(where[0]) + "".join(f"[{part}]" for part in where[1:]) if where else "arguments"
+    ctx: dict[str, Any] = dict(detail.get("ctx") or {})
+    kind = detail["type"]
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return f"{name} must not be empty"
+    known = {
+        "missing": "is required",
+        "string_too_short": f"must be at least {ctx.get('min_length')} characters long",
+        "string_too_long": f"must be at most {ctx.get('max_length', 0):,} characters long",
+        "greater_than_equal": f"must be at least {ctx.get('ge')}",
+        "greater_than": f"must be more than {ctx.get('gt')}",
+        "less_than_equal": f"must be at most {ctx.get('le')}",
+        "less_than": f"must be less than {ctx.get('lt')}",
+        "int_parsing": "must be a whole number",
+        "int_type": "must be a whole number",
+        "int_from_float": "must be a whole number",
+        "string_type": "must be a string",
+        "bool_parsing": "must be true or false",
+        "bool_type": "must be true or false",
+        "list_type": "must be a list",
+        "too_short": f"must hold at least {counted(ctx.get('min_length', 0), 'item')}",
+        "too_long": f"must hold at most {counted(ctx.get('max_length', 0), 'item')}",
+        "literal_error": f"must be one of {ctx.get('expected')}",
+    }
+    # Any other refusal: pydantic's own sentence, which holds neither the value nor a link.
+    return f"{name} {known.get(kind) or 'is not valid: ' + detail['msg'].lower()}"
 
 
 def serve(home: Path, store: Store) -> None:

@@ -17,15 +17,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K
-from memmesh.text import json_printable, printable
+from memmesh.text import counted, json_printable, printable
 
 if TYPE_CHECKING:
     from memmesh.local.store import Store
 
 __all__ = [
     "DEFAULT_HOME",
+    "INTERNAL_ERROR",
+    "INTERRUPTED",
     "Command",
     "Handler",
     "add_common",
@@ -33,9 +36,11 @@ __all__ = [
     "command_group",
     "emit",
     "error_line",
+    "failure",
     "hits",
     "home_of",
     "lazy",
+    "listed_text",
     "nonempty",
     "note",
     "open_store",
@@ -49,6 +54,13 @@ __all__ = [
 ]
 
 DEFAULT_HOME = Path("~/.memmesh")
+# The ``code`` of the two failures that are no error class, as :func:`failure` gives it: a
+# bug (exit 1) and Ctrl-C (exit 130). Every other error's is its class's (``MemmeshError.code``).
+INTERNAL_ERROR = "internal_error"
+INTERRUPTED = "interrupted"
+# How much of an item's text a listing shows (`mem list`); `mem show` and --json give it whole.
+LISTED_CHARACTERS = 300
+LISTED_LINES = 3
 
 
 def add_common(parser: argparse.ArgumentParser, *, json_output: bool = True) -> None:
@@ -122,12 +134,13 @@ def command_group(
     description: str | None = None,
     json_output: bool = True,
 ) -> "argparse._SubParsersAction[argparse.ArgumentParser]":
-    """A command holding subcommands (`mem team ...`); alone, it prints its help (exit 2).
+    """A command holding subcommands (`mem team ...`); alone, it prints its help (exit 2), or
+    with ``--json`` is a usage error.
 
     Returns the group's subcommands, for :func:`command_adder`.
     """
     group = _parser(commands, name, summary, example, description, json_output)
-    group.set_defaults(handler=lambda args: _usage(group))
+    group.set_defaults(handler=lambda args: _usage(group, args))
     return group.add_subparsers(title=f"{name} commands", metavar="COMMAND")
 
 
@@ -152,7 +165,9 @@ def _parser(
     return parser
 
 
-def _usage(parser: argparse.ArgumentParser) -> int:
+def _usage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if getattr(args, "json", False):
+        raise UsageError(parser.prog.removeprefix("mem "), "give one of its commands")
     parser.print_help(sys.stderr)
     return ExitCode.USAGE
 
@@ -200,14 +215,29 @@ def _team_name(home: Path) -> str | None:
     return policy.identity.name if policy.identity else None
 
 
-def shown_ids(store: "Store", item_ids: Iterable[str]) -> dict[str, str]:
+def shown_ids(store: "Store", item_ids: Iterable[str], *, pad: bool = True) -> dict[str, str]:
     """How each of ``item_ids`` is shown in a command's text: the shortest prefix of at least
     10 characters that no other item in the store shares (``memmesh.local.ids``), all of them
-    padded to the longest so that a listing's columns line up. Every command shows ids through
-    it or :func:`shown_id`; ``mem show`` and ``--json`` give them whole."""
-    short = store.short_ids(list(item_ids))
-    width = max(map(len, short.values()), default=0)
-    return {item_id: shown.ljust(width) for item_id, shown in short.items()}
+    padded to the longest (unless not ``pad``) so that a listing's columns line up; an id the
+    store does not hold (purged since) is shown whole. Every command shows the member's own
+    items' ids through it or :func:`shown_id`; ``mem show`` and ``--json`` give them whole."""
+    wanted = list(item_ids)
+    short = store.short_ids(wanted)
+    shown = {item_id: short.get(item_id, item_id) for item_id in wanted}
+    width = max(map(len, shown.values()), default=0) if pad else 0
+    return {item_id: text.ljust(width) for item_id, text in shown.items()}
+
+
+def listed_text(text: str, shown: str) -> str:
+    """``text`` as a listing shows the item ``shown`` (its id as shown): whole when it is at
+    most :data:`LISTED_CHARACTERS` long in :data:`LISTED_LINES` lines, else cut there and
+    followed by its size and the command that shows it whole."""
+    lines = text.split("\n")
+    if len(text) <= LISTED_CHARACTERS and len(lines) <= LISTED_LINES:
+        return text
+    cut = "\n".join(lines[:LISTED_LINES])[:LISTED_CHARACTERS].rstrip()
+    size = counted(len(text.encode("utf-8")), "byte")
+    return f"{cut}\u2026 ({size}; `mem show {shown.strip()}` for all)"
 
 
 def shown_id(store: "Store", item_id: str) -> str:
@@ -247,6 +277,24 @@ def note(text: str, *, end: str = "\n") -> None:
 def error_line(message: str) -> str:
     """The one line a failed command prints on stderr for ``message``."""
     return f"mem: error: {printable(message)}"
+
+
+def failure(message: str, code: str, exit_code: int, as_json: bool, line: str | None = None) -> int:
+    """Report a failed command on stderr and return its ``exit_code``: one line (``line``, else
+    :func:`error_line`), or with ``as_json`` one JSON object ``{"error": message, "code": code,
+    "exit": exit_code}``, ``code`` a stable snake_case name (``MemmeshError.code``)."""
+    if as_json:
+        error = {"error": message, "code": code, "exit": int(exit_code)}
+        sys.stderr.write(_json_line(error))
+    else:
+        sys.stderr.write((printable(line) if line else error_line(message)) + "\n")
+    sys.stderr.flush()
+    return exit_code
+
+
+def _json_line(data: dict[str, Any]) -> str:
+    """``data`` as one line of JSON, with nothing in it a terminal acts on."""
+    return json_printable(json.dumps(data, ensure_ascii=False, sort_keys=False)) + "\n"
 
 
 def positive_float(value: str) -> float:
@@ -292,7 +340,6 @@ def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
     """Print ``data`` as one JSON object with ``--json``, else ``text`` (if not empty), its
     lines kept and every other control character shown as its escape."""
     if getattr(args, "json", False):
-        document = json.dumps(data, ensure_ascii=False, sort_keys=False)
-        sys.stdout.write(json_printable(document) + "\n")
+        sys.stdout.write(_json_line(data))
     elif text:
         sys.stdout.write(printable(text.rstrip("\n"), layout=True) + "\n")

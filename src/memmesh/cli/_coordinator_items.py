@@ -14,6 +14,8 @@ import msgspec
 from memmesh.cli._common import Command, emit, lazy, nonempty
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
+from memmesh.local.items import iso
+from memmesh.text import counted
 
 if TYPE_CHECKING:
     from memmesh.coordinator.holdings import HeldItem, Holdings, KeyHoldings
@@ -88,7 +90,8 @@ def run_purge(args: argparse.Namespace) -> int:
             print("nothing was purged (answer y, or give --yes)", file=sys.stderr)
             return ExitCode.ERROR
         purged = holdings.purge(key)
-    emit(args, {"key": key, "purged": purged}, f"purged {purged} live items of the key {key}")
+    text = f"purged {counted(purged, 'live item')} of the key {key}"
+    emit(args, {"key": key, "purged": purged}, text)
     return ExitCode.OK
 
 
@@ -110,18 +113,13 @@ def _holdings(args: argparse.Namespace, name: str) -> Iterator["Holdings"]:
 def _confirmed(key: str, live: int) -> bool:
     """Ask on the terminal (stderr, stdin) whether to purge; no answer is no."""
     print(
-        f"Erase the {live} live items of the key {key} from the coordinator, for good? [y/N] ",
+        f"Erase the {counted(live, 'live item')} of the key {key} from the coordinator, for good? "
+        "[y/N] ",
         end="",
         file=sys.stderr,
         flush=True,
     )
     return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-
-def _iso(moment: float | None) -> str | None:
-    if moment is None:
-        return None
-    return datetime.datetime.fromtimestamp(moment, datetime.UTC).isoformat(timespec="seconds")
 
 
 def _when(moment: float | None) -> str:
@@ -132,8 +130,8 @@ def _when(moment: float | None) -> str:
 
 def _item_json(item: "HeldItem") -> dict[str, Any]:
     data: dict[str, Any] = msgspec.to_builtins(item)
-    data["published_at"] = _iso(item.published_at)
-    data["stored_at"] = _iso(item.stored_at)
+    data["published_at"] = None if item.published_at is None else iso(item.published_at)
+    data["stored_at"] = iso(item.stored_at)
     return data
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from memmesh.cli._common import shown_ids
 from memmesh.cli.errors import DemoFailed
 from memmesh.errors import MemmeshError
 from memmesh.local import recall
@@ -37,6 +38,7 @@ from memmesh.team.disclosures import my_disclosures
 from memmesh.team.member import Member
 from memmesh.team.recall import TeamAnswer, list_peers
 from memmesh.team.setup import join_team
+from memmesh.text import counted
 
 __all__ = ["run_demo"]
 
@@ -158,7 +160,7 @@ def _show(answer: TeamAnswer) -> None:
     for hit in answer.hits:
         _say(f"  {hit.score:.2f}  {hit.author:<6} {hit.text}   [via {hit.source}]")
     states = ", ".join(
-        f"{s.name} {s.status}" + (f" ({s.hits} hits)" if s.status == "ok" else "")
+        f"{s.name} {s.status}" + (f" ({counted(s.hits, 'hit')})" if s.status == "ok" else "")
         for s in answer.sources
     )
     _say(f"  sources: {states}")
@@ -250,7 +252,8 @@ def run_demo(root: Path) -> None:
         revoked = roster.revoke(
             load_policy(homes["ada"]), load_identity(homes["ada"]), "carol", purge=True
         )
-        _say(f"  revoked {revoked.member.name}; {revoked.purged} published items purged")
+        purged = counted(revoked.purged, "published item")
+        _say(f"  revoked {revoked.member.name}; {purged} purged")
         _ask(bob, "bob", "how often are failed webhooks retried?")
 
         _say("\n--- and a local recall never needs the network")
@@ -260,7 +263,6 @@ def run_demo(root: Path) -> None:
             answer = recall(store, query, project=resolve_project(None))
         for hit in answer.hits:
             _say(f"  {hit.score:.2f}  {hit.item.text}")
-    _say("\ndone: every process stopped; the temporary homes are removed.")
 
 
 def _remember_and_publish(name: str, home: Path) -> list[str]:
@@ -284,8 +286,9 @@ def _remember_and_publish(name: str, home: Path) -> list[str]:
 def _show_disclosures(home: Path) -> None:
     with Store(home, author=home.name) as store:
         rows = my_disclosures(load_policy(home), load_identity(home), store, limit=10)
+        shown = shown_ids(store, [row.item_id for row in rows])
     for row in rows:
-        _say(f"  {row.item_id}  served to {row.asker_name}  (logged by the {row.source})")
+        _say(f"  {shown[row.item_id]}  served to {row.asker_name}  (logged by the {row.source})")
     if not rows:
         _say("  (nobody has been served your items yet)")
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, note, open_store, warn
+from memmesh.cli._common import emit, home_of, note, open_store, shown_ids, warn
 from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.local.project import resolve_project
@@ -16,7 +16,7 @@ from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
 from memmesh.team.member import Member
 from memmesh.team.status import embedder_mismatch
-from memmesh.text import printable
+from memmesh.text import counted, printable
 
 if TYPE_CHECKING:
     from memmesh.team.feed import FeedEntry
@@ -135,6 +135,7 @@ def _peer_json(peer: "PeerSeen", silent: dict[str, str] | None) -> dict[str, Any
     from memmesh.team.check import last_seen
 
     row: dict[str, Any] = msgspec.to_builtins(peer)
+    row["expires_at"] = iso(peer.expires_at)
     row["last_seen_s"] = round(last_seen(peer))
     row["answers"] = None if silent is None else peer.key_id not in silent
     row["problem"] = "" if silent is None else silent.get(peer.key_id, "")
@@ -150,9 +151,17 @@ def run_feed(args: argparse.Namespace) -> int:
 
     home = home_of(args)
     policy = load_policy(home)
-    feed = team_feed(policy, load_identity(home), limit=args.limit, home=home)
+    identity = load_identity(home)
+    feed = team_feed(policy, identity, limit=args.limit, home=home)
+    # The member's own items by the id the local commands show; a teammate's whole.
+    own = [e.item_id for e in feed.entries if e.key_id == identity.key_id]
+    with open_store(args) as store:
+        shown = shown_ids(store, own, pad=False)
     rows = [{**msgspec.to_builtins(e), "at": iso(e.at)} for e in feed.entries]
-    lines = [_feed_line(entry) for entry in feed.entries]
+    lines = [
+        _feed_line(e, shown.get(e.item_id, e.item_id) if e.key_id == identity.key_id else None)
+        for e in feed.entries
+    ]
     lines = lines or [f"nothing shared in team {printable(policy.team)} yet"]
     if feed.dropped:
         lines.append("dropped: " + ", ".join(f"{n} {why}" for why, n in feed.dropped.items()))
@@ -166,11 +175,12 @@ def run_feed(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _feed_line(entry: "FeedEntry") -> str:
-    """One entry on one line: every field but the times and numbers comes from the network."""
+def _feed_line(entry: "FeedEntry", shown: str | None) -> str:
+    """One entry on one line, its item by ``shown`` when it is the member's own: every field
+    but the times, numbers and own ids comes from the network."""
     standing = f" ({entry.standing.replace('_', ' ')})" if entry.standing else ""
     head = f"{iso(entry.at)}  {printable(entry.author)}{standing}  {entry.action} v{entry.version}"
-    head += f"  {printable(entry.item_id)}"
+    head += f"  {shown or printable(entry.item_id)}"
     if entry.action == "retracted":
         return head
     text = entry.text if len(entry.text) <= _EXCERPT else entry.text[: _EXCERPT - 1] + "\u2026"
@@ -229,7 +239,8 @@ def _answer_text(answer: "TeamAnswer") -> str:
     ] or ["nothing relevant from the team (abstained)"]
     parts = []
     for source in answer.sources:
-        outcome = f"{source.status}, {source.hits} hits" if source.status == "ok" else source.status
+        ok = source.status == "ok"
+        outcome = f"{source.status}, {counted(source.hits, 'hit')}" if ok else source.status
         detail = f": {source.error}" if source.error else ""
         parts.append(printable(f"{source.name} {outcome}{detail}"))
     lines.append("sources: " + "; ".join(parts))

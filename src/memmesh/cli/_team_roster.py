@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, note, open_store
+from memmesh.cli._common import emit, home_of, note, open_store, shown_ids
 from memmesh.cli._reindex import reindex_progress
 from memmesh.cli.errors import TeamRefused, UsageError
 from memmesh.errors import ExitCode, MemmeshError
@@ -30,7 +30,7 @@ from memmesh.team import roster
 from memmesh.team.access import explained
 from memmesh.team.disclosures import my_disclosures
 from memmesh.team.setup import TeamEmbedder, use_team_embedder
-from memmesh.text import printable
+from memmesh.text import counted, printable
 
 __all__ = [
     "run_add",
@@ -229,7 +229,7 @@ def run_revoke(args: argparse.Namespace) -> int:
         return ExitCode.ERROR
     with _asking("admin", "revoke members", policy, identity):
         revoked = roster.revoke(policy, identity, args.member, purge=args.purge)
-    purged = f"; {revoked.purged} published items purged" if args.purge else ""
+    purged = f"; {counted(revoked.purged, 'published item')} purged" if args.purge else ""
     emit(
         args,
         {"member": _member_json(revoked.member), "purged": revoked.purged},
@@ -262,8 +262,9 @@ def run_disclosures(args: argparse.Namespace) -> int:
                 item_id = args.item  # gone from this store, perhaps still in the logs
         with _asking("member", "see disclosures", policy, identity):
             entries = my_disclosures(policy, identity, store, item_id=item_id, limit=args.limit)
+        shown = shown_ids(store, [e.item_id for e in entries])
     lines = [
-        printable(f"{iso(e.served_at)}  {e.item_id}  to {e.asker_name} ({e.asker_key_id})")
+        printable(f"{iso(e.served_at)}  {shown[e.item_id]}  to {e.asker_name} ({e.asker_key_id})")
         + f"  via {e.source}"
         for e in entries
     ]

@@ -9,13 +9,14 @@ from typing import Any
 
 import msgspec
 
-from memmesh.cli._common import emit, home_of, open_store, warn
+from memmesh.cli._common import emit, home_of, open_store, shown_ids, warn
 from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
 from memmesh.registry import Planned, load_identity
-from memmesh.team.member import Member, counted, reported_action, try_policy, withholding
+from memmesh.team.member import Member, reported_action, try_policy, withholding
 from memmesh.team.status import embedder_mismatch
+from memmesh.text import counted
 
 __all__ = [
     "run_init",
@@ -117,6 +118,8 @@ def run_publish(args: argparse.Namespace) -> int:
                 ids, force=args.force, dry_run=args.dry_run, again=args.again
             )
         warn(embedder_mismatch(team.store, team.policy))
+        shown = shown_ids(team.store, [p.item.id for p in planned])
+        unpadded = shown_ids(team.store, left_out, pad=False)
     warn(warning)
     rows = [
         {
@@ -130,9 +133,10 @@ def run_publish(args: argparse.Namespace) -> int:
         for p in planned
     ]
     lines = []
-    for row in rows:
+    for p, row in zip(planned, rows, strict=True):
         forced = " (forced)" if row["forced"] else ""
-        lines.append(f"{row['action']:<10} v{row['version']}  {row['id']}  [{row['rule']}]{forced}")
+        where = f"{row['action']:<10} v{row['version']}  {shown[p.item.id]}"
+        lines.append(f"{where}  [{row['rule']}]{forced}")
         if args.dry_run and row["action"] == "publish":
             lines.append(f"           would send: {row['text']}")
         elif row["action"] == "retracted":
@@ -150,7 +154,7 @@ def run_publish(args: argparse.Namespace) -> int:
             )
         if left_out:
             lines.append(
-                f"left out, retracted before: {', '.join(left_out)} "
+                f"left out, retracted before: {', '.join(unpadded.values())} "
                 "(publish each again with `mem team publish ID --again`)"
             )
     emit(args, data, "\n".join(lines))
@@ -163,9 +167,12 @@ def run_publish(args: argparse.Namespace) -> int:
 def run_sync(args: argparse.Namespace) -> int:
     with _member(args) as team:
         report = team.sync()
+        listed = report.withdrawn + report.withheld + report.rejected + report.bad_receipts
+        shown = shown_ids(team.store, [item for item, _ in listed], pad=False)
     data = msgspec.to_builtins(report)
     lines = [
-        f"sent {report.sent} in {report.batches} batches: {report.accepted} accepted, "
+        f"sent {report.sent} in {counted(report.batches, 'batch', 'batches')}: "
+        f"{report.accepted} accepted, "
         f"{report.already_known} already known, {report.stale} stale; "
         f"{report.skipped} no longer live, not sent"
     ]
@@ -173,10 +180,10 @@ def run_sync(args: argparse.Namespace) -> int:
         lines.append(
             f"retracted {counted(len(report.withdrawn), 'item')} the policy no longer allows:"
         )
-        lines += [f"    {item} [{rule}]" for item, rule in report.withdrawn]
-    lines += [f"withheld, not sent: {item} [{rule}]" for item, rule in report.withheld]
-    lines += [f"rejected by the coordinator: {item}: {why}" for item, why in report.rejected]
-    lines += [f"receipt refused: {item}: {why}" for item, why in report.bad_receipts]
+        lines += [f"    {shown[item]} [{rule}]" for item, rule in report.withdrawn]
+    lines += [f"withheld, not sent: {shown[item]} [{rule}]" for item, rule in report.withheld]
+    lines += [f"rejected by the coordinator: {shown[item]}: {why}" for item, why in report.rejected]
+    lines += [f"receipt refused: {shown[item]}: {why}" for item, why in report.bad_receipts]
     emit(args, data, "\n".join(lines))
     return ExitCode.ERROR if report.rejected else ExitCode.OK
 
@@ -184,12 +191,13 @@ def run_sync(args: argparse.Namespace) -> int:
 def run_retract(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False) as team:
         entries, warning = team.retract(args.ids)
+        shown = shown_ids(team.store, [e.item_id for e in entries], pad=False)
     warn(warning)
     rows = [{"id": e.item_id, "version": e.version, "seq": e.seq} for e in entries]
     emit(
         args,
         {"retracted": rows},
-        "\n".join(f"retracted  v{r['version']}  {r['id']}" for r in rows),
+        "\n".join(f"retracted  v{e.version}  {shown[e.item_id]}" for e in entries),
     )
     return ExitCode.OK
 
@@ -200,10 +208,11 @@ def run_status(args: argparse.Namespace) -> int:
     with _member(args) as team:
         status = team_status(team)
         policy, identity = team.policy, team.identity
+        unreceipted = shown_ids(team.store, status.unreceipted, pad=False)
     lines = [
         f"member {status.member_id} in team {status.team}; "
         f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
-        f"{status.awaiting_sync} registry entries awaiting sync",
+        f"{counted(status.awaiting_sync, 'registry entry', 'registry entries')} awaiting sync",
         f"public key {status.public_key} (teammates list it under members: in team.yaml)",
     ]
     for name, row in status.projects.items():
@@ -220,7 +229,7 @@ def run_status(args: argparse.Namespace) -> int:
     if status.unreceipted:
         lines.append(
             f"retractions without the coordinator's receipt: {len(status.unreceipted)} "
-            f"({', '.join(status.unreceipted)}); `mem team sync` asks again"
+            f"({', '.join(unreceipted.values())}); `mem team sync` asks again"
         )
     data = msgspec.to_builtins(status)
     code = ExitCode.OK
@@ -237,6 +246,7 @@ def run_status(args: argparse.Namespace) -> int:
 def run_log(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False, reconcile_first=False) as team:
         entries = team.registry.entries()
+        shown = shown_ids(team.store, [e.item_id for e in entries], pad=False)
     rows = [
         {
             "seq": e.seq,
@@ -251,9 +261,9 @@ def run_log(args: argparse.Namespace) -> int:
         for e in entries
     ]
     lines = [
-        f"{r['seq']:>5}  {r['recorded_at']}  {r['kind']:<11} v{r['version']}  {r['item_id']}"
-        + (f"  forced over [{r['forced_rule']}]" if r["forced_rule"] else "")
-        for r in rows
+        f"{r['seq']:>5}  {r['recorded_at']}  {r['kind']:<11} v{r['version']}  "
+        f"{shown[e.item_id]}" + (f"  forced over [{r['forced_rule']}]" if r["forced_rule"] else "")
+        for e, r in zip(entries, rows, strict=True)
     ]
     emit(args, {"entries": rows}, "\n".join(lines) or "the registry is empty")
     return ExitCode.OK
@@ -263,9 +273,10 @@ def run_verify(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False, reconcile_first=False) as team:
         problems = team.registry.verify()
         count = len(team.registry.entries())
+    intact = f"ok: {counted(count, 'entry', 'entries')}, chain and signatures intact"
     emit(
         args,
         {"ok": not problems, "entries": count, "problems": problems},
-        "\n".join(problems) if problems else f"ok: {count} entries, chain and signatures intact",
+        "\n".join(problems) if problems else intact,
     )
     return ExitCode.ERROR if problems else ExitCode.OK

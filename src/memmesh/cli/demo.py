@@ -37,8 +37,9 @@ def _demo_main(args: argparse.Namespace) -> int:
     try:
         run_demo(root)
     finally:
-        if args.keep:
-            sys.stdout.write(f"\nthe demo's homes are kept in {root}\n")
-        else:
+        if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+    kept = f"the demo's homes are kept in {root}"
+    homes = kept if args.keep else "the temporary homes are removed"
+    sys.stdout.write(f"\ndone: every process stopped; {homes}.\n")
     return ExitCode.OK

@@ -10,6 +10,7 @@ from memmesh.cli._common import (
     command_adder,
     emit,
     home_of,
+    listed_text,
     nonempty,
     open_store,
     positive_int,
@@ -23,6 +24,7 @@ from memmesh.errors import ExitCode
 from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
 from memmesh.local.project import resolve_project
+from memmesh.text import counted
 
 if TYPE_CHECKING:
     from memmesh.local import Recall
@@ -271,7 +273,10 @@ def _list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         items = store.items(project=args.project, kind=args.kind, status=status, limit=args.limit)
         shown = shown_ids(store, [i.id for i in items])
-    text = "\n".join(f"{shown[i.id]}  [{i.kind}, {i.project}, {i.status}]  {i.text}" for i in items)
+    text = "\n".join(
+        f"{shown[i.id]}  [{i.kind}, {i.project}, {i.status}]  {listed_text(i.text, shown[i.id])}"
+        for i in items
+    )
     emit(args, {"items": [i.to_dict() for i in items]}, text or "no items")
     return ExitCode.OK
 
@@ -358,9 +363,7 @@ def _doctor(args: argparse.Namespace) -> int:
         **facts,
         "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
     }
-    lines = [f"{key}: {value}" for key, value in facts.items()]
-    lines += [f"[{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in checks]
-    emit(args, data, "\n".join(lines))
+    emit(args, data, doctor.report(facts, checks))
     return ExitCode.OK if ok else ExitCode.ERROR
 
 
@@ -371,6 +374,8 @@ def _reindex(args: argparse.Namespace) -> int:
         count = reindexed(args, store, args.embedder or os.environ.get("MEM_EMBEDDER"))
         fingerprint = store.embedder.fingerprint
     emit(
-        args, {"reindexed": count, "embedder": fingerprint}, f"{count} items now use {fingerprint}"
+        args,
+        {"reindexed": count, "embedder": fingerprint},
+        f"{counted(count, 'item')} now embedded with {fingerprint}",
     )
     return ExitCode.OK

@@ -8,18 +8,35 @@ from typing import NoReturn, cast
 
 from memmesh import __version__
 from memmesh.cli import agents, completion, coordinator, demo, local, team
-from memmesh.cli._common import error_line, nonempty
+from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, nonempty
+from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.text import printable
 
 __all__ = ["build_parser", "main"]
 
 
+class _BadArguments(Exception):
+    """What argparse refused (``message``), in the command ``prog`` (``mem remember``)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+        self.message = message
+
+    def report(self, as_json: bool) -> int:
+        """Say so as :func:`main` reports every failure (``usage_error``, exit 2)."""
+        problem = f"{self.message} (see `{self.prog} --help`)"
+        line = f"{self.prog}: error: {problem}"
+        return failure(f"{self.prog}: {problem}", UsageError.code, ExitCode.USAGE, as_json, line)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit 2), like every other error."""
+    """argparse, but a usage error is reported by :func:`main` like every other error (one
+    line on stderr, or a JSON object with --json; exit 2)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        raise _BadArguments(self.prog, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mem",
         description="memmesh: a private memory for you and your coding agents, shared with "
         "your team only when you say so.",
-        epilog="exit codes: 0 ok, 1 error, 2 usage, 3 refused by policy, 4 no source reachable",
+        epilog='with --json, an error is one JSON object on stderr: {"error", "code", "exit"}. '
+        "exit codes: 0 ok, 1 error, 2 usage, 3 refused by policy, 4 no source reachable",
     )
     parser.add_argument("--version", action="version", version=f"memmesh {__version__}")
     parser.add_argument(
@@ -52,24 +70,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `mem` with ``argv`` and return the exit code; nothing raises out of here."""
+    """Run `mem` with ``argv`` and return the exit code; nothing raises out of here.
+
+    A failure is one line on stderr, or with ``--json`` one JSON object ``{"error", "code",
+    "exit"}`` (see :func:`memmesh.cli._common.failure`): ``code`` is the error class's, or
+    ``usage_error`` for arguments argparse refused, ``interrupted`` or ``internal_error``.
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants_json(words)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse has printed usage or help already
+        args = parser.parse_args(words)
+    except _BadArguments as exc:
+        return exc.report(as_json)
+    except SystemExit as exc:  # argparse has printed the help or the version
         return int(exc.code or ExitCode.OK)
+    as_json = bool(getattr(args, "json", False))
     handler = getattr(args, "handler", None)
     if handler is None:
+        if as_json:
+            message = "give a command (see `mem --help`)"
+            return failure(message, UsageError.code, ExitCode.USAGE, as_json)
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
     try:
         return int(handler(args))
+    except _BadArguments as exc:  # a handler checking options that go together
+        return exc.report(as_json)
     except MemmeshError as exc:
-        print(error_line(exc.message), file=sys.stderr)
-        return exc.exit_code
+        return failure(exc.message, exc.code, exc.exit_code, as_json)
     except KeyboardInterrupt:
-        print("mem: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
+        line = "mem: interrupted"
+        return failure("interrupted", INTERRUPTED, ExitCode.INTERRUPTED, as_json, line)
     except BrokenPipeError:
         # The reader went away (`mem list | head`); say nothing more.
         sys.stderr.close()
@@ -77,12 +109,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("MEM_DEBUG"):
             raise
-        print(
-            f"mem: internal error: {type(exc).__name__}: {printable(str(exc))} "
-            "(set MEM_DEBUG=1 for a traceback, and please report it)",
-            file=sys.stderr,
+        message = (
+            f"internal error: {type(exc).__name__}: {printable(str(exc))} "
+            "(set MEM_DEBUG=1 for a traceback, and please report it)"
         )
-        return ExitCode.ERROR
+        return failure(message, INTERNAL_ERROR, ExitCode.ERROR, as_json, f"mem: {message}")
+
+
+def _wants_json(words: list[str]) -> bool:
+    """Whether ``--json`` (or a prefix argparse would take for it) is among the options, for a
+    failure met before the arguments are parsed."""
+    options = words[: words.index("--")] if "--" in words else words
+    return any(len(word) > 2 and "--json".startswith(word) for word in options)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ import msgspec
 
 from memmesh.local._schema import SCHEMA_VERSION
 from memmesh.local.store import Store
+from memmesh.text import counted
 
-__all__ = ["Check", "diagnose", "facts"]
+__all__ = ["Check", "diagnose", "facts", "report"]
 
 
 class Check(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,6 +39,22 @@ def facts(store: Store) -> dict[str, Any]:
     }
 
 
+def report(found: dict[str, Any], checks: list[Check]) -> str:
+    """`mem doctor`'s text: the :func:`facts` ``found``, one plain line each, then each check."""
+    items = ", ".join(f"{n:,} {status}" for status, n in sorted(found["items"].items()))
+    lines = [
+        f"path:      {found['path']} ({counted(found['size_bytes'], 'byte')})",
+        f"schema:    version {found['schema_version']} "
+        f"(this memmesh reads up to version {found['supported_schema_version']})",
+        f"sqlite:    {found['sqlite_version']}, journal mode {found['journal_mode']}",
+        f"embedder:  {found['embedder']} ({found['embedder_fingerprint']})",
+        f"author:    {found['author']}",
+        f"items:     {items or 'none'}",
+    ]
+    lines += [f"[{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in checks]
+    return "\n".join(lines)
+
+
 def diagnose(store: Store) -> list[Check]:
     """Run every check; a check that cannot run is reported as failed, never raised."""
     checks: list[Check] = []
@@ -58,10 +75,11 @@ def diagnose(store: Store) -> list[Check]:
             "SELECT count(*) FROM items WHERE length(vector) != ?", (expected,)
         ).fetchone()
         fine = f"all {store.embedder.dim}-d from {store.embedder.fingerprint}"
-        checks.append(_none("vectors", bad, fine, "{} items have vectors of the wrong size"))
+        wrong = "{} with a vector of the wrong size"
+        checks.append(_none("vectors", bad, fine, wrong, "item"))
         (staged,) = conn.execute("SELECT count(*) FROM reindex_vectors").fetchone()
-        again = "an interrupted reindex left {} staged vectors; run `mem reindex` again"
-        checks.append(_none("reindex", staged, "none pending", again))
+        again = "an interrupted reindex left {}; run `mem reindex` again"
+        checks.append(_none("reindex", staged, "none pending", again, "staged vector"))
     (dangling,) = _scalar(
         store,
         "SELECT count(*) FROM items WHERE status = 'superseded' AND superseded_by NOT IN "
@@ -72,16 +90,19 @@ def diagnose(store: Store) -> list[Check]:
             "history",
             dangling,
             "every superseded item points at its successor",
-            "{} superseded items point at missing successors",
+            "{} pointing at a missing successor",
+            "superseded item",
         )
     )
     return checks
 
 
-def _none(name: str, count: int, fine: str, problem: str) -> Check:
+def _none(name: str, count: int, fine: str, problem: str, noun: str) -> Check:
     """A check that passes when it counted nothing; ``problem`` says what, with ``{}`` for
-    the count."""
-    return Check(name=name, ok=count == 0, detail=fine if count == 0 else problem.format(count))
+    the count of ``noun``."""
+    if count == 0:
+        return Check(name=name, ok=True, detail=fine)
+    return Check(name=name, ok=False, detail=problem.format(counted(count, noun)))
 
 
 def _scalar(store: Store, sql: str) -> tuple[Any, ...]:

@@ -24,6 +24,7 @@ from memmesh.registry import (
     withdrawals,
 )
 from memmesh.registry.identity import KEY_FILENAME, Identity
+from memmesh.text import counted
 
 if TYPE_CHECKING:
     from memmesh.team.recall import TeamAnswer
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Member",
     "auto_sync",
-    "counted",
     "reported_action",
     "retract_changed",
     "try_policy",
@@ -218,11 +218,6 @@ def withholding(count: int) -> str | None:
     if not count:
         return None
     return f"{counted(count, 'published item')} the policy now withholds: run `mem team sync`"
-
-
-def counted(count: int, noun: str) -> str:
-    """``1 item``, ``2 items``: ``count`` of ``noun``, plural when it is not one."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _unpushed(policy: Policy | None) -> str | None:
