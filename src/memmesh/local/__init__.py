@@ -22,6 +22,7 @@ from memmesh.local.schema import Schema
 
 if TYPE_CHECKING:
     from memmesh.local._db import Transaction
+    from memmesh.local._explain import Explanation, LeftOut, Parts, Reason
     from memmesh.local._recall import (
         MIN_COVERAGE,
         W_EXACT,
@@ -47,13 +48,17 @@ __all__ = [
     "CorruptDatabase",
     "DamagedVector",
     "EmbedderMismatch",
+    "Explanation",
     "ForeignDatabase",
     "Hit",
     "InvalidInput",
     "Item",
     "ItemNotFound",
+    "LeftOut",
     "Mode",
     "NotActive",
+    "Parts",
+    "Reason",
     "Recall",
     "Schema",
     "SchemaTooNew",
@@ -76,6 +81,10 @@ _LAZY = {
     "Recall": "memmesh.local._recall",
     "recall": "memmesh.local._recall",
     "scope_of": "memmesh.local._recall",
+    "Explanation": "memmesh.local._explain",
+    "LeftOut": "memmesh.local._explain",
+    "Parts": "memmesh.local._explain",
+    "Reason": "memmesh.local._explain",
     "Store": "memmesh.local.store",
     "Transaction": "memmesh.local._db",
 }
