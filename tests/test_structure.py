@@ -22,6 +22,7 @@ OWNERS = {
             "meta",
             "reindex_vectors",
             "schema_versions",
+            "recall_traces",
         ),
         "local",
     ),

@@ -16,6 +16,7 @@ from memmesh.local.errors import (
     NotActive,
     SchemaTooNew,
     StoreError,
+    TraceNotFound,
 )
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item
 from memmesh.local.schema import Schema
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         recall,
         scope_of,
     )
+    from memmesh.local._replay import Replay, Then, replay
     from memmesh.local.store import Store
 
 __all__ = [
@@ -60,12 +62,16 @@ __all__ = [
     "Parts",
     "Reason",
     "Recall",
+    "Replay",
     "Schema",
     "SchemaTooNew",
     "Store",
     "StoreError",
+    "Then",
+    "TraceNotFound",
     "Transaction",
     "recall",
+    "replay",
     "scope_of",
 ]
 
@@ -85,6 +91,9 @@ _LAZY = {
     "LeftOut": "memmesh.local._explain",
     "Parts": "memmesh.local._explain",
     "Reason": "memmesh.local._explain",
+    "Replay": "memmesh.local._replay",
+    "Then": "memmesh.local._replay",
+    "replay": "memmesh.local._replay",
     "Store": "memmesh.local.store",
     "Transaction": "memmesh.local._db",
 }

@@ -106,7 +106,8 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
 class Recall(msgspec.Struct, frozen=True, kw_only=True):
     """The answer to one recall: ranked hits, or an abstention.
 
-    ``explanation`` gives the near misses and the gate of an explained one.
+    ``trace`` is the id the journal keeps it under (a recorded recall), ``explanation`` the
+    near misses and the gate (an explained one).
     """
 
     query: str
@@ -115,6 +116,7 @@ class Recall(msgspec.Struct, frozen=True, kw_only=True):
     projects: tuple[str, ...]
     mode: Mode
     latency_ms: float
+    trace: str | None = None
     explanation: Explanation | None = None
 
 
@@ -139,8 +141,9 @@ def recall(
     """The ``k`` most relevant active items for ``query`` in ``project`` plus global.
 
     ``mode`` picks the fused ranking or one half alone (used by benchmarks and by callers
-    whose query vector is not comparable). ``record`` writes the recall to the journal.
-    ``query_vector`` is the query already embedded by this store's embedder (a caller
+    whose query vector is not comparable). ``record`` writes the recall to the journal, with
+    a trace (its query, scope and hits: :func:`memmesh.local.replay`) unless ``restrict`` is
+    given. ``query_vector`` is the query already embedded by this store's embedder (a caller
     that embedded once for several stores passes it). ``restrict`` limits the candidates to
     those item ids (a peer answers only from its published items). ``explain`` gives each hit
     its :class:`Parts` and adds the best near misses (:mod:`memmesh.local._explain`), and
@@ -167,11 +170,12 @@ def recall(
         nothing = _Query(set(), set(), store.embedder.min_cosine, mode)
         explained = _explanation(nothing, k, [], store.clock(), ())
     latency = (time.perf_counter() - started) * 1000
+    trace = None
     if record:
         with store._db.write() as conn:
-            journal.log(
-                conn, store.clock(), "recall", None,
-                latency_ms=round(latency, 3), hits=len(hits), abstained=not hits, mode=mode,
+            trace = journal.log_recall(
+                conn, store.clock(), clean, projects[0], mode, k,
+                [hit.item.id for hit in hits], latency_ms=latency, traced=restrict is None,
             )  # fmt: skip
     return Recall(
         query=clean,
@@ -180,6 +184,7 @@ def recall(
         projects=tuple(projects),
         mode=mode,
         latency_ms=latency,
+        trace=trace,
         explanation=explained,
     )
 
