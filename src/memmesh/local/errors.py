@@ -201,8 +201,10 @@ class HomeNotCreated(StoreError):
 
 
 class TraceNotFound(StoreError):
-    """No kept recall trace has this id: it never existed, or it is older than the last
-    ``kept`` recalls."""
+    """No kept recall trace has this id: unknown, or older than the last ones kept.
+
+    Only the last ``kept`` recalls keep a trace.
+    """
 
     status = 404
 
