@@ -355,8 +355,8 @@ def _judge(
         if excluded and judged is None:
             continue
         cosine = found.cosines.get(seq, 0.0)
-        bm25 = found.bm25.get(seq, 0.0)
-        lex = bm25 / best_bm25 if best_bm25 > 0 else 0.0
+        raw = found.bm25.get(seq, 0.0)
+        lex = raw / best_bm25 if best_bm25 > 0 else 0.0
         item_exact, item_tokens = store.index.tokens_of(row)
         exact = not query.exact.isdisjoint(item_exact)
         covered = len(query.words & item_tokens)
@@ -368,11 +368,9 @@ def _judge(
         if passes and not excluded:
             kept.append((-relevance * factor, row.id, seq, cosine, lex))
         if judged is not None:
-            reason: Reason | None = (
-                "outcome_excluded" if excluded else None if passes else "below_gate"
-            )
-            judged[seq] = reason, Parts(
-                cosine=cosine, bm25=bm25, lexical=lex,
+            reason: Reason | None = None if passes else "below_gate"
+            judged[seq] = "outcome_excluded" if excluded else reason, Parts(
+                cosine=cosine, bm25=raw, lexical=lex,
                 exact_tokens=tuple(sorted(query.exact & item_exact)),
                 exact_bonus=relevance - _relevance(query.mode, cosine, lex, False),
                 covered=covered, words=len(query.words),
