@@ -26,15 +26,11 @@ WAYS = {
 }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--items", type=int, default=10_000)
-    parser.add_argument("--queries", type=int, default=200)
-    args = parser.parse_args()
+def timings(size: int, count: int) -> dict[str, list[float]]:
+    """Milliseconds per recall of each way, over ``count`` queries on ``size`` items."""
     corpus = bench.Corpus(7)
-    items = corpus.items(args.items)
-    queries = corpus.queries(args.queries)
-    timings: dict[str, list[float]] = {way: [] for way in WAYS}
+    items, queries = corpus.items(size), corpus.queries(count)
+    found: dict[str, list[float]] = {way: [] for way in WAYS}
     with tempfile.TemporaryDirectory() as home, Store(Path(home)) as store:
         bench.bulk_insert(store, items)
         for query, project in queries[:20]:  # warm-up
@@ -43,9 +39,17 @@ def main() -> int:
             for way, options in WAYS.items():
                 started = time.perf_counter()
                 recall(store, query, k=10, project=project, **options)  # type: ignore[arg-type]
-                timings[way].append((time.perf_counter() - started) * 1000)
-    print(f"{args.items:,} items, {len(queries)} queries, k=10, project + global scope")
-    for way, samples in timings.items():
+                found[way].append((time.perf_counter() - started) * 1000)
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--items", type=int, default=10_000, help="store size (10,000)")
+    parser.add_argument("--queries", type=int, default=200, help="queries (200)")
+    args = parser.parse_args()
+    print(f"{args.items:,} items, {args.queries} queries, k=10, project + global scope")
+    for way, samples in timings(args.items, args.queries).items():
         ordered = sorted(samples)
         p50, p95 = statistics.median(ordered), ordered[int(len(ordered) * 0.95)]
         print(f"{way:<26} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms")
