@@ -15,7 +15,16 @@ MAX_LINES = 450
 # the owner writes SQL that names it.
 OWNERS = {
     **dict.fromkeys(
-        ("items", "items_fts", "events", "meta", "reindex_vectors", "schema_versions"), "local"
+        (
+            "items",
+            "items_fts",
+            "events",
+            "meta",
+            "reindex_vectors",
+            "schema_versions",
+            "recall_traces",
+        ),
+        "local",
     ),
     "registry": "registry",
     "registry_receipts": "registry",

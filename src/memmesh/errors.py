@@ -82,7 +82,8 @@ that this tree is the real one):
         ├── NotRestorable                  1     409  not_restorable
         ├── SchemaTooNew                   1     500  schema_too_new
         ├── StoreFull                      1     507  store_full
-        └── StoreLocked                    1     500  store_locked
+        ├── StoreLocked                    1     500  store_locked
+        └── TraceNotFound                  1     404  trace_not_found
 """
 
 import re

@@ -145,6 +145,32 @@ def test_remember_recall_outcome_and_forget_work_on_the_members_store(
     assert item.worked == pytest.approx(1.0)
 
 
+def test_recall_with_explain_says_why_each_hit_scored_and_what_was_left_out(
+    home: Path, cwd: Path
+) -> None:
+    async def scenario(client: Any) -> None:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        explain = listed["recall"].input_schema["properties"]["explain"]
+        assert (explain["type"], explain["default"]) == ("boolean", False)
+        await _call(client, "remember", text=DEPLOYS, project="shop")
+        await _call(client, "remember", text="Staging deploys go through ops/deploy.sh too",
+                    project="ops")  # fmt: skip
+        query = "how do deploys go out, through which script"
+
+        plain = await _call(client, "recall", query=query, project="shop")
+        found = await _call(client, "recall", query=query, project="shop", explain=True)
+
+        assert set(plain) == {"hits", "abstained", "projects"}
+        assert [hit["id"] for hit in found["hits"]] == [hit["id"] for hit in plain["hits"]]
+        why = found["hits"][0]["why"]
+        assert set(why) == {"cosine", "lexical", "exact", "words", "record_factor", "score"}
+        assert why["score"] == found["hits"][0]["score"]
+        assert found["gate"] == {"min_cosine": 0.35, "min_coverage": 0.25}
+        assert [(m["project"], m["reason"]) for m in found["left_out"]] == [("ops", "out_of_scope")]
+
+    _with_session(home, cwd, scenario)
+
+
 def test_remember_files_items_under_the_project_of_the_working_folder(
     home: Path, tmp_path: Path
 ) -> None:

@@ -45,6 +45,7 @@ def test_recall_json_has_ranked_hits_and_abstained_false(mem: MemRunner) -> None
     assert data["query"] == "how do I deploy"
     assert data["abstained"] is False
     assert data["projects"] == ["global"]
+    assert re.fullmatch(r"[0-9a-f]{12}", data["trace"])  # for `mem why --trace`
     assert len(data["hits"]) == 2  # -k caps the hits
     for hit in data["hits"]:
         assert set(hit) == HIT_KEYS

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memmesh.local._fulltext import bm25 as _bm25
 from memmesh.local._lexicon import Lexicon
-from memmesh.local._recall import _bm25, recall, scope_of, scope_token
+from memmesh.local._recall import recall, scope_of, scope_token
 from memmesh.local.store import Store
 
 # Words that make FTS5 work: stems, case, diacritics, compounds that are phrases, error codes,

@@ -4,7 +4,8 @@ import sqlite3
 
 import pytest
 
-from memmesh.local._recall import MAX_K, Mode, Recall, fts_query, recall
+from memmesh.local._fulltext import fts_query
+from memmesh.local._recall import MAX_K, Mode, Recall, recall
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import Item
 from memmesh.local.store import Store

@@ -56,7 +56,12 @@ def test_a_log_made_before_the_registry_kept_its_own_migrations_is_adopted(
 ) -> None:
     # As an older memmesh left it: schema 4, its version 2 having made the registry's table.
     item_id = _published_then(
-        home, identity, policy, "DROP TABLE schema_versions", "PRAGMA user_version = 4"
+        home,
+        identity,
+        policy,
+        "DROP TABLE schema_versions",
+        "DROP TABLE recall_traces",
+        "PRAGMA user_version = 4",
     )
 
     with Store(home, author="tester") as store:

@@ -100,14 +100,26 @@ def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPSe
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
-    async def recall(query: Query, k: K = 5, project: Project = None) -> str:
+    async def recall(
+        query: Query,
+        k: K = 5,
+        project: Project = None,
+        explain: Annotated[
+            bool,
+            Field(
+                description="also say why: each hit's score parts, and the near misses with "
+                "the reason each was left out (below_gate, outcome_excluded, out_of_scope, "
+                "ranked_below_k)"
+            ),
+        ] = False,
+    ) -> str:
         """Search your memory for what is relevant to the current task.
 
         Use it before answering questions about this project's decisions, conventions,
         gotchas and commands, or when stuck. Returns hits with ids and scores, or
         abstained=true when nothing is relevant. Covers the project plus global items.
         """
-        return await run(lambda: tools.recall(query, k=k, project=project))
+        return await run(lambda: tools.recall(query, k=k, project=project, explain=explain))
 
     async def remember(
         text: Annotated[

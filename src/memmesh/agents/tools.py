@@ -12,7 +12,7 @@ always carry item ids so that the agent can report an outcome afterwards.
 from pathlib import Path
 from typing import Any
 
-from memmesh.local import outcomes, recall
+from memmesh.local import Parts, outcomes, recall
 from memmesh.local.items import GLOBAL, Item
 from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
@@ -31,14 +31,30 @@ class Tools:
         self.home = home
         self.store = store
 
-    def recall(self, query: str, *, k: int = 5, project: str | None = None) -> dict[str, Any]:
-        """The items most relevant to ``query`` in the project (plus global)."""
-        answer = recall(self.store, query, k=k, project=resolve_project(project))
-        return {
-            "hits": [_hit(h.item, h.score) for h in answer.hits],
+    def recall(
+        self, query: str, *, k: int = 5, project: str | None = None, explain: bool = False
+    ) -> dict[str, Any]:
+        """The items most relevant to ``query`` in the project (plus global); with ``explain``,
+        each hit's score parts (``why``), the gate, and the near misses with their reason."""
+        answer = recall(self.store, query, k=k, project=resolve_project(project), explain=explain)
+        result: dict[str, Any] = {
+            "hits": [
+                _hit(h.item, h.score) | ({"why": _parts(h.parts)} if h.parts else {})
+                for h in answer.hits
+            ],
             "abstained": answer.abstained,
             "projects": list(answer.projects),
         }
+        if answer.explanation is not None:
+            gate = answer.explanation
+            result["gate"] = {"min_cosine": gate.min_cosine, "min_coverage": gate.min_coverage}
+            result["left_out"] = [
+                {"id": miss.item.id, "text": miss.item.text, "project": miss.item.project,
+                 "reason": miss.reason, **({"rank": miss.rank} if miss.rank else {}),
+                 "why": _parts(miss.parts)}
+                for miss in gate.left_out
+            ]  # fmt: skip
+        return result
 
     def remember(
         self,
@@ -157,6 +173,18 @@ class Tools:
         if warning:
             result["warning"] = warning
         return result
+
+
+def _parts(parts: Parts) -> dict[str, Any]:
+    """A score's parts, short: an agent pays for every token."""
+    return {
+        "cosine": round(parts.cosine, 3),
+        "lexical": round(parts.lexical, 3),
+        "exact": list(parts.exact_tokens),
+        "words": f"{parts.covered}/{parts.words}",
+        "record_factor": round(parts.factor, 3),
+        "score": round(parts.score, 3),
+    }
 
 
 def _hit(item: Item, score: float) -> dict[str, Any]:

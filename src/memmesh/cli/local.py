@@ -3,9 +3,8 @@
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
-from memmesh.cli import _edit
+from memmesh.cli import _edit, _why
 from memmesh.cli._common import (
     command_adder,
     emit,
@@ -22,12 +21,9 @@ from memmesh.cli._input import keep_secret_option, screened, text_argument
 from memmesh.embed import EMBEDDER_NAMES
 from memmesh.errors import ExitCode
 from memmesh.local import outcomes
-from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item, iso
+from memmesh.local.items import GLOBAL, KINDS, Item, iso
 from memmesh.local.project import resolve_project
 from memmesh.text import counted
-
-if TYPE_CHECKING:
-    from memmesh.local import Recall
 
 __all__ = ["register"]
 
@@ -59,16 +55,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
     keep_secret_option(p)
 
-    p = command(
-        "recall",
-        _recall,
-        "Recall the items most relevant to a query, from the current project and global. "
-        "Says so and returns nothing when nothing is relevant.",
-        'mem recall "why do webhooks arrive twice" -k 3',
-    )
-    p.add_argument("query", help="what you want to know")
-    p.add_argument("-k", type=int, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
-    _project_options(p, allow_global=False)
+    _why.add_recall(command, lambda parser: _project_options(parser, allow_global=False))
 
     p = command(
         "show",
@@ -190,53 +177,6 @@ def _remember(args: argparse.Namespace) -> int:
         )
     emit(args, data, shown)
     return ExitCode.OK
-
-
-def _recall(args: argparse.Namespace) -> int:
-    from memmesh.local import recall
-
-    project = _project(args)
-    with open_store(args) as store:
-        answer = recall(store, args.query, k=args.k, project=project)
-        shown = shown_ids(store, [hit.item.id for hit in answer.hits])
-    emit(args, recall_json(answer), _recall_text(answer, shown))
-    return ExitCode.OK
-
-
-def recall_json(answer: "Recall") -> dict[str, Any]:
-    """The ``--json`` shape of a recall."""
-    return {
-        "query": answer.query,
-        "hits": [
-            {
-                "id": hit.item.id,
-                "text": hit.item.text,
-                "score": round(hit.score, 4),
-                "kind": hit.item.kind,
-                "project": hit.item.project,
-                "tags": list(hit.item.tags),
-                "author": hit.item.author,
-                "cosine": round(hit.cosine, 4),
-                "lexical": round(hit.lexical, 4),
-                "outcome_score": round(hit.item.outcome_score, 4),
-                "reinforcements": hit.item.reinforcements,
-            }
-            for hit in answer.hits
-        ],
-        "abstained": answer.abstained,
-        "projects": list(answer.projects),
-        "latency_ms": round(answer.latency_ms, 3),
-    }
-
-
-def _recall_text(answer: "Recall", shown: dict[str, str]) -> str:
-    if answer.abstained:
-        return f"nothing relevant in {' + '.join(answer.projects)} (abstained)"
-    return "\n".join(
-        f"{hit.score:.3f}  {shown[hit.item.id]}  [{hit.item.kind}, {hit.item.project}]  "
-        f"{hit.item.text}"
-        for hit in answer.hits
-    )
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -16,12 +16,14 @@ from memmesh.local.errors import (
     NotActive,
     SchemaTooNew,
     StoreError,
+    TraceNotFound,
 )
 from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item
 from memmesh.local.schema import Schema
 
 if TYPE_CHECKING:
     from memmesh.local._db import Transaction
+    from memmesh.local._explain import Explanation, LeftOut, Parts, Reason
     from memmesh.local._recall import (
         MIN_COVERAGE,
         W_EXACT,
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
         recall,
         scope_of,
     )
+    from memmesh.local._replay import Replay, Then, replay
     from memmesh.local.store import Store
 
 __all__ = [
@@ -47,20 +50,28 @@ __all__ = [
     "CorruptDatabase",
     "DamagedVector",
     "EmbedderMismatch",
+    "Explanation",
     "ForeignDatabase",
     "Hit",
     "InvalidInput",
     "Item",
     "ItemNotFound",
+    "LeftOut",
     "Mode",
     "NotActive",
+    "Parts",
+    "Reason",
     "Recall",
+    "Replay",
     "Schema",
     "SchemaTooNew",
     "Store",
     "StoreError",
+    "Then",
+    "TraceNotFound",
     "Transaction",
     "recall",
+    "replay",
     "scope_of",
 ]
 
@@ -76,6 +87,13 @@ _LAZY = {
     "Recall": "memmesh.local._recall",
     "recall": "memmesh.local._recall",
     "scope_of": "memmesh.local._recall",
+    "Explanation": "memmesh.local._explain",
+    "LeftOut": "memmesh.local._explain",
+    "Parts": "memmesh.local._explain",
+    "Reason": "memmesh.local._explain",
+    "Replay": "memmesh.local._replay",
+    "Then": "memmesh.local._replay",
+    "replay": "memmesh.local._replay",
     "Store": "memmesh.local.store",
     "Transaction": "memmesh.local._db",
 }

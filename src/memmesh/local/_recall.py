@@ -4,22 +4,25 @@
    BM25 matches of the query's content words (each quoted, so FTS syntax in a query is only
    text). Exact tokens such as ``E1234`` or ``node-gyp`` are searched as phrases, which is how
    they are found even when their cosine is low.
-2. Relevance is ``W_VECTOR * cosine + W_LEXICAL * bm25 / best_bm25``, plus ``W_EXACT`` when
-   the item holds one of the query's exact tokens verbatim.
-3. A candidate counts only when it passes an absolute gate: the embedder's ``min_cosine``,
-   or a quarter of the query's content words, or one of its exact tokens. With no candidate
-   left, recall abstains.
+2. Relevance (:func:`_relevance`) is ``W_VECTOR * cosine + W_LEXICAL * bm25 / best_bm25``,
+   plus ``W_EXACT`` when the item holds one of the query's exact tokens verbatim.
+3. A candidate counts only when it passes an absolute gate (:func:`_passes_gate`): the
+   embedder's ``min_cosine``, or ``MIN_COVERAGE`` of the query's content words, or one of its
+   exact tokens. With no candidate left, recall abstains.
 4. Items whose track record is at or below :data:`memmesh.local.outcomes.EXCLUDE_AT` are left
    out; the rest are multiplied by :func:`memmesh.local.outcomes.rank_factor`.
+
+An explained recall says what each step made of every candidate (:mod:`._explain`); it ranks
+exactly as a plain one does, and only it runs the extra search that finds what would match
+outside the scope or the restriction.
 """
 
 import concurrent.futures
-import json
 import sqlite3
 import threading
 import time
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 import numpy as np
@@ -28,12 +31,15 @@ import numpy.typing as npt
 from memmesh import text as _text
 from memmesh.embed import unit_vector
 from memmesh.local import journal, outcomes
-from memmesh.local._rows import item_of, outcome_score_of
+from memmesh.local._explain import Explanation, Miss, Parts, Reason, left_out
+from memmesh.local._fulltext import bm25, scope_token, seqs_of
+from memmesh.local._rows import ItemRow, item_of, outcome_score_of
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import GLOBAL, MAX_K, MAX_TEXT_BYTES, Item, check_name
 
 if TYPE_CHECKING:
     from memmesh.local._lexicon import LexiconView
+    from memmesh.local._vectors import View
     from memmesh.local.store import Store
 
 __all__ = [
@@ -61,7 +67,6 @@ _POOL = 50
 _LEXICAL_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25")
 # Benchmarks switch this off to measure the gain (docs/benchmarks.md).
 PARALLEL_HALVES = True
-_MAX_QUERY_TERMS = 32
 
 
 class _Running:
@@ -88,16 +93,22 @@ _running = _Running()
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):
-    """One recalled item with the parts of its score."""
+    """One recalled item with the parts of its score (all of them in ``parts`` when the
+    recall was explained)."""
 
     item: Item
     score: float
     cosine: float
     lexical: float
+    parts: Parts | None = None
 
 
 class Recall(msgspec.Struct, frozen=True, kw_only=True):
-    """The answer to one recall: ranked hits, or an abstention."""
+    """The answer to one recall: ranked hits, or an abstention.
+
+    ``trace`` is the id the journal keeps it under (a recorded recall), ``explanation`` the
+    near misses and the gate (an explained one).
+    """
 
     query: str
     hits: tuple[Hit, ...]
@@ -105,6 +116,8 @@ class Recall(msgspec.Struct, frozen=True, kw_only=True):
     projects: tuple[str, ...]
     mode: Mode
     latency_ms: float
+    trace: str | None = None
+    explanation: Explanation | None = None
 
 
 def scope_of(project: str) -> list[str]:
@@ -122,14 +135,19 @@ def recall(
     record: bool = True,
     query_vector: npt.NDArray[np.floating[Any]] | None = None,
     restrict: Collection[str] | None = None,
+    explain: bool = False,
+    also_explain: Collection[str] = (),
 ) -> Recall:
     """The ``k`` most relevant active items for ``query`` in ``project`` plus global.
 
     ``mode`` picks the fused ranking or one half alone (used by benchmarks and by callers
-    whose query vector is not comparable). ``record`` writes the recall to the journal.
-    ``query_vector`` is the query already embedded by this store's embedder (a caller that
-    embedded once for several stores passes it). ``restrict`` limits the candidates to those
-    item ids (a peer answers only from its published items).
+    whose query vector is not comparable). ``record`` writes the recall to the journal, with
+    a trace (its query, scope and hits: :func:`memmesh.local.replay`) unless ``restrict`` is
+    given. ``query_vector`` is the query already embedded by this store's embedder (a caller
+    that embedded once for several stores passes it). ``restrict`` limits the candidates to
+    those item ids (a peer answers only from its published items). ``explain`` gives each hit
+    its :class:`Parts` and adds the best near misses (:mod:`memmesh.local._explain`), and
+    those of ``also_explain`` past that cap.
     """
     started = time.perf_counter()
     clean = query.strip()
@@ -142,14 +160,22 @@ def recall(
     projects = scope_of(check_name(project, "project"))
     query_tokens = set(_text.tokens(clean))
     hits: list[Hit] = []
+    explained = None
     if query_tokens:
-        hits = _ranked(store, clean, query_tokens, projects, k, mode, query_vector, restrict)
+        hits, explained = _ranked(
+            store, clean, query_tokens, projects, k, mode, query_vector, restrict,
+            also_explain if explain else None,
+        )  # fmt: skip
+    if explain and explained is None:  # a query of stopwords and punctuation only
+        nothing = _Query(set(), set(), store.embedder.min_cosine, mode)
+        explained = _explanation(nothing, k, [], store.clock(), ())
     latency = (time.perf_counter() - started) * 1000
+    trace = None
     if record:
         with store._db.write() as conn:
-            journal.log(
-                conn, store.clock(), "recall", None,
-                latency_ms=round(latency, 3), hits=len(hits), abstained=not hits, mode=mode,
+            trace = journal.log_recall(
+                conn, store.clock(), clean, projects[0], mode, k,
+                [hit.item.id for hit in hits], latency_ms=latency, traced=restrict is None,
             )  # fmt: skip
     return Recall(
         query=clean,
@@ -158,7 +184,48 @@ def recall(
         projects=tuple(projects),
         mode=mode,
         latency_ms=latency,
+        trace=trace,
+        explanation=explained,
     )
+
+
+class _Query(NamedTuple):
+    """What every candidate of one recall is judged against."""
+
+    exact: set[str]
+    words: set[str]
+    min_cosine: float
+    mode: Mode
+
+
+class _Found(NamedTuple):
+    """The candidates of one search: row numbers, and each one's cosine and raw BM25."""
+
+    seqs: list[int]
+    cosines: dict[int, float]
+    bm25: dict[int, float]
+
+
+# (-score, id, seq, cosine, lexical): sorting these ranks by score, then by id.
+_Kept = tuple[float, str, int, float, float]
+# An explained recall's verdict on each candidate: why it was left out (None: it passed).
+_Judged = dict[int, tuple[Reason | None, Parts]]
+
+
+def _relevance(mode: Mode, cosine: float, lexical: float, exact: bool) -> float:
+    """How relevant a candidate is, from its cosine, its BM25 relative to the best one, and
+    whether it holds one of the query's exact tokens."""
+    if mode == "vector":
+        return cosine
+    if mode == "lexical":
+        return lexical
+    return W_VECTOR * cosine + W_LEXICAL * lexical + (W_EXACT if exact else 0.0)
+
+
+def _passes_gate(cosine: float, exact: bool, coverage: float, min_cosine: float) -> bool:
+    """The absolute gate that lets recall abstain instead of returning the least bad items:
+    close enough to the query, or holding one of its exact tokens, or enough of its words."""
+    return cosine >= min_cosine or exact or coverage >= MIN_COVERAGE
 
 
 def _ranked(
@@ -170,153 +237,163 @@ def _ranked(
     mode: Mode,
     query_vector: npt.NDArray[np.floating[Any]] | None,
     restrict: Collection[str] | None,
-) -> list[Hit]:
+    explain: Collection[str] | None,
+) -> tuple[list[Hit], Explanation | None]:
+    """The hits; with ``explain`` (the item ids always to explain), their explanation too."""
     pool = max(_POOL, 4 * k)
     if query_vector is not None:
         query_vector = unit_vector(query_vector, store.embedder.dim)
     if query_vector is None:
         query_vector = store.embedder.embed_query(query)
+    wide, elsewhere = _Found([], {}, {}), []
     with _running, store.searching() as conn:
-        only = _seqs_of(conn, restrict) if restrict is not None else None
-        if only == []:
-            return []
+        only = seqs_of(conn, restrict) if restrict is not None else None
+        if only == [] and explain is None:
+            return [], None
         with store.index.lock:
             vectors = store.index.vectors.view()
             words = store.index.lexicon.view() if store.index.lexicon is not None else None
-        # The two halves run at once when FTS5 ranks: SQLite and numpy both release the GIL,
-        # so BM25 on a worker thread overlaps the matrix product here (see
-        # docs/benchmarks.md). Only when no other recall is running, though: then the cores
-        # are busy already, and the extra thread would only add hand-offs of the GIL. The
-        # in-memory lexicon is quicker than the hand-off.
-        pending = (
-            _LEXICAL_WORKERS.submit(_bm25, conn, None, query, projects, pool, only)
-            if mode != "vector" and PARALLEL_HALVES and words is None and _running.alone()
-            else None
-        )
-        try:
-            vector_hits = (
-                vectors.search(query_vector, projects, pool, only) if mode != "lexical" else []
-            )
-        finally:
-            if pending is not None:
-                lexical = pending.result()
-        if pending is None:
-            lexical = _bm25(conn, words, query, projects, pool, only) if mode != "vector" else {}
-        cosines = dict(vector_hits)
-        seqs = list(dict.fromkeys([*cosines, *lexical]))
-        cosines.update(vectors.cosine(query_vector, [s for s in lexical if s not in cosines]))
-        rows = store.index.rows_by_seq(conn, seqs, vectors.revs)
+        found = _search(conn, vectors, words, query, query_vector, projects, pool, mode, only)
+        if explain is not None:
+            # What would match in any project, without the restriction: only when explaining.
+            wide = _search(conn, vectors, words, query, query_vector, [*vectors.blocks], pool,
+                           mode, None, parallel=False)  # fmt: skip
+            seen = set(found.seqs)
+            elsewhere = [seq for seq in wide.seqs if seq not in seen]
+        rows = store.index.rows_by_seq(conn, found.seqs + elsewhere, vectors.revs)
     now = store.clock()
-    best_bm25 = max(lexical.values(), default=0.0)
-    query_exact = _text.exact_tokens(query)
     # Coverage counts words; a compound like ``text:webhooks`` counts through its parts.
     query_words = {token for token in query_tokens if token.isalnum()} or query_tokens
-    min_cosine = store.embedder.min_cosine
-    # (-score, id, seq, cosine, lexical): sorting these ranks by score, then by id.
-    kept: list[tuple[float, str, int, float, float]] = []
+    judge = _Query(_text.exact_tokens(query), query_words, store.embedder.min_cosine, mode)
+    judged: _Judged | None = {} if explain is not None else None
+    kept = _judge(store, judge, found, found.seqs, rows, now, judged)
+    kept.sort()
+    hits = [
+        Hit(item=item_of(rows[seq], now), score=-negative, cosine=cosine, lexical=lex,
+            parts=judged[seq][1] if judged is not None else None)
+        for negative, _, seq, cosine, lex in kept[:k]
+    ]  # fmt: skip
+    if judged is None or explain is None:
+        return hits, None
+    misses: list[Miss] = [
+        (reason, parts, rows[seq], None) for seq, (reason, parts) in judged.items() if reason
+    ]
+    misses += [
+        ("ranked_below_k", judged[seq][1], rows[seq], rank)
+        for rank, (_, _, seq, _, _) in enumerate(kept[k:], start=k + 1)
+    ]
+    # Would match, but outside the scope, or in it but not among the items allowed.
+    outside: _Judged = {}
+    _judge(store, judge, wide, elsewhere, rows, now, outside)
+    allowed = set(only) if only is not None else set()
+    for seq, (reason, parts) in outside.items():
+        if reason is None and rows[seq].project not in projects:
+            misses.append(("out_of_scope", parts, rows[seq], None))
+        elif reason is None and only is not None and seq not in allowed:
+            misses.append(("withheld", parts, rows[seq], None))
+    return hits, _explanation(judge, k, misses, now, explain)
+
+
+def _search(
+    conn: sqlite3.Connection,
+    vectors: "View",
+    words: "LexiconView | None",
+    query: str,
+    query_vector: npt.NDArray[np.floating[Any]],
+    projects: list[str],
+    pool: int,
+    mode: Mode,
+    only: list[int] | None,
+    *,
+    parallel: bool = True,
+) -> _Found:
+    """The candidates of both halves among active items of ``projects`` (and ``only``)."""
+    # The two halves run at once when FTS5 ranks: SQLite and numpy both release the GIL,
+    # so BM25 on a worker thread overlaps the matrix product here (see
+    # docs/benchmarks.md). Only when no other recall is running, though: then the cores
+    # are busy already, and the extra thread would only add hand-offs of the GIL. The
+    # in-memory lexicon is quicker than the hand-off.
+    pending = (
+        _LEXICAL_WORKERS.submit(bm25, conn, None, query, projects, pool, only)
+        if mode != "vector" and parallel and PARALLEL_HALVES and words is None and _running.alone()
+        else None
+    )
+    try:
+        vector_hits = (
+            vectors.search(query_vector, projects, pool, only) if mode != "lexical" else []
+        )
+    finally:
+        if pending is not None:
+            lexical = pending.result()
+    if pending is None:
+        lexical = bm25(conn, words, query, projects, pool, only) if mode != "vector" else {}
+    cosines = dict(vector_hits)
+    seqs = list(dict.fromkeys([*cosines, *lexical]))
+    cosines.update(vectors.cosine(query_vector, [s for s in lexical if s not in cosines]))
+    return _Found(seqs, cosines, lexical)
+
+
+def _judge(
+    store: "Store",
+    query: _Query,
+    found: _Found,
+    seqs: list[int],
+    rows: dict[int, ItemRow],
+    now: float,
+    judged: _Judged | None,
+) -> list[_Kept]:
+    """The candidates among ``seqs`` that pass the gate and their track record, unsorted;
+    with ``judged``, the verdict on every candidate and its parts go there."""
+    best_bm25 = max(found.bm25.values(), default=0.0)
+    kept: list[_Kept] = []
     for seq in seqs:
         row = rows.get(seq)
         if row is None or row.status != "active" or not row.text:
             continue  # gone, archived or purged since the index and the full-text search saw it
         outcome_score = outcome_score_of(row, now)
-        if outcome_score <= outcomes.EXCLUDE_AT:
+        excluded = outcome_score <= outcomes.EXCLUDE_AT
+        if excluded and judged is None:
             continue
-        cosine = cosines.get(seq, 0.0)
-        lex = lexical.get(seq, 0.0) / best_bm25 if best_bm25 > 0 else 0.0
+        cosine = found.cosines.get(seq, 0.0)
+        raw = found.bm25.get(seq, 0.0)
+        lex = raw / best_bm25 if best_bm25 > 0 else 0.0
         item_exact, item_tokens = store.index.tokens_of(row)
-        exact = not query_exact.isdisjoint(item_exact)
-        if not _relevant(cosine >= min_cosine, exact, item_tokens, query_words):
+        exact = not query.exact.isdisjoint(item_exact)
+        covered = len(query.words & item_tokens)
+        passes = _passes_gate(cosine, exact, covered / len(query.words), query.min_cosine)
+        if not passes and judged is None:
             continue
-        if mode == "hybrid":
-            relevance = W_VECTOR * cosine + W_LEXICAL * lex + (W_EXACT if exact else 0.0)
-        elif mode == "vector":
-            relevance = cosine
-        else:
-            relevance = lex
-        score = relevance * outcomes.rank_factor(outcome_score, row.reinforcements)
-        kept.append((-score, row.id, seq, cosine, lex))
-    kept.sort()
-    return [
-        Hit(item=item_of(rows[seq], now), score=-negative, cosine=cosine, lexical=lex)
-        for negative, _, seq, cosine, lex in kept[:k]
-    ]
+        relevance = _relevance(query.mode, cosine, lex, exact)
+        factor = outcomes.rank_factor(outcome_score, row.reinforcements)
+        if passes and not excluded:
+            kept.append((-relevance * factor, row.id, seq, cosine, lex))
+        if judged is not None:
+            reason: Reason | None = None if passes else "below_gate"
+            judged[seq] = "outcome_excluded" if excluded else reason, Parts(
+                cosine=cosine, bm25=raw, lexical=lex,
+                exact_tokens=tuple(sorted(query.exact & item_exact)),
+                exact_bonus=relevance - _relevance(query.mode, cosine, lex, False),
+                covered=covered, words=len(query.words),
+                relevance=relevance, factor=factor, score=relevance * factor,
+            )  # fmt: skip
+    return kept
 
 
-def _relevant(close: bool, exact: bool, item_tokens: frozenset[str], query_words: set[str]) -> bool:
-    """The absolute gate that lets recall abstain instead of returning the least bad items."""
-    if close or exact:
-        return True
-    covered = len(query_words & item_tokens)
-    return covered / len(query_words) >= MIN_COVERAGE
-
-
-def _seqs_of(conn: sqlite3.Connection, item_ids: Collection[str]) -> list[int]:
-    """Row numbers of the given item ids."""
-    rows = conn.execute(
-        "SELECT seq FROM items WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(list(item_ids)),),
+def _explanation(
+    query: _Query,
+    k: int,
+    misses: list[Miss],
+    now: float,
+    keep: Collection[str],
+) -> Explanation:
+    """The gate and weights in force, and the near misses (:func:`left_out`)."""
+    return Explanation(
+        min_cosine=query.min_cosine,
+        min_coverage=MIN_COVERAGE,
+        weights={"vector": W_VECTOR, "lexical": W_LEXICAL, "exact": W_EXACT},
+        exclude_at=outcomes.EXCLUDE_AT,
+        query_words=tuple(sorted(query.words)),
+        query_exact=tuple(sorted(query.exact)),
+        k=k,
+        left_out=left_out(misses, now, keep),
     )
-    return [int(seq) for (seq,) in rows]
-
-
-def _bm25(
-    conn: sqlite3.Connection,
-    words: "LexiconView | None",
-    query: str,
-    projects: list[str],
-    pool: int,
-    only: list[int] | None,
-) -> dict[int, float]:
-    """BM25 (higher is better) of the best FTS5 matches among active items in scope.
-
-    The index holds only active items, and the scope is part of the MATCH, so FTS5 scores
-    only the matches in these projects. A store that keeps the index's terms in memory
-    (``words``) computes the same answer there.
-    """
-    terms = fts_terms(query)
-    if not terms:
-        return {}
-    scopes = [scope_token(project) for project in projects]
-    if words is not None:
-        return words.bm25(terms, scopes, pool, only)
-    match = _any_of(terms)
-    scoped = " OR ".join(f"scope : {_quoted(scope)}" for scope in scopes)
-    # "+rowid": the restriction filters FTS5's matches; a plain rowid constraint would be
-    # handed to FTS5, which then runs the whole query once per allowed row (50x slower).
-    restriction = "AND +rowid IN (SELECT value FROM json_each(?)) " if only is not None else ""
-    extra = (json.dumps(only),) if only is not None else ()
-    rows = conn.execute(
-        "SELECT rowid, -bm25(items_fts, 1.0, 0.5, 0.0) AS s FROM items_fts "
-        f"WHERE items_fts MATCH ? {restriction}ORDER BY s DESC LIMIT ?",
-        (f"({match}) AND ({scoped})", *extra, pool),
-    ).fetchall()
-    return {int(seq): max(float(s), 0.0) for seq, s in rows}
-
-
-def scope_token(project: str) -> str:
-    """The one-token form of a project name in the full-text index (see the v3 migration)."""
-    return "p" + project.encode("utf-8").hex()
-
-
-def fts_terms(query: str) -> list[str]:
-    """The query's content words and exact tokens that a lexical search looks for."""
-    terms = [w for w in _text.words(query) if w not in _text.STOPWORDS]
-    terms += sorted(_text.exact_tokens(query))
-    return list(dict.fromkeys(terms))[:_MAX_QUERY_TERMS]
-
-
-def fts_query(query: str) -> str:
-    """An FTS5 MATCH expression that ORs :func:`fts_terms`.
-
-    Every term is a quoted string, so operators, parentheses, colons or stray quotes in the
-    user's text are searched for as words and can never be a syntax error.
-    """
-    return _any_of(fts_terms(query))
-
-
-def _any_of(terms: list[str]) -> str:
-    return " OR ".join(_quoted(term) for term in terms)
-
-
-def _quoted(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'

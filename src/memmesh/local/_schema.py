@@ -131,7 +131,22 @@ CREATE TABLE schema_versions (
 );
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+# The last recalls' queries and hits, for `mem why --trace` (the journal keeps the newest
+# KEPT_TRACES of them; memmesh.local.journal).
+_V6 = """
+CREATE TABLE recall_traces (
+    seq      INTEGER PRIMARY KEY,
+    id       TEXT NOT NULL UNIQUE,
+    at       REAL NOT NULL,
+    query    TEXT NOT NULL,
+    project  TEXT NOT NULL,
+    mode     TEXT NOT NULL,
+    k        INTEGER NOT NULL,
+    item_ids TEXT NOT NULL DEFAULT '[]'
+);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 SCHEMA_VERSION = max(MIGRATIONS)
 STORE_SCHEMA = Schema(
     owner=STORE_OWNER, migrations=tuple(MIGRATIONS[n] for n in range(1, SCHEMA_VERSION + 1))

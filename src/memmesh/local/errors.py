@@ -14,7 +14,8 @@ MemmeshError
     ├── DamagedVector         a vector is not the size the embedder makes
     ├── StoreFull             the disk had no room for a write; nothing was written (507)
     ├── StoreLocked           another process held the store's lock too long
-    └── HomeNotCreated        the memmesh home folder cannot be made
+    ├── HomeNotCreated        the memmesh home folder cannot be made
+    └── TraceNotFound         no recall trace with that id (only the last ones are kept)
 """
 
 from memmesh.errors import ExitCode, MemmeshError
@@ -34,6 +35,7 @@ __all__ = [
     "StoreError",
     "StoreFull",
     "StoreLocked",
+    "TraceNotFound",
 ]
 
 
@@ -196,3 +198,17 @@ class HomeNotCreated(StoreError):
         super().__init__(f"cannot create the memmesh home {path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class TraceNotFound(StoreError):
+    """No kept recall trace has this id: unknown, or older than the last ones kept.
+
+    Only the last ``kept`` recalls keep a trace.
+    """
+
+    status = 404
+
+    def __init__(self, trace_id: str, kept: int) -> None:
+        super().__init__(f"no recall trace {trace_id!r}: only the last {kept:,} recalls keep one")
+        self.trace_id = trace_id
+        self.kept = kept

@@ -1,10 +1,46 @@
-"""The journal: every write, recall and outcome appended to the ``events`` table."""
+"""The journal: every write, recall and outcome appended to the ``events`` table.
+
+A recall also leaves a trace in ``recall_traces``: its query, project, mode, ``k`` and the ids
+it returned, under a short random id (``mem why --trace ID`` runs it again). Only the last
+:data:`KEPT_TRACES` recalls keep one, so the query texts the file holds stay bounded; the
+``events`` rows keep the figures (latency, hits) and the trace id, never the query.
+"""
 
 import json
+import os
+import re
 import sqlite3
 from typing import Any
 
-__all__ = ["log", "summary"]
+import msgspec
+
+from memmesh.local.errors import InvalidInput, TraceNotFound
+
+__all__ = [
+    "KEPT_TRACES",
+    "Trace",
+    "check_trace_id",
+    "log",
+    "log_recall",
+    "summary",
+    "trace",
+]
+
+KEPT_TRACES = 1000
+_TRACE_ID = re.compile(r"[0-9a-f]{12}")
+
+
+class Trace(msgspec.Struct, frozen=True, kw_only=True):
+    """One past recall as the journal keeps it: ``project`` is the one asked in (its scope
+    adds global), ``item_ids`` are the hits it returned, best first."""
+
+    id: str
+    at: float
+    query: str
+    project: str
+    mode: str
+    k: int
+    item_ids: tuple[str, ...]
 
 
 def log(
@@ -15,6 +51,62 @@ def log(
         "INSERT INTO events (at, kind, item_id, data) VALUES (?, ?, ?, ?)",
         (at, event, item_id, json.dumps(data, separators=(",", ":"))),
     )
+
+
+def log_recall(
+    conn: sqlite3.Connection,
+    at: float,
+    query: str,
+    project: str,
+    mode: str,
+    k: int,
+    item_ids: list[str],
+    *,
+    latency_ms: float,
+    traced: bool = True,
+) -> str | None:
+    """Append a recall's event and, when ``traced``, its trace (dropping the oldest past
+    :data:`KEPT_TRACES`); the trace's id, or None."""
+    trace_id = os.urandom(6).hex() if traced else None
+    figures = {"latency_ms": round(latency_ms, 3), "hits": len(item_ids), "abstained": not item_ids}
+    log(conn, at, "recall", None, **figures, mode=mode, **({"trace": trace_id} if traced else {}))
+    if trace_id is not None:
+        # A repeated id (one chance in 2^48 per recall) replaces the older trace.
+        cursor = conn.execute(
+            "INSERT OR REPLACE INTO recall_traces (id, at, query, project, mode, k, item_ids) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (trace_id, at, query, project, mode, k, json.dumps(item_ids)),
+        )
+        conn.execute(
+            "DELETE FROM recall_traces WHERE seq <= ?", (int(cursor.lastrowid or 0) - KEPT_TRACES,)
+        )
+    return trace_id
+
+
+def check_trace_id(text: str) -> str:
+    """``text`` as a trace id (12 hexadecimal digits, any case), or :class:`InvalidInput`."""
+    clean = text.strip().lower()
+    if not _TRACE_ID.fullmatch(clean):
+        raise InvalidInput(
+            f"{text!r} is not a trace id (12 hexadecimal digits, as mem recall prints)"
+        )
+    return clean
+
+
+def trace(conn: sqlite3.Connection, trace_id: str) -> Trace:
+    """The trace with this id (see :func:`check_trace_id`), or :class:`TraceNotFound`."""
+    clean = check_trace_id(trace_id)
+    row = conn.execute(
+        "SELECT id, at, query, project, mode, k, item_ids FROM recall_traces WHERE id = ?",
+        (clean,),
+    ).fetchone()
+    if row is None:
+        raise TraceNotFound(clean, KEPT_TRACES)
+    found_id, at, query, project, mode, k, item_ids = row
+    return Trace(
+        id=found_id, at=at, query=query, project=project, mode=mode, k=k,
+        item_ids=tuple(json.loads(item_ids)),
+    )  # fmt: skip
 
 
 def summary(conn: sqlite3.Connection) -> dict[str, Any]:
