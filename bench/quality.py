@@ -6,6 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/quality.py --embedder wordllama --half tune --rankings
     .venv/bin/python bench/quality.py --embedder e5-small --locomo   # LoCoMo dev R@10
     .venv/bin/python bench/quality.py --throughput 5000              # texts/s on one core
+    .venv/bin/python bench/quality.py --team --half report           # through recall-team
 
 Teamdev (``--data PATH``, default ``../shared/eval/teamdev.json`` beside the repository, which
 ``../shared/eval/teamdev.md`` describes; skipped with a message when absent): every fact goes
@@ -17,11 +18,27 @@ query type (paraphrase, token, noise, private probe): hits@1, hits@5 and MRR ove
 a near-duplicate pair the store merged counts for either fact), how many abstained, and how
 many answers held a ``share: false`` fact; then recall latency p50/p95.
 
-This measures local recall only: one store, no asker, no privacy filter. A private fact in a
+This measures local recall: one store, no asker, no privacy filter. A private fact in a
 local answer would leak only if that answer went to a teammate, so the "private surfaced"
-column is what a team path must withhold (its target there is 0), and "owner hit@5" of the
-private probes is the owner's own recall. Asking through the team path (a coordinator and one
-peer daemon per member, as processes) is a later step of the same benchmark.
+column is what the team path must withhold (its target there is 0), and "owner hit@5" of the
+private probes is the owner's own recall.
+
+``--team`` asks through the team path instead (``bench/_quality_team.py``, with the processes
+and members of ``bench/team_recall.py``): a coordinator and one peer daemon per member, as
+processes on 127.0.0.1, every one stopped at the end. Each of the 5 members' homes remembers
+that member's own facts in file order, in the fact's project, with its kind and tags (redacted
+first, as ``mem remember --project P`` stores them); the items holding a ``share: true`` fact
+are published (as team.yaml, which shares every kind, allows) and synced, the ``share: false``
+ones never. Once the coordinator lists all 5 peers, each query is asked in this process with
+:func:`memmesh.team.recall.recall_team` (k=10, fresh clients per call as one ``mem team
+recall-team`` makes them), with the asking member's Store, Policy and identity, from the
+expected fact's project (noise: global): asked by the first member in roster order who owns
+none of its expected facts (a private probe: never its owner), the noise queries going round
+the roster. A hit holding several facts (an item its author's novelty gate merged, or the
+items recall-team lists in ``also`` as corroborating it) counts for each. Printed per query
+type: hit@1, hit@5, MRR@10, abstained, the queries whose answer held a ``share: false`` fact
+and how many such facts it returned in all (leaks; the target is 0), and recall_team's
+latency p50/p95 (all of it wall time: fan-out, verification, merge).
 
 Halves: a query is in the **tuning** half when the first byte of SHA-256 of its text (UTF-8;
 the queries carry no id and no text occurs twice) is even, else in the **report** half:
@@ -277,6 +294,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-tags", dest="tags", action="store_false", help="store the facts without tags"
     )
     parser.add_argument("--throughput", type=int, metavar="N", help="embed N texts on one CPU")
+    parser.add_argument(
+        "--team", action="store_true", help="ask teamdev through recall-team (processes)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     return parser.parse_args(argv)
 
@@ -306,10 +326,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = json.loads(args.data.read_text(encoding="utf-8"))
         halves = Counter(half_of(q["q"]) for q in data["queries"])
         print(f"halves: tune {halves['tune']} queries, report {halves['report']}")
-        modes = ["hybrid", "vector", "lexical", UNGATED] if args.rankings else ["hybrid"]
-        result = run_teamdev(data, args.embedder, args.half, modes, tags=args.tags)
-        print_teamdev(result)
-        report["teamdev"] = asdict(result)
+        if args.team:
+            import _quality_team  # imports this module: only now, once it is complete
+
+            team = _quality_team.run_team_path(data, args.embedder, args.half, tags=args.tags)
+            _quality_team.print_team(team)
+            report["teamdev_team"] = asdict(team)
+        else:
+            modes = ["hybrid", "vector", "lexical", UNGATED] if args.rankings else ["hybrid"]
+            result = run_teamdev(data, args.embedder, args.half, modes, tags=args.tags)
+            print_teamdev(result)
+            report["teamdev"] = asdict(result)
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -530,17 +530,25 @@ def fill(
                 texts.append(item.text)
             else:
                 member.refused += 1
-        identity = load_identity(member.home)
-        registry = Registry(store, identity, policy.team)
-        publish(registry, policy, to_publish)
-        member.published = len(to_publish)
-        if push:
-            with coordinator_client(policy, identity, timeout=30.0) as client:
-                report = sync(registry, policy, client)
-            if report.rejected:
-                raise RuntimeError(f"{member.name}: the coordinator rejected {report.rejected[:3]}")
-            member.synced = report.accepted + report.already_known
+        publish_and_sync(member, store, policy, to_publish, push=push)
     return texts
+
+
+def publish_and_sync(
+    member: Member, store: Store, policy: Policy, item_ids: Sequence[str], *, push: bool
+) -> None:
+    """Publish ``item_ids`` from the member's store and, with ``push``, sync them to the
+    coordinator (raising if it rejects any)."""
+    identity = load_identity(member.home)
+    registry = Registry(store, identity, policy.team)
+    publish(registry, policy, list(item_ids))
+    member.published = len(item_ids)
+    if push:
+        with coordinator_client(policy, identity, timeout=30.0) as client:
+            report = sync(registry, policy, client)
+        if report.rejected:
+            raise RuntimeError(f"{member.name}: the coordinator rejected {report.rejected[:3]}")
+        member.synced = report.accepted + report.already_known
 
 
 def serve_peer(processes: Processes, member: Member) -> None:
@@ -550,10 +558,15 @@ def serve_peer(processes: Processes, member: Member) -> None:
     member.url = processes.start(member.name, args, port)
 
 
-def serve_coordinator(processes: Processes, name: str, data: Path) -> str:
-    """Start a coordinator for the team; not waiting for it."""
+def serve_coordinator(
+    processes: Processes, name: str, data: Path, embedder: str | None = None
+) -> str:
+    """Start a coordinator for the team (searching with ``embedder``, else its default); not
+    waiting for it."""
     port = free_port()
     args = ["coordinator", "serve", "--data", str(data), "--port", str(port), "--team", TEAM]
+    if embedder is not None:
+        args += ["--embedder", embedder]
     return processes.start(name, args, port)
 
 
