@@ -374,7 +374,7 @@ def _scores(
     cos = vectors @ embedder.embed_query(query)
     scored: list[tuple[float, int]] = []
     for i in among:
-        score = team_score(terms, texts[i], tags[i], float(cos[i]), embedder.min_cosine)
+        score = team_score(terms, texts[i], tags[i], float(cos[i]), embedder)
         if score is not None:
             scored.append((score, i))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))

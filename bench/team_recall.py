@@ -940,11 +940,14 @@ def time_parts(
         "list_peers (presence list + verify)",
         [timed(lambda: list_peers(policy, identity=identity)) for _ in range(5)],
     )
-    terms, floor = QueryTerms(sample[0].text), store.embedder.min_cosine
+    terms, embedder = QueryTerms(sample[0].text), store.embedder
     texts = [(h.text, h.tags) for h in answer.hits] or [("x", ())]
     row(
         f"team_score x{len(texts)} hits",
-        [timed(lambda: [team_score(terms, t, g, 0.5, floor) for t, g in texts]) for _ in range(20)],
+        [
+            timed(lambda: [team_score(terms, t, g, 0.5, embedder) for t, g in texts])
+            for _ in range(20)
+        ],
     )
     return rows
 

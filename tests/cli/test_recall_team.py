@@ -6,6 +6,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,9 @@ def test_answer_json_has_the_documented_shape(team: Team) -> None:
     assert (hit["authors"], hit["also"]) == ([{"name": "ada", "key_id": ada.key_id}], [])
     assert isinstance(hit["score"], float)
     assert hit["score"] > 0
+    assert hit["score"] == round(hit["score"], 4)
+    # An ISO 8601 UTC time, like every other time a --json document gives.
+    assert datetime.fromisoformat(hit["published_at"]).utcoffset() == timedelta(0)
     [source] = data["sources"]
     assert {"name", "kind", "url", "status", "error", "hits"} <= set(source)
     assert (source["name"], source["kind"], source["url"]) == (

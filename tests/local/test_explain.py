@@ -7,7 +7,7 @@ import pytest
 
 from memmesh.local import outcomes
 from memmesh.local._explain import MAX_LEFT_OUT, REASONS, LeftOut
-from memmesh.local._recall import MIN_COVERAGE, W_EXACT, W_LEXICAL, W_VECTOR, Mode, Recall, recall
+from memmesh.local._recall import MIN_COVERAGE, W_EXACT, W_LEXICAL, Mode, Recall, recall
 from memmesh.local.store import Store
 from tests._clock import FakeClock
 from tests.local.test_recall import FACTS
@@ -133,7 +133,9 @@ def test_a_hits_parts_add_up_to_its_score(store: Store) -> None:
     assert parts.exact_tokens == ("e1234",)
     assert parts.exact_bonus == pytest.approx(W_EXACT)
     assert parts.relevance == pytest.approx(
-        W_VECTOR * parts.cosine + W_LEXICAL * parts.lexical + parts.exact_bonus
+        store.embedder.vector_weight * parts.closeness
+        + W_LEXICAL * parts.lexical
+        + parts.exact_bonus
     )
     assert parts.score == pytest.approx(parts.relevance * parts.factor)
     assert (first.score, first.cosine, first.lexical) == (parts.score, parts.cosine, parts.lexical)
@@ -198,5 +200,5 @@ def test_an_explained_abstention_gives_the_gate_it_applied(store: Store) -> None
     assert answer.abstained
     assert answer.explanation is not None
     assert answer.explanation.left_out == ()
-    assert answer.explanation.min_cosine == store.embedder.min_cosine
+    assert answer.explanation.unrelated == store.embedder.unrelated
     assert answer.explanation.min_coverage == MIN_COVERAGE

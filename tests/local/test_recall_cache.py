@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from memmesh import text as _text
+from memmesh.embed import closeness
 from memmesh.local import outcomes
-from memmesh.local._recall import W_EXACT, W_LEXICAL, W_VECTOR, Hit, recall
+from memmesh.local._recall import W_EXACT, W_LEXICAL, Hit, recall
 from memmesh.local.store import Store
 from tests._clock import FakeClock
 
@@ -58,9 +59,14 @@ def _assert_scores_from_current_text(store: Store) -> None:
         for hit in recall(store, query, k=10, record=False).hits:
             item_text = hit.item.text + " " + " ".join(hit.item.tags)
             bonus = W_EXACT if _text.shares_exact_token(exact, item_text) else 0.0
-            relevance = W_VECTOR * hit.cosine + W_LEXICAL * hit.lexical + bonus
+            relevance = _vector_part(store, hit.cosine) + W_LEXICAL * hit.lexical + bonus
             factor = outcomes.rank_factor(hit.item.outcome_score, hit.item.reinforcements)
             assert hit.score == pytest.approx(relevance * factor, rel=1e-12), hit.item.text
+
+
+def _vector_part(store: Store, cosine: float) -> float:
+    """What a cosine adds to the fused score: its closeness, weighed as the embedder says."""
+    return store.embedder.vector_weight * closeness(cosine, store.embedder.unrelated)
 
 
 def _revise_the_oldest(store: Store) -> None:
@@ -141,7 +147,8 @@ def test_a_revised_text_loses_the_exact_token_it_no_longer_holds(store: Store) -
     for hit in recall(store, "E1234", record=False).hits:
         assert hit.item.id != old.id
         if hit.item.id == new.id:  # found by its vector or words, but with no exact bonus
-            assert hit.score == pytest.approx(W_VECTOR * hit.cosine + W_LEXICAL * hit.lexical)
+            vector = _vector_part(store, hit.cosine)
+            assert hit.score == pytest.approx(vector + W_LEXICAL * hit.lexical)
 
 
 def test_a_purged_item_is_never_recalled_again(store: Store) -> None:

@@ -47,7 +47,11 @@ class Tools:
         }
         if answer.explanation is not None:
             gate = answer.explanation
-            result["gate"] = {"min_cosine": gate.min_cosine, "min_coverage": gate.min_coverage}
+            result["gate"] = {
+                "min_closeness": gate.min_closeness,
+                "min_coverage": gate.min_coverage,
+                "min_relevance": gate.min_relevance,
+            }
             result["left_out"] = [
                 {"id": miss.item.id, "text": miss.item.text, "project": miss.item.project,
                  "reason": miss.reason, **({"rank": miss.rank} if miss.rank else {}),

@@ -217,7 +217,7 @@ def answer_json(answer: "TeamAnswer") -> dict[str, Any]:
         "query": answer.query,
         "hits": [
             {
-                **msgspec.to_builtins(hit),
+                **_hit_json(hit),
                 "authors": [{"name": name, "key_id": key} for name, key in hit.authors],
             }
             for hit in answer.hits
@@ -227,6 +227,16 @@ def answer_json(answer: "TeamAnswer") -> dict[str, Any]:
         "dropped": answer.dropped,
         "warnings": answer.warnings,
     }
+
+
+def _hit_json(hit: "TeamHit") -> dict[str, Any]:
+    """A hit as JSON: its score rounded as every score shown is, its time in ISO 8601 UTC, and
+    the items in ``also`` alike."""
+    data: dict[str, Any] = msgspec.to_builtins(hit)
+    data["score"] = round(hit.score, 4)
+    data["published_at"] = iso(hit.published_at)
+    data["also"] = [_hit_json(other) for other in hit.also]
+    return data
 
 
 def _answer_text(answer: "TeamAnswer") -> str:

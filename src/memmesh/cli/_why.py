@@ -192,7 +192,7 @@ def _left_out_lines(
 def parts_text(parts: "Parts", item: Item) -> str:
     """The parts of a score in words: ``cosine 0.62, bm25 3.41 (1.00 of the best), ...``."""
     words = [
-        f"cosine {parts.cosine:.3f}",
+        f"cosine {parts.cosine:.3f} ({parts.closeness:+.1f} spreads)",
         f"bm25 {parts.bm25:.2f} ({parts.lexical:.2f} of the best)",
     ]
     if parts.exact_tokens:
@@ -217,9 +217,20 @@ def reason_text(miss: "LeftOut", explanation: "Explanation", projects: tuple[str
     if miss.reason == "below_gate":
         exact = ", no exact token of the query" if explanation.query_exact else ""
         return (
-            f"below the relevance gate: cosine {parts.cosine:.2f} < {explanation.min_cosine:.2f}, "
+            f"below the relevance gate: cosine {parts.cosine:.2f}, {parts.closeness:+.1f} spreads "
+            f"above unrelated texts (under {explanation.min_closeness:+.1f}), "
             f"{parts.covered} of {parts.words} query words (under "
             f"{explanation.min_coverage:.0%}){exact}"
+        )
+    if miss.reason == "below_floor":
+        return (
+            f"nothing reached the relevance floor {explanation.min_relevance:.2f}, so the recall "
+            f"abstained (score {parts.score:.3f})"
+        )
+    if miss.reason == "far_below_best":
+        return (
+            f"score {parts.score:.3f}, under {explanation.min_share_of_best:.0%} of the best "
+            "hit's: too far behind to be worth showing"
         )
     if miss.reason == "outcome_excluded":
         return (

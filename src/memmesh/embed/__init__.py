@@ -1,4 +1,5 @@
-"""Embedders: the protocol, the default hashing embedder, and optional model embedders."""
+"""Embedders: the protocol, the default minilm-static embedder, the hashing embedder, and
+optional model embedders."""
 
 from collections.abc import Callable
 
@@ -20,7 +21,7 @@ __all__ = [
     "unit_vector",
 ]
 
-DEFAULT_EMBEDDER = "hashing"
+DEFAULT_EMBEDDER = "minilm-static"
 
 
 def _e5_small() -> Embedder:

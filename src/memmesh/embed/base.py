@@ -45,6 +45,12 @@ class Embedder(Protocol):
         (:func:`closeness`), so that one gate means the same for every embedder."""
 
     @property
+    def vector_weight(self) -> float:
+        """What one spread of closeness weighs in recall's fused score, beside the relative
+        BM25's weight: how much this embedder's cosine tells beyond the words themselves
+        (chosen per embedder on teamdev's tuning half, docs/benchmarks.md)."""
+
+    @property
     def duplicate_cosine(self) -> float:
         """Cosine from which two stored texts say the same thing (the novelty gate)."""
 

@@ -89,6 +89,11 @@ class HashingEmbedder:
         return _UNRELATED
 
     @property
+    def vector_weight(self) -> float:
+        # Its cosine is mostly word overlap again, which BM25 already counts: it weighs less.
+        return 0.15
+
+    @property
     def duplicate_cosine(self) -> float:
         return 0.9
 

@@ -67,6 +67,7 @@ class MiniLMStaticEmbedder:
     min_cosine = _MIN_COSINE
     duplicate_cosine = _DUPLICATE_COSINE
     unrelated = _UNRELATED
+    vector_weight = 0.25
     fingerprint = f"{_NAME}-v{_VERSION}-d{_DIM}"
 
     def __init__(self) -> None:

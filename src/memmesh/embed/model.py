@@ -60,6 +60,10 @@ class E5SmallEmbedder:
         return _UNRELATED
 
     @property
+    def vector_weight(self) -> float:
+        return 0.3
+
+    @property
     def duplicate_cosine(self) -> float:
         return _DUPLICATE_COSINE
 

@@ -47,6 +47,7 @@ class WordLlamaEmbedder:
     min_cosine = _MIN_COSINE
     duplicate_cosine = _DUPLICATE_COSINE
     unrelated = _UNRELATED
+    vector_weight = 0.25
 
     def __init__(self) -> None:
         try:

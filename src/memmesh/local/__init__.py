@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from memmesh.local._db import Transaction
     from memmesh.local._explain import Explanation, LeftOut, Parts, Reason
     from memmesh.local._recall import (
+        MIN_CLOSENESS,
         MIN_COVERAGE,
+        MIN_RELEVANCE,
+        MIN_SHARE_OF_BEST,
         W_EXACT,
         W_LEXICAL,
-        W_VECTOR,
         Hit,
         Mode,
         Recall,
@@ -42,10 +44,12 @@ __all__ = [
     "GLOBAL",
     "KINDS",
     "MAX_K",
+    "MIN_CLOSENESS",
     "MIN_COVERAGE",
+    "MIN_RELEVANCE",
+    "MIN_SHARE_OF_BEST",
     "W_EXACT",
     "W_LEXICAL",
-    "W_VECTOR",
     "AmbiguousId",
     "CorruptDatabase",
     "DamagedVector",
@@ -78,10 +82,12 @@ __all__ = [
 # The store and recall need numpy; they are imported when first asked for, so that light
 # modules of this package (items, project, digest) start without it.
 _LAZY = {
+    "MIN_CLOSENESS": "memmesh.local._recall",
     "MIN_COVERAGE": "memmesh.local._recall",
+    "MIN_RELEVANCE": "memmesh.local._recall",
+    "MIN_SHARE_OF_BEST": "memmesh.local._recall",
     "W_EXACT": "memmesh.local._recall",
     "W_LEXICAL": "memmesh.local._recall",
-    "W_VECTOR": "memmesh.local._recall",
     "Hit": "memmesh.local._recall",
     "Mode": "memmesh.local._recall",
     "Recall": "memmesh.local._recall",

@@ -60,6 +60,7 @@ class WordsOnly:
     duplicate_cosine = min_cosine = float("inf")
     # A zero query vector's cosine, 0, is then as close as unrelated texts get: it adds nothing.
     unrelated = (0.0, 1.0)
+    vector_weight = 0.0
 
     def __init__(self, name: str, fingerprint: str, dim: int, error: EmbedError) -> None:
         self.name, self.fingerprint, self.dim = name, fingerprint, dim

@@ -4,8 +4,12 @@ A recall with ``explain=True`` (:func:`memmesh.local.recall`) gives each hit its
 :class:`Parts` and adds an :class:`Explanation`: the gate and weights in force, and up to
 :data:`MAX_LEFT_OUT` near misses, best first, each with one :data:`Reason`:
 
-* ``below_gate`` - a candidate of either half that fails the absolute gate (its cosine, its
-  coverage of the query's words and its exact tokens are in its parts);
+* ``below_gate`` - a candidate of either half that fails the absolute gate (its cosine and
+  closeness, its coverage of the query's words and its exact tokens are in its parts);
+* ``below_floor`` - it passes the gate, but not even the best candidate reached the relevance
+  floor, so the recall abstained;
+* ``far_below_best`` - it passes the gate but scores under the share of the best hit's score
+  an answer keeps;
 * ``outcome_excluded`` - its track record is at or below ``outcomes.EXCLUDE_AT``;
 * ``out_of_scope`` - it passes the gate but lives in a project outside the recall's scope;
 * ``ranked_below_k`` - it passes the gate but ``rank`` is past ``k``;
@@ -36,7 +40,15 @@ __all__ = [
     "left_out",
 ]
 
-Reason = Literal["below_gate", "outcome_excluded", "out_of_scope", "ranked_below_k", "withheld"]
+Reason = Literal[
+    "below_gate",
+    "below_floor",
+    "far_below_best",
+    "outcome_excluded",
+    "out_of_scope",
+    "ranked_below_k",
+    "withheld",
+]
 REASONS: tuple[Reason, ...] = get_args(Reason)
 MAX_LEFT_OUT = 10
 
@@ -44,13 +56,15 @@ MAX_LEFT_OUT = 10
 class Parts(msgspec.Struct, frozen=True, kw_only=True):
     """The parts of one candidate's score.
 
-    ``lexical`` is ``bm25`` relative to the best BM25 of the search that found it;
+    ``closeness`` is the cosine in spreads above what unrelated texts get from the store's
+    embedder; ``lexical`` is ``bm25`` relative to the best BM25 of the search that found it;
     ``exact_bonus`` is what sharing the ``exact_tokens`` added (only the fused ranking adds
     it); ``covered`` of the query's ``words`` content words are in the item; ``factor`` is
     the track record's multiplier, and ``score = relevance * factor``.
     """
 
     cosine: float
+    closeness: float
     bm25: float
     lexical: float
     exact_tokens: tuple[str, ...]
@@ -70,6 +84,7 @@ class Parts(msgspec.Struct, frozen=True, kw_only=True):
         """A JSON-ready mapping, with the item's track record that gave ``factor``."""
         return {
             "cosine": round(self.cosine, 4),
+            "closeness": round(self.closeness, 4),
             "bm25": round(self.bm25, 4),
             "lexical": round(self.lexical, 4),
             "exact_tokens": list(self.exact_tokens),
@@ -117,8 +132,11 @@ class LeftOut(msgspec.Struct, frozen=True, kw_only=True):
 class Explanation(msgspec.Struct, frozen=True, kw_only=True):
     """The gate and weights an explained recall applied, and its near misses, best first."""
 
-    min_cosine: float
+    unrelated: tuple[float, float]
+    min_closeness: float
     min_coverage: float
+    min_relevance: float
+    min_share_of_best: float
     weights: dict[str, float]
     exclude_at: float
     query_words: tuple[str, ...]
@@ -130,8 +148,11 @@ class Explanation(msgspec.Struct, frozen=True, kw_only=True):
         """A JSON-ready mapping of the gate, the weights and the near misses."""
         return {
             "gate": {
-                "min_cosine": self.min_cosine,
+                "unrelated_cosine": {"median": self.unrelated[0], "spread": self.unrelated[1]},
+                "min_closeness": self.min_closeness,
                 "min_coverage": self.min_coverage,
+                "min_relevance": self.min_relevance,
+                "min_share_of_best": self.min_share_of_best,
                 "exclude_at": self.exclude_at,
             },
             "weights": dict(self.weights),

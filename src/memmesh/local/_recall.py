@@ -4,13 +4,24 @@
    BM25 matches of the query's content words (each quoted, so FTS syntax in a query is only
    text). Exact tokens such as ``E1234`` or ``node-gyp`` are searched as phrases, which is how
    they are found even when their cosine is low.
-2. Relevance (:func:`_relevance`) is ``W_VECTOR * cosine + W_LEXICAL * bm25 / best_bm25``,
-   plus ``W_EXACT`` when the item holds one of the query's exact tokens verbatim.
-3. A candidate counts only when it passes an absolute gate (:func:`_passes_gate`): the
-   embedder's ``min_cosine``, or ``MIN_COVERAGE`` of the query's content words, or one of its
-   exact tokens. With no candidate left, recall abstains.
-4. Items whose track record is at or below :data:`memmesh.local.outcomes.EXCLUDE_AT` are left
+2. A cosine counts in the embedder's own units: its *closeness*, how many spreads it stands
+   above what two unrelated texts get from that embedder (:func:`memmesh.embed.closeness`,
+   calibrated per embedder by ``bench/calibrate.py``). So every setting below means the same
+   whichever embedder the store uses.
+3. Relevance (:func:`_relevance`) is ``vector_weight * closeness + W_LEXICAL * bm25 /
+   best_bm25``, plus ``W_EXACT`` when the item holds one of the query's exact tokens
+   verbatim. ``vector_weight`` is the embedder's: how much its cosine tells beyond the words.
+4. A candidate counts only when it passes an absolute gate (:func:`_passes_gate`): a
+   closeness of ``MIN_CLOSENESS``, or ``MIN_COVERAGE`` of the query's content words, or one of
+   its exact tokens.
+5. Items whose track record is at or below :data:`memmesh.local.outcomes.EXCLUDE_AT` are left
    out; the rest are multiplied by :func:`memmesh.local.outcomes.rank_factor`.
+6. The answer (:func:`_answer`): recall abstains when even the best score is under
+   ``MIN_RELEVANCE``, the one setting of abstention; otherwise it keeps the items scoring at
+   least ``MIN_SHARE_OF_BEST`` of the best.
+
+The weights and the two answer settings were chosen on the tuning half of teamdev (see
+``bench/quality.py`` and docs/benchmarks.md, which quotes the other half).
 
 An explained recall says what each step made of every candidate (:mod:`._explain`); it ranks
 exactly as a plain one does, and only it runs the extra search that finds what would match
@@ -29,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memmesh import text as _text
-from memmesh.embed import unit_vector
+from memmesh.embed import closeness, unit_vector
 from memmesh.local import journal, outcomes
 from memmesh.local._explain import Explanation, Miss, Parts, Reason, left_out
 from memmesh.local._fulltext import bm25, scope_token, seqs_of
@@ -44,10 +55,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_K",
+    "MIN_CLOSENESS",
     "MIN_COVERAGE",
+    "MIN_RELEVANCE",
+    "MIN_SHARE_OF_BEST",
     "W_EXACT",
     "W_LEXICAL",
-    "W_VECTOR",
     "Hit",
     "Mode",
     "Recall",
@@ -57,11 +70,16 @@ __all__ = [
 ]
 
 Mode = Literal["hybrid", "lexical", "vector"]
-W_VECTOR = 0.4
-W_LEXICAL = 0.6
+# The relative BM25's weight; a spread of closeness weighs the embedder's ``vector_weight``.
+W_LEXICAL = 0.3
 # Sharing an exact token with the query (``node-gyp`` itself, not ``node-gyp-build``).
 W_EXACT = 0.2
+# Closer than about 5 in 6 unrelated texts: the gate drops only what is plainly unrelated.
+MIN_CLOSENESS = 1.0
 MIN_COVERAGE = 0.25
+# The best hit must reach this, or recall abstains; the rest must reach this share of it.
+MIN_RELEVANCE = 0.6
+MIN_SHARE_OF_BEST = 0.5
 _POOL = 50
 # Worker threads run the BM25 half of recalls beside the vector half in the caller.
 _LEXICAL_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25")
@@ -167,7 +185,7 @@ def recall(
             also_explain if explain else None,
         )  # fmt: skip
     if explain and explained is None:  # a query of stopwords and punctuation only
-        nothing = _Query(set(), set(), store.embedder.min_cosine, mode)
+        nothing = _Query(set(), set(), store.embedder.unrelated, store.embedder.vector_weight, mode)
         explained = _explanation(nothing, k, [], store.clock(), ())
     latency = (time.perf_counter() - started) * 1000
     trace = None
@@ -194,7 +212,8 @@ class _Query(NamedTuple):
 
     exact: set[str]
     words: set[str]
-    min_cosine: float
+    unrelated: tuple[float, float]
+    vector_weight: float
     mode: Mode
 
 
@@ -212,20 +231,39 @@ _Kept = tuple[float, str, int, float, float]
 _Judged = dict[int, tuple[Reason | None, Parts]]
 
 
-def _relevance(mode: Mode, cosine: float, lexical: float, exact: bool) -> float:
-    """How relevant a candidate is, from its cosine, its BM25 relative to the best one, and
+def _relevance(query: "_Query", close: float, lexical: float, exact: bool) -> float:
+    """How relevant a candidate is, from its closeness, its BM25 relative to the best one, and
     whether it holds one of the query's exact tokens."""
-    if mode == "vector":
-        return cosine
-    if mode == "lexical":
+    if query.mode == "vector":
+        return close
+    if query.mode == "lexical":
         return lexical
-    return W_VECTOR * cosine + W_LEXICAL * lexical + (W_EXACT if exact else 0.0)
+    return query.vector_weight * close + W_LEXICAL * lexical + (W_EXACT if exact else 0.0)
 
 
-def _passes_gate(cosine: float, exact: bool, coverage: float, min_cosine: float) -> bool:
-    """The absolute gate that lets recall abstain instead of returning the least bad items:
-    close enough to the query, or holding one of its exact tokens, or enough of its words."""
-    return cosine >= min_cosine or exact or coverage >= MIN_COVERAGE
+def _passes_gate(close: float, exact: bool, coverage: float) -> bool:
+    """The absolute gate that drops what is plainly unrelated: closer to the query than
+    unrelated texts are, or holding one of its exact tokens, or enough of its words."""
+    return close >= MIN_CLOSENESS or exact or coverage >= MIN_COVERAGE
+
+
+def _answer(kept: list["_Kept"], mode: Mode) -> tuple[list["_Kept"], list["_Kept"], Reason]:
+    """The ranked candidates an answer keeps, those it leaves out, and why it left them.
+
+    A hybrid answer abstains (keeps nothing: ``below_floor``) when its best score is under
+    ``MIN_RELEVANCE``, and otherwise drops what scores under ``MIN_SHARE_OF_BEST`` of the best
+    (``far_below_best``). A one-half ranking (a benchmark's, or a source's that cannot use the
+    query's vector) keeps them all: its scores are in other units.
+    """
+    if mode != "hybrid" or not kept:
+        return kept, [], "far_below_best"
+    best = -kept[0][0]
+    if best < MIN_RELEVANCE:
+        return [], kept, "below_floor"
+    cut = next((i for i, entry in enumerate(kept) if -entry[0] < MIN_SHARE_OF_BEST * best), None)
+    if cut is None:
+        return kept, [], "far_below_best"
+    return kept[:cut], kept[cut:], "far_below_best"
 
 
 def _ranked(
@@ -264,10 +302,14 @@ def _ranked(
     now = store.clock()
     # Coverage counts words; a compound like ``text:webhooks`` counts through its parts.
     query_words = {token for token in query_tokens if token.isalnum()} or query_tokens
-    judge = _Query(_text.exact_tokens(query), query_words, store.embedder.min_cosine, mode)
+    judge = _Query(
+        _text.exact_tokens(query), query_words, store.embedder.unrelated,
+        store.embedder.vector_weight, mode,
+    )  # fmt: skip
     judged: _Judged | None = {} if explain is not None else None
     kept = _judge(store, judge, found, found.seqs, rows, now, judged)
     kept.sort()
+    kept, dropped, dropped_why = _answer(kept, mode)
     hits = [
         Hit(item=item_of(rows[seq], now), score=-negative, cosine=cosine, lexical=lex,
             parts=judged[seq][1] if judged is not None else None)
@@ -282,6 +324,7 @@ def _ranked(
         ("ranked_below_k", judged[seq][1], rows[seq], rank)
         for rank, (_, _, seq, _, _) in enumerate(kept[k:], start=k + 1)
     ]
+    misses += [(dropped_why, judged[seq][1], rows[seq], None) for _, _, seq, _, _ in dropped]
     # Would match, but outside the scope, or in it but not among the items allowed.
     outside: _Judged = {}
     _judge(store, judge, wide, elsewhere, rows, now, outside)
@@ -360,19 +403,20 @@ def _judge(
         item_exact, item_tokens = store.index.tokens_of(row)
         exact = not query.exact.isdisjoint(item_exact)
         covered = len(query.words & item_tokens)
-        passes = _passes_gate(cosine, exact, covered / len(query.words), query.min_cosine)
+        close = closeness(cosine, query.unrelated)
+        passes = _passes_gate(close, exact, covered / len(query.words))
         if not passes and judged is None:
             continue
-        relevance = _relevance(query.mode, cosine, lex, exact)
+        relevance = _relevance(query, close, lex, exact)
         factor = outcomes.rank_factor(outcome_score, row.reinforcements)
         if passes and not excluded:
             kept.append((-relevance * factor, row.id, seq, cosine, lex))
         if judged is not None:
             reason: Reason | None = None if passes else "below_gate"
             judged[seq] = "outcome_excluded" if excluded else reason, Parts(
-                cosine=cosine, bm25=raw, lexical=lex,
+                cosine=cosine, closeness=close, bm25=raw, lexical=lex,
                 exact_tokens=tuple(sorted(query.exact & item_exact)),
-                exact_bonus=relevance - _relevance(query.mode, cosine, lex, False),
+                exact_bonus=relevance - _relevance(query, close, lex, False),
                 covered=covered, words=len(query.words),
                 relevance=relevance, factor=factor, score=relevance * factor,
             )  # fmt: skip
@@ -388,9 +432,12 @@ def _explanation(
 ) -> Explanation:
     """The gate and weights in force, and the near misses (:func:`left_out`)."""
     return Explanation(
-        min_cosine=query.min_cosine,
+        unrelated=query.unrelated,
+        min_closeness=MIN_CLOSENESS,
         min_coverage=MIN_COVERAGE,
-        weights={"vector": W_VECTOR, "lexical": W_LEXICAL, "exact": W_EXACT},
+        min_relevance=MIN_RELEVANCE,
+        min_share_of_best=MIN_SHARE_OF_BEST,
+        weights={"vector": query.vector_weight, "lexical": W_LEXICAL, "exact": W_EXACT},
         exclude_at=outcomes.EXCLUDE_AT,
         query_words=tuple(sorted(query.words)),
         query_exact=tuple(sorted(query.exact)),

@@ -3,8 +3,11 @@
 Each source ranks by its own statistics (BM25 depends on the corpus), so its scores cannot be
 compared with another source's. recall-team therefore scores every hit itself with a function
 of the query and the item alone: the cosine the source reported (comparable only when the
-source's embedder fingerprint is ours) and the share of the query's content words the item
-holds, plus the exact-token bonus. Identical inputs give identical scores wherever the item
+source's embedder fingerprint is ours), read as a closeness in our embedder's units as local
+recall reads it, and the share of the query's content words the item holds, plus the
+exact-token bonus. An answer then keeps what local recall's answer would
+(:func:`answered`): nothing when even the best is under ``MIN_RELEVANCE``, else what reaches
+``MIN_SHARE_OF_BEST`` of the best. Identical inputs give identical scores wherever the item
 came from, which is what makes a federated answer match a single store's.
 
 Before scoring, copies of one item from several sources are merged: the highest version wins,
@@ -17,10 +20,18 @@ merged after ranking, into one hit: :mod:`memmesh.team._corroborate`.)
 from collections.abc import Iterable
 
 from memmesh import text as _text
-from memmesh.local import MIN_COVERAGE, W_EXACT, W_LEXICAL, W_VECTOR
+from memmesh.embed import Embedder, closeness
+from memmesh.local import (
+    MIN_CLOSENESS,
+    MIN_COVERAGE,
+    MIN_RELEVANCE,
+    MIN_SHARE_OF_BEST,
+    W_EXACT,
+    W_LEXICAL,
+)
 from memmesh.team._checks import Candidate, ItemKey
 
-__all__ = ["QueryTerms", "merge", "ranked", "team_score"]
+__all__ = ["QueryTerms", "answered", "merge", "ranked", "team_score"]
 
 
 class QueryTerms:
@@ -33,7 +44,11 @@ class QueryTerms:
 
 
 def team_score(
-    terms: QueryTerms, text: str, tags: tuple[str, ...], cosine: float | None, min_cosine: float
+    terms: QueryTerms,
+    text: str,
+    tags: tuple[str, ...],
+    cosine: float | None,
+    embedder: "Embedder",
 ) -> float | None:
     """The hit's score, or ``None`` when it is not relevant enough to show.
 
@@ -45,13 +60,13 @@ def team_score(
     item_text = text + " " + " ".join(tags)
     coverage = len(terms.words & set(_text.tokens(item_text))) / len(terms.words)
     exact = _text.shares_exact_token(terms.exact, item_text)
-    close = cosine is not None and cosine >= min_cosine
-    if not (close or exact or coverage >= MIN_COVERAGE):
+    close = closeness(cosine, embedder.unrelated) if cosine is not None else None
+    if not ((close is not None and close >= MIN_CLOSENESS) or exact or coverage >= MIN_COVERAGE):
         return None
     bonus = W_EXACT if exact else 0.0
-    if cosine is None:
+    if close is None:
         return coverage + bonus
-    return W_VECTOR * cosine + W_LEXICAL * coverage + bonus
+    return embedder.vector_weight * close + W_LEXICAL * coverage + bonus
 
 
 def merge(candidates: dict[ItemKey, Candidate], candidate: Candidate) -> None:
@@ -69,17 +84,26 @@ def merge(candidates: dict[ItemKey, Candidate], candidate: Candidate) -> None:
 
 
 def ranked(
-    candidates: Iterable[Candidate], terms: QueryTerms, min_cosine: float
+    candidates: Iterable[Candidate], terms: QueryTerms, embedder: "Embedder"
 ) -> list[tuple[float, Candidate]]:
     """The relevant candidates with their :func:`team_score`, best first (ties by item id, then
     author key id)."""
     scored: list[tuple[float, Candidate]] = []
     for candidate in candidates:
         body = candidate.publication
-        score = team_score(terms, body.text, body.tags, candidate.cosine, min_cosine)
+        score = team_score(terms, body.text, body.tags, candidate.cosine, embedder)
         if score is not None:
             scored.append((score, candidate))
     scored.sort(
         key=lambda pair: (-pair[0], pair[1].publication.item_id, pair[1].publication.key_id)
     )
     return scored
+
+
+def answered(scored: list[tuple[float, Candidate]]) -> list[tuple[float, Candidate]]:
+    """What an answer keeps of the ranked candidates: none when the best is under
+    ``MIN_RELEVANCE`` (recall-team abstains), else those reaching ``MIN_SHARE_OF_BEST`` of it."""
+    if not scored or scored[0][0] < MIN_RELEVANCE:
+        return []
+    floor = MIN_SHARE_OF_BEST * scored[0][0]
+    return [pair for pair in scored if pair[0] >= floor]

@@ -53,7 +53,7 @@ from memmesh.team._checks import Candidate, ItemKey, PeerSeen, verified_hit
 from memmesh.team._corroborate import corroborating_groups
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
-from memmesh.team.rank import QueryTerms, merge, ranked
+from memmesh.team.rank import QueryTerms, answered, merge, ranked
 
 __all__ = [
     "DEFAULT_DEADLINE",
@@ -264,7 +264,7 @@ def _hits(
         if author is None
         or author in (roster.name_of(candidate.publication.key_id), candidate.publication.key_id)
     ]
-    scored = ranked(wanted, QueryTerms(query), embedder.min_cosine)
+    scored = answered(ranked(wanted, QueryTerms(query), embedder))
     groups = corroborating_groups(
         [candidate.publication.text for _, candidate in scored],
         [candidate.publication.key_id for _, candidate in scored],
