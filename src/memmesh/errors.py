@@ -28,6 +28,7 @@ that this tree is the real one):
     │   ├── BadJoinCode                    2     400  bad_join_code
     │   └── QuotaExceeded                  1     413  quota_exceeded
     ├── EmbedError (embed)                 1     500  embed_error
+    │   ├── EmbedderDamaged                1     500  embedder_damaged
     │   ├── EmbedderUnavailable            1     500  embedder_unavailable
     │   └── UnknownEmbedder                2     500  unknown_embedder
     ├── NetError (net)                     1     500  net_error

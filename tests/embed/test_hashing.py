@@ -94,8 +94,8 @@ def test_inflections_share_features() -> None:
     assert float(a @ b) > 0.99
 
 
-def test_get_embedder_defaults_to_hashing() -> None:
-    embedder = get_embedder()
+def test_get_embedder_gives_hashing_by_name() -> None:
+    embedder = get_embedder("hashing")
     assert isinstance(embedder, HashingEmbedder)
     assert embedder.name == "hashing"
 

@@ -30,6 +30,10 @@ def embedder() -> MiniLMStaticEmbedder:
     return MiniLMStaticEmbedder()
 
 
+def test_it_is_the_default_embedder() -> None:
+    assert isinstance(get_embedder(), MiniLMStaticEmbedder)
+
+
 def test_vectors_are_unit_rows_of_the_declared_width(embedder: MiniLMStaticEmbedder) -> None:
     vectors = embedder.embed(["Use pnpm in the frontend", "ING-4471 means a lost partition"])
     assert vectors.shape == (2, 256)
@@ -72,7 +76,10 @@ def test_vectors_are_the_same_in_another_process_with_no_network() -> None:
 def test_the_weights_are_the_version_the_fingerprint_names() -> None:
     # Changing the files without raising the version would put new vectors in a space named
     # like the old one: the module names the digest of the weights its version stands for.
-    weights = resources.files("memmesh.embed") / "weights" / "minilm-static.npz"
-    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
-    assert digest == minilm_static.WEIGHTS_SHA256
+    folder = resources.files("memmesh.embed") / "weights"
+    digests = {
+        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        for name in minilm_static.WEIGHTS_SHA256
+    }
+    assert digests == minilm_static.WEIGHTS_SHA256
     assert MiniLMStaticEmbedder.fingerprint == "minilm-static-v1-d256"

@@ -4,7 +4,12 @@ optional model embedders."""
 from collections.abc import Callable
 
 from memmesh.embed.base import Embedder, Vectors, closeness, unit_vector
-from memmesh.embed.errors import EmbedderUnavailable, EmbedError, UnknownEmbedder
+from memmesh.embed.errors import (
+    EmbedderDamaged,
+    EmbedderUnavailable,
+    EmbedError,
+    UnknownEmbedder,
+)
 from memmesh.embed.hashing import HashingEmbedder
 
 __all__ = [
@@ -12,6 +17,7 @@ __all__ = [
     "EMBEDDER_NAMES",
     "EmbedError",
     "Embedder",
+    "EmbedderDamaged",
     "EmbedderUnavailable",
     "HashingEmbedder",
     "UnknownEmbedder",

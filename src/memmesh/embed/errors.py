@@ -3,12 +3,13 @@
 MemmeshError
 └── EmbedError
     ├── UnknownEmbedder        no embedder has that name
+    ├── EmbedderDamaged        the files an embedder ships with are missing or damaged
     └── EmbedderUnavailable    the embedder's optional extra is not installed
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["EmbedError", "EmbedderUnavailable", "UnknownEmbedder"]
+__all__ = ["EmbedError", "EmbedderDamaged", "EmbedderUnavailable", "UnknownEmbedder"]
 
 
 class EmbedError(MemmeshError):
@@ -22,6 +23,16 @@ class UnknownEmbedder(EmbedError):
 
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"unknown embedder {name!r}; choose one of: {', '.join(known)}")
+        self.name = name
+
+
+class EmbedderDamaged(EmbedError):
+    """The weights or tokenizer an embedder ships with cannot be read: a broken install."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(
+            f"the {name!r} embedder's files are missing or damaged ({problem}); reinstall memmesh"
+        )
         self.name = name
 
 

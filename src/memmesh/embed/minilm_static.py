@@ -6,29 +6,34 @@ what the MiniLM sentence encoder makes of that token in context, then fitted so 
 of a sentence's rows points where the encoder's own sentence vector points. So it places
 texts of related meaning near each other, as the encoder does, for the cost of a table lookup:
 no model runs here and nothing is downloaded. The weights ship in this package
-(``weights/minilm-static.npz``: 30,522 rows of 256 int8 values with a scale each), with the
-model's tokenizer; their licence is the teacher's, Apache-2.0 (docs/operations.md).
+(``weights/minilm-static-codes.npy``: 30,522 rows of 256 int8 values, and a scale for each
+row in ``minilm-static-scales.npy``), with the model's tokenizer; they are mapped, not read,
+and only once a text is to be embedded, so a command that embeds nothing pays nothing.
+Their licence is the teacher's, Apache-2.0 (docs/operations.md).
 """
 
-import json
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from memmesh.embed._pooling import summed_rows
 from memmesh.embed.base import Vectors
-from memmesh.embed.errors import EmbedderUnavailable
+from memmesh.embed.errors import EmbedderDamaged
 
 __all__ = ["WEIGHTS_SHA256", "MiniLMStaticEmbedder"]
 
 _NAME = "minilm-static"
 # The weights' version, named in the fingerprint: raise it whenever the committed files change.
 _VERSION = 1
-# SHA-256 of the weights file that version stands for (a test holds the two together).
-WEIGHTS_SHA256 = "83d8c5c37d224d12d9962f3910f54ae3f52cb8e9a70b6ff0b68d0c3f544e16f7"
+# SHA-256 of the weight files that version stands for (a test holds the two together).
+WEIGHTS_SHA256 = {
+    "minilm-static-codes.npy": "7336da5d1892f50ea6fd1f2ca4d7d71a3b88126f0b60c03a27a6a81159966c22",
+    "minilm-static-scales.npy": "a8c361073f0ddf1d03c7c7b2b3ceb457b80eafcc52a79cc22fddde832ae47ffd",
+}
 _DIM = 256
 # Median and spread of the cosine of two unrelated texts (bench/calibrate.py).
 _UNRELATED = (0.134, 0.116)
@@ -41,22 +46,31 @@ _MIN_COSINE = 0.48
 
 
 @cache
-def _weights() -> tuple[Vectors, Any]:
-    """The table, dequantized once per process, and the tokenizer."""
+def _weights() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32], Any]:
+    """The table's int8 codes and row scales (mapped from the package's files, not read into
+    memory), and the tokenizer: loaded once per process, on the first text to embed."""
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise EmbedderUnavailable(_NAME, "") from None
+        raise EmbedderDamaged(_NAME, "the tokenizers package is missing") from None
     folder = resources.files("memmesh.embed") / "weights"
     try:
-        with (folder / "minilm-static.npz").open("rb") as handle, np.load(handle) as packed:
-            table = packed["codes"].astype(np.float32) * packed["scale"][:, None]
-        tokenizer = Tokenizer.from_str((folder / "minilm-static-tokenizer.json").read_text("utf-8"))
-    except (OSError, KeyError, ValueError, json.JSONDecodeError):
-        raise EmbedderUnavailable(_NAME, "") from None
+        with resources.as_file(folder / "minilm-static-codes.npy") as codes_path:
+            codes = np.load(codes_path, mmap_mode="r")
+        with resources.as_file(folder / "minilm-static-scales.npy") as scales_path:
+            scales = np.load(scales_path)
+        vocabulary = (folder / "minilm-static-tokenizer.json").read_text("utf-8")
+    except (OSError, ValueError) as error:
+        raise EmbedderDamaged(_NAME, str(error)) from None
+    try:
+        tokenizer = Tokenizer.from_str(vocabulary)
+    except Exception as error:  # the tokenizers package raises a plain Exception
+        raise EmbedderDamaged(_NAME, f"tokenizer: {error}") from None
+    if codes.shape != (scales.shape[0], _DIM):
+        raise EmbedderDamaged(_NAME, f"a table of shape {codes.shape}")
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    return np.ascontiguousarray(table), tokenizer
+    return codes, scales, tokenizer
 
 
 class MiniLMStaticEmbedder:
@@ -70,14 +84,12 @@ class MiniLMStaticEmbedder:
     vector_weight = 0.25
     fingerprint = f"{_NAME}-v{_VERSION}-d{_DIM}"
 
-    def __init__(self) -> None:
-        self._table, self._tokenizer = _weights()
-
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, _DIM), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return summed_rows(self._table, [encoding.ids for encoding in encodings])
+        codes, scales, tokenizer = _weights()
+        encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return summed_rows(codes, [encoding.ids for encoding in encodings], scales)
 
     def embed_query(self, query: str) -> Vectors:
         vector: Vectors = self.embed([query])[0]
