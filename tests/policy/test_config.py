@@ -326,8 +326,8 @@ def test_absent_keys_take_the_defaults() -> None:
     assert partial.never.tags == DEFAULT_NEVER_TAGS
 
 
-def test_a_file_without_embedder_is_a_hashing_team_as_every_team_was_before_the_key() -> None:
-    assert EMBEDDER_WHEN_ABSENT == "hashing"
+def test_a_file_without_embedder_is_a_team_of_the_release_that_brought_the_key() -> None:
+    assert EMBEDDER_WHEN_ABSENT == "minilm-static"
     assert parse_policy("team: acme\n").embedder == EMBEDDER_WHEN_ABSENT
     assert parse_policy("team: acme\nembedder: wordllama\n").embedder == "wordllama"
 

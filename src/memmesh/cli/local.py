@@ -4,6 +4,7 @@ import argparse
 import os
 import sys
 
+from memmesh._embedders import EMBEDDER_NAMES
 from memmesh.cli import _edit, _why
 from memmesh.cli._common import (
     command_adder,
@@ -18,7 +19,6 @@ from memmesh.cli._common import (
     warn,
 )
 from memmesh.cli._input import keep_secret_option, screened, text_argument
-from memmesh.embed import EMBEDDER_NAMES
 from memmesh.errors import ExitCode
 from memmesh.local import outcomes
 from memmesh.local.items import GLOBAL, KINDS, Item, iso

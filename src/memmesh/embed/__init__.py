@@ -3,6 +3,7 @@ optional model embedders."""
 
 from collections.abc import Callable
 
+from memmesh._embedders import DEFAULT_EMBEDDER, EMBEDDER_NAMES
 from memmesh.embed.base import Embedder, Vectors, closeness, unit_vector
 from memmesh.embed.errors import (
     EmbedderDamaged,
@@ -26,8 +27,6 @@ __all__ = [
     "get_embedder",
     "unit_vector",
 ]
-
-DEFAULT_EMBEDDER = "minilm-static"
 
 
 def _e5_small() -> Embedder:
@@ -54,7 +53,7 @@ _FACTORIES: dict[str, Callable[[], Embedder]] = {
     "e5-small": _e5_small,
     "wordllama": _wordllama,
 }
-EMBEDDER_NAMES = tuple(_FACTORIES)
+assert tuple(_FACTORIES) == EMBEDDER_NAMES, "every name has its factory"
 
 
 def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:

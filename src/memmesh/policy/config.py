@@ -47,10 +47,12 @@ POLICY_FILENAME = "team.yaml"
 DEFAULT_TOKEN_ENV = "MEM_TEAM_TOKEN"
 # Absent means nothing: a kind is shared only once team.yaml lists it.
 DEFAULT_SHARE_KINDS: tuple[Kind, ...] = ()
-# The team's embedder when team.yaml has no ``embedder`` key: the one every team used before
-# the key existed. Not the default for new teams, which `mem team init` writes out
-# (memmesh.embed.DEFAULT_EMBEDDER, which may change); this one must never change.
-EMBEDDER_WHEN_ABSENT = "hashing"
+# The team's embedder when team.yaml has no ``embedder`` key: the default of the release that
+# brought the key (a team from before it, whose stores are hashing's, is told to switch; its
+# answers hold meanwhile, each source ranking in its own space). Not necessarily the default
+# for new teams, which `mem team init` writes out (memmesh.embed.DEFAULT_EMBEDDER, which may
+# change); this one must never change.
+EMBEDDER_WHEN_ABSENT = "minilm-static"
 
 
 class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
