@@ -33,7 +33,7 @@ from memmesh.coordinator.protocol import (
     Roster,
     RosterMember,
 )
-from memmesh.embed import HashingEmbedder
+from memmesh.embed import get_embedder
 from memmesh.local.store import Store
 from memmesh.net.connect import coordinator_client
 from memmesh.net.presence import PresenceResponse
@@ -60,7 +60,7 @@ from tests._servers import running
 from tests._signed import add_member, make_admin, signed_client
 
 TOKEN = "loopback-team-token"
-FINGERPRINT = HashingEmbedder().fingerprint
+FINGERPRINT = get_embedder().fingerprint  # what members' stores use: the default embedder
 TEAM = "acme"
 SHARED_KINDS = ["decision", "convention", "gotcha", "command", "incident"]
 # The team's one well-known decision, and a question it answers.

@@ -66,7 +66,7 @@ def test_joining_twice_refuses_and_changes_nothing(home: Path) -> None:
 
 @requires_static
 def test_a_store_holding_items_is_re_embedded_with_the_teams_embedder(home: Path) -> None:
-    with Store(home) as store:
+    with Store(home, embedder="hashing") as store:
         item, _ = store.remember("We chose Postgres advisory locks for the job scheduler")
         store.remember("The frontend builds with pnpm")
         calls: list[tuple[int, int]] = []
@@ -91,7 +91,7 @@ def test_an_empty_store_is_only_switched(home: Path) -> None:
 
 
 def test_a_store_in_the_teams_space_already_is_left_alone(home: Path) -> None:
-    with Store(home) as store:
+    with Store(home, embedder="hashing") as store:
         store.remember("The frontend builds with pnpm")
         switched = use_team_embedder(store, _team("hashing"))
     assert switched == TeamEmbedder(name="hashing", before="hashing")
@@ -104,7 +104,7 @@ def test_without_the_embedders_extra_nothing_changes_and_it_says_what_to_install
         raise embed.EmbedderUnavailable("wordllama", "static")
 
     monkeypatch.setitem(embed._FACTORIES, "wordllama", missing)
-    with Store(home) as store:
+    with Store(home, embedder="hashing") as store:
         store.remember("The frontend builds with pnpm")
         switched = use_team_embedder(store, _team("wordllama"))
         assert store.embedder.name == "hashing"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from memmesh import embed
 from memmesh.local.store import Store
 from memmesh.policy import PolicyInvalid
 from memmesh.registry import load_identity
@@ -90,14 +91,15 @@ def test_status_names_both_embedders_and_the_switch_when_the_store_is_not_the_te
         same = team_status(Acting(store, ada.identity, ada.policy()))
         ada.write_policy(embedder="wordllama")
         other = team_status(Acting(store, ada.identity, ada.policy()))
+    default = embed.DEFAULT_EMBEDDER
     assert (same.store_embedder, same.team_embedder, same.embedder_mismatch) == (
-        "hashing",
-        "hashing",
+        default,
+        default,
         None,
     )
-    assert (other.store_embedder, other.team_embedder) == ("hashing", "wordllama")
+    assert (other.store_embedder, other.team_embedder) == (default, "wordllama")
     assert other.embedder_mismatch == (
-        "your store uses the hashing embedder, but team.yaml names wordllama for the team: "
+        f"your store uses the {default} embedder, but team.yaml names wordllama for the team: "
         "teammates' answers are ranked here by words alone, and what you publish is embedded "
         "again by the coordinator, until you run `mem reindex --embedder wordllama`"
     )
