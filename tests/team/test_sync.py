@@ -283,11 +283,11 @@ def test_a_publication_the_policy_now_refuses_is_retracted_sent_or_not_and_stays
     assert client.posted == [("/v1/publish", [(decision, 1)]), ("/v1/retract", [(fact, 1)])]
     assert all(acked for *_, acked in _acked(store))
     assert _feed(coordinator)[fact][0] == "retraction"
-    assert _search_ids(coordinator, "invoice job export batch") == []
+    assert fact not in _search_ids(coordinator, "invoice job export batch")
 
     # A policy that allows it again brings nothing back: publishing it again is the user's act.
     assert sync(registry, policy, client) == SyncReport()
-    assert _search_ids(coordinator, "invoice job export batch") == []
+    assert fact not in _search_ids(coordinator, "invoice job export batch")
 
 
 def test_another_teams_coordinator_refuses_the_request_and_nothing_is_acked(
