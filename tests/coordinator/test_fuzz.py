@@ -435,7 +435,9 @@ def test_search_with_a_huge_query_vector_answers_in_protocol(target: Target) -> 
     answer = post(target, "/v1/search", encode(query))
     assert answer.status_code == 200
     result = msgspec.json.decode(answer.content, type=SearchResponse, strict=True)
-    assert result.hits
+    # A vector pointing nowhere in particular may well find nothing relevant; what it finds
+    # has a cosine in range, and an empty answer says it abstained.
+    assert result.abstained == (not result.hits)
     assert all(-1.0 <= hit.cosine <= 1.0 for hit in result.hits)
 
 
@@ -449,12 +451,8 @@ def test_published_vector_cannot_poison_search(target: Target, project: str, sca
     item["items"][0]["vector"] = [scale] * target.dim
     published = post(target, "/v1/publish", encode(item))
     assert published.json()["results"][0]["status"] == "accepted"
-    query = {
-        "query": "poisoned vector probe",
-        "project": project,
-        "vector": [1 / target.dim**0.5] * target.dim,
-        "embedder": target.embedder,
-    }
+    # No vector: the source embeds the text itself, so the item is found by both halves.
+    query = {"query": "poisoned vector probe", "project": project}
     answer = post(target, "/v1/search", encode(query))
     assert answer.status_code == 200
     result = msgspec.json.decode(answer.content, type=SearchResponse, strict=True)

@@ -13,7 +13,7 @@ import pytest
 from memmesh import embed
 from memmesh.coordinator._space import Space
 from memmesh.coordinator.protocol import Info, PublishItem, PublishRequest
-from memmesh.embed import EmbedderUnavailable, HashingEmbedder, get_embedder
+from memmesh.embed import EmbedderUnavailable, get_embedder
 from memmesh.local import _embedding
 from memmesh.local.store import Store
 from memmesh.net.errors import Refused
@@ -27,7 +27,7 @@ from tests.team._team import LOCKS, LOCKS_QUERY, TEAM, TOKEN, Member, Team
 pytestmark = requires_static
 
 GYP = "npm install fails with node-gyp error E1234 unless python3-dev is installed"
-HASHING = HashingEmbedder().fingerprint
+STARTS = get_embedder().fingerprint  # the space a new cache starts in: the default
 
 
 def _search(team: Team, asker: Member, query: str = LOCKS_QUERY) -> SearchResponse:
@@ -53,7 +53,7 @@ def test_mem_coordinator_reindex_switches_a_running_coordinator_without_a_restar
     locks = ada.share(LOCKS)
     ada.share(GYP, kind="gotcha")
     before = _search(loopback_team, bob)
-    assert (_ids(before), before.embedder) == ([locks], HASHING)
+    assert (_ids(before), before.embedder) == ([locks], STARTS)
 
     data = str(tmp_path / "coordinator")
     done = MemRunner(tmp_path, Path.cwd())(
@@ -97,7 +97,7 @@ def test_a_coordinator_searches_with_the_old_vectors_while_its_cache_is_reindexe
 
     assert len(during) == 2
     assert all(answer == before for answer in during)
-    assert (_ids(before), before.embedder) == ([locks], HASHING)
+    assert (_ids(before), before.embedder) == ([locks], STARTS)
 
 
 def test_a_coordinator_that_cannot_load_its_caches_new_embedder_searches_by_words(
@@ -166,10 +166,10 @@ def test_the_switch_waits_for_every_running_handler_and_holds_new_ones_back(
         time.sleep(0.2)  # long enough for a switch that did not wait to have happened
         later.start()
         time.sleep(0.2)
-        assert (store.embedder.fingerprint, seen) == (HASHING, [])
+        assert (store.embedder.fingerprint, seen) == (STARTS, [])
         release.set()
         for thread in (running, switching, later):
             thread.join(10)
 
     # The running handler finished in the old space; the one held back ran in the new.
-    assert seen == [HASHING, "wordllama"]
+    assert seen == [STARTS, "wordllama"]

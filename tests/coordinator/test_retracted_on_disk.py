@@ -67,11 +67,13 @@ def _retract(client: Client, identity: Identity, count: int, first: int) -> None
     assert [o.status for o in answer.results] == ["accepted"] * count
 
 
-def _found(client: Client, query: str) -> list[str]:
+def _found(client: Client, item: SecretItem) -> bool:
+    """Whether a search for the item's own rare word brings back a text holding that word (the
+    answer may also hold neighbours found by meaning)."""
     answer = client.post(
-        "/v1/search", SearchRequest(query=query, project="billing"), SearchResponse
+        "/v1/search", SearchRequest(query=item.word, project="billing"), SearchResponse
     )
-    return [open_envelope(hit.envelope).item_id for hit in answer.hits]
+    return any(item.word in open_envelope(hit.envelope).text for hit in answer.hits)
 
 
 def test_a_retraction_leaves_no_retracted_sentence_or_word_in_any_file_of_the_data_folder(
@@ -82,11 +84,11 @@ def test_a_retraction_leaves_no_retracted_sentence_or_word_in_any_file_of_the_da
         # The scan sees text where it is: every item is in the folder while it is published,
         # and the search lexicon has loaded every word.
         assert found_anywhere(data, SECRETS + KEPT) == all_needles(SECRETS + KEPT)
-        assert len(_found(client, SECRETS[1].word)) == 1
+        assert _found(client, SECRETS[1])
 
         _retract(client, bob, len(SECRETS), 0)
 
-        assert _found(client, SECRETS[1].word) == []
+        assert not _found(client, SECRETS[1])
         assert traces(data, SECRETS) == {}
         assert found_anywhere(data, KEPT) == all_needles(KEPT)  # the rest is still there
 
@@ -104,14 +106,14 @@ def test_revoking_a_member_with_purge_leaves_none_of_its_text_in_any_file(
 ) -> None:
     _publish_secrets_and_kept(served, ada, bob)
     with served.client(ada) as client:
-        assert len(_found(client, SECRETS[1].word)) == 1
+        assert _found(client, SECRETS[1])
 
         revoked = client.post(
             "/v1/members/revoke", MemberRevoke(member="bob", purge=True), RevokeResponse
         )
 
         assert revoked.purged == len(SECRETS)
-        assert _found(client, SECRETS[1].word) == []
+        assert not _found(client, SECRETS[1])
     assert traces(data, SECRETS) == {}
     assert found_anywhere(data, KEPT) == all_needles(KEPT)
 
@@ -172,8 +174,8 @@ def test_nothing_retracted_or_purged_is_on_disk_after_a_restart(
     after_stop = traces(data, SECRETS)
     with _serving(data, clock) as (_, url):
         with signed_client(url, ada, team=TEAM, token=TOKEN) as client:
-            assert _found(client, SECRETS[12].word) == []
-            assert len(_found(client, KEPT[0].word)) == 1
+            assert not _found(client, SECRETS[12])
+            assert _found(client, KEPT[0])
         while_serving_again = traces(data, SECRETS)
     assert (after_stop, while_serving_again, traces(data, SECRETS)) == ({}, {}, {})
     assert found_anywhere(data, KEPT) == all_needles(KEPT)

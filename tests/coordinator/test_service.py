@@ -18,6 +18,7 @@ from memmesh.coordinator.protocol import (
     RetractRequest,
 )
 from memmesh.coordinator.service import MAX_PRESENCE_TTL
+from memmesh.local import _recall
 from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.registry import Identity, create_identity
@@ -234,8 +235,14 @@ def test_search_filters_by_author_name(coordinator: Coordinator, identity: Ident
 
 
 def test_search_answers_each_hit_with_its_own_envelope_best_first(
-    coordinator: Coordinator, identity: Identity, other_identity: Identity
+    coordinator: Coordinator,
+    identity: Identity,
+    other_identity: Identity,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Every note shares the query's first words: an answer keeping all its candidates (not
+    # only those near the best) shows each with its own envelope.
+    monkeypatch.setattr(_recall, "MIN_SHARE_OF_BEST", 0.0)
     sent, by_ada = {}, set()
     for n, fact in enumerate(TEXTS):
         text = f"Quokka ledger note: {fact}"

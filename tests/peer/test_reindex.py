@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memmesh.embed import HashingEmbedder, get_embedder
+from memmesh.embed import get_embedder
 from memmesh.local import _embedding
 from memmesh.local.store import Store
 from memmesh.net.client import Client
@@ -135,7 +135,7 @@ def test_a_peer_answers_with_the_old_vectors_while_a_reindex_stages_the_new_ones
     for _, answer in asked:
         assert answer == before
     [hit] = before.hits
-    assert (before.embedder, before.lexical_only) == (HashingEmbedder().fingerprint, False)
+    assert (before.embedder, before.lexical_only) == (get_embedder().fingerprint, False)
     assert open_envelope(hit.envelope).item_id == locks
     # Switched: the peer answers in the new space at once, without a restart.
     assert after.embedder == get_embedder("wordllama").fingerprint
