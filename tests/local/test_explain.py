@@ -7,7 +7,15 @@ import pytest
 
 from memmesh.local import outcomes
 from memmesh.local._explain import MAX_LEFT_OUT, REASONS, LeftOut
-from memmesh.local._recall import MIN_COVERAGE, W_EXACT, W_LEXICAL, Mode, Recall, recall
+from memmesh.local._recall import (
+    MIN_CLOSENESS,
+    MIN_COVERAGE,
+    W_EXACT,
+    W_LEXICAL,
+    Mode,
+    Recall,
+    recall,
+)
 from memmesh.local.store import Store
 from tests._clock import FakeClock
 from tests.local.test_recall import FACTS
@@ -35,12 +43,15 @@ def test_an_item_matching_too_little_of_the_query_is_left_out_below_the_gate(
     store: Store,
 ) -> None:
     store.remember(RETRIES, project="shop")
-    search, _ = store.remember(SEARCH, project="shop")  # shares only "service"
+    # Shares only "service", and means something else: no closer than unrelated texts get.
+    search, _ = store.remember(
+        "The office plants are watered by the front desk service", project="shop"
+    )
 
     left = _left_out(_explained(store), search.id)
 
     assert left.reason == "below_gate"
-    assert left.parts.cosine < store.embedder.min_cosine
+    assert left.parts.closeness < MIN_CLOSENESS
     assert (left.parts.covered, left.parts.words) == (1, 7)
     assert left.parts.coverage < MIN_COVERAGE
     assert left.parts.exact_tokens == ()
@@ -118,7 +129,8 @@ def test_every_reason_is_one_of_the_closed_set(store: Store) -> None:
     assert answer.explanation is not None
     assert {left.reason for left in answer.explanation.left_out} <= set(REASONS)
     assert set(REASONS) == {
-        "below_gate", "outcome_excluded", "out_of_scope", "ranked_below_k", "withheld"
+        "below_gate", "below_floor", "far_below_best", "outcome_excluded", "out_of_scope",
+        "ranked_below_k", "withheld",
     }  # fmt: skip
 
 
@@ -133,7 +145,7 @@ def test_a_hits_parts_add_up_to_its_score(store: Store) -> None:
     assert parts.exact_tokens == ("e1234",)
     assert parts.exact_bonus == pytest.approx(W_EXACT)
     assert parts.relevance == pytest.approx(
-        store.embedder.vector_weight * parts.closeness
+        store.embedder.vector_weight * max(parts.closeness, 0.0)
         + W_LEXICAL * parts.lexical
         + parts.exact_bonus
     )

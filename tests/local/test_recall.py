@@ -4,8 +4,9 @@ import sqlite3
 
 import pytest
 
+from memmesh.embed import closeness
 from memmesh.local._fulltext import fts_query
-from memmesh.local._recall import MAX_K, Mode, Recall, recall
+from memmesh.local._recall import MAX_K, MIN_CLOSENESS, Mode, Recall, recall
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import Item
 from memmesh.local.store import Store
@@ -320,8 +321,9 @@ def test_vector_mode_ranks_by_cosine_alone(store: Store, facts: dict[str, Item])
     assert result.hits[0].item.id == facts[FACTS[0]].id
     for hit in result.hits:
         assert hit.lexical == 0.0
-        assert hit.score == pytest.approx(hit.cosine)
-    assert result.hits[0].cosine >= store.embedder.min_cosine
+        # The cosine in the embedder's own units: the same order as the cosine's.
+        assert hit.score == pytest.approx(closeness(hit.cosine, store.embedder.unrelated))
+    assert result.hits[0].score >= MIN_CLOSENESS
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])

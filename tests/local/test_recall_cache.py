@@ -66,7 +66,7 @@ def _assert_scores_from_current_text(store: Store) -> None:
 
 def _vector_part(store: Store, cosine: float) -> float:
     """What a cosine adds to the fused score: its closeness, weighed as the embedder says."""
-    return store.embedder.vector_weight * closeness(cosine, store.embedder.unrelated)
+    return store.embedder.vector_weight * max(closeness(cosine, store.embedder.unrelated), 0.0)
 
 
 def _revise_the_oldest(store: Store) -> None:

@@ -8,7 +8,7 @@
    above what two unrelated texts get from that embedder (:func:`memmesh.embed.closeness`,
    calibrated per embedder by ``bench/calibrate.py``). So every setting below means the same
    whichever embedder the store uses.
-3. Relevance (:func:`_relevance`) is ``vector_weight * closeness + W_LEXICAL * bm25 /
+3. Relevance (:func:`_relevance`) is ``vector_weight * max(closeness, 0) + W_LEXICAL * bm25 /
    best_bm25``, plus ``W_EXACT`` when the item holds one of the query's exact tokens
    verbatim. ``vector_weight`` is the embedder's: how much its cosine tells beyond the words.
 4. A candidate counts only when it passes an absolute gate (:func:`_passes_gate`): a
@@ -72,8 +72,9 @@ __all__ = [
 Mode = Literal["hybrid", "lexical", "vector"]
 # The relative BM25's weight; a spread of closeness weighs the embedder's ``vector_weight``.
 W_LEXICAL = 0.3
-# Sharing an exact token with the query (``node-gyp`` itself, not ``node-gyp-build``).
-W_EXACT = 0.2
+# Sharing an exact token with the query (``node-gyp`` itself, not ``node-gyp-build``): with
+# the best BM25 match it reaches MIN_RELEVANCE alone, so an identifier asked for is answered.
+W_EXACT = 0.3
 # Closer than about 5 in 6 unrelated texts: the gate drops only what is plainly unrelated.
 MIN_CLOSENESS = 1.0
 MIN_COVERAGE = 0.25
@@ -238,7 +239,9 @@ def _relevance(query: "_Query", close: float, lexical: float, exact: bool) -> fl
         return close
     if query.mode == "lexical":
         return lexical
-    return query.vector_weight * close + W_LEXICAL * lexical + (W_EXACT if exact else 0.0)
+    # A cosine no closer than unrelated texts get is no evidence either way: it adds nothing.
+    vector = query.vector_weight * max(close, 0.0)
+    return vector + W_LEXICAL * lexical + (W_EXACT if exact else 0.0)
 
 
 def _passes_gate(close: float, exact: bool, coverage: float) -> bool:

@@ -66,7 +66,7 @@ def team_score(
     bonus = W_EXACT if exact else 0.0
     if close is None:
         return coverage + bonus
-    return embedder.vector_weight * close + W_LEXICAL * coverage + bonus
+    return embedder.vector_weight * max(close, 0.0) + W_LEXICAL * coverage + bonus
 
 
 def merge(candidates: dict[ItemKey, Candidate], candidate: Candidate) -> None:
