@@ -13,7 +13,7 @@ QUERY = "how many times does the billing service retry failed webhooks"
 RETRIES = "The billing service retries failed webhooks 5 times with exponential backoff"
 DEAD_LETTERS = "Billing webhooks that keep failing go to the dead-letter queue"
 UNTIL = "Webhooks from billing are retried until they stop failing"
-SEARCH = "The search service is rebuilt by a cron job on Sundays"
+SEARCH = "The office plants are watered by the front desk service"
 WORKER = "Failed webhooks are retried by the billing worker every ten minutes"
 
 
@@ -43,10 +43,12 @@ def test_why_prints_each_hits_parts_and_says_why_each_near_miss_was_left_out(
     assert result.stderr == ""
     lines = result.stdout.splitlines()
     # Ids are shown by 10 characters or more, padded to the longest.
-    assert re.fullmatch(rf"0\.\d{{3}}  {ids[RETRIES][:10]}\w* +\[fact, shop\]  {RETRIES}", lines[0])
     assert re.fullmatch(
-        r" {7}relevance 0\.\d{3}: cosine 0\.\d{3}, bm25 \d+\.\d\d \(1\.00 of the best\), "
-        r"6 of 7 query words, no track record x1\.00 = 0\.\d{3}",
+        rf"\d\.\d{{3}}  {ids[RETRIES][:10]}\w* +\[fact, shop\]  {RETRIES}", lines[0]
+    )
+    assert re.fullmatch(
+        r" {7}relevance \d\.\d{3}: cosine 0\.\d{3} \([+-]\d+\.\d spreads\), bm25 \d+\.\d\d "
+        r"\(1\.00 of the best\), 6 of 7 query words, no track record x1\.00 = \d\.\d{3}",
         lines[1],
     ), lines[1]
     assert lines[2] == "left out:"
@@ -60,14 +62,15 @@ def test_why_prints_each_hits_parts_and_says_why_each_near_miss_was_left_out(
     )
     assert re.fullmatch(
         r"in project ops, outside shop \+ global: `mem recall --project ops` would find it "
-        r"\(score 0\.\d{3}\)",
+        r"\(score \d\.\d{3}\)",
         reasons[WORKER],
     )
     assert re.fullmatch(
-        r"below the relevance gate: cosine 0\.\d\d < 0\.35, 1 of 7 query words \(under 25%\)",
+        r"below the relevance gate: cosine -?0\.\d\d, [+-]\d\.\d spreads above unrelated texts "
+        r"\(under \+1\.0\), 1 of 7 query words \(under 25%\)",
         reasons[SEARCH],
     )
-    assert re.fullmatch(r"ranked #2, below -k 1 \(score 0\.\d{3}\)", reasons[DEAD_LETTERS])
+    assert re.fullmatch(r"ranked #2, below -k 1 \(score \d\.\d{3}\)", reasons[DEAD_LETTERS])
     # Explaining is not a recall: nothing is journaled, and there is no trace to print.
     assert "trace" not in result.stdout
     conn = sqlite3.connect(home / "memory.db")
@@ -107,7 +110,7 @@ def test_why_trace_replays_a_past_recall_and_says_what_became_of_each_item(
         (ids[DEAD_LETTERS], "inactive"),
     ]
     assert as_json["trace"]["query"] == QUERY
-    assert as_json["now"]["explanation"]["gate"]["min_cosine"] == 0.35
+    assert as_json["now"]["explanation"]["gate"]["min_closeness"] == 1.0
 
 
 def test_why_refuses_bad_input_with_one_line_and_no_traceback(mem: MemRunner) -> None:
