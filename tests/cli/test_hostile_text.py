@@ -5,6 +5,7 @@ team` command with those characters shown as escapes, one item on one line; ``--
 the exact text, escaped."""
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -108,7 +109,7 @@ def test_recall_team_shows_a_teammate_s_terminal_escapes_and_keeps_each_hit_on_o
 ) -> None:
     shown = _ran(bob_and_hostile("team", "recall-team", "which locks does the job scheduler use"))
 
-    hits = [line for line in shown.splitlines() if line.startswith("0.")]
+    hits = [line for line in shown.splitlines() if re.match(r"\d+\.\d{3}  ", line)]
     assert len(hits) == 1, shown  # the forged lines stay inside the one real hit
     assert printable(TEXT) in hits[0]
     assert printable(NAME) in hits[0]  # the author, as the roster names her
