@@ -75,6 +75,7 @@ from _common import (
     table,
     thread_settings,
 )
+from memmesh.embed import DEFAULT_EMBEDDER, EMBEDDER_NAMES
 from memmesh.local._recall import Mode, recall
 from memmesh.local.ids import new_id
 from memmesh.local.items import check_tags
@@ -736,7 +737,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--quality-only", action="store_true")
     only.add_argument("--speed-only", action="store_true")
-    parser.add_argument("--embedder", choices=("hashing", "e5-small"), default="hashing")
+    parser.add_argument("--embedder", choices=EMBEDDER_NAMES, default=DEFAULT_EMBEDDER)
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument(
         "--remember-budget",

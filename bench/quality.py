@@ -77,7 +77,7 @@ import numpy as np
 
 import local_recall
 from _common import Latency, log, ms_since, share, table
-from memmesh.embed import EMBEDDER_NAMES, get_embedder
+from memmesh.embed import DEFAULT_EMBEDDER, EMBEDDER_NAMES, get_embedder
 from memmesh.local._recall import Mode, recall
 from memmesh.local.items import GLOBAL
 from memmesh.local.store import Store
@@ -281,7 +281,7 @@ def run_throughput(embedder: str, count: int) -> tuple[float, int]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=TEAMDEV, help="teamdev-format JSON file")
-    parser.add_argument("--embedder", choices=EMBEDDER_NAMES, default="hashing")
+    parser.add_argument("--embedder", choices=EMBEDDER_NAMES, default=DEFAULT_EMBEDDER)
     parser.add_argument("--half", choices=HALVES, default="all", help="which queries (all)")
     parser.add_argument(
         "--rankings", action="store_true", help="also vector-only, BM25-only, raw cosine"
