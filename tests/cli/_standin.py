@@ -45,6 +45,7 @@ class StandIn:
         self.disclosed: list[tuple[str, p.Disclosure]] = []  # (author's key, disclosure)
         self.published: dict[str, int] = {}  # author's key -> items a purge would remove
         self.joins = 0  # join requests that reached it
+        self.embedder = ""  # the embedder a join answer names (none, like an older coordinator)
         self.invite_requests: list[p.InviteRequest] = []
         self._lock = threading.Lock()
 
@@ -111,7 +112,10 @@ class StandIn:
                 raise Forbidden("no such invite: used already, expired, or never made")
             member = self._put(invited.name, caller.key, invited.admin)
         return p.JoinResponse(
-            member=member, team=self.team, coordinator_key=self.key.public_key_text
+            member=member,
+            team=self.team,
+            coordinator_key=self.key.public_key_text,
+            embedder=self.embedder,
         )
 
     def disclosures(self, caller: Caller, request: p.DisclosuresRequest) -> p.DisclosuresResponse:

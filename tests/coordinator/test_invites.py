@@ -81,6 +81,7 @@ def test_an_invite_joins_the_signer_under_its_name_and_admin_flag(served: Inviti
         ),
         team=TEAM,
         coordinator_key=served.coordinator.identity.public_key_text,
+        embedder=served.coordinator.store.embedder.name,  # the team's space, for its team.yaml
     )  # fmt: skip
     with served.client(carol) as client:
         assert client.get("/v1/info", Info).coordinator_key == joined.coordinator_key

@@ -86,6 +86,33 @@ def test_an_invite_lets_a_new_laptop_join_under_its_name(
     assert names == {"admin", "bob"}
 
 
+def test_a_new_member_takes_the_embedder_the_coordinator_names(
+    standin: StandIn, admin: Path, tmp_path: Path
+) -> None:
+    standin.embedder = "hashing"
+    written = tmp_path / "bob"
+    roster.join(written, _invite(admin, "bob").code)
+    # Over a team.yaml naming another: the coordinator's space is the team's.
+    over = tmp_path / "carol"
+    over.mkdir()
+    (over / POLICY_FILENAME).write_text("team: acme\nembedder: wordllama\n", encoding="utf-8")
+    roster.join(over, _invite(admin, "carol").code)
+
+    assert load_policy(written).embedder == load_policy(over).embedder == "hashing"
+
+
+def test_a_coordinator_naming_an_unknown_embedder_is_refused_and_team_yaml_not_written(
+    standin: StandIn, admin: Path, tmp_path: Path
+) -> None:
+    standin.embedder = "word2vec\x1b[2J"
+    mallory = tmp_path / "mallory"
+    with pytest.raises(BadResponse) as refused:
+        roster.join(mallory, _invite(admin, "mallory").code)
+    # Named, with its escape shown as text: it never reaches the terminal raw.
+    assert "does not know: word2vec\\x1b[2J; team.yaml was not written" in str(refused.value)
+    assert not (mallory / POLICY_FILENAME).exists()
+
+
 def test_only_the_secrets_digest_reaches_the_coordinator(standin: StandIn, admin: Path) -> None:
     invited = _invite(admin, "bob")
     secret = JoinCode.decode(invited.code).secret

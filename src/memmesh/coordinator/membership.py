@@ -213,7 +213,12 @@ class Membership:
             # One transaction: the invite is used up exactly when its member is added.
             _members.use_invite(tx, digest, now)
             _members.add_member(tx, entry)
-        return JoinResponse(member=entry, team=self.team, coordinator_key=self.coordinator_key)
+        return JoinResponse(
+            member=entry,
+            team=self.team,
+            coordinator_key=self.coordinator_key,
+            embedder=self.store.embedder.name,
+        )
 
     def bootstrap(self, name: str, *, reuse: str | None = None) -> tuple[str, float] | None:
         """The secret and expiry of the first admin's invite (for ``name``), or ``None`` once

@@ -154,12 +154,15 @@ class JoinRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
 
 class JoinResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """The new member as the roster has it, the team, and the coordinator's own public key
-    (which signs retraction receipts)."""
+    """The new member as the roster has it, the team, the coordinator's own public key (which
+    signs retraction receipts), and the name of the embedder its cache uses: the team's one
+    vector space, which the joining member's team.yaml and store take on (empty from a
+    coordinator that does not say)."""
 
     member: RosterMember
     team: str
     coordinator_key: str
+    embedder: str = ""
 
 
 class DisclosuresRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import msgspec
 
+from memmesh._embedders import EMBEDDER_NAMES
 from memmesh.coordinator.invites import JoinCode, new_secret, secret_digest
 from memmesh.coordinator.membership import MAX_INVITE_TTL
 from memmesh.coordinator.protocol import (
@@ -42,6 +43,7 @@ from memmesh.policy.errors import NoCoordinator, PolicyMissing
 from memmesh.registry import Identity, create_identity, load_identity
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import KEY_FILENAME, public_key_from_text
+from memmesh.text import printable
 
 __all__ = [
     "DEFAULT_INVITE_TTL",
@@ -171,7 +173,7 @@ def join(
         existing = None
     current = parse_policy(existing, str(path)) if existing is not None else None
     # Fails here, before the invite is spent, if the file cannot take the values.
-    _policy_text(existing, code, url, name or code.name, _SOME_KEY, str(path))
+    _policy_text(existing, code, url, name or code.name, _SOME_KEY, "", str(path))
     created = not (home / KEY_FILENAME).exists()
     identity = create_identity(home) if created else load_identity(home)
     coordinator = Policy(
@@ -185,7 +187,9 @@ def join(
         answer = client.post("/v1/join", JoinRequest(secret=code.secret), JoinResponse)
     _check_answer(answer, code, url, identity)
     chosen = name or answer.member.name
-    text = _policy_text(existing, code, url, chosen, answer.coordinator_key, str(path))
+    text = _policy_text(
+        existing, code, url, chosen, answer.coordinator_key, answer.embedder, str(path)
+    )
     write_policy_source(home, text)
     return JoinedTeam(
         member=answer.member,
@@ -199,9 +203,10 @@ def join(
 
 
 def _policy_text(
-    existing: str | None, code: JoinCode, url: str, name: str, key: str, path: str
+    existing: str | None, code: JoinCode, url: str, name: str, key: str, embedder: str, path: str
 ) -> str:
-    """team.yaml after joining: ``existing`` with the joined team's keys set, or a new one."""
+    """team.yaml after joining: ``existing`` with the joined team's keys set, or a new one; the
+    coordinator's ``embedder`` (when it names one) is the team's, whatever the file said."""
     base = existing
     if base is None:
         base = policy_template(name=name, team=code.team, coordinator=url)
@@ -212,6 +217,8 @@ def _policy_text(
         "coordinator_pin": code.pin,
         "coordinator_key": key,
     }
+    if embedder:
+        values["embedder"] = embedder
     return update_policy(base, values, path)
 
 
@@ -222,6 +229,8 @@ def _check_answer(answer: JoinResponse, code: JoinCode, url: str, identity: Iden
         problem = f"answered for team {answer.team!r}, but the join code is for {code.team!r}"
     elif answer.member.key != identity.public_key_text:
         problem = "put another key on the roster than the one that asked"
+    elif answer.embedder and answer.embedder not in EMBEDDER_NAMES:
+        problem = f"named an embedder this memmesh does not know: {printable(answer.embedder)}"
     else:
         try:
             public_key_from_text(answer.coordinator_key)
