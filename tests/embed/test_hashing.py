@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+from memmesh import embed
+from memmesh._embedders import EMBEDDER_NAMES
 from memmesh.embed import (
     EmbedderUnavailable,
     HashingEmbedder,
@@ -98,6 +100,11 @@ def test_get_embedder_gives_hashing_by_name() -> None:
     embedder = get_embedder("hashing")
     assert isinstance(embedder, HashingEmbedder)
     assert embedder.name == "hashing"
+
+
+def test_every_embedder_name_help_lists_has_its_factory() -> None:
+    # The names live apart from the factories (importable without numpy): they must agree.
+    assert tuple(embed._FACTORIES) == EMBEDDER_NAMES
 
 
 def test_get_embedder_refuses_an_unknown_name() -> None:

@@ -36,7 +36,10 @@ class Embedder(Protocol):
 
     @property
     def min_cosine(self) -> float:
-        """Cosine from which a query and a text are plausibly about the same thing."""
+        """Cosine from which two texts are plausibly about the same thing, in raw cosine.
+
+        Recall no longer gates on it (it reads cosines as :func:`closeness` against
+        :attr:`unrelated`); corroboration's optional cosine check still does."""
 
     @property
     def unrelated(self) -> tuple[float, float]:

@@ -41,7 +41,8 @@ _UNRELATED = (0.134, 0.116)
 # with one of its words dropped still reaches it 96 times in 100, three dropped 80 (hashing:
 # 99 and 76); no two distinct facts and none of the restatement pairs reach it.
 _DUPLICATE_COSINE = 0.94
-# Where the team path's gate starts (its own scoring, team/rank.py): unrelated + 3 spreads.
+# Raw-cosine "about the same thing" (unrelated + 3 spreads), for corroboration's optional
+# cosine check; recall gates on closeness instead.
 _MIN_COSINE = 0.48
 
 
