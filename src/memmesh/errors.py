@@ -19,7 +19,8 @@ that this tree is the real one):
     │   └── TokenRejected                  3     500  token_rejected
     ├── AgentError (agents)                1     500  agent_error
     │   ├── ConfigFileError                1     500  config_file_error
-    │   └── McpUnavailable                 1     500  mcp_unavailable
+    │   ├── McpUnavailable                 1     500  mcp_unavailable
+    │   └── ReadOnly                       1     500  read_only
     ├── CliError (cli)                     1     500  cli_error
     │   ├── DemoFailed                     1     500  demo_failed
     │   ├── TeamRefused                    3     500  team_refused

@@ -1,13 +1,11 @@
 """`mem mcp` driven by the MCP SDK's own client: it starts the real server over stdio, lists
 the tools and calls each of them, including the calls that must fail."""
 
-import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,56 +13,17 @@ import anyio
 import pytest
 
 from memmesh.local.store import Store
+from tests.agents._mcp import _call, _fail, _with_session
 from tests.conftest import requires_mcp
 from tests.team._team import TOKEN, Team, team_on_loopback
 
 pytestmark = requires_mcp
 
-LOCAL_TOOLS = {"recall", "remember", "outcome", "forget"}
+LOCAL_TOOLS = {"recall", "why", "remember", "outcome", "revise", "forget"}
 TEAM_TOOLS = {"recall_team", "publish"}
 DEPLOYS = "Deploys go through the blue-green script in ops/deploy.sh"
 # Split so that this file does not itself look like it holds a key.
 AWS_KEY = "The CI deploy user's access key id is AKIA" + "TYMXMS67ANWP46I4"
-
-
-@asynccontextmanager
-async def _session(home: Path, cwd: Path) -> AsyncIterator[Any]:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
-
-    env = {k: v for k, v in os.environ.items() if k.startswith(("MEM_", "PYTHON"))}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memmesh", "--home", str(home), "mcp"],
-        env=env,
-        cwd=cwd,
-    )
-    async with Client(params) as client:
-        yield client
-
-
-def _with_session(home: Path, cwd: Path, scenario: Callable[[Any], Awaitable[None]]) -> None:
-    async def main() -> None:
-        async with _session(home, cwd) as client:
-            await scenario(client)
-
-    anyio.run(main)
-
-
-async def _call(client: Any, tool: str, **arguments: Any) -> dict[str, Any]:
-    """A successful call's compact JSON answer."""
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    answer: dict[str, Any] = json.loads(result.content[0].text)
-    return answer
-
-
-async def _fail(client: Any, tool: str, **arguments: Any) -> str:
-    """A failing call's error text (the call must be a tool error, not a crash)."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.content[0].text
-    text: str = result.content[0].text
-    return text
 
 
 @pytest.fixture
@@ -160,7 +119,7 @@ def test_recall_with_explain_says_why_each_hit_scored_and_what_was_left_out(
         plain = await _call(client, "recall", query=query, project="shop")
         found = await _call(client, "recall", query=query, project="shop", explain=True)
 
-        assert set(plain) == {"hits", "abstained", "projects"}
+        assert set(plain) == {"hits", "abstained", "projects", "trace"}
         assert [hit["id"] for hit in found["hits"]] == [hit["id"] for hit in plain["hits"]]
         why = found["hits"][0]["why"]
         assert set(why) == {"cosine", "lexical", "exact", "words", "record_factor", "score"}
@@ -208,6 +167,7 @@ def test_a_failing_call_is_a_clear_tool_error_and_the_server_carries_on(
         assert "no item" in await _fail(client, "forget", id="01ZZZZZZ")
         # Still serving, and nothing was written by the failed calls.
         answer = await _call(client, "recall", query="deploys")
+        answer.pop("trace")
         assert answer == {"hits": [], "abstained": True, "projects": ["global"]}
 
     _with_session(home, cwd, scenario)

@@ -3,12 +3,13 @@
 MemmeshError
 └── AgentError                  exit 1
     ├── McpUnavailable          the optional MCP SDK is not installed
-    └── ConfigFileError         a client's configuration file cannot be read or safely edited
+    ├── ConfigFileError         a client's configuration file cannot be read or safely edited
+    └── ReadOnly                a read-only MCP server (`mem mcp --read-only`) refused a change
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["AgentError", "ConfigFileError", "McpUnavailable"]
+__all__ = ["AgentError", "ConfigFileError", "McpUnavailable", "ReadOnly"]
 
 
 class AgentError(MemmeshError):
@@ -35,3 +36,14 @@ class ConfigFileError(AgentError):
         super().__init__(f"{path}: {problem}; nothing was changed")
         self.path = path
         self.problem = problem
+
+
+class ReadOnly(AgentError):
+    """A tool that would change the store or the team was called on a read-only server."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(
+            f"{tool} is not allowed: this memory server is read-only (mem mcp --read-only); "
+            "it can recall and explain, never change anything"
+        )
+        self.tool = tool

@@ -9,6 +9,9 @@ tool's schema is one sentence naming it and what it should be (not the SDK's val
 The team tools (``recall_team``, ``publish``) are offered only when team.yaml names a
 coordinator when the server starts; each call reads the policy again, so a policy that has
 since become invalid refuses the call instead of being bypassed.
+
+A read-only server (``mem mcp --read-only``, for sub-agents and scheduled runs) offers only
+the tools that change nothing: ``recall``, ``why`` and ``recall_team``.
 """
 
 import asyncio
@@ -48,7 +51,15 @@ memmesh is this developer's long-term memory (and, when set up, their team's).
 Before answering a question about this codebase, its conventions, past decisions, gotchas or
 commands, call `recall` with the question. When you learn something durable (a decision, a
 convention, a gotcha, a command that works), call `remember`. After acting on a recalled item,
-call `outcome` with its id: worked, failed or partial. `forget` archives an item that is wrong.
+call `outcome`: worked, failed or partial (without an id it credits what your last recall
+returned). `revise` corrects an item, `forget` archives one that is wrong; `why` explains a
+recall.
+"""
+
+READ_ONLY_INSTRUCTIONS = """\
+memmesh is this developer's long-term memory (and, when set up, their team's), offered here
+read-only. Before answering a question about this codebase, its conventions, past decisions,
+gotchas or commands, call `recall` with the question; `why` explains a recall.
 """
 
 TEAM_INSTRUCTIONS = """\
@@ -79,13 +90,16 @@ Kind = Annotated[
 ]
 
 
-def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPServer:
-    """The MCP server over the member's ``store`` in ``home``; tools run on ``workers``.
+def build_server(
+    home: Path, store: Store, workers: ThreadPoolExecutor, *, read_only: bool = False
+) -> MCPServer:
+    """The MCP server over the member's ``store`` in ``home``; tools run on ``workers``; with
+    ``read_only``, only the tools that change nothing.
 
     The tools run on threads that live as long as the server: they bound how many calls run
     at once, and each keeps its read connection to the store from one call to the next.
     """
-    tools = Tools(home, store)
+    tools = Tools(home, store, read_only=read_only)
 
     async def run(call: Callable[[], dict[str, Any]]) -> str:
         return await asyncio.get_running_loop().run_in_executor(workers, _answer, call)
@@ -95,7 +109,8 @@ def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPSe
     server = _Server(
         "memmesh",
         version=__version__,
-        instructions=INSTRUCTIONS + (TEAM_INSTRUCTIONS if team else ""),
+        instructions=(READ_ONLY_INSTRUCTIONS if read_only else INSTRUCTIONS)
+        + (TEAM_INSTRUCTIONS if team and not read_only else ""),
     )
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -148,19 +163,62 @@ def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPSe
         """
         return await run(lambda: tools.remember(text, kind=kind, project=project, tags=tags))
 
+    async def why(
+        query: Annotated[
+            str | None,
+            Field(default=None, min_length=1, max_length=2000, description="a query to explain"),
+        ] = None,
+        trace: Annotated[
+            str | None,
+            Field(
+                default=None,
+                min_length=12,
+                max_length=12,
+                description="or the trace id of a past recall, to run again",
+            ),
+        ] = None,
+        k: K = 5,
+        project: Project = None,
+    ) -> str:
+        """Explain a recall: each hit's score parts and the near misses with the reason each
+        was left out. Give a query (nothing is recorded), or a past recall's trace id to see
+        what became of each item it returned."""
+        return await run(lambda: tools.why(query, trace=trace, k=k, project=project))
+
     async def outcome(
-        id: ItemId,
         result: Annotated[
             Literal["worked", "failed", "partial"],
             Field(description="how following the item went"),
         ],
+        id: Annotated[
+            str | None,
+            Field(
+                default=None,
+                min_length=4,
+                max_length=64,
+                description="item id (or a unique prefix); default: every item your last "
+                "recall returned",
+            ),
+        ] = None,
     ) -> str:
         """Report whether acting on a recalled item worked, failed or partly worked.
 
         Call it after using an item from recall: items that keep failing stop being recalled,
-        items that work rank higher.
+        items that work rank higher. Without an id it credits what the last recall returned.
         """
         return await run(lambda: tools.outcome(id, result))
+
+    async def revise(
+        id: ItemId,
+        text: Annotated[
+            str,
+            Field(min_length=1, max_length=8192, description="the corrected fact, whole"),
+        ],
+    ) -> str:
+        """Correct an item: the new text replaces it (the old one is kept as history) and is
+        returned with its new id. If the old one was shared with the team, it is retracted,
+        and the revision is shared only once the developer publishes it."""
+        return await run(lambda: tools.revise(id, text))
 
     async def forget(id: ItemId) -> str:
         """Archive an item that is wrong or obsolete; it is never recalled again.
@@ -170,9 +228,10 @@ def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPSe
         return await run(lambda: tools.forget(id))
 
     server.add_tool(recall, annotations=reads, structured_output=False)
-    server.add_tool(remember, annotations=writes, structured_output=False)
-    server.add_tool(outcome, annotations=writes, structured_output=False)
-    server.add_tool(forget, annotations=writes, structured_output=False)
+    server.add_tool(why, annotations=reads, structured_output=False)
+    if not read_only:
+        for change in (remember, outcome, revise, forget):
+            server.add_tool(change, annotations=writes, structured_output=False)
     if not team:
         return server
 
@@ -213,13 +272,14 @@ def build_server(home: Path, store: Store, workers: ThreadPoolExecutor) -> MCPSe
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
         structured_output=False,
     )
-    server.add_tool(
-        publish,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, open_world_hint=True
-        ),
-        structured_output=False,
-    )
+    if not read_only:
+        server.add_tool(
+            publish,
+            annotations=ToolAnnotations(
+                read_only_hint=False, destructive_hint=False, open_world_hint=True
+            ),
+            structured_output=False,
+        )
     return server
 
 
@@ -277,11 +337,11 @@ def _expected(detail: "ErrorDetails") -> str:
     return f"{name} {known.get(kind) or 'is not valid: ' + detail['msg'].lower()}"
 
 
-def serve(home: Path, store: Store) -> None:
+def serve(home: Path, store: Store, *, read_only: bool = False) -> None:
     """Serve MCP on stdin/stdout until the client closes the connection."""
     logging.basicConfig(level=logging.WARNING, format="mem mcp: %(levelname)s: %(message)s")
     with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="memmesh-mcp") as workers:
-        build_server(home, store, workers).run("stdio")
+        build_server(home, store, workers, read_only=read_only).run("stdio")
 
 
 def _answer(call: Callable[[], dict[str, Any]]) -> str:

@@ -6,19 +6,25 @@ can do nothing a member could not do from the command line, and nothing more: in
 :meth:`Tools.publish` has no way to force past the policy.
 
 Results are dicts of plain values, short on purpose (an agent pays for every token), and
-always carry item ids so that the agent can report an outcome afterwards.
+always carry item ids so that the agent can report an outcome afterwards; every hit carries
+its track record in words (``has worked 3 times``) once one was reported. The items the last
+recall returned are kept, so that :meth:`Tools.outcome` without an id credits them.
+
+A read-only :class:`Tools` (``mem mcp --read-only``, for sub-agents and scheduled runs) recalls
+and explains but refuses every call that would change the store or the team's view of it.
 """
 
 from pathlib import Path
 from typing import Any
 
-from memmesh.local import Parts, outcomes, recall
+from memmesh.agents.errors import ReadOnly
+from memmesh.local import InvalidInput, Parts, Recall, outcomes, recall, replay
 from memmesh.local.items import GLOBAL, Item
 from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
 from memmesh.policy import load_policy, redact
 from memmesh.registry import load_identity
-from memmesh.team.changes import forget
+from memmesh.team.changes import forget, revise
 from memmesh.team.member import Member, reported_action
 
 __all__ = ["Tools"]
@@ -27,9 +33,15 @@ __all__ = ["Tools"]
 class Tools:
     """The agent's tools over the member's store in ``home`` (``store`` stays the caller's)."""
 
-    def __init__(self, home: Path, store: Store) -> None:
+    def __init__(self, home: Path, store: Store, *, read_only: bool = False) -> None:
         self.home = home
         self.store = store
+        self.read_only = read_only
+        self.last: tuple[str, ...] = ()  # the ids the last recall returned
+
+    def _writable(self, tool: str) -> None:
+        if self.read_only:
+            raise ReadOnly(tool)
 
     def recall(
         self, query: str, *, k: int = 5, project: str | None = None, explain: bool = False
@@ -37,28 +49,56 @@ class Tools:
         """The items most relevant to ``query`` in the project (plus global); with ``explain``,
         each hit's score parts (``why``), the gate, and the near misses with their reason."""
         answer = recall(self.store, query, k=k, project=resolve_project(project), explain=explain)
-        result: dict[str, Any] = {
-            "hits": [
-                _hit(h.item, h.score) | ({"why": _parts(h.parts)} if h.parts else {})
-                for h in answer.hits
-            ],
-            "abstained": answer.abstained,
-            "projects": list(answer.projects),
+        self.last = tuple(hit.item.id for hit in answer.hits)
+        return _recalled(answer)
+
+    def why(
+        self,
+        query: str | None = None,
+        *,
+        trace: str | None = None,
+        k: int = 5,
+        project: str | None = None,
+    ) -> dict[str, Any]:
+        """Explain a recall of ``query`` without recording it, or run the past recall
+        ``trace`` again and say what became of each item it returned (``then``)."""
+        if (query is None) == (trace is None):
+            raise InvalidInput("give a query, or the trace id of a past recall, not both")
+        if trace is None:
+            assert query is not None
+            answer = recall(
+                self.store, query, k=k, project=resolve_project(project), record=False,
+                explain=True,
+            )  # fmt: skip
+            return _recalled(answer)
+        again = replay(self.store, trace)
+        then = [
+            {"id": then.item_id, "rank": then.rank, "fate": then.fate,
+             **({"now_rank": then.now_rank} if then.now_rank else {}),
+             **({"reason": then.left_out.reason} if then.left_out else {})}
+            for then in again.then
+        ]  # fmt: skip
+        return {
+            "trace": again.trace.id,
+            "query": again.trace.query,
+            "then": then,
+            "now": _recalled(again.now),
         }
-        if answer.explanation is not None:
-            gate = answer.explanation
-            result["gate"] = {
-                "min_closeness": gate.min_closeness,
-                "min_coverage": gate.min_coverage,
-                "min_relevance": gate.min_relevance,
-            }
-            result["left_out"] = [
-                {"id": miss.item.id, "text": miss.item.text, "project": miss.item.project,
-                 "reason": miss.reason, **({"rank": miss.rank} if miss.rank else {}),
-                 "why": _parts(miss.parts)}
-                for miss in gate.left_out
-            ]  # fmt: skip
-        return result
+
+    def revise(self, item_id: str, text: str) -> dict[str, Any]:
+        """Replace the item's text: a new item supersedes it (kept as history). A secret is
+        stored redacted, as by :meth:`remember`; a published old item is retracted."""
+        self._writable("revise")
+        clean = redact(text, [])
+        revised = revise(self.home, self.store, item_id, clean.text)
+        answer: dict[str, Any] = {"id": revised.new.id, "superseded": revised.old.id}
+        warnings = [w for w in (revised.warning, revised.unshared) if w]
+        if clean.detectors:
+            answer["redacted"] = list(clean.detectors)
+            warnings.append("the text held a secret, stored as [redacted: <kind>]")
+        if warnings:
+            answer["warning"] = "; ".join(warnings)
+        return answer
 
     def remember(
         self,
@@ -74,6 +114,7 @@ class Tools:
         holding one dropped: an agent cannot keep one as written, as ``mem remember
         --keep-secret`` can. The answer names what was redacted.
         """
+        self._writable("remember")
         clean = redact(text, tags or [])
         item, status = self.store.remember(
             clean.text, kind=kind, project=resolve_project(project), tags=list(clean.tags)
@@ -91,17 +132,22 @@ class Tools:
             )
         return answer
 
-    def outcome(self, item_id: str, result: str) -> dict[str, Any]:
-        """Record whether following the item worked, failed or partly worked."""
-        item = self.store.outcome(item_id, result)
-        return {
-            "id": item.id,
-            "outcome_score": round(item.outcome_score, 3),
-            "excluded_from_recall": item.outcome_score <= outcomes.EXCLUDE_AT,
-        }
+    def outcome(self, item_id: str | None, result: str) -> dict[str, Any]:
+        """Record whether following the item worked, failed or partly worked; without an id,
+        for each item the last recall returned."""
+        self._writable("outcome")
+        if item_id is not None:
+            return _credited(self.store.outcome(item_id, result))
+        if not self.last:
+            raise InvalidInput(
+                "no recall has returned anything yet in this session; give the item's id"
+            )
+        credited = [_credited(self.store.outcome(each, result)) for each in self.last]
+        return {"credited": credited}
 
     def forget(self, item_id: str) -> dict[str, Any]:
         """Archive the item; if it was published, its publication is retracted too."""
+        self._writable("forget")
         forgotten = forget(self.home, self.store, item_id)
         item = forgotten.item
         answer = {"id": item.id, "status": item.status, "retracted": item.id in forgotten.retracted}
@@ -161,6 +207,8 @@ class Tools:
 
     def publish(self, item_ids: list[str], *, dry_run: bool = False) -> dict[str, Any]:
         """Share items with the team, exactly as `mem team publish` would without --force."""
+        if not dry_run:
+            self._writable("publish")
         planned, warning = self._member().publish(item_ids, dry_run=dry_run)
         result: dict[str, Any] = {
             "dry_run": dry_run,
@@ -177,6 +225,35 @@ class Tools:
         if warning:
             result["warning"] = warning
         return result
+
+
+def _recalled(answer: Recall) -> dict[str, Any]:
+    """A recall's answer, short; with its explanation (``why`` per hit, the gate, the near
+    misses) when it was explained."""
+    result: dict[str, Any] = {
+        "hits": [
+            _hit(h.item, h.score) | ({"why": _parts(h.parts)} if h.parts else {})
+            for h in answer.hits
+        ],
+        "abstained": answer.abstained,
+        "projects": list(answer.projects),
+    }
+    if answer.trace is not None:
+        result["trace"] = answer.trace
+    if answer.explanation is not None:
+        gate = answer.explanation
+        result["gate"] = {
+            "min_closeness": gate.min_closeness,
+            "min_coverage": gate.min_coverage,
+            "min_relevance": gate.min_relevance,
+        }
+        result["left_out"] = [
+            {"id": miss.item.id, "text": miss.item.text, "project": miss.item.project,
+             "reason": miss.reason, **({"rank": miss.rank} if miss.rank else {}),
+             "why": _parts(miss.parts)}
+            for miss in gate.left_out
+        ]  # fmt: skip
+    return result
 
 
 def _parts(parts: Parts) -> dict[str, Any]:
@@ -200,4 +277,15 @@ def _hit(item: Item, score: float) -> dict[str, Any]:
     }
     if item.project != GLOBAL:
         hit["project"] = item.project
+    record = outcomes.spoken(item.worked, item.failed, item.partial)
+    if record:
+        hit["record"] = record
     return hit
+
+
+def _credited(item: Item) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "outcome_score": round(item.outcome_score, 3),
+        "excluded_from_recall": item.outcome_score <= outcomes.EXCLUDE_AT,
+    }

@@ -46,10 +46,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "Serve your memory to a coding agent over MCP (stdio).",
         "mem mcp",
         description="Serve your memory to a coding agent as an MCP server on standard input "
-        "and output. Tools: recall, remember, outcome, forget; with a coordinator in "
-        "team.yaml also recall_team and publish (which the policy decides, never forced). "
-        "Needs the optional extra: pip install 'memmesh[mcp]'.",
+        "and output. Tools: recall, why, remember, outcome, revise, forget; with a coordinator "
+        "in team.yaml also recall_team and publish (which the policy decides, never forced). "
+        "With --read-only (for sub-agents and scheduled runs), only recall, why and "
+        "recall_team. Needs the optional extra: pip install 'memmesh[mcp]'.",
         json_output=False,
+    ).add_argument(
+        "--read-only",
+        action="store_true",
+        help="offer only the tools that change nothing (recall, why, recall_team)",
     )
     command = command_adder(
         command_group(
@@ -117,7 +122,7 @@ def _mcp(args: argparse.Namespace) -> int:
     from memmesh.agents.server import serve
 
     with open_store(args, serving=True) as store:
-        serve(home_of(args), store)
+        serve(home_of(args), store, read_only=args.read_only)
     return ExitCode.OK
 
 

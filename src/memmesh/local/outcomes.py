@@ -11,6 +11,8 @@ fade, and among relevant items a better record ranks higher.
 
 from typing import Literal
 
+from memmesh.text import counted
+
 __all__ = [
     "EXCLUDE_AT",
     "HALF_LIFE_SECONDS",
@@ -19,6 +21,7 @@ __all__ = [
     "decayed",
     "rank_factor",
     "score",
+    "spoken",
 ]
 
 Outcome = Literal["worked", "failed", "partial"]
@@ -54,3 +57,18 @@ def rank_factor(outcome_score: float, reinforcements: int) -> float:
     """Multiplier on relevance: a good record and repeated confirmation rank a bit higher."""
     reinforcement_bonus = min(reinforcements, 10) * 0.01
     return 1.0 + 0.2 * outcome_score + reinforcement_bonus
+
+
+def spoken(worked: float, failed: float, partial: float) -> str | None:
+    """The track record in words, as an agent reads it: ``has worked 3 times, failed once``;
+    ``None`` when nothing was reported (or every report has faded below a half)."""
+    said = [
+        f"{verb} {_times(round(count))}"
+        for verb, count in (("worked", worked), ("failed", failed), ("partly worked", partial))
+        if round(count) >= 1
+    ]
+    return "has " + ", ".join(said) if said else None
+
+
+def _times(count: int) -> str:
+    return {1: "once", 2: "twice"}.get(count) or counted(count, "time")
