@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from memmesh.embed import EMBEDDER_NAMES, get_embedder
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner, requires_model
@@ -22,6 +24,9 @@ HEALTHY_CHECKS = [
     f"[ok] vectors: all {get_embedder().dim}-d from {STORED}",
     "[ok] reindex: none pending",
     "[ok] history: every superseded item points at its successor",
+    "[ok] team: not set up: nothing leaves this laptop "
+    "(`mem team init` or `mem team join` to share with a team)",
+    "[ok] agents: no client set up (`mem hook install claude`, or cursor, codex)",
 ]
 
 
@@ -108,7 +113,10 @@ def test_stats_without_recalls_prints_no_python_none(mem: MemRunner) -> None:
 # -- doctor ----------------------------------------------------------------------------------
 
 
-def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, home: Path) -> None:
+def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(
+    mem: MemRunner, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # no client of the real user's is read
     _remember(mem, WEBHOOKS)
     _remember(mem, "We chose Postgres advisory locks")
 

@@ -180,7 +180,7 @@ def _install(args: argparse.Namespace) -> int:
                 "installed (--force registers it anyway); nothing was changed"
             )
         warn(McpUnavailable("the client cannot start it until then").message)
-    return _report(args, plan_install(args.client, _launch(args)))
+    return _report(args, plan_install(args.client, launch_of(args)))
 
 
 def _uninstall(args: argparse.Namespace) -> int:
@@ -225,7 +225,7 @@ def _done(change: FileChange) -> str:
     return f"{'wrote' if change.changed else 'unchanged'}  {change.path}  ({change.what})"
 
 
-def _launch(args: argparse.Namespace) -> Launch:
+def launch_of(args: argparse.Namespace) -> Launch:
     """How the client should start this `mem`: by absolute path, with the same home."""
     program = Path(sys.argv[0])
     # Run as `python -m memmesh`, argv[0] is the package's __main__.py.

@@ -124,8 +124,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     command(
         "doctor",
         _doctor,
-        "Check the store: file, schema, embedder, indexes. Exits 1 when something is wrong.",
+        "Check the whole setup: the store (file, schema, embedder, indexes), the team "
+        "(team.yaml, your key, whether the coordinator answers and accepts you, the team's "
+        "embedder) and each coding agent client memmesh is installed into (its entries, and "
+        "whether their command starts). Each problem says what to do. Exits 1 when something "
+        "is wrong.",
         "mem doctor",
+    ).add_argument(
+        "--offline", action="store_true", help="do not ask the coordinator whether it answers"
     )
     p = command(
         "reindex",
@@ -292,19 +298,9 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from memmesh.local import doctor
+    from memmesh.cli._doctor import doctor
 
-    with open_store(args) as store:
-        facts = doctor.facts(store)
-        checks = doctor.diagnose(store)
-    ok = all(check.ok for check in checks)
-    data = {
-        "ok": ok,
-        **facts,
-        "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
-    }
-    emit(args, data, doctor.report(facts, checks))
-    return ExitCode.OK if ok else ExitCode.ERROR
+    return doctor(args)
 
 
 def _reindex(args: argparse.Namespace) -> int:

@@ -13,11 +13,13 @@ __all__ = ["Check", "diagnose", "facts", "report"]
 
 
 class Check(msgspec.Struct, frozen=True, kw_only=True):
-    """One finding: what was checked, whether it is fine, and what was seen."""
+    """One finding: what was checked, whether it is fine, what was seen, and (for a problem
+    with a remedy) what to do about it."""
 
     name: str
     ok: bool
     detail: str
+    fix: str = ""
 
 
 def facts(store: Store) -> dict[str, Any]:
@@ -51,7 +53,10 @@ def report(found: dict[str, Any], checks: list[Check]) -> str:
         f"author:    {found['author']}",
         f"items:     {items or 'none'}",
     ]
-    lines += [f"[{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in checks]
+    for check in checks:
+        lines.append(f"[{'ok' if check.ok else 'FAIL'}] {check.name}: {check.detail}")
+        if check.fix:
+            lines.append(f"       fix: {check.fix}")
     return "\n".join(lines)
 
 
@@ -78,8 +83,10 @@ def diagnose(store: Store) -> list[Check]:
         wrong = "{} with a vector of the wrong size"
         checks.append(_none("vectors", bad, fine, wrong, "item"))
         (staged,) = conn.execute("SELECT count(*) FROM reindex_vectors").fetchone()
-        again = "an interrupted reindex left {}; run `mem reindex` again"
-        checks.append(_none("reindex", staged, "none pending", again, "staged vector"))
+        again = "an interrupted reindex left {}"
+        reindex = _none("reindex", staged, "none pending", again, "staged vector")
+        checks.append(reindex if reindex.ok else msgspec.structs.replace(
+            reindex, fix="run `mem reindex` again: it resumes"))  # fmt: skip
     (dangling,) = _scalar(
         store,
         "SELECT count(*) FROM items WHERE status = 'superseded' AND superseded_by NOT IN "

@@ -1,0 +1,140 @@
+"""`mem doctor` checks the whole setup, through the real command line: the store, the team
+(team.yaml, the key, the coordinator, the embedder) and each client memmesh is installed
+into; every problem line is followed by what to do about it, and the exit code is 1."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memmesh.net.server import free_port
+from tests.conftest import MemRunner
+from tests.team._team import Team
+
+
+@pytest.fixture(autouse=True)
+def user_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """$HOME for the `mem` subprocess, so that no client's files of the real user are read."""
+    folder = tmp_path / "user"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return folder
+
+
+def _checks(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The check lines (and their fix lines) of `mem doctor`'s text."""
+    assert "Traceback" not in result.stderr
+    return [line for line in result.stdout.splitlines() if line.startswith(("[", "       fix"))]
+
+
+def _after(lines: list[str], start: str) -> list[str]:
+    """The line that starts with ``start`` and the line after it."""
+    (at,) = [n for n, line in enumerate(lines) if line.startswith(start)]
+    return lines[at : at + 2]
+
+
+def test_a_fresh_home_is_healthy_with_no_team_and_no_client_said_once(mem: MemRunner) -> None:
+    assert mem("remember", "Deploys go through ops/deploy.sh").returncode == 0
+
+    result = mem("doctor")
+
+    assert result.returncode == 0, result.stdout
+    lines = _checks(result)
+    assert lines[-2:] == [
+        "[ok] team: not set up: nothing leaves this laptop "
+        "(`mem team init` or `mem team join` to share with a team)",
+        "[ok] agents: no client set up (`mem hook install claude`, or cursor, codex)",
+    ]
+    assert not any(line.startswith("[FAIL]") for line in lines)
+
+
+def test_an_invalid_team_yaml_fails_with_where_to_look(mem: MemRunner, home: Path) -> None:
+    assert mem("team", "init", "--name", "alice").returncode == 0
+    (home / "team.yaml").write_text("share: [not, a, mapping\n", encoding="utf-8")
+
+    result = mem("doctor")
+
+    assert result.returncode == 1
+    failed, fix = _after(_checks(result), "[FAIL] team.yaml")
+    assert failed.startswith(f"[FAIL] team.yaml: {home / 'team.yaml'}")
+    assert fix == (
+        "       fix: correct it (`mem team policy check` says what is wrong, and where); "
+        "until then nothing is published or served"
+    )
+
+
+def test_a_coordinator_that_does_not_answer_fails_and_offline_does_not_ask(
+    mem: MemRunner, home: Path
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    assert mem("team", "init", "--name", "alice", "--coordinator", url).returncode == 0
+
+    result = mem("doctor")
+    offline = mem("doctor", "--offline")
+
+    assert result.returncode == 1
+    failed, fix = _after(_checks(result), "[FAIL] coordinator")
+    assert failed.startswith(f"[FAIL] coordinator: {url}: unreachable: ")
+    assert fix.startswith("       fix: is it running, and is team.yaml's coordinator: its address?")
+    assert offline.returncode == 0, offline.stdout
+    assert f"[ok] coordinator: {url}: not asked (--offline)" in _checks(offline)
+
+
+def test_a_coordinator_that_accepts_this_member_is_said_with_the_members_name(
+    roster_team: Team,
+) -> None:
+    bob = roster_team.members["bob"]
+
+    result = MemRunner(bob.home, Path.cwd())("doctor")
+
+    assert result.returncode == 0, result.stdout
+    assert f"[ok] coordinator: {roster_team.coordinator} answers and accepts you as bob" in (
+        _checks(result)
+    )
+
+
+def test_a_store_on_another_embedder_than_the_teams_fails_with_the_reindex_to_run(
+    mem: MemRunner, home: Path
+) -> None:
+    assert mem("remember", "Deploys go through ops/deploy.sh").returncode == 0
+    assert mem("team", "init", "--name", "alice").returncode == 0
+    assert mem("reindex", "--embedder", "hashing").returncode == 0
+
+    result = mem("doctor", "--offline")
+
+    assert result.returncode == 1
+    failed, fix = _after(_checks(result), "[FAIL] embedder")
+    assert "hashing" in failed
+    assert "minilm-static" in failed
+    assert fix == "       fix: `mem reindex --embedder minilm-static` (safe to interrupt)"
+
+
+def test_an_installed_client_is_checked_and_a_hand_edited_one_says_to_reinstall(
+    mem: MemRunner, user_home: Path
+) -> None:
+    assert mem("hook", "install", "claude").returncode == 0
+
+    healthy = mem("doctor")
+    settings = user_home / ".claude/settings.json"
+    edited = json.loads(settings.read_text())
+    del edited["hooks"]
+    settings.write_text(json.dumps(edited))
+    broken = mem("doctor")
+    data = json.loads(mem("doctor", "--json").stdout)
+
+    assert healthy.returncode == 0, healthy.stdout
+    (line,) = [line for line in _checks(healthy) if line.startswith("[ok] claude")]
+    assert line.startswith("[ok] claude: MCP server and hooks installed; ")
+    assert line.endswith(" starts")
+    assert broken.returncode == 1
+    assert _after(_checks(broken), "[FAIL] claude") == [
+        f"[FAIL] claude: memmesh's entries in {settings} are not what this memmesh would "
+        "write (moved, edited or from another install)",
+        "       fix: `mem hook install claude`",
+    ]
+    (claude,) = [check for check in data["checks"] if check["name"] == "claude"]
+    assert claude["fix"] == "`mem hook install claude`"
+    assert data["ok"] is False
