@@ -105,6 +105,18 @@ def mem(home: Path, tmp_path: Path) -> MemRunner:
 
 
 @pytest.fixture
+def user_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """$HOME (and the clients' own folder variables unset) for the `mem` subprocess, so that
+    coding agents' files land in the test's folder and none of the real user's are read."""
+    folder = tmp_path / "user"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return folder
+
+
+@pytest.fixture
 def team_token(monkeypatch: pytest.MonkeyPatch) -> None:
     """The loopback team's token in the environment, where members and peers read it."""
     from tests.team._team import TOKEN

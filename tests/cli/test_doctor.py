@@ -12,16 +12,7 @@ from memmesh.net.server import free_port
 from tests.conftest import MemRunner
 from tests.team._team import Team
 
-
-@pytest.fixture(autouse=True)
-def user_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """$HOME for the `mem` subprocess, so that no client's files of the real user are read."""
-    folder = tmp_path / "user"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    return folder
+pytestmark = pytest.mark.usefixtures("user_home")
 
 
 def _checks(result: subprocess.CompletedProcess[str]) -> list[str]:

@@ -10,6 +10,8 @@ import pytest
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner
 
+pytestmark = pytest.mark.usefixtures("user_home")
+
 SETTINGS = """{
   "permissions": {"allow": ["Bash(make test)"]},
   "hooks": {
@@ -18,17 +20,6 @@ SETTINGS = """{
   "model": "opus"
 }
 """
-
-
-@pytest.fixture(autouse=True)
-def user_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """$HOME for the `mem` subprocess, so the clients' files land here and nowhere else."""
-    folder = tmp_path / "user"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    return folder
 
 
 def _files(folder: Path) -> dict[str, bytes]:
