@@ -31,6 +31,7 @@ from typing import NoReturn
 import httpx
 
 from memmesh.net.server import free_port
+from tests._servers import stop
 
 # Lines that cannot run here, each with its reason. Each must still be in the README.
 ALLOWED = {
@@ -285,12 +286,7 @@ class Walk:
         """Stop the daemons; what each printed when it held a traceback."""
         broken = []
         for step, process, log in self.daemons:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            stop(process)
             if "Traceback" in (output := log.read_text(encoding="utf-8", errors="replace")):
                 broken.append(f"{step.where()}\n{output}")
         return broken

@@ -77,6 +77,19 @@ def _serve(
         process.communicate(timeout=30)
 
 
+def _refused(
+    data: Path, port: int, *args: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """`mem coordinator serve` that should refuse at once: what it printed, and its exit code."""
+    with _serve(data, port, *args, env=env) as process:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"it kept running (listening: {_listening(port)})")
+        stdout, stderr = process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
 @pytest.mark.parametrize(
     ("env", "args"),
     [
@@ -93,14 +106,7 @@ def test_serve_over_plain_http_beyond_loopback_without_a_token_refuses_and_never
     data = tmp_path / "data"
     port = free_port()
 
-    with _serve(data, port, "--host", ALL_INTERFACES, "--insecure-http", *args, env=env) as process:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"it kept running (listening: {_listening(port)})")
-        stdout, stderr = process.communicate()
-
-    result = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    result = _refused(data, port, "--host", ALL_INTERFACES, "--insecure-http", *args, env=env)
     assert result.returncode == 1
     assert error_line(result) == REFUSAL
     assert not _listening(port)
@@ -394,14 +400,7 @@ def test_serve_on_every_interface_without_url_while_the_roster_is_empty_is_a_usa
         Coordinator(data, team="acme").close()
     port = free_port()
 
-    with _serve(data, port, "--host", host, env={}) as process:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"it kept running (listening: {_listening(port)})")
-        stdout, stderr = process.communicate()
-
-    result = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    result = _refused(data, port, "--host", host, env={})
     assert result.returncode == 2
     assert error_line(result) == (
         f"mem: error: listening on {host}, give --url: the first admin's join code must hold "
