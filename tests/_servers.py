@@ -135,9 +135,17 @@ class CoordinatorProcess:
 
     def stop(self) -> None:
         """SIGTERM and wait."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        if self.process is not None:
+            stop(self.process)
+
+
+def stop(process: "subprocess.Popen[bytes]") -> None:
+    """SIGTERM ``process`` and wait for it; SIGKILL it when it does not end within 10 s."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)

@@ -77,6 +77,19 @@ def _serve(
         process.communicate(timeout=30)
 
 
+def _refused(
+    data: Path, port: int, *args: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """`mem coordinator serve` that should refuse at once: what it printed, and its exit code."""
+    with _serve(data, port, *args, env=env) as process:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"it kept running (listening: {_listening(port)})")
+        stdout, stderr = process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
 @pytest.mark.parametrize(
     ("env", "args"),
     [
@@ -93,14 +106,7 @@ def test_serve_over_plain_http_beyond_loopback_without_a_token_refuses_and_never
     data = tmp_path / "data"
     port = free_port()
 
-    with _serve(data, port, "--host", ALL_INTERFACES, "--insecure-http", *args, env=env) as process:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"it kept running (listening: {_listening(port)})")
-        stdout, stderr = process.communicate()
-
-    result = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    result = _refused(data, port, "--host", ALL_INTERFACES, "--insecure-http", *args, env=env)
     assert result.returncode == 1
     assert error_line(result) == REFUSAL
     assert not _listening(port)
@@ -379,3 +385,27 @@ def test_serve_without_a_team_is_a_usage_error_and_never_listens(tmp_path: Path)
     )
     assert not _listening(port)
     assert not data.exists()
+
+
+@pytest.mark.parametrize("host", [ALL_INTERFACES, "::"])
+@pytest.mark.parametrize("opened_before", [False, True], ids=["new-data", "empty-roster"])
+def test_serve_on_every_interface_without_url_while_the_roster_is_empty_is_a_usage_error(
+    tmp_path: Path, host: str, opened_before: bool
+) -> None:
+    # Its join code would hold https://0.0.0.0:PORT, which no member's laptop can reach.
+    data = tmp_path / "data"
+    if opened_before:
+        from memmesh.coordinator import Coordinator
+
+        Coordinator(data, team="acme").close()
+    port = free_port()
+
+    result = _refused(data, port, "--host", host, env={})
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"mem: error: listening on {host}, give --url: the first admin's join code must hold "
+        "an address members reach, as in --url https://team-host:8400 "
+        "(see `mem coordinator serve --help`)"
+    )
+    assert not _listening(port)
+    assert not (data / "admin-join-code").exists()

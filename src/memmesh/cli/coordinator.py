@@ -2,6 +2,7 @@
 
 import argparse
 import contextlib
+import ipaddress
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from memmesh.cli._common import (
     url,
 )
 from memmesh.cli._coordinator_items import register_items
+from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.net.quotas import (
     DEFAULT_MEMBER_BYTES,
@@ -134,7 +136,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--url",
         type=url,
         metavar="URL",
-        help="where members reach it, for the join code (default: scheme://host:port)",
+        help="where members reach it, for the join code (default: scheme://host:port; "
+        "needed on 0.0.0.0 or :: while the roster is empty)",
     )
     transport = p.add_mutually_exclusive_group()
     transport.add_argument(
@@ -253,6 +256,12 @@ def _serve(args: argparse.Namespace) -> int:
         tls_key=certificate.key_path if certificate else None,
     )
     check_bind(args.host, token, tls=certificate is not None)
+    if args.url is None and _every_interface(args.host) and not _has_members(args, data):
+        raise UsageError(
+            "coordinator serve",
+            f"listening on {args.host}, give --url: the first admin's join code must hold an "
+            "address members reach, as in --url https://team-host:8400",
+        )
     # Bound before anything is set up or said: a port in use is one line, and exit 1.
     sock = listen(settings)
     try:
@@ -337,6 +346,25 @@ def _run(
     finally:
         for coordinator in opened:
             coordinator.close()
+
+
+def _every_interface(host: str) -> bool:
+    """Whether ``host`` is 0.0.0.0 or ::, an address to listen on that nobody can reach."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def _has_members(args: argparse.Namespace, data: Path) -> bool:
+    """Whether the coordinator in ``data`` has a member already (then it makes no join code)."""
+    from memmesh.coordinator import Coordinator
+    from memmesh.local.store import DB_FILENAME
+
+    if not (data / DB_FILENAME).is_file():
+        return False
+    with contextlib.closing(Coordinator(data, team=args.team, embedder=args.embedder)) as held:
+        return held.membership.enforced()
 
 
 def _certificate(args: argparse.Namespace, data: Path) -> "tuple[Certificate | None, str | None]":
