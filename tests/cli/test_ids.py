@@ -1,8 +1,7 @@
-"""Item ids at the command line: the short ids shown, prefixes too short or naming several
-items, and the README's own walk-through, run as written."""
+"""Item ids at the command line: the short ids shown, and prefixes too short or naming
+several items (tests/test_readme_walkthrough.py runs the README's own commands)."""
 
 import re
-import shlex
 from pathlib import Path
 
 from memmesh.local.store import Store
@@ -144,48 +143,3 @@ def test_a_prefix_under_four_characters_says_it_is_too_short(mem: MemRunner) -> 
             f"mem: error: id prefix '{command[1]}' is too short: give at least 4 characters"
         )
     assert mem("show", shown[:4]).returncode == 0
-
-
-# -- the README ------------------------------------------------------------------------------
-
-
-def _walk_through(section: str) -> list[tuple[str, str]]:
-    """Each command of the first ``sh`` block under the README heading ``section``, with the
-    comment that follows it (on its line and the indented lines after it)."""
-    text = README.read_text(encoding="utf-8")
-    block = text.split(f"## {section}\n", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    commands: list[tuple[str, str]] = []
-    for line in block.splitlines():
-        code, _, comment = line.partition("  # ")
-        if code.strip():
-            commands.append((code.strip(), comment))
-        else:  # a comment going on under its command
-            commands[-1] = (commands[-1][0], commands[-1][1] + " " + line.strip(" #"))
-    return commands
-
-
-def test_the_readme_walk_through_of_a_private_memory_runs_as_written(mem: MemRunner) -> None:
-    """Every command of "Your private memory", in a fresh home; an id the README says a
-    command prints stands for the id it really printed."""
-    ids: dict[str, str] = {}
-    commands = _walk_through("Your private memory")
-    assert len(commands) >= 10
-    for code, comment in commands:
-        stdin = None
-        if " | mem " in code:
-            feed, code = code.split(" | ", 1)
-            words = shlex.split(feed)
-            assert words[0] == "echo", feed
-            stdin = " ".join(words[1:]) + "\n"
-        words = shlex.split(code)
-        assert words[0] == "mem", code
-        args = [ids.get(word, word) for word in words[1:]]
-        result = mem(*args, stdin=stdin)
-        assert result.returncode == 0, (code, result.stdout, result.stderr)
-        assert "Traceback" not in result.stderr
-        printed = re.search(r"prints [^.;]*?\b(01[0-9A-Z]{8})\b", comment)
-        if printed:
-            shown = result.stdout.strip()
-            assert len(shown) == len(printed.group(1)), (code, shown)  # as long as the README's
-            ids[printed.group(1)] = shown
-    assert len(ids) == 2

@@ -3,6 +3,7 @@
 import argparse
 import os
 import sys
+from typing import Any
 
 from memmesh._embedders import EMBEDDER_NAMES
 from memmesh.cli import _edit, _why
@@ -19,8 +20,9 @@ from memmesh.cli._common import (
     warn,
 )
 from memmesh.cli._input import keep_secret_option, screened, text_argument
+from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
-from memmesh.local import outcomes
+from memmesh.local import InvalidInput, outcomes
 from memmesh.local.items import GLOBAL, KINDS, Item, iso
 from memmesh.local.project import resolve_project
 from memmesh.text import counted
@@ -114,11 +116,18 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "outcome",
         _outcome,
         "Report whether acting on an item worked. Items that keep failing drop out of recall "
-        "until their failures fade (counts halve every 90 days).",
+        "until their failures fade (counts halve every 90 days). With --last instead of an "
+        "id, for each item the newest recall returned (`mem recall`, an agent's recall, the "
+        "session brief).",
         "mem outcome 01J9ZC4XQM worked",
     )
-    p.add_argument("id", help=_ID)
+    p.add_argument("id", nargs="?", help=_ID)
     p.add_argument("result", choices=("worked", "failed", "partial"))
+    p.add_argument(
+        "--last",
+        action="store_true",
+        help="credit every item the newest recall returned, instead of one id",
+    )
 
     command("stats", _stats, "Summarise the store and its journal.", "mem stats --json")
     command(
@@ -256,17 +265,35 @@ def _revise(args: argparse.Namespace) -> int:
 
 
 def _outcome(args: argparse.Namespace) -> int:
+    if args.last == (args.id is not None):
+        raise UsageError("outcome", "give an item's id, or --last (not both)")
     with open_store(args) as store:
-        item = store.outcome(args.id, args.result)
-        note = f"{shown_id(store, item.id)}: score {item.outcome_score:+.2f}"
-    if item.outcome_score <= outcomes.EXCLUDE_AT:
-        note += " (left out of recall until its failures fade)"
-    emit(
-        args,
-        {"id": item.id, "outcome_score": round(item.outcome_score, 4), "item": item.to_dict()},
-        note,
-    )
+        if args.id is not None:
+            item = store.outcome(args.id, args.result)
+            emit(args, _credited(item), _credited_line(item, shown_id(store, item.id)))
+            return ExitCode.OK
+        trace = store.last_trace()
+        if trace is None or not trace.item_ids:
+            raise InvalidInput(
+                "the newest recall returned nothing to credit; give the item's id instead"
+            )
+        items = [store.outcome(item_id, args.result) for item_id in trace.item_ids]
+        shown = shown_ids(store, [item.id for item in items])
+    data = {"trace": trace.id, "query": trace.query, "credited": [_credited(i) for i in items]}
+    lines = [_credited_line(item, shown[item.id]) for item in items]
+    emit(args, data, f"{args.result}, for what `{trace.query}` returned:\n" + "\n".join(lines))
     return ExitCode.OK
+
+
+def _credited(item: Item) -> dict[str, Any]:
+    return {"id": item.id, "outcome_score": round(item.outcome_score, 4), "item": item.to_dict()}
+
+
+def _credited_line(item: Item, shown: str) -> str:
+    line = f"{shown}: score {item.outcome_score:+.2f}"
+    if item.outcome_score <= outcomes.EXCLUDE_AT:
+        line += " (left out of recall until its failures fade)"
+    return line
 
 
 def _stats(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ __all__ = [
     "KEPT_TRACES",
     "Trace",
     "check_trace_id",
+    "last_trace",
     "log",
     "log_recall",
     "summary",
@@ -107,6 +108,14 @@ def trace(conn: sqlite3.Connection, trace_id: str) -> Trace:
         id=found_id, at=at, query=query, project=project, mode=mode, k=k,
         item_ids=tuple(json.loads(item_ids)),
     )  # fmt: skip
+
+
+def last_trace(conn: sqlite3.Connection) -> Trace | None:
+    """The newest trace, or ``None`` when no recall has left one."""
+    row = conn.execute(
+        "SELECT id FROM recall_traces ORDER BY seq DESC LIMIT 1",
+    ).fetchone()
+    return None if row is None else trace(conn, row[0])
 
 
 def summary(conn: sqlite3.Connection) -> dict[str, Any]:
