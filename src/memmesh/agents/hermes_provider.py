@@ -354,7 +354,7 @@ def _brief(hit: dict[str, Any]) -> dict[str, Any]:
 
 def _line(hit: dict[str, Any], *, team: bool) -> str:
     source = f"team, by {_clean(hit.get('author'), 40)}" if team else _clean(hit.get("kind"), 20)
-    return f"- {_clean(hit.get('text'))} ({source}; id {_clean(hit.get('id'), 12)})"
+    return f"- {_clean(hit.get('text'))} ({source}; id {_clean(hit.get('id'), 40)})"
 
 
 def _reason(answer: dict[str, Any] | None) -> str:
