@@ -390,3 +390,41 @@ def test_backups_are_kept_for_the_last_three_changes_of_each_file(
     assert len(backups) == 3
     assert all(name.startswith("settings.json.memmesh-backup-") for name in backups)
     assert settings.read_text() == SETTINGS
+
+
+def test_detected_installs_into_every_client_found_and_uninstall_takes_it_all_back(
+    mem: MemRunner, user_home: Path
+) -> None:
+    (user_home / ".cursor").mkdir()
+    (user_home / ".hermes").mkdir()
+    env = {"PATH": os.devnull}
+
+    preview = mem("hook", "install", "--detected", "--dry-run", env=env)
+    assert preview.returncode == 0, preview.stderr
+    assert preview.stdout.startswith("== cursor\n--- /dev/null\n")
+    assert f"\n== hermes\n--- /dev/null\n+++ {user_home}/.hermes/plugins/memmesh/" in preview.stdout
+    assert _files(user_home) == {}
+
+    done = json_of(mem("hook", "install", "--detected", "--json", env=env))
+    assert done["detected"] == ["cursor", "hermes"]
+    assert [client["client"] for client in done["clients"]] == ["cursor", "hermes"]
+    assert sorted(_files(user_home)) == [
+        ".cursor/hooks.json",
+        ".cursor/mcp.json",
+        ".hermes/plugins/memmesh/__init__.py",
+        ".hermes/plugins/memmesh/memmesh.json",
+        ".hermes/plugins/memmesh/plugin.yaml",
+    ]
+
+    assert mem("hook", "uninstall", "--detected", env=env).returncode == 0
+    assert _files(user_home) == {}
+    assert sorted(p.name for p in user_home.rglob("*")) == [".cursor", ".hermes", "plugins"]
+
+
+def test_a_client_and_detected_together_is_a_usage_error(mem: MemRunner) -> None:
+    result = mem("hook", "install", "claude", "--detected")
+
+    assert result.returncode == 2
+    assert error_line(result) == (
+        "mem: error: name one client, or --detected (see `mem hook install --help`)"
+    )
