@@ -6,6 +6,7 @@ import stat
 from pathlib import Path
 
 import pytest
+import yaml
 
 from memmesh.agents._entries import is_our_hook
 from memmesh.agents.clients import detected
@@ -170,7 +171,10 @@ def test_claude_commands_are_markdown_prompts_naming_memmeshs_tools(user_home: P
     ]
     remember = (commands / "remember.md").read_text()
     assert remember.startswith("---\n# installed by memmesh")
-    assert "\ndescription: " in remember.split("---")[1]
+    for path in commands.iterdir():
+        front = yaml.safe_load(path.read_text().split("---")[1])
+        assert set(front) == {"description", "argument-hint"}, path.name
+    assert "coordinator and the live peers" in (commands / "team.md").read_text()
     assert "`remember` tool: $ARGUMENTS" in remember
     assert "`recall_team`" in (commands / "team.md").read_text()
 

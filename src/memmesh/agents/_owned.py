@@ -8,6 +8,7 @@ matter (``description``, ``argument-hint``; ``$ARGUMENTS`` is what follows the c
 its documentation for ``~/.claude/commands/NAME.md`` describes.
 """
 
+import json
 from pathlib import Path
 
 from memmesh.agents._files import FileChange, folder_left_empty, read_text
@@ -52,7 +53,9 @@ def claude_command(name: str) -> str:
     """The Markdown file of the slash command ``/name``."""
     description, hint, prompt = CLAUDE_COMMANDS[name]
     return (
-        f"---\n# {MARK}\ndescription: {description}\nargument-hint: {hint}\n---\n\n"
+        # JSON strings are YAML's double-quoted scalars: a colon in them stays text.
+        f"---\n# {MARK}\ndescription: {json.dumps(description)}\n"
+        f"argument-hint: {json.dumps(hint)}\n---\n\n"
         f"{prompt}\n\n{_NOTE}\n"
     )
 
