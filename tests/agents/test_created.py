@@ -44,7 +44,7 @@ def test_files_the_install_created_are_removed_with_no_backup(
     client: Client, user_home: Path, mem_home: Path
 ) -> None:
     _install(client, user_home, mem_home)
-    assert len(created_files(mem_home)) == 2
+    assert len(created_files(mem_home)) == {"claude": 5, "cursor": 2, "codex": 2}[client]
 
     backups = _uninstall(client, user_home, mem_home)
 
@@ -59,7 +59,7 @@ def test_files_the_user_had_stay_even_when_empty_again(
 ) -> None:
     originals = _write(user_home, SAMPLES[client])
     _install(client, user_home, mem_home)
-    assert created_files(mem_home) == frozenset()
+    assert not created_files(mem_home) & set(originals)
 
     _uninstall(client, user_home, mem_home)
 

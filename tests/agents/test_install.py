@@ -10,7 +10,15 @@ import pytest
 
 from memmesh.agents.errors import ConfigFileError
 from memmesh.agents.install import CLIENTS as OFFERED
-from memmesh.agents.install import Client, FileChange, Launch, apply, plan_install
+from memmesh.agents.install import (
+    INSTALLABLE,
+    Client,
+    FileChange,
+    Installable,
+    Launch,
+    apply,
+    plan_install,
+)
 from tests.agents._diff import inserted
 
 LAUNCH = Launch(argv=("/opt/memmesh/bin/mem",))
@@ -151,6 +159,10 @@ def _brief_group(command: str, matcher: str) -> dict[str, Any]:
     }
 
 
+def _prompt_group(command: str) -> dict[str, Any]:
+    return {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+
+
 @pytest.fixture
 def user_home(tmp_path: Path) -> Path:
     """The user's home folder, where the clients keep their configuration."""
@@ -187,6 +199,9 @@ def test_claude_install_only_adds_memmesh_entries(user_home: Path) -> None:
     expected_settings["hooks"]["SessionStart"].append(
         _brief_group("/opt/memmesh/bin/mem hook brief --client claude", "startup|clear|compact")
     )
+    expected_settings["hooks"]["UserPromptSubmit"] = [
+        _prompt_group("/opt/memmesh/bin/mem hook prompt --client claude")
+    ]
     assert json.loads(settings) == expected_settings
 
 
@@ -213,6 +228,13 @@ def test_cursor_install_only_adds_memmesh_entries(user_home: Path) -> None:
             "timeout": 10,
         }
     )
+    expected_hooks["hooks"]["beforeSubmitPrompt"] = [
+        {
+            "command": "'/home/zoë/.venvs/new place/bin/mem' --home /srv/mem hook prompt "
+            "--client cursor",
+            "timeout": 10,
+        }
+    ]
     assert json.loads(hooks) == expected_hooks
 
 
@@ -231,6 +253,9 @@ def test_codex_install_only_adds_memmesh_entries(user_home: Path) -> None:
     expected_hooks["hooks"]["SessionStart"].append(
         _brief_group("/opt/memmesh/bin/mem hook brief --client codex", "startup|clear|compact")
     )
+    expected_hooks["hooks"]["UserPromptSubmit"] = [
+        _prompt_group("/opt/memmesh/bin/mem hook prompt --client codex")
+    ]
     assert json.loads(hooks) == expected_hooks
 
 
@@ -240,13 +265,13 @@ def test_missing_files_are_created_with_only_memmesh_entries(
 ) -> None:
     changes = plan_install(client, LAUNCH, environ={}, user_home=user_home)
 
-    assert [c.before for c in changes] == [None, None]
+    assert [c.before for c in changes] == [None] * len(changes)
     backups = apply(changes, clock=lambda: NOW)
 
     assert backups == []
     for change in changes:
         assert change.path.read_text() == change.after
-        assert "/opt/memmesh/bin/mem" in change.after
+        assert "/opt/memmesh/bin/mem" in change.after or change.path.parent.name == "commands"
 
 
 def test_cursor_hooks_file_gets_version_1_only_when_it_has_none(user_home: Path) -> None:
@@ -275,7 +300,7 @@ def test_planning_writes_nothing(user_home: Path) -> None:
 def test_diff_shows_only_added_lines(user_home: Path) -> None:
     _write(user_home, {".claude.json": CLAUDE_STATE})
 
-    state, settings = plan_install("claude", LAUNCH, environ={}, user_home=user_home)
+    state, settings, *_ = plan_install("claude", LAUNCH, environ={}, user_home=user_home)
 
     diff = state.diff()
     path = str(user_home / ".claude.json")
@@ -316,8 +341,8 @@ def test_second_install_changes_nothing_and_makes_no_backup(
 
     again = plan_install(client, LAUNCH, environ={}, user_home=user_home)
 
-    assert [change.changed for change in again] == [False, False]
-    assert [change.diff() for change in again] == ["", ""]
+    assert [change.changed for change in again] == [False] * len(again)
+    assert [change.diff() for change in again] == [""] * len(again)
     assert apply(again, clock=lambda: NOW + 60) == []
     assert {p: p.read_bytes() for p in user_home.rglob("*") if p.is_file()} == installed
 
@@ -363,7 +388,7 @@ def test_moved_install_replaces_the_old_hook_instead_of_adding_one(user_home: Pa
     head = CLAUDE_SETTINGS[: CLAUDE_SETTINGS.index('"SessionStart": [\n')]
     tail = CLAUDE_SETTINGS[CLAUDE_SETTINGS.index('      {\n        "matcher": "startup"') :]
     assert after.startswith(head)
-    assert after.endswith(tail)
+    assert inserted(tail, after[after.index('      {\n        "matcher": "startup"') :])
 
 
 def test_users_own_hook_in_the_memmesh_group_is_kept(user_home: Path) -> None:
@@ -513,9 +538,11 @@ def test_file_that_is_not_utf8_is_refused(user_home: Path) -> None:
 
 def test_every_client_the_type_names_is_offered_and_has_its_files(user_home: Path) -> None:
     assert get_args(Client) == OFFERED
-    for client in get_args(Client):
+    assert get_args(Installable) == INSTALLABLE
+    files = {"claude": 5, "cursor": 2, "codex": 2, "opencode": 1, "windsurf": 1, "hermes": 3}
+    for client in get_args(Installable):
         changes = plan_install(client, LAUNCH, environ={}, user_home=user_home)
-        assert len({change.path for change in changes}) == 2
+        assert len({change.path for change in changes}) == files[client]
         assert all(change.path.is_relative_to(user_home) for change in changes)
 
 
@@ -527,7 +554,8 @@ def test_claude_config_dir_holds_both_claude_files(user_home: Path, tmp_path: Pa
     )
     apply(changes, clock=lambda: NOW)
 
-    assert [c.path for c in changes] == [folder / ".claude.json", folder / "settings.json"]
+    assert [c.path for c in changes[:2]] == [folder / ".claude.json", folder / "settings.json"]
+    assert {c.path.parent for c in changes[2:]} == {folder / "commands"}
     assert "memmesh" in json.loads((folder / ".claude.json").read_text())["mcpServers"]
     assert json.loads((folder / "settings.json").read_text())["hooks"]["SessionStart"]
     assert list(user_home.iterdir()) == []
@@ -536,7 +564,7 @@ def test_claude_config_dir_holds_both_claude_files(user_home: Path, tmp_path: Pa
 def test_empty_claude_config_dir_means_the_home_folder(user_home: Path) -> None:
     changes = plan_install("claude", LAUNCH, environ={"CLAUDE_CONFIG_DIR": ""}, user_home=user_home)
 
-    assert [c.path for c in changes] == [
+    assert [c.path for c in changes[:2]] == [
         user_home / ".claude.json",
         user_home / ".claude/settings.json",
     ]

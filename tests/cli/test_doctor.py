@@ -37,7 +37,7 @@ def test_a_fresh_home_is_healthy_with_no_team_and_no_client_said_once(mem: MemRu
     assert lines[-2:] == [
         "[ok] team: not set up: nothing leaves this laptop "
         "(`mem team init` or `mem team join` to share with a team)",
-        "[ok] agents: no client set up (`mem hook install claude`, or cursor, codex)",
+        "[ok] agents: no client set up (`mem hook install --detected` sets up each one found here)",
     ]
     assert not any(line.startswith("[FAIL]") for line in lines)
 

@@ -22,6 +22,14 @@ SETTINGS = """{
 """
 
 
+HOOKS = {
+    "claude": "SessionStart and UserPromptSubmit hooks",
+    "cursor": "sessionStart and beforeSubmitPrompt hooks",
+    "codex": "SessionStart and UserPromptSubmit hooks",
+}
+COMMANDS = [f".claude/commands/{name}.md" for name in ("remember", "recall", "team")]
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {
         str(path.relative_to(folder)): path.read_bytes()
@@ -57,30 +65,32 @@ def test_dry_run_after_an_install_has_nothing_to_change(mem: MemRunner) -> None:
 
 
 @pytest.mark.parametrize(
-    ("client", "files", "hook"),
+    ("client", "files"),
     [
-        ("claude", [".claude.json", ".claude/settings.json"], "SessionStart"),
-        ("cursor", [".cursor/mcp.json", ".cursor/hooks.json"], "sessionStart"),
-        ("codex", [".codex/config.toml", ".codex/hooks.json"], "SessionStart"),
+        ("claude", [".claude.json", ".claude/settings.json"]),
+        ("cursor", [".cursor/mcp.json", ".cursor/hooks.json"]),
+        ("codex", [".codex/config.toml", ".codex/hooks.json"]),
     ],
 )
 def test_install_twice_writes_once(
-    mem: MemRunner, user_home: Path, client: str, files: list[str], hook: str
+    mem: MemRunner, user_home: Path, client: str, files: list[str]
 ) -> None:
     first = mem("hook", "install", client)
 
     assert first.returncode == 0, first.stderr
+    commands = COMMANDS if client == "claude" else []
     assert first.stdout.splitlines() == [
         f"wrote  {user_home / files[0]}  (MCP server)",
-        f"wrote  {user_home / files[1]}  ({hook} hook)",
+        f"wrote  {user_home / files[1]}  ({HOOKS[client]})",
+        *(f"wrote  {user_home / name}  (/{Path(name).stem} command)" for name in commands),
     ]
     installed = _files(user_home)
-    assert sorted(installed) == sorted(files)
+    assert sorted(installed) == sorted(files + commands)
 
     second = mem("hook", "install", client)
 
     assert second.returncode == 0, second.stderr
-    assert [line.split()[0] for line in second.stdout.splitlines()] == ["unchanged", "unchanged"]
+    assert {line.split()[0] for line in second.stdout.splitlines()} == {"unchanged"}
     assert "backup" not in second.stdout
     assert _files(user_home) == installed
 
@@ -136,7 +146,7 @@ def test_json_output_describes_files_and_backups(mem: MemRunner, user_home: Path
     mcp, hooks = str(user_home / ".cursor/mcp.json"), str(user_home / ".cursor/hooks.json")
     files = [
         {"path": mcp, "what": "MCP server", "changed": True, "created": False, "removed": False},
-        {"path": hooks, "what": "sessionStart hook", "changed": True, "created": True}
+        {"path": hooks, "what": HOOKS["cursor"], "changed": True, "created": True}
         | {"removed": False},
     ]
     diffs = [entry.pop("diff") for entry in planned["files"]]
@@ -150,7 +160,7 @@ def test_json_output_describes_files_and_backups(mem: MemRunner, user_home: Path
     assert Path(backup).read_text() == '{"mcpServers": {"x": {"url": "http://x"}}}'
     assert again["files"] == [
         {"path": mcp, "what": "MCP server", "changed": False, "created": False, "removed": False},
-        {"path": hooks, "what": "sessionStart hook", "changed": False, "created": False}
+        {"path": hooks, "what": HOOKS["cursor"], "changed": False, "created": False}
         | {"removed": False},
     ]
     assert again["backups"] == []
@@ -226,10 +236,11 @@ def test_uninstall_takes_back_exactly_what_install_wrote(mem: MemRunner, user_ho
 
     assert settings.read_text() == SETTINGS
     assert not (user_home / ".claude.json").exists()  # memmesh created it: it goes
-    assert [f["changed"] for f in data["files"]] == [True, True]
-    assert [f["removed"] for f in data["files"]] == [True, False]
+    assert [f["changed"] for f in data["files"]] == [True] * 6
+    assert [f["removed"] for f in data["files"]] == [True, False, True, True, True, True]
+    assert not (user_home / ".claude/commands").exists()
     again = json_of(mem("hook", "uninstall", "claude", "--json"))
-    assert [f["changed"] for f in again["files"]] == [False, False]
+    assert [f["changed"] for f in again["files"]] == [False] * 6
     assert again["backups"] == []
 
 
@@ -282,7 +293,7 @@ def test_install_without_the_mcp_sdk_with_force_registers_it_and_warns(
         "mem: warning: the MCP server needs the optional MCP SDK: pip install 'memmesh[mcp]'; "
         "the client cannot start it until then\n"
     )
-    assert sorted(_files(user_home)) == [".claude.json", ".claude/settings.json"]
+    assert sorted(_files(user_home)) == sorted([".claude.json", ".claude/settings.json", *COMMANDS])
 
 
 def test_a_dry_run_without_the_mcp_sdk_warns_and_shows_the_diff(
@@ -315,10 +326,9 @@ def test_uninstall_removes_the_files_install_created_and_left_empty(
     result = mem("hook", "uninstall", client)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
+    assert result.stdout.splitlines()[:2] == [
         f"removed  {user_home / files[0]}  (MCP server; memmesh created it and it is now empty)",
-        f"removed  {user_home / files[1]}  "
-        f"({'sessionStart' if client == 'cursor' else 'SessionStart'} hook; "
+        f"removed  {user_home / files[1]}  ({HOOKS[client]}; "
         "memmesh created it and it is now empty)",
     ]
     assert _files(user_home) == {}
@@ -335,7 +345,7 @@ def test_uninstall_keeps_an_empty_file_the_user_had(mem: MemRunner, user_home: P
     assert result.stdout.splitlines()[:2] == [
         f"wrote  {user_home / '.cursor/mcp.json'}  (MCP server)",
         f"removed  {user_home / '.cursor/hooks.json'}  "
-        "(sessionStart hook; memmesh created it and it is now empty)",
+        f"({HOOKS['cursor']}; memmesh created it and it is now empty)",
     ]
     assert (user_home / ".cursor/mcp.json").read_text() == "{}\n"
     assert not (user_home / ".cursor/hooks.json").exists()
@@ -371,3 +381,41 @@ def test_backups_are_kept_for_the_last_three_changes_of_each_file(
     assert len(backups) == 3
     assert all(name.startswith("settings.json.memmesh-backup-") for name in backups)
     assert settings.read_text() == SETTINGS
+
+
+def test_detected_installs_into_every_client_found_and_uninstall_takes_it_all_back(
+    mem: MemRunner, user_home: Path
+) -> None:
+    (user_home / ".cursor").mkdir()
+    (user_home / ".hermes").mkdir()
+    env = {"PATH": os.devnull}
+
+    preview = mem("hook", "install", "--detected", "--dry-run", env=env)
+    assert preview.returncode == 0, preview.stderr
+    assert preview.stdout.startswith("== cursor\n--- /dev/null\n")
+    assert f"\n== hermes\n--- /dev/null\n+++ {user_home}/.hermes/plugins/memmesh/" in preview.stdout
+    assert _files(user_home) == {}
+
+    done = json_of(mem("hook", "install", "--detected", "--json", env=env))
+    assert done["detected"] == ["cursor", "hermes"]
+    assert [client["client"] for client in done["clients"]] == ["cursor", "hermes"]
+    assert sorted(_files(user_home)) == [
+        ".cursor/hooks.json",
+        ".cursor/mcp.json",
+        ".hermes/plugins/memmesh/__init__.py",
+        ".hermes/plugins/memmesh/memmesh.json",
+        ".hermes/plugins/memmesh/plugin.yaml",
+    ]
+
+    assert mem("hook", "uninstall", "--detected", env=env).returncode == 0
+    assert _files(user_home) == {}
+    assert sorted(p.name for p in user_home.rglob("*")) == [".cursor", ".hermes", "plugins"]
+
+
+def test_a_client_and_detected_together_is_a_usage_error(mem: MemRunner) -> None:
+    result = mem("hook", "install", "claude", "--detected")
+
+    assert result.returncode == 2
+    assert error_line(result) == (
+        "mem: error: name one client, or --detected (see `mem hook install --help`)"
+    )

@@ -26,7 +26,7 @@ HEALTHY_CHECKS = [
     "[ok] history: every superseded item points at its successor",
     "[ok] team: not set up: nothing leaves this laptop "
     "(`mem team init` or `mem team join` to share with a team)",
-    "[ok] agents: no client set up (`mem hook install claude`, or cursor, codex)",
+    "[ok] agents: no client set up (`mem hook install --detected` sets up each one found here)",
 ]
 
 

@@ -1,10 +1,12 @@
 """The entries memmesh writes into a client's files, and how it knows them again.
 
 Two kinds: memmesh's MCP server entry (``mcpServers.memmesh`` in JSON, ``[mcp_servers.memmesh]``
-in TOML) and the session-start hook running ``mem … hook brief``, in a JSON hooks file either
-inside matcher groups (Claude Code, Codex) or in a flat list (Cursor). Each function takes a
-file's text and returns the edited text; which of them a client needs is in
-:mod:`memmesh.agents.install`.
+in TOML) and the hooks running ``mem … hook brief`` (as a session starts) and ``mem … hook
+prompt`` (as each prompt is sent), in a JSON hooks file either inside groups (Claude Code,
+Codex; a session-start group has a matcher) or in a flat list (Cursor). A hook running
+``mem … hook capture`` is known as memmesh's too, so that uninstalling takes it as well.
+Each function takes a file's text and returns the edited text; which of them a client needs
+is in :mod:`memmesh.agents.install`.
 """
 
 import itertools
@@ -32,17 +34,19 @@ __all__ = [
 ]
 
 HOOK_TIMEOUT_SECONDS = 10
-# A new, cleared or compacted conversation needs the brief; a resumed one still has it.
-_MATCHER = "startup|clear|compact"
+# The `mem hook` commands whose hooks are memmesh's.
+_OUR_HOOK_COMMANDS = frozenset({"brief", "prompt", "capture"})
 # What memmesh owns in an existing server entry; the rest (``env``, timeouts) is the user's.
 _OWNED = ("command", "args")
 
 
-def set_json_server(text: str, path: list[str], entry: dict[str, Any]) -> str:
+def set_json_server(
+    text: str, path: list[str], entry: dict[str, Any], owned: tuple[str, ...] = _OWNED
+) -> str:
     """Set memmesh's MCP server entry at ``path``; in an existing entry only the keys memmesh
-    owns, so that keys a user added to it (``env``, say) stay."""
+    ``owned`` there, so that keys a user added to it (``env``, say) stay."""
     if isinstance(_get(load_object(text), path), dict):
-        for key in _OWNED:
+        for key in owned:
             text = set_member(text, [*path, key], entry[key])
         return text
     return set_member(text, path, entry)
@@ -64,10 +68,10 @@ def without_json_server(text: str, path: list[str]) -> str:
     return _without_empty(remove_member(text, path), path[:-1])
 
 
-def with_grouped_hook(text: str, event: str, command: str) -> str:
+def with_grouped_hook(text: str, event: str, command: str, matcher: str | None) -> str:
     """Our hook goes into the first ``hooks.<event>`` group that holds one (next to whatever
-    hooks the user put there, under the user's matcher), else into a group of its own; copies of
-    it elsewhere (an older install) are removed."""
+    hooks the user put there, under the user's matcher), else into a group of its own, with
+    ``matcher`` if it is not ``None``; copies of it elsewhere (an older install) are removed."""
     hook = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
     where: list[str | int] = ["hooks", event]
     groups = _get(load_object(text), ["hooks", event])
@@ -75,7 +79,7 @@ def with_grouped_hook(text: str, event: str, command: str) -> str:
         i for i, g in enumerate(groups if isinstance(groups, list) else []) if _is_our_group(g)
     ]
     if not holding:
-        group = {"matcher": _MATCHER, "hooks": [hook]}
+        group = {"hooks": [hook]} if matcher is None else {"matcher": matcher, "hooks": [hook]}
         return upsert_element(text, where, _is_our_group, group)
     assert isinstance(groups, list)
     for index in reversed(holding[1:]):
@@ -90,8 +94,8 @@ def with_listed_hook(text: str, event: str, command: str) -> str:
 
 
 def without_our_hooks(text: str, event: str) -> str:
-    """Every hook running memmesh's brief removed from ``hooks.<event>``, and the groups left
-    empty by that."""
+    """Every hook of memmesh's (brief, prompt, capture) removed from ``hooks.<event>``, and the
+    groups left empty by that."""
     entries = _get(load_object(text), ["hooks", event])
     if not isinstance(entries, list):
         return text
@@ -102,7 +106,8 @@ def without_our_hooks(text: str, event: str) -> str:
 
 
 def is_our_hook(hook: Any) -> bool:
-    """A hook entry whose command runs memmesh's brief, wherever `mem` was installed."""
+    """A hook entry whose command runs memmesh's brief, prompt or capture hook, wherever `mem`
+    was installed."""
     if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
         return False
     try:
@@ -113,8 +118,8 @@ def is_our_hook(hook: Any) -> bool:
         Path(argv[0]).name == "mem"
         or any(a == "-m" and b == "memmesh" for a, b in itertools.pairwise(argv))
     )
-    runs_brief = any(a == "hook" and b == "brief" for a, b in itertools.pairwise(argv))
-    return runs_memmesh and runs_brief
+    runs_hook = any(a == "hook" and b in _OUR_HOOK_COMMANDS for a, b in itertools.pairwise(argv))
+    return runs_memmesh and runs_hook
 
 
 def _drop_ours(text: str, where: list[str | int], index: int, entry: Any) -> str:

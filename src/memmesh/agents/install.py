@@ -1,30 +1,27 @@
 """`mem hook install`: register memmesh with a coding agent's client.
 
-For each client two things are written: the MCP server entry (``mem mcp``) and a session-start
-hook that runs ``mem hook brief``. Where each client keeps them, and in what shape, is one row
-of ``_RULES`` below. The edits are made on the files' text (JSON with
+For each client up to four things are written, as its row of
+:data:`memmesh.agents.clients.RULES` says: the MCP server entry (``mem mcp``); a session-start
+hook running ``mem hook brief``; a per-prompt hook running ``mem hook prompt``; and whole files
+of memmesh's own (Claude Code's slash commands, Hermes' memory provider plugin, see
+:mod:`memmesh.agents._owned`). The edits are made on the files' text (JSON with
 :mod:`memmesh.agents._jsonedit`, TOML with :mod:`memmesh.agents._tomledit`), so keys that are
 not memmesh's keep every byte; running the install again changes nothing; a file is backed up
 before it is changed (the newest three backups of each are kept); and a dry run shows the diff
 without writing. Uninstalling removes a file memmesh created that is then empty
-(:mod:`memmesh.agents.created` knows which).
+(:mod:`memmesh.agents.created` knows which) and every file of memmesh's own.
 """
 
-import difflib
 import importlib
 import os
 import shlex
-import shutil
-import time
 from collections.abc import Callable, Collection, Mapping
-from contextlib import suppress
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
-from memmesh._files import write_atomically
 from memmesh.agents._entries import (
     set_json_server,
     set_toml_server,
@@ -33,14 +30,27 @@ from memmesh.agents._entries import (
     without_json_server,
     without_our_hooks,
 )
-from memmesh.agents._files import BACKUPS_KEPT, backup_path, old_backups, read_text
+from memmesh.agents._files import FileChange, apply, read_text
 from memmesh.agents._jsonedit import EditError, load_object, set_member
+from memmesh.agents._owned import CLAUDE_COMMANDS, claude_command, owned_install, owned_uninstall
+from memmesh.agents.clients import (
+    HOOK_CLIENTS,
+    INSTALLABLE,
+    RULES,
+    Client,
+    ClientRules,
+    Installable,
+    client_folder,
+)
 from memmesh.agents.errors import ConfigFileError, McpUnavailable
+from memmesh.agents.hermes import plugin_files, plugin_folder
 
 __all__ = [
     "CLIENTS",
+    "INSTALLABLE",
     "Client",
     "FileChange",
+    "Installable",
     "Launch",
     "apply",
     "mcp_installed",
@@ -48,111 +58,23 @@ __all__ = [
     "plan_uninstall",
 ]
 
-Client = Literal["claude", "cursor", "codex"]
+CLIENTS: tuple[str, ...] = HOOK_CLIENTS
 SERVER_NAME = "memmesh"
-
-
-class _ClientRules(msgspec.Struct, frozen=True, kw_only=True):
-    """Where one client keeps its MCP servers and its session-start hooks, and their shape.
-
-    * ``folder``: the client's folder in the user's home; ``folder_env`` names the variable
-      that moves it (an empty value does not).
-    * ``servers_file``: the file of MCP servers, in that folder; with ``servers_in_home``, in
-      the home folder itself unless ``folder_env`` moved the folder (Claude Code's
-      ``~/.claude.json``).
-    * ``servers_format``, ``servers_key``: the file's format, and the object or table of
-      servers in it, where memmesh's entry is ``SERVER_NAME``.
-    * ``stdio_entry``: a new entry names its transport and an empty ``env`` as well.
-    * ``hooks_file``: the file of hooks, in the folder; ``hook_event``: the key of the
-      session-start hooks under ``hooks``.
-    * ``hook_groups``: hooks sit in groups with a matcher (``{"matcher", "hooks": [...]}``)
-      rather than in a flat list; ``hooks_version``: the ``version`` a hooks file needs.
-    """
-
-    folder: str
-    folder_env: str | None = None
-    servers_file: str
-    servers_in_home: bool = False
-    servers_format: Literal["json", "toml"] = "json"
-    servers_key: str = "mcpServers"
-    stdio_entry: bool = False
-    hooks_file: str = "hooks.json"
-    hook_event: str = "SessionStart"
-    hook_groups: bool = True
-    hooks_version: int | None = None
-
-
-# One row per client; a row states only what differs from the defaults above.
-_RULES: dict[Client, _ClientRules] = {
-    # ~/.claude.json: mcpServers; ~/.claude/settings.json: hooks.SessionStart
-    "claude": _ClientRules(
-        folder=".claude",
-        folder_env="CLAUDE_CONFIG_DIR",
-        servers_file=".claude.json",
-        servers_in_home=True,
-        stdio_entry=True,
-        hooks_file="settings.json",
-    ),
-    # ~/.cursor/mcp.json: mcpServers; ~/.cursor/hooks.json: hooks.sessionStart, "version": 1
-    "cursor": _ClientRules(
-        folder=".cursor",
-        servers_file="mcp.json",
-        hook_event="sessionStart",
-        hook_groups=False,
-        hooks_version=1,
-    ),
-    # ~/.codex/config.toml: [mcp_servers]; ~/.codex/hooks.json: hooks.SessionStart
-    "codex": _ClientRules(
-        folder=".codex",
-        folder_env="CODEX_HOME",
-        servers_file="config.toml",
-        servers_format="toml",
-        servers_key="mcp_servers",
-    ),
-}
-CLIENTS: tuple[str, ...] = tuple(_RULES)
+# The session-start hook's matcher: a new, cleared or compacted conversation needs the brief;
+# a resumed one still has it. Per-prompt events take no matcher.
+_BRIEF_MATCHER = "startup|clear|compact"
 
 
 class Launch(msgspec.Struct, frozen=True, kw_only=True):
-    """How a client starts `mem`: the executable and the options before the command."""
+    """How a client starts `mem`: the executable and the options before the command; and the
+    memmesh home it uses (for the Hermes plugin's backup paths and team check)."""
 
     argv: tuple[str, ...]
+    home: str = ""
 
     def command(self, *args: str) -> str:
         """A shell command line running `mem` with ``args``."""
         return shlex.join([*self.argv, *args])
-
-
-class FileChange(msgspec.Struct, frozen=True, kw_only=True):
-    """One file of a client's configuration, before and after the install.
-
-    ``remove``: the file goes instead of keeping ``after`` (memmesh created it, and nothing
-    but memmesh's entries was in it).
-    """
-
-    path: Path
-    before: str | None
-    after: str
-    what: str
-    remove: bool = False
-
-    @property
-    def changed(self) -> bool:
-        """Whether the file would be written or removed (a missing file left empty is not)."""
-        if self.before is None:
-            return self.after != "" and not self.remove
-        return self.remove or self.before != self.after
-
-    def diff(self) -> str:
-        """The change as a unified diff (empty when there is none)."""
-        return "".join(
-            difflib.unified_diff(
-                (self.before or "").splitlines(keepends=True),
-                [] if self.remove else self.after.splitlines(keepends=True),
-                fromfile=str(self.path) if self.before is not None else "/dev/null",
-                tofile="/dev/null" if self.remove else str(self.path),
-            )
-        )
 
 
 def mcp_installed() -> bool:
@@ -168,7 +90,7 @@ def mcp_installed() -> bool:
 
 
 def plan_install(
-    client: Client,
+    client: Installable,
     launch: Launch,
     *,
     environ: Mapping[str, str] = os.environ,
@@ -178,133 +100,139 @@ def plan_install(
 
     Raises :class:`ConfigFileError` when a file cannot be read or edited without harm.
     """
-    rules = _RULES[client]
-    entry: dict[str, Any] = {"command": launch.argv[0], "args": [*launch.argv[1:], "mcp"]}
-    if rules.stdio_entry:
-        entry = {"type": "stdio", **entry, "env": {}}
-    server = partial(_set_server, rules=rules, entry=entry)
-    hook = partial(
-        _with_our_hook,
-        rules=rules,
-        command=launch.command("hook", "brief", "--client", client),
-    )
-    return _plan(rules, environ, user_home or Path.home(), server, hook)
+    rules = RULES[client]
+    home = user_home or Path.home()
+    servers, hooks = _paths(client, environ, home)
+    changes = []
+    if servers is not None:
+        _refuse_jsonc_only(rules, servers)
+        entry = _server_entry(rules, launch)
+        changes.append(_edit(servers, "MCP server", partial(_set_server, rules=rules, entry=entry)))
+    if hooks is not None:
+        add = partial(_with_our_hooks, rules=rules, launch=launch, client=client)
+        changes.append(_edit(hooks, _hooks_what(rules), add))
+    return changes + owned_install(_owned_files(client, launch, environ, home))
 
 
 def plan_uninstall(
-    client: Client,
+    client: Installable,
     *,
     created: Collection[Path] = (),
     environ: Mapping[str, str] = os.environ,
     user_home: Path | None = None,
 ) -> list[FileChange]:
-    """What removing memmesh from ``client`` would write: its MCP server entry and every hook
-    running its brief go, everything else stays byte for byte. A file among ``created`` (those
-    memmesh made) that holds nothing else is removed."""
-    rules = _RULES[client]
-    server = partial(_without_server, rules=rules)
-    hook = partial(without_our_hooks, event=rules.hook_event)
-    servers, hooks = _plan(rules, environ, user_home or Path.home(), server, hook)
-    return [
+    """What removing memmesh from ``client`` would write: its MCP server entry, every hook
+    running its brief or prompt, and its own files go; everything else stays byte for byte. A
+    file among ``created`` (those memmesh made) that holds nothing else is removed."""
+    rules = RULES[client]
+    home = user_home or Path.home()
+    servers, hooks = _paths(client, environ, home)
+    edited: list[tuple[FileChange, int | None]] = []
+    if servers is not None:
+        edited.append((_edit(servers, "MCP server", partial(_without_server, rules=rules)), None))
+    if hooks is not None:
+        remove = partial(_without_our_hooks, rules=rules)
+        edited.append((_edit(hooks, _hooks_what(rules), remove), rules.hooks_version))
+    changes = [
         msgspec.structs.replace(change, remove=True)
         if change.path in created
         and change.before is not None
         and not change.path.is_symlink()
         and _hollow(change.after, version)
         else change
-        for change, version in ((servers, None), (hooks, rules.hooks_version))
+        for change, version in edited
     ]
+    owned = [(path, what) for path, _, what in _owned_files(client, None, environ, home)]
+    return changes + owned_uninstall(owned, _owned_folder(client, environ, home))
 
 
-def _plan(
-    rules: _ClientRules,
-    environ: Mapping[str, str],
-    home: Path,
-    server: Callable[[str], str],
-    hook: Callable[[str], str],
-) -> list[FileChange]:
-    """The changes ``server`` makes to the client's file of MCP servers and ``hook`` to its
-    file of hooks."""
-    moved = environ.get(rules.folder_env, "") if rules.folder_env else ""
-    folder = Path(moved) if moved else home / rules.folder
-    servers = home if rules.servers_in_home and not moved else folder
-    return [
-        _edit(servers / rules.servers_file, "MCP server", server),
-        _edit(folder / rules.hooks_file, f"{rules.hook_event} hook", hook),
-    ]
+def _paths(
+    client: Installable, environ: Mapping[str, str], home: Path
+) -> tuple[Path | None, Path | None]:
+    """The client's file of MCP servers and its file of hooks (``None``: it has none)."""
+    rules = RULES[client]
+    folder = client_folder(client, environ, home)
+    moved = folder != home / rules.folder
+    servers = None
+    if rules.servers_file:
+        servers = (home if rules.servers_in_home and not moved else folder) / rules.servers_file
+    hooks = folder / rules.hooks_file if rules.hooks_file else None
+    return servers, hooks
 
 
-def apply(changes: list[FileChange], *, clock: Callable[[], float] = time.time) -> list[Path]:
-    """Write (or remove) the changed files, each written one after backing it up; returns the
-    backups made. Of each file's backups the newest :data:`BACKUPS_KEPT` are kept.
-
-    All or nothing: if any file changed on disk since it was read, none is written (run again);
-    if writing one fails, the files already written are put back as they were.
-    """
-    pending = [change for change in changes if change.changed]
-    for change in pending:
-        if read_text(change.path) != change.before:
-            raise ConfigFileError(str(change.path), "changed while memmesh was editing it")
-    done: list[tuple[FileChange, Path | None]] = []
-    try:
-        for change in pending:
-            done.append((change, _write(change, clock())))
-    except OSError as exc:
-        for written, backup in reversed(done):
-            _restore(written, backup)
-        raise ConfigFileError(str(change.path), exc.strerror or str(exc)) from None
-    for change, _ in done:
-        for old in old_backups(change.path.resolve(), BACKUPS_KEPT):
-            with suppress(OSError):  # the files are written; an old backup left is no failure
-                old.unlink()
-    return [backup for _, backup in done if backup is not None]
+def _owned_files(
+    client: Installable, launch: Launch | None, environ: Mapping[str, str], home: Path
+) -> list[tuple[Path, str, str]]:
+    """memmesh's own files for ``client``: (path, text, what); the text is empty when
+    ``launch`` is ``None`` (only the paths are wanted)."""
+    rules = RULES[client]
+    if rules.commands:
+        folder = client_folder(client, environ, home) / rules.commands
+        return [
+            (folder / f"{name}.md", claude_command(name), f"/{name} command")
+            for name in CLAUDE_COMMANDS
+        ]
+    if client == "hermes":
+        folder = plugin_folder(environ, home)
+        argv, store = (launch.argv, launch.home) if launch else ((), "")
+        return [(folder / name, text, what) for name, text, what in plugin_files(argv, store)]
+    return []
 
 
-def _write(change: FileChange, now: float) -> Path | None:
-    """Back up (if it exists) and replace one file, or remove it; returns the backup."""
-    target = change.path.resolve()  # write through a symlink, keep the link
-    if change.remove:
-        target.unlink()  # nothing but memmesh's entries was in it: no backup to keep
-        return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    mode = 0o600
-    if change.before is not None:
-        backup = backup_path(target, now)
-        shutil.copy2(target, backup)
-        mode = target.stat().st_mode & 0o777
-    write_atomically(target, change.after, mode)
-    return backup
-
-
-def _restore(change: FileChange, backup: Path | None) -> None:
-    target = change.path.resolve()
-    if change.remove:
-        write_atomically(target, change.before or "", 0o600)
-    elif backup is None:
-        target.unlink(missing_ok=True)
-    else:
-        shutil.copy2(backup, target)
-        backup.unlink()
+def _owned_folder(
+    client: Installable, environ: Mapping[str, str], home: Path
+) -> tuple[Path, str] | None:
+    """The folder of memmesh's own files that uninstalling removes once it is left empty."""
+    commands = RULES[client].commands
+    if commands:
+        return client_folder(client, environ, home) / commands, "commands folder"
+    if client == "hermes":
+        return plugin_folder(environ, home), "plugin folder"
+    return None
 
 
 # -- what is written -------------------------------------------------------------------------
 
 
-def _set_server(text: str, rules: _ClientRules, entry: dict[str, Any]) -> str:
+def _server_entry(rules: ClientRules, launch: Launch) -> dict[str, Any]:
+    if rules.servers_format == "opencode":
+        return {"type": "local", "command": [*launch.argv, "mcp"], "enabled": True}
+    entry: dict[str, Any] = {"command": launch.argv[0], "args": [*launch.argv[1:], "mcp"]}
+    if rules.stdio_entry:
+        entry = {"type": "stdio", **entry, "env": {}}
+    return entry
+
+
+def _set_server(text: str, rules: ClientRules, entry: dict[str, Any]) -> str:
     path = [rules.servers_key, SERVER_NAME]
     if rules.servers_format == "toml":
         return set_toml_server(text, path, entry)
+    if rules.servers_format == "opencode":
+        return set_json_server(text, path, entry, owned=("type", "command"))
     return set_json_server(text, path, entry)
 
 
-def _without_server(text: str, rules: _ClientRules) -> str:
+def _without_server(text: str, rules: ClientRules) -> str:
     path = [rules.servers_key, SERVER_NAME]
     if rules.servers_format == "toml":
         from memmesh.agents._tomledit import remove_table  # tomlkit only where TOML is edited
 
         return remove_table(text, path)
     return without_json_server(text, path)
+
+
+def _refuse_jsonc_only(rules: ClientRules, servers: Path) -> None:
+    """OpenCode also reads ``opencode.jsonc``, JSON with comments, which memmesh does not
+    edit: with only that file there, a new ``opencode.json`` would be a second config."""
+    if rules.servers_format != "opencode":
+        return
+    jsonc = servers.with_suffix(".jsonc")
+    if jsonc.exists() and not servers.exists():
+        raise ConfigFileError(
+            str(jsonc),
+            "memmesh edits only plain JSON (opencode.json); add its `mcp` entry by hand "
+            "(`mem hook install opencode --dry-run` shows it)",
+        )
 
 
 def _hollow(text: str, version: int | None) -> bool:
@@ -321,13 +249,35 @@ def _hollow(text: str, version: int | None) -> bool:
     return data == {}
 
 
-def _with_our_hook(text: str, rules: _ClientRules, command: str) -> str:
-    """Our hook running ``command`` in the form the client reads, and the hooks file's
+def _hooks_what(rules: ClientRules) -> str:
+    events = [event for event in (rules.hook_event, rules.prompt_event) if event]
+    return " and ".join(events) + (" hooks" if len(events) > 1 else " hook")
+
+
+def _with_our_hooks(text: str, rules: ClientRules, launch: Launch, client: str) -> str:
+    """Our hooks, brief and prompt, in the form the client reads, and the hooks file's
     ``version`` if it needs one and has none."""
     if rules.hooks_version is not None and "version" not in load_object(text):
         text = set_member(text, ["version"], rules.hooks_version)
-    add = with_grouped_hook if rules.hook_groups else with_listed_hook
-    return add(text, rules.hook_event, command)
+    for event, command, matcher in (
+        (rules.hook_event, "brief", _BRIEF_MATCHER),
+        (rules.prompt_event, "prompt", None),
+    ):
+        if event is None:
+            continue
+        line = launch.command("hook", command, "--client", client)
+        if rules.hook_groups:
+            text = with_grouped_hook(text, event, line, matcher)
+        else:
+            text = with_listed_hook(text, event, line)
+    return text
+
+
+def _without_our_hooks(text: str, rules: ClientRules) -> str:
+    for event in (rules.hook_event, rules.prompt_event):
+        if event is not None:
+            text = without_our_hooks(text, event)
+    return text
 
 
 # -- files -----------------------------------------------------------------------------------

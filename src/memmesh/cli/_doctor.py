@@ -12,7 +12,7 @@ import argparse
 import os
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from memmesh.cli._common import emit, home_of, open_store
 from memmesh.errors import ExitCode, MemmeshError
@@ -145,15 +145,15 @@ def _coordinator_check(policy: "Policy", identity: "Identity") -> Check:
 
 
 def _agent_checks(args: argparse.Namespace) -> list[Check]:
+    from memmesh.agents.clients import INSTALLABLE
     from memmesh.agents.created import created_files
-    from memmesh.agents.install import CLIENTS, Client, mcp_installed, plan_install, plan_uninstall
+    from memmesh.agents.install import mcp_installed, plan_install, plan_uninstall
     from memmesh.cli.agents import launch_of
 
     launch = launch_of(args)
     checks: list[Check] = []
     mcp: bool | None = None
-    for name in CLIENTS:
-        client = cast(Client, name)
+    for client in INSTALLABLE:
         try:
             ours = plan_uninstall(client, created=created_files(home_of(args)))
             stale = [c for c in plan_install(client, launch) if c.changed]
@@ -189,7 +189,8 @@ def _agent_checks(args: argparse.Namespace) -> list[Check]:
             Check(
                 name="agents",
                 ok=True,
-                detail="no client set up (`mem hook install claude`, or cursor, codex)",
+                detail="no client set up (`mem hook install --detected` sets up each one "
+                "found here)",
             )
         )
     return checks

@@ -7,12 +7,16 @@ import select
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from memmesh.agents.clients import RULES, detected
 from memmesh.agents.created import created_files, note_changes
 from memmesh.agents.errors import McpUnavailable
 from memmesh.agents.install import (
     CLIENTS,
+    INSTALLABLE,
     FileChange,
+    Installable,
     Launch,
     apply,
     mcp_installed,
@@ -29,6 +33,7 @@ from memmesh.cli._common import (
     open_store,
     warn,
 )
+from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.project import resolve_project
 
@@ -90,15 +95,17 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p = command(
         "install",
         _install,
-        "Register memmesh with a coding agent's client: its MCP server entry and a "
-        "session-start hook running `mem hook brief`. Changes only memmesh's own entries, "
-        "backs up each file it changes (keeping the last three backups of each), and changes "
-        "nothing when run again. Refused while the MCP server could not start here (the "
-        "optional extra: pip install 'memmesh[mcp]'), unless --force.",
-        "mem hook install claude --dry-run",
+        "Register memmesh with a coding agent's client: its MCP server entry, a session-start "
+        "hook running `mem hook brief` and a per-prompt hook running `mem hook prompt` where "
+        "the client has them, Claude Code's /remember, /recall and /team commands, Hermes' "
+        "memory provider plugin. --detected does it for every client found here (its folder "
+        "in your home, or its program on PATH). Changes only memmesh's own entries, backs up "
+        "each file it changes (keeping the last three backups of each), and changes nothing "
+        "when run again. Refused while the MCP server could not start here (the optional "
+        "extra: pip install 'memmesh[mcp]'), unless --force.",
+        "mem hook install --detected --dry-run",
     )
-    p.add_argument("client", choices=CLIENTS, help="which client")
-    p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    _client_arguments(p)
     p.add_argument(
         "--force",
         action="store_true",
@@ -108,13 +115,22 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p = command(
         "uninstall",
         _uninstall,
-        "Remove memmesh from a coding agent's client: its MCP server entry and every hook "
-        "running `mem hook brief`. Everything else stays byte for byte; each changed file is "
-        "backed up first, and a file the install created is removed once nothing else is in "
-        "it.",
+        "Remove memmesh from a coding agent's client: its MCP server entry, every hook running "
+        "`mem hook brief` or `mem hook prompt`, and the files of memmesh's own it installed. "
+        "Everything else stays byte for byte; each changed file is backed up first, and a "
+        "file the install created is removed once nothing else is in it.",
         "mem hook uninstall cursor --dry-run",
     )
-    p.add_argument("client", choices=CLIENTS, help="which client")
+    _client_arguments(p)
+
+
+def _client_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("client", nargs="?", choices=INSTALLABLE, help="which client")
+    p.add_argument(
+        "--detected",
+        action="store_true",
+        help="every client found here: its folder in your home, or its program on PATH",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
 
 
@@ -173,27 +189,66 @@ def _whole_json(data: bytes) -> bool:
 
 
 def _install(args: argparse.Namespace) -> int:
-    if not mcp_installed():
+    clients = _clients(args, "install")
+    if any(RULES[client].servers_file for client in clients) and not mcp_installed():
         if not (args.force or args.dry_run):
             raise McpUnavailable(
                 "the client could not start it, so it is not registered until the SDK is "
                 "installed (--force registers it anyway); nothing was changed"
             )
         warn(McpUnavailable("the client cannot start it until then").message)
-    return _report(args, plan_install(args.client, launch_of(args)))
+    launch = launch_of(args)
+    return _report(args, [(client, plan_install(client, launch)) for client in clients])
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    return _report(args, plan_uninstall(args.client, created=created_files(home_of(args))))
+    created = created_files(home_of(args))
+    return _report(
+        args,
+        [
+            (client, plan_uninstall(client, created=created))
+            for client in _clients(args, "uninstall")
+        ],
+    )
 
 
-def _report(args: argparse.Namespace, changes: list[FileChange]) -> int:
-    """Apply (unless a dry run) and print what changed, where, and the backups."""
-    if not args.dry_run:
-        note_changes(home_of(args), changes)
-    backups = [] if args.dry_run else apply(changes)
+def _clients(args: argparse.Namespace, verb: str) -> list[Installable]:
+    """The client named, or with --detected those found here; a usage error without either."""
+    if args.detected == (args.client is not None):
+        raise UsageError(f"hook {verb}", "name one client, or --detected")
+    return detected() if args.detected else [args.client]
+
+
+def _report(args: argparse.Namespace, plans: list[tuple[Installable, list[FileChange]]]) -> int:
+    """Apply (unless a dry run) and print what changed, where, and the backups. Every client's
+    changes are planned before any is applied, so a file that cannot be edited stops them all."""
+    done = []
+    for client, changes in plans:
+        if not args.dry_run:
+            note_changes(home_of(args), changes)
+        done.append((client, changes, [] if args.dry_run else apply(changes)))
+    reports = [_client_report(args, *each) for each in done]
+    if not args.detected:
+        data, text = reports[0]
+    else:
+        data = {"detected": [client for client, _ in plans], "dry_run": args.dry_run}
+        data["clients"] = [each for each, _ in reports]
+        text = (
+            "\n".join(
+                f"== {client}\n{lines}"
+                for (client, _), (_, lines) in zip(plans, reports, strict=True)
+            )
+            or f"no client found here (looked for {', '.join(INSTALLABLE)})"
+        )
+    emit(args, data, text)
+    return ExitCode.OK
+
+
+def _client_report(
+    args: argparse.Namespace, client: str, changes: list[FileChange], backups: list[Path]
+) -> tuple[dict[str, Any], str]:
     data = {
-        "client": args.client,
+        "client": client,
         "dry_run": args.dry_run,
         "files": [
             {
@@ -211,15 +266,16 @@ def _report(args: argparse.Namespace, changes: list[FileChange]) -> int:
     if args.dry_run:
         text = "\n".join(c.diff() for c in changes if c.changed) or "nothing to change"
     else:
-        lines = [_done(c) for c in changes]
+        lines = [_done(c) for c in changes if c.changed or not c.folder]
         lines += [f"backup     {b}" for b in backups]
         text = "\n".join(lines)
-    emit(args, data, text)
-    return ExitCode.OK
+    return data, text
 
 
 def _done(change: FileChange) -> str:
     """One line saying what became of a file."""
+    if change.folder:
+        return f"removed  {change.path}  ({change.what}; nothing else was in it)"
     if change.remove:
         return f"removed  {change.path}  ({change.what}; memmesh created it and it is now empty)"
     return f"{'wrote' if change.changed else 'unchanged'}  {change.path}  ({change.what})"
@@ -234,4 +290,4 @@ def launch_of(args: argparse.Namespace) -> Launch:
     home = home_of(args).resolve()
     if home != DEFAULT_HOME.expanduser().resolve():
         argv += ["--home", str(home)]
-    return Launch(argv=tuple(argv))
+    return Launch(argv=tuple(argv), home=str(home))
