@@ -265,6 +265,8 @@ def _revise(args: argparse.Namespace) -> int:
 
 
 def _outcome(args: argparse.Namespace) -> int:
+    from memmesh.local import last_trace
+
     if args.last == (args.id is not None):
         raise UsageError("outcome", "give an item's id, or --last (not both)")
     with open_store(args) as store:
@@ -272,7 +274,7 @@ def _outcome(args: argparse.Namespace) -> int:
             item = store.outcome(args.id, args.result)
             emit(args, _credited(item), _credited_line(item, shown_id(store, item.id)))
             return ExitCode.OK
-        trace = store.last_trace()
+        trace = last_trace(store)
         if trace is None or not trace.item_ids:
             raise InvalidInput(
                 "the newest recall returned nothing to credit; give the item's id instead"

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         recall,
         scope_of,
     )
-    from memmesh.local._replay import Replay, Then, replay
+    from memmesh.local._replay import Replay, Then, last_trace, replay
     from memmesh.local.store import Store
 
 __all__ = [
@@ -74,6 +74,7 @@ __all__ = [
     "Then",
     "TraceNotFound",
     "Transaction",
+    "last_trace",
     "recall",
     "replay",
     "scope_of",
@@ -100,6 +101,7 @@ _LAZY = {
     "Replay": "memmesh.local._replay",
     "Then": "memmesh.local._replay",
     "replay": "memmesh.local._replay",
+    "last_trace": "memmesh.local._replay",
     "Store": "memmesh.local.store",
     "Transaction": "memmesh.local._db",
 }

@@ -19,7 +19,7 @@ from memmesh.local.items import Item
 if TYPE_CHECKING:
     from memmesh.local.store import Store
 
-__all__ = ["Fate", "Replay", "Then", "replay"]
+__all__ = ["Fate", "Replay", "Then", "last_trace", "replay"]
 
 # still_returned: among the hits now; left_out: a near miss, with its reason; inactive:
 # archived or superseded since; unmatched: active, but no longer a candidate of either half.
@@ -49,6 +49,12 @@ class Replay(msgspec.Struct, frozen=True, kw_only=True):
     trace: journal.Trace
     now: Recall
     then: tuple[Then, ...]
+
+
+def last_trace(store: "Store") -> journal.Trace | None:
+    """The newest recall's trace (its query and the ids it returned), if one is kept."""
+    with store._db.read() as conn:
+        return journal.last_trace(conn)
 
 
 def replay(store: "Store", trace_id: str) -> Replay:

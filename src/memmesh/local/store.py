@@ -373,11 +373,6 @@ class Store:
         vector: list[float] = np.frombuffer(stored, dtype=np.float32).tolist()
         return vector
 
-    def last_trace(self) -> journal.Trace | None:
-        """The newest recall's trace (its query and the ids it returned), if one is kept."""
-        with self._db.read() as conn:
-            return journal.last_trace(conn)
-
     def journal_summary(self) -> dict[str, Any]:
         """Counts of journal events by kind, and the recall latency and abstention figures."""
         with self._db.read() as conn:
