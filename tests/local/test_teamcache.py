@@ -3,6 +3,7 @@ good, and what survives a damaged file."""
 
 import multiprocessing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def test_a_damaged_file_is_started_afresh(home: Path) -> None:
     assert _ids(home) == ["A"]
 
 
-def _hold_lock(home: Path, ready: "multiprocessing.synchronize.Event", done: "multiprocessing.synchronize.Event") -> None:  # fmt: skip
+def _hold_lock(home: Path, ready: Any, done: Any) -> None:
     with teamcache.refresh_lock(home) as held:
         assert held
         ready.set()

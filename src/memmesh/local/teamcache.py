@@ -140,7 +140,8 @@ def apply(
         for tomb in gone:
             conn.execute(
                 "INSERT INTO team_cache_gone (key_id, item_id, version) VALUES (?, ?, ?) "
-                "ON CONFLICT (key_id, item_id) DO UPDATE SET version = max(version, excluded.version)",
+                "ON CONFLICT (key_id, item_id) "
+                "DO UPDATE SET version = max(version, excluded.version)",
                 (tomb.key_id, tomb.item_id, tomb.version),
             )
         removed += conn.execute(
@@ -217,7 +218,7 @@ def refresh_lock(home: Path) -> Iterator[bool]:
     """Hold the refresh lock while the ``with`` runs: yields ``False`` at once (holding
     nothing) when another process holds it. The lock goes with the process that holds it."""
     path = home / f"{AGENTS_FILENAME}.refresh.lock"
-    with open(path, "a", encoding="utf-8") as handle:  # noqa: PTH123 - needs the descriptor
+    with open(path, "a", encoding="utf-8") as handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
