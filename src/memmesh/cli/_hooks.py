@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from memmesh.cli._common import home_of
+from memmesh.errors import ExitCode
 
 if TYPE_CHECKING:
     from memmesh.local.hooklog import HookRun
@@ -106,7 +107,7 @@ def run_prompt(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     if text or error:
         _journal(home, started, session, project, shown, error)
-    return 0
+    return ExitCode.OK
 
 
 def hook_input() -> str:
@@ -197,7 +198,7 @@ def _give_up(home: Path, client: str | None, started: float) -> None:
         sys.stdout.write(json.dumps({"continue": True}) + "\n")
         sys.stdout.flush()
     _journal(home, started, "", "", [], f"gave up after {DEADLINE_S:g} s")
-    os._exit(0)
+    os._exit(ExitCode.OK)
 
 
 def _whole_json(data: bytes) -> bool:
