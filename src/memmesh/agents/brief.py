@@ -23,7 +23,16 @@ from memmesh.local.items import GLOBAL
 if TYPE_CHECKING:
     from memmesh.local.teamcache import CachedItem
 
-__all__ = ["MAX_CHARS", "TEAM_CHARS", "hook_output", "render", "render_team", "working_folder"]
+__all__ = [
+    "MAX_CHARS",
+    "TEAM_CHARS",
+    "fit",
+    "hook_output",
+    "one_line",
+    "render",
+    "render_team",
+    "working_folder",
+]
 
 MAX_CHARS = 600
 # What the team's lines may always take of the brief, however much the local part has.
@@ -63,13 +72,25 @@ def render_team(
     from memmesh.agents.teampart import author_line
 
     header = f"{title} ({note}):" if note else f"{title}:"
-    lines = [author_line(item, limit=MAX_ITEM_CHARS) for item in team]
+    return fit(header, [author_line(item, limit=MAX_ITEM_CHARS) for item in team], limit)
+
+
+def fit(header: str, lines: list[str], limit: int) -> str:
+    """``header`` and the first of ``lines`` that fit together in ``limit`` characters (the
+    last dropped first); empty when not even one fits."""
+    lines = list(lines)
     while lines:
         text = "\n".join([header, *lines])
         if len(text) <= limit:
             return text
         lines.pop()
     return ""
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` with its whitespace folded onto one line, cut with an ellipsis past ``limit``."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _local(digest: Digest, limit: int) -> str:
@@ -121,10 +142,7 @@ def working_folder(stdin_text: str) -> Path | None:
 
 
 def _line(item: Useful) -> str:
-    text = " ".join(item.text.split())
-    if len(text) > MAX_ITEM_CHARS:
-        text = text[: MAX_ITEM_CHARS - 1].rstrip() + "…"
-    return f"- [{item.kind}] {text}"
+    return f"- [{item.kind}] {one_line(item.text, MAX_ITEM_CHARS)}"
 
 
 def _assemble(header: str, items: list[str], preferences: list[str]) -> str:

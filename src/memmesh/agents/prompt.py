@@ -104,13 +104,11 @@ def block(lines: list[Line], *, budget: int = DEFAULT_BUDGET, note: str = "") ->
     team's lines' age."""
     limit = budget * CHARS_PER_TOKEN
     header = f"{HEADER[:-1]}; team items {note}:" if note else HEADER
-    shown = [_shown(line) for line in sorted(lines, key=lambda line: -line.score)]
-    while shown:
-        text = "\n".join([header, *shown])
-        if len(text) <= limit:
-            return text
-        shown.pop()
-    return ""
+    from memmesh.agents.brief import fit
+
+    return fit(
+        header, [_shown(line) for line in sorted(lines, key=lambda line: -line.score)], limit
+    )
 
 
 def answer(client: str | None, text: str) -> str:
@@ -126,9 +124,9 @@ def answer(client: str | None, text: str) -> str:
 
 
 def _shown(line: Line) -> str:
-    text = printable(" ".join(line.text.split()))
-    if len(text) > MAX_ITEM_CHARS:
-        text = text[: MAX_ITEM_CHARS - 1].rstrip() + "…"
+    from memmesh.agents.brief import one_line
+
+    text = printable(one_line(line.text, MAX_ITEM_CHARS))
     who = f"{printable(line.author)}: " if line.author else ""
     return f"- [{printable(line.kind)}] {who}{text}"
 

@@ -69,9 +69,9 @@ def age_note(state: CacheState, *, now: float | None = None) -> str:
 def author_line(item: CachedItem, *, limit: int = MAX_ITEM_CHARS) -> str:
     """``- [kind] author: text``, the text on one line and cut to ``limit`` characters (what a
     teammate wrote is shown harmlessly: control characters as escapes)."""
-    text = printable(" ".join(item.text.split()))
-    if len(text) > limit:
-        text = text[: limit - 1].rstrip() + "…"
+    from memmesh.agents.brief import one_line
+
+    text = printable(one_line(item.text, limit))
     return f"- [{printable(item.kind)}] {printable(item.author)}: {text}"
 
 
