@@ -12,10 +12,15 @@ choices to make. Timed:
 
 * the digest and its rendering in process (what the command does after starting Python);
 * the whole command, ``mem hook brief --project P``, as a subprocess, beside ``mem --version``
-  (Python start-up plus the CLI's imports), which is the floor any `mem` command pays.
+  (Python start-up plus the CLI's imports), which is the floor any `mem` command pays;
+* the prompt hook, ``mem hook prompt --client claude`` with a Claude ``UserPromptSubmit``
+  input on standard input, as a subprocess; then both hooks again with a warm team cache of
+  ``--team-items`` teammates' items (written through ``memmesh.local.teamcache.apply``, with
+  vectors from the store's embedder, fresh so that no refresh starts).
 """
 
 import argparse
+import json
 import random
 import subprocess
 import sys
@@ -25,6 +30,7 @@ from pathlib import Path
 
 from _common import Latency, cpu_count, cpu_model, load_average, log, source_revision, table
 from memmesh.agents.brief import render
+from memmesh.local import teamcache
 from memmesh.local.digest import digest
 from memmesh.local.store import Store
 
@@ -69,6 +75,7 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=200, help="in-process runs")
     parser.add_argument("--commands", type=int, default=20, help="runs of the command")
+    parser.add_argument("--team-items", type=int, default=1000, help="items in the team cache")
     args = parser.parse_args()
     rng = random.Random(7)
     mem = str(Path(sys.executable).with_name("mem"))
@@ -97,21 +104,73 @@ def main() -> int:
         floor = Latency.of(
             "mem --version", [_command(mem, "--version") for _ in range(args.commands)]
         )
+        hooks = [brief, *_prompt_hooks(mem, home, args.commands, "")]
+        fill_team(home, args.team_items, rng)
+        hooks += [_brief_hook(mem, home, args.commands, ", team cache")]
+        hooks += _prompt_hooks(mem, home, args.commands, ", team cache")
 
     print(
         f"session brief, {args.items:,} items; {cpu_model()}, {cpu_count()}; "
         f"load {load_average()}; {source_revision()}"
     )
-    rows = [[x.what, x.n, x.p50, x.p95, x.mean] for x in (in_process, brief, floor)]
+    rows = [[x.what, x.n, x.p50, x.p95, x.mean] for x in (in_process, *hooks, floor)]
     print(table(["what", "runs", "p50 ms", "p95 ms", "mean ms"], rows))
     print(f"brief length: max {max(lengths)} characters (limit 600)")
     return 0
 
 
-def _command(*argv: str) -> float:
+def fill_team(home: Path, count: int, rng: random.Random) -> None:
+    """``count`` teammates' items in the team cache, with the store's embedder's vectors."""
+    with Store(home) as store:
+        embedder = store.embedder
+    items = [
+        teamcache.CachedItem(
+            key_id=f"mate{n % 5}", item_id=f"T{n:06d}", version=1, author=f"mate{n % 5}",
+            kind=rng.choice(KINDS), project=rng.choice([*PROJECTS, "global"]),
+            text=f"Team item {n}: " + " ".join(rng.choice(WORDS) for _ in range(12)),
+            published_at=time.time() - n,
+        )
+        for n in range(count)
+    ]  # fmt: skip
+    vectors = embedder.embed([item.text for item in items]).astype("float32")
+    source = teamcache.Source(
+        coordinator="http://127.0.0.1:1", team="bench", embedder=embedder.fingerprint
+    )
+    pairs = [(item, row.tobytes()) for item, row in zip(items, vectors, strict=True)]
+    teamcache.apply(home, source, pairs, [], complete=True, at=time.time())
+
+
+def _brief_hook(mem: str, home: Path, runs: int, label: str) -> Latency:
+    return Latency.of(
+        f"mem hook brief --project P{label}",
+        [
+            _command(mem, "--home", str(home), "hook", "brief", "--project", PROJECTS[run % 20])
+            for run in range(runs)
+        ],
+    )
+
+
+def _prompt_hooks(mem: str, home: Path, runs: int, label: str) -> list[Latency]:
+    """The prompt hook on a relevant prompt, and on a trivial one."""
+    out = []
+    for what, prompt in (
+        ("prompt", "how do we retry the webhook queue after a staging deploy"),
+        ("trivial prompt", "yes"),
+    ):
+        samples = []
+        for run in range(runs):
+            given = json.dumps({"prompt": prompt, "session_id": f"s{run}"})
+            argv = [mem, "--home", str(home), "hook", "prompt", "--client", "claude"]
+            argv += ["--project", PROJECTS[run % 20]]
+            samples.append(_command(*argv, stdin=given))
+        out.append(Latency.of(f"mem hook prompt, {what}{label}", samples))
+    return out
+
+
+def _command(*argv: str, stdin: str | None = None) -> float:
     """Milliseconds the command takes, start-up included."""
     began = time.perf_counter()
-    subprocess.run(argv, capture_output=True, check=True)
+    subprocess.run(argv, capture_output=True, check=True, input=stdin, text=True)
     return (time.perf_counter() - began) * 1000
 
 

@@ -1,8 +1,11 @@
 """`mem hook brief`: what an agent should know as a session starts, in at most 600 characters.
 
 The text is the project's most useful items (reinforced, with good outcomes) and the global
-preferences, from :func:`memmesh.local.digest.digest`. Each line is one item; long items are
-cut with an ellipsis; the least useful lines are dropped until the whole fits.
+preferences, from :func:`memmesh.local.digest.digest`, then what teammates published for the
+project (from the team cache, :func:`memmesh.team.cached.for_project`), each line naming its
+author. Each line is one item; long items are cut with an ellipsis; the least useful lines are
+dropped until the whole fits. The team's lines get what the local part leaves, and at least
+:data:`TEAM_CHARS` of the 600 when the local part would take more.
 
 Clients read a session-start hook's answer differently: Claude Code and Codex add plain
 standard output to the context, Cursor reads ``additional_context`` from a JSON object. Each
@@ -12,20 +15,85 @@ the project.
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memmesh.local.digest import Digest, Useful
 from memmesh.local.items import GLOBAL
 
-__all__ = ["MAX_CHARS", "hook_output", "render", "working_folder"]
+if TYPE_CHECKING:
+    from memmesh.local.teamcache import CachedItem
+
+__all__ = [
+    "MAX_CHARS",
+    "TEAM_CHARS",
+    "fit",
+    "hook_output",
+    "one_line",
+    "render",
+    "render_team",
+    "working_folder",
+]
 
 MAX_CHARS = 600
+# What the team's lines may always take of the brief, however much the local part has.
+TEAM_CHARS = 220
 MAX_ITEM_CHARS = 150
 MAX_PREFERENCES = 3
+TEAM_HEADER = "From your team"
 
 
-def render(digest: Digest, *, limit: int = MAX_CHARS) -> str:
-    """The brief as text of at most ``limit`` characters; empty when there is nothing."""
+def render(
+    digest: Digest,
+    *,
+    limit: int = MAX_CHARS,
+    team: "list[CachedItem] | None" = None,
+    team_note: str = "",
+) -> str:
+    """The brief as text of at most ``limit`` characters; empty when there is nothing.
+
+    ``team`` is teammates' items, most relevant first; ``team_note`` what their header says of
+    their age (empty while the cache is fresh)."""
+    if not team:
+        return _local(digest, limit)
+    wanted = len(render_team(team, team_note, limit=limit))
+    local = _local(digest, limit - min(wanted, TEAM_CHARS) - 1)
+    room = limit - len(local) - (1 if local else 0)
+    about = "" if digest.project == GLOBAL else f" about {digest.project}"
+    title = TEAM_HEADER if local else f"memmesh: what your team shared{about}"
+    shared = render_team(team, team_note, limit=room, title=title)
+    return "\n".join(part for part in (local, shared) if part)
+
+
+def render_team(
+    team: "list[CachedItem]", note: str = "", *, limit: int = MAX_CHARS, title: str = TEAM_HEADER
+) -> str:
+    """The team's lines under their header, in at most ``limit`` characters (the last lines
+    dropped until they fit); empty when not even one fits."""
+    from memmesh.agents.teampart import author_line
+
+    header = f"{title} ({note}):" if note else f"{title}:"
+    return fit(header, [author_line(item, limit=MAX_ITEM_CHARS) for item in team], limit)
+
+
+def fit(header: str, lines: list[str], limit: int) -> str:
+    """``header`` and the first of ``lines`` that fit together in ``limit`` characters (the
+    last dropped first); empty when not even one fits."""
+    lines = list(lines)
+    while lines:
+        text = "\n".join([header, *lines])
+        if len(text) <= limit:
+            return text
+        lines.pop()
+    return ""
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` with its whitespace folded onto one line, cut with an ellipsis past ``limit``."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _local(digest: Digest, limit: int) -> str:
     items = [_line(item) for item in digest.items]
     preferences = [_line(item) for item in digest.preferences[:MAX_PREFERENCES]]
     about = "" if digest.project == GLOBAL else f" about {digest.project}"
@@ -74,10 +142,7 @@ def working_folder(stdin_text: str) -> Path | None:
 
 
 def _line(item: Useful) -> str:
-    text = " ".join(item.text.split())
-    if len(text) > MAX_ITEM_CHARS:
-        text = text[: MAX_ITEM_CHARS - 1].rstrip() + "…"
-    return f"- [{item.kind}] {text}"
+    return f"- [{item.kind}] {one_line(item.text, MAX_ITEM_CHARS)}"
 
 
 def _assemble(header: str, items: list[str], preferences: list[str]) -> str:

@@ -1,13 +1,10 @@
 """`mem mcp` and `mem hook ...`: connect memmesh to coding agents."""
 
 import argparse
-import json
-import os
-import select
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memmesh.agents.clients import RULES, detected
 from memmesh.agents.created import created_files, note_changes
@@ -29,18 +26,24 @@ from memmesh.cli._common import (
     command_group,
     emit,
     home_of,
+    lazy,
     nonempty,
     open_store,
     warn,
 )
+from memmesh.cli._hooks import hook_input, journal, prompt_arguments
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.project import resolve_project
 
+if TYPE_CHECKING:
+    from memmesh.local.digest import Useful
+    from memmesh.local.teamcache import CachedItem
+
 __all__ = ["register"]
 
-_STDIN_LIMIT = 1 << 20
-_STDIN_SECONDS = 1.5
+# The team's part of the brief is left out once the brief has taken this long.
+_BRIEF_TEAM_SECONDS = 1.0
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -74,8 +77,11 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "brief",
         _brief,
         "Print what an agent should know as a session starts (at most 600 characters): the "
-        "project's most reinforced and successful items, and your global preferences. "
-        "Reads a few indexed rows and loads no model, so it can run before every session.",
+        "project's most reinforced and successful items, your global preferences, and what "
+        "teammates published for the project (from the team cache, each line naming its "
+        "author, with its age when it is old). Reads a few indexed rows and loads no model, "
+        "so it can run before every session; a team cache past its time to live is "
+        "refreshed in the background.",
         "mem hook brief --project billing",
     )
     p.add_argument(
@@ -91,6 +97,19 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="run as this client's session-start hook: read its JSON input on standard input "
         "and answer in its format",
     )
+
+    p = command(
+        "prompt",
+        lazy("memmesh.cli._hooks", "run_prompt"),
+        "Print what an agent should know about the prompt just submitted: your items and "
+        "teammates' (from the team cache) relevant to it, in a block of at most --budget "
+        "tokens. Prints nothing for a trivial prompt (a greeting, a yes, a slash command) "
+        "or when nothing is relevant, and whatever goes wrong it prints nothing and exits 0 "
+        "(the error goes to the hooks' journal).",
+        "mem hook prompt --client claude",
+        json_output=False,
+    )
+    prompt_arguments(p)
 
     p = command(
         "install",
@@ -146,46 +165,68 @@ def _brief(args: argparse.Namespace) -> int:
     from memmesh.agents.brief import hook_output, render, working_folder
     from memmesh.local.digest import digest
 
-    folder = working_folder(_hook_input()) if args.client else None
+    started = time.monotonic()
+    raw = hook_input() if args.client else ""
+    folder = working_folder(raw) if args.client else None
     project = resolve_project(args.project, cwd=folder)
-    text = render(digest(home_of(args), project))
+    home = home_of(args)
+    local = digest(home, project)
+    team, note = _team_part(home, project, started)
+    text = render(local, team=team, team_note=note)
     output = hook_output(args.client, text)
-    emit(args, {"project": project, "brief": text}, output)
+    emit(args, {"project": project, "brief": text, "team_note": note}, output)
+    _journal_brief(home, raw, project, local.items, team, text)
     return ExitCode.OK
 
 
-def _hook_input() -> str:
-    """What the client wrote on standard input, read for at most a second or two.
+def _team_part(home: Path, project: str, started: float) -> "tuple[list[CachedItem], str]":
+    """Teammates' items for the brief and what to say of their age: none once the brief has
+    taken :data:`_BRIEF_TEAM_SECONDS`, or when the cache cannot be read (a brief never fails
+    for its team part). Starts the cache's refresh in the background when it is due."""
+    from memmesh.agents import teampart
+    from memmesh.agents.brief import MAX_CHARS
+    from memmesh.local import teamcache
+    from memmesh.team.cached import for_project
 
-    Clients write their JSON and close at once; a terminal or a pipe nobody writes to must not
-    hold the session up, so whatever has arrived by the deadline is all there is.
-    """
-    if sys.stdin is None or sys.stdin.isatty():
-        return ""
-    chunks: list[bytes] = []
-    size = 0
-    deadline = time.monotonic() + _STDIN_SECONDS
-    fd = sys.stdin.fileno()
-    while size < _STDIN_LIMIT:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-            break
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if _whole_json(b"".join(chunks)):
-            break  # some clients keep the pipe open after writing: do not wait for its end
-    return b"".join(chunks).decode("utf-8", errors="replace")
-
-
-def _whole_json(data: bytes) -> bool:
     try:
-        json.loads(data)
-    except ValueError:
-        return False
-    return True
+        state = teamcache.state(home)
+        if teampart.needs_refresh(home, state):
+            teampart.start_refresh(home)
+        if not state.items or time.monotonic() - started > _BRIEF_TEAM_SECONDS:
+            return [], ""
+        return for_project(home, project, limit=MAX_CHARS // 40), teampart.age_note(state)
+    except Exception as exc:
+        _journal_error(home, f"brief: {type(exc).__name__}: {exc}")
+        return [], ""
+
+
+def _journal_brief(
+    home: Path, raw: str, project: str, local: "list[Useful]", team: "list[CachedItem]", text: str
+) -> None:
+    """Record the brief's ids in the hooks' journal, once there is a store or a team cache."""
+    from memmesh.agents.prompt import read_input
+    from memmesh.local.hooklog import HookRun
+
+    if not text:
+        return
+    given = read_input(raw) if raw else None
+    session = given.session if given else ""
+
+    def shown(item_text: str) -> bool:  # the start of its line is in the brief
+        return " ".join(item_text.split())[:40] in text
+
+    run = HookRun(
+        hook="brief", session=session, at=time.time(), project=project,
+        local_ids=tuple(i.id for i in local if shown(i.text)),
+        team_ids=tuple(f"{i.key_id}/{i.item_id}" for i in team if shown(i.text)),
+    )  # fmt: skip
+    journal(home, run)
+
+
+def _journal_error(home: Path, error: str) -> None:
+    from memmesh.local.hooklog import HookRun
+
+    journal(home, HookRun(hook="brief", at=time.time(), error=error))
 
 
 def _install(args: argparse.Namespace) -> int:

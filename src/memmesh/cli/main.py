@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from memmesh import __version__
-from memmesh.cli import agents, completion, coordinator, demo, local, team
 from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, nonempty
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode, MemmeshError
@@ -41,6 +40,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole `mem` command line."""
+    from memmesh.cli import agents, completion, coordinator, demo, local, team
+
     parser = _Parser(
         prog="mem",
         description="memmesh: a private memory for you and your coding agents, shared with "
@@ -77,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``usage_error`` for arguments argparse refused, ``interrupted`` or ``internal_error``.
     """
     words = list(sys.argv[1:] if argv is None else argv)
+    if "prompt" in words[:4]:  # the prompt hook starts without the parser's imports
+        from memmesh.cli._hooks import fast_prompt
+
+        done = fast_prompt(words)
+        if done is not None:
+            return done
     as_json = _wants_json(words)
     parser = build_parser()
     try:

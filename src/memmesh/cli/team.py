@@ -6,7 +6,7 @@ registry, the policy and the store are more than `mem` should load just to start
 
 import argparse
 
-from memmesh.cli import _team_members
+from memmesh.cli import _team_cache, _team_members
 from memmesh.cli._common import (
     Command,
     Handler,
@@ -140,6 +140,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     _network_commands(command)
     _team_members.register(command)
+    _team_cache.register(sub)
     command("log", _run("log"), "Show the registry log, oldest first.", "mem team log --json")
     command(
         "verify",

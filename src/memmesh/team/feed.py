@@ -31,7 +31,16 @@ from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import Identity
 from memmesh.team.access import accepted
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "MAX_PAGES", "Feed", "FeedEntry", "team_feed"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "MAX_PAGES",
+    "Feed",
+    "FeedEntry",
+    "entry_of",
+    "read_changes",
+    "team_feed",
+]
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 500
@@ -58,6 +67,7 @@ class FeedEntry(msgspec.Struct, frozen=True, kw_only=True):
     text: str = ""
     kind: str = ""
     project: str = ""
+    tags: tuple[str, ...] = ()
 
 
 class Feed(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,18 +91,19 @@ def team_feed(
     """
     assert 1 <= limit <= MAX_LIMIT
     with accepted(policy, identity), coordinator_client(policy, identity) as client:
-        changes, complete = _newest(client, limit)
+        changes, complete = read_changes(client, limit)
         roster = client.get("/v1/members", Roster)
     trusted = TrustedRoster(roster, policy.members, revoked_seen(home) if home else ())
     dropped: Counter[str] = Counter()
-    entries = [_entry(c, policy, trusted, dropped) for c in reversed(changes)]
+    entries = [entry_of(c, policy, trusted, dropped) for c in reversed(changes)]
     return Feed(
         entries=[e for e in entries if e is not None], dropped=dict(dropped), complete=complete
     )
 
 
-def _newest(client: Client, limit: int) -> tuple[list[Change], bool]:
-    """The last ``limit`` changes of the feed, oldest first, and whether it was read whole."""
+def read_changes(client: Client, limit: int | None) -> tuple[list[Change], bool]:
+    """The last ``limit`` changes of the feed (``None``: all of them), oldest first, and
+    whether it was read whole."""
     window: deque[Change] = deque(maxlen=limit)
     cursor = 0
     for _ in range(MAX_PAGES):
@@ -107,11 +118,11 @@ def _newest(client: Client, limit: int) -> tuple[list[Change], bool]:
     return list(window), False
 
 
-def _entry(
+def entry_of(
     change: Change, policy: Policy, roster: TrustedRoster, dropped: Counter[str]
 ) -> FeedEntry | None:
     """The change as an entry, if its envelope verifies, is of this team and says what the
-    change says it is."""
+    change says it is (else ``None``, counted in ``dropped`` by reason)."""
     try:
         body = open_envelope(change.envelope)
     except BadSignature:
@@ -132,5 +143,5 @@ def _entry(
     return FeedEntry(
         action="published", item_id=body.item_id, version=body.version, author=author,
         key_id=body.key_id, at=body.published_at, standing=standing, text=body.text,
-        kind=body.kind, project=body.project,
+        kind=body.kind, project=body.project, tags=tuple(body.tags),
     )  # fmt: skip

@@ -18,6 +18,7 @@ merged after ranking, into one hit: :mod:`memmesh.team._corroborate`.)
 """
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from memmesh import text as _text
 from memmesh.embed import Embedder, closeness
@@ -29,7 +30,9 @@ from memmesh.local import (
     W_EXACT,
     W_LEXICAL,
 )
-from memmesh.team._checks import Candidate, ItemKey
+
+if TYPE_CHECKING:  # at run time the hooks score with this module without the network's stack
+    from memmesh.team._checks import Candidate, ItemKey
 
 __all__ = ["QueryTerms", "answered", "merge", "ranked", "team_score"]
 
@@ -69,7 +72,7 @@ def team_score(
     return embedder.vector_weight * max(close, 0.0) + W_LEXICAL * coverage + bonus
 
 
-def merge(candidates: dict[ItemKey, Candidate], candidate: Candidate) -> None:
+def merge(candidates: "dict[ItemKey, Candidate]", candidate: "Candidate") -> None:
     """Keep the highest version of each author's item; at equal versions the live author's copy
     (a peer serves only its owner's items, so a peer's copy is the author's own)."""
     item = candidate.item_key
@@ -84,8 +87,8 @@ def merge(candidates: dict[ItemKey, Candidate], candidate: Candidate) -> None:
 
 
 def ranked(
-    candidates: Iterable[Candidate], terms: QueryTerms, embedder: "Embedder"
-) -> list[tuple[float, Candidate]]:
+    candidates: "Iterable[Candidate]", terms: QueryTerms, embedder: "Embedder"
+) -> "list[tuple[float, Candidate]]":
     """The relevant candidates with their :func:`team_score`, best first (ties by item id, then
     author key id)."""
     scored: list[tuple[float, Candidate]] = []
@@ -100,7 +103,7 @@ def ranked(
     return scored
 
 
-def answered(scored: list[tuple[float, Candidate]]) -> list[tuple[float, Candidate]]:
+def answered(scored: "list[tuple[float, Candidate]]") -> "list[tuple[float, Candidate]]":
     """What an answer keeps of the ranked candidates: none when the best is under
     ``MIN_RELEVANCE`` (recall-team abstains), else those reaching ``MIN_SHARE_OF_BEST`` of it."""
     if not scored or scored[0][0] < MIN_RELEVANCE:

@@ -1,0 +1,169 @@
+"""`mem hook prompt`: what the agent should know about the prompt just submitted.
+
+A client runs the hook before each prompt reaches the model, with a JSON object on standard
+input: Claude Code's ``UserPromptSubmit`` gives ``prompt``, ``cwd`` and ``session_id``;
+Cursor's ``beforeSubmitPrompt`` gives ``prompt``, ``workspace_roots`` and
+``conversation_id``. A trivial prompt (a greeting, "yes", "continue", a slash command, a word
+or two) gets nothing. Otherwise the local store and the team cache are both recalled for it,
+and the relevant items, best first, make one compact block of at most a budget of tokens
+(about four characters each); when nothing is relevant the hook prints nothing.
+
+Answers differ by client: Claude Code reads ``hookSpecificOutput.additionalContext`` from a
+JSON object; Cursor's prompt hook can only let the prompt through (``{"continue": true}``: it
+has no way to add context), so for Cursor nothing is recalled; the others add plain standard
+output to the context.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import msgspec
+
+from memmesh.text import printable, tokens
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Line",
+    "PromptInput",
+    "answer",
+    "block",
+    "is_trivial",
+    "read_input",
+]
+
+DEFAULT_BUDGET = 200
+CHARS_PER_TOKEN = 4
+MAX_ITEM_CHARS = 240
+HEADER = "memmesh: what you and your team know that may bear on this (recall more with memmesh):"
+# Whole prompts that ask for nothing new: agreement, greetings, go-aheads.
+_TRIVIAL = {
+    "yes", "y", "yep", "yeah", "no", "n", "nope", "ok", "okay", "k", "sure", "fine", "go",
+    "continue", "go on", "go ahead", "keep going", "proceed", "next", "again", "retry",
+    "try again", "do it", "done", "thanks", "thank you", "thx", "ty", "hi", "hello", "hey",
+    "good morning", "lgtm", "looks good", "great", "nice", "cool", "perfect", "stop", "wait",
+    "undo", "why", "what", "how",
+}  # fmt: skip
+_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
+MIN_WORDS = 2
+
+
+class PromptInput(msgspec.Struct, frozen=True, kw_only=True):
+    """What a client's hook input says: the prompt, the working folder (``None`` when it names
+    no usable one) and the session (empty when it names none)."""
+
+    prompt: str
+    folder: Path | None = None
+    session: str = ""
+
+
+class Line(msgspec.Struct, frozen=True, kw_only=True):
+    """One item of the block: its score (local and team scores are in the same units), the
+    text shown after its kind, and the id the journal records."""
+
+    score: float
+    kind: str
+    text: str
+    author: str = ""
+    ref: str
+
+
+def read_input(stdin_text: str) -> PromptInput | None:
+    """The hook input as a :class:`PromptInput`, or ``None`` when it is not a JSON object
+    with a ``prompt`` string."""
+    try:
+        data = json.loads(stdin_text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("prompt"), str):
+        return None
+    from memmesh.agents.brief import working_folder
+
+    session = data.get("session_id") or data.get("conversation_id") or ""
+    return PromptInput(
+        prompt=data["prompt"],
+        folder=working_folder(stdin_text),
+        session=session if isinstance(session, str) else "",
+    )
+
+
+def is_trivial(prompt: str) -> bool:
+    """Whether a prompt is not worth a recall: a slash command, a stock reply or greeting, or
+    fewer than :data:`MIN_WORDS` words that are not stopwords."""
+    text = prompt.strip()
+    if not text or text.startswith("/"):
+        return True
+    if _EDGES.sub("", " ".join(text.lower().split())) in _TRIVIAL:
+        return True
+    return len({t for t in tokens(text) if t.isalnum()}) < MIN_WORDS
+
+
+def block(lines: list[Line], *, budget: int = DEFAULT_BUDGET, note: str = "") -> str:
+    """The block of the best ``lines`` (each on one line, long ones cut) that fits in
+    ``budget`` tokens; empty when not even one does or there is none. ``note`` is said of the
+    team's lines' age."""
+    limit = budget * CHARS_PER_TOKEN
+    header = f"{HEADER[:-1]}; team items {note}:" if note else HEADER
+    from memmesh.agents.brief import fit
+
+    return fit(
+        header, [_shown(line) for line in sorted(lines, key=lambda line: -line.score)], limit
+    )
+
+
+def answer(client: str | None, text: str) -> str:
+    """What the hook prints for ``client`` (empty: print nothing)."""
+    if client == "cursor":
+        return json.dumps({"continue": True})
+    if not text:
+        return ""
+    if client == "claude":
+        output = {"hookEventName": "UserPromptSubmit", "additionalContext": text}
+        return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
+    return text
+
+
+def _shown(line: Line) -> str:
+    from memmesh.agents.brief import one_line
+
+    text = printable(one_line(line.text, MAX_ITEM_CHARS))
+    who = f"{printable(line.author)}: " if line.author else ""
+    return f"- [{printable(line.kind)}] {who}{text}"
+
+
+def recall_lines(
+    home: Path, prompt: str, project: str, *, local_k: int = 5, team_k: int = 3
+) -> tuple[list[Line], str]:
+    """The local and the team cache's items relevant to ``prompt`` in ``project``, and what is
+    to be said of the team items' age. Reads the store without writing to it (no journal
+    entry: the hook's own journal keeps what it showed) and starts a refresh of the team cache
+    when it is due (:mod:`memmesh.agents.teampart`)."""
+    from memmesh.agents import teampart
+    from memmesh.local import recall, teamcache
+    from memmesh.local.store import Store
+    from memmesh.team.cached import for_query
+
+    lines: list[Line] = []
+    with Store(home) as store:
+        vector = store.embedder.embed_query(prompt)
+        found = recall(store, prompt, k=local_k, project=project, record=False, query_vector=vector)
+        lines += [
+            Line(score=hit.score, kind=hit.item.kind, text=hit.item.text, ref=hit.item.id)
+            for hit in found.hits
+        ]
+        state = teamcache.state(home)
+        if state.items:
+            team = for_query(
+                home, prompt, project, embedder=store.embedder, query_vector=vector, k=team_k
+            )
+            lines += [
+                Line(
+                    score=score, kind=item.kind, text=item.text, author=item.author,
+                    ref=f"{item.key_id}/{item.item_id}",
+                )
+                for score, item in team
+            ]  # fmt: skip
+    if teampart.needs_refresh(home, state):
+        teampart.start_refresh(home)
+    note = teampart.age_note(state) if any(line.author for line in lines) else ""
+    return lines, note

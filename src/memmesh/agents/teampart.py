@@ -1,0 +1,85 @@
+"""The team's part of what the hooks show: how fresh the cache is, starting its refresh in
+the background, and the lines naming each teammate's item with its author.
+
+A hook never waits for the network. When the cache is older than :data:`TTL_S` (or was never
+filled) and this member has a team.yaml, the hook starts `mem team cache refresh` as a
+detached process and answers from the cache as it is; the refresh's lock keeps a second one
+from running, and after a failed attempt the next waits :data:`RETRY_S`. When what the hook
+shows is older than the time to live, or the last refresh failed, it says how old it is.
+"""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from memmesh.local.teamcache import CachedItem, CacheState, refresh_running
+from memmesh.text import printable
+
+__all__ = ["RETRY_S", "TTL_S", "age_note", "author_line", "needs_refresh", "start_refresh"]
+
+TTL_S = 600.0
+RETRY_S = 120.0
+MAX_ITEM_CHARS = 150
+
+
+def needs_refresh(home: Path, state: CacheState, *, now: float | None = None) -> bool:
+    """Whether a hook should start a refresh: a team.yaml is there, the cache is past its time
+    to live, no attempt was made in the last :data:`RETRY_S`, and none is running."""
+    moment = time.time() if now is None else now
+    if not (home / "team.yaml").is_file():
+        return False
+    if state.refreshed_at is not None and moment - state.refreshed_at < TTL_S:
+        return False
+    if state.tried_at is not None and moment - state.tried_at < RETRY_S:
+        return False
+    return not refresh_running(home)
+
+
+def start_refresh(home: Path) -> None:
+    """Start `mem team cache refresh` for ``home`` in a process of its own session, detached
+    from the hook's standard streams, and return at once. Raises ``OSError``."""
+    argv = [sys.executable, "-m", "memmesh", "--home", str(home.resolve())]
+    subprocess.Popen(
+        [*argv, "team", "cache", "refresh", "--background"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        env={**os.environ, "MEM_HOOK_REFRESH": "1"},
+    )
+
+
+def age_note(state: CacheState, *, now: float | None = None) -> str:
+    """What the team's lines say of their age: nothing while the cache is fresh, else how old
+    it is (and that the coordinator did not answer, when the last refresh failed)."""
+    moment = time.time() if now is None else now
+    failed = bool(state.problem) and state.tried_at is not None
+    if state.refreshed_at is None:
+        return ""
+    age = moment - state.refreshed_at
+    if age < TTL_S and not failed:
+        return ""
+    note = f"as of {_ago(age)}"
+    return f"{note}; the coordinator was not reachable" if failed else note
+
+
+def author_line(item: CachedItem, *, limit: int = MAX_ITEM_CHARS) -> str:
+    """``- [kind] author: text``, the text on one line and cut to ``limit`` characters (what a
+    teammate wrote is shown harmlessly: control characters as escapes)."""
+    from memmesh.agents.brief import one_line
+
+    text = printable(one_line(item.text, limit))
+    return f"- [{printable(item.kind)}] {printable(item.author)}: {text}"
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return "a minute ago"
+    if seconds < 2 * 3600:
+        return f"{round(seconds / 60)} min ago"
+    if seconds < 2 * 86400:
+        return f"{round(seconds / 3600)} h ago"
+    return f"{round(seconds / 86400)} days ago"

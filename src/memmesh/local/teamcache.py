@@ -1,0 +1,296 @@
+"""The team cache: teammates' published items, kept in this member's home for the hooks.
+
+`mem hook brief` and `mem hook prompt` must answer in milliseconds and offline, so they never
+ask the coordinator: they read this copy of its feed, which a refresh
+(:mod:`memmesh.team.refresh`) brings up to date in the background. The cache holds each
+teammate's live items (text, kind, project, tags, the author as the roster names them) with
+their vectors in the team's embedder space, the retractions it has seen, and when it was last
+refreshed from which coordinator.
+
+It never shows what it knows to be retracted: a refresh writes in one transaction, every
+retraction it saw deletes the item and is kept (its version), and a publication whose version
+a kept retraction covers is never written, even by a refresh that read the feed before the
+retraction (two refreshes never run at once: :func:`refresh_lock`; this is the guard for
+one whose lock was lost). A refresh that read the whole feed also drops what the feed no
+longer holds (an operator's purge, a revoked author). A cache from another coordinator,
+team or embedder is emptied before a refresh fills it.
+"""
+
+import fcntl
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import msgspec
+
+from memmesh.local._agentsfile import AGENTS_FILENAME, connect, reading
+
+__all__ = [
+    "TABLES",
+    "Applied",
+    "CacheState",
+    "CachedItem",
+    "Gone",
+    "Source",
+    "apply",
+    "in_scope",
+    "known_versions",
+    "note_problem",
+    "refresh_lock",
+    "state",
+]
+
+TABLES = [
+    "CREATE TABLE team_cache (key_id TEXT NOT NULL, item_id TEXT NOT NULL, version INTEGER "
+    "NOT NULL, author TEXT NOT NULL, kind TEXT NOT NULL, project TEXT NOT NULL, text TEXT NOT "
+    "NULL, tags TEXT NOT NULL, published_at REAL NOT NULL, vector BLOB, "
+    "PRIMARY KEY (key_id, item_id))",
+    "CREATE INDEX team_cache_scope ON team_cache (project, published_at)",
+    "CREATE TABLE team_cache_gone (key_id TEXT NOT NULL, item_id TEXT NOT NULL, version "
+    "INTEGER NOT NULL, PRIMARY KEY (key_id, item_id))",
+    "CREATE TABLE team_cache_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+]
+_COLUMNS = "key_id, item_id, version, author, kind, project, text, tags, published_at"
+# Rows a scope's read takes at most, newest first: the hooks' time budget, whatever the team.
+MAX_SCOPE_ROWS = 5000
+
+
+class CachedItem(msgspec.Struct, frozen=True, kw_only=True):
+    """A teammate's published item: ``key_id`` is the author's member id, ``author`` the name
+    the roster gives it."""
+
+    key_id: str
+    item_id: str
+    version: int
+    author: str
+    kind: str
+    project: str
+    text: str
+    tags: tuple[str, ...] = ()
+    published_at: float
+
+
+class Gone(msgspec.Struct, frozen=True, kw_only=True):
+    """A retraction seen in the feed: the author's item up to ``version`` is withdrawn."""
+
+    key_id: str
+    item_id: str
+    version: int
+
+
+class Source(msgspec.Struct, frozen=True, kw_only=True):
+    """Where the cache's items come from: the coordinator's URL, the team, and the embedder
+    fingerprint of their vectors."""
+
+    coordinator: str
+    team: str
+    embedder: str
+
+
+class Applied(msgspec.Struct, frozen=True, kw_only=True):
+    """What a refresh changed: items written (new or newer versions) and items removed."""
+
+    written: int
+    removed: int
+
+
+class CacheState(msgspec.Struct, frozen=True, kw_only=True):
+    """How fresh the cache is: ``refreshed_at`` the start of the last refresh that succeeded
+    (``None``: never), ``tried_at`` the last attempt, ``problem`` why it failed (empty when it
+    did not), ``complete`` whether that refresh read the whole feed."""
+
+    source: Source | None = None
+    refreshed_at: float | None = None
+    tried_at: float | None = None
+    problem: str = ""
+    complete: bool = True
+    items: int = 0
+    retracted: int = 0
+
+
+def known_versions(home: Path) -> dict[tuple[str, str], int]:
+    """The version cached of each (member id, item id): what a refresh need not embed again."""
+    with reading(home) as conn:
+        if conn is None:
+            return {}
+        rows = conn.execute("SELECT key_id, item_id, version FROM team_cache")
+        return {(row[0], row[1]): row[2] for row in rows}
+
+
+def apply(
+    home: Path,
+    source: Source,
+    live: Iterable[tuple[CachedItem, bytes | None]],
+    gone: Iterable[Gone],
+    *,
+    complete: bool,
+    at: float,
+) -> Applied:
+    """Write what a refresh started at ``at`` read from ``source``, in one transaction:
+    ``live`` publications (with their float32 vectors; ``None`` for a version already cached)
+    and ``gone`` retractions; with ``complete`` (the whole feed was read) every cached item
+    not among ``live`` is removed too. Raises ``OSError`` or ``sqlite3.Error``."""
+    with closing(connect(home)) as conn, _written(conn):
+        if _source(conn) != source:
+            conn.execute("DELETE FROM team_cache")
+            conn.execute("DELETE FROM team_cache_gone")
+        removed = 0
+        for tomb in gone:
+            conn.execute(
+                "INSERT INTO team_cache_gone (key_id, item_id, version) VALUES (?, ?, ?) "
+                "ON CONFLICT (key_id, item_id) "
+                "DO UPDATE SET version = max(version, excluded.version)",
+                (tomb.key_id, tomb.item_id, tomb.version),
+            )
+        removed += conn.execute(
+            "DELETE FROM team_cache WHERE EXISTS (SELECT 1 FROM team_cache_gone AS g WHERE "
+            "g.key_id = team_cache.key_id AND g.item_id = team_cache.item_id "
+            "AND g.version >= team_cache.version)"
+        ).rowcount
+        written, keep = 0, set()
+        for item, vector in live:
+            keep.add((item.key_id, item.item_id))
+            written += _write(conn, item, vector)
+        if complete:
+            rows = conn.execute("SELECT key_id, item_id FROM team_cache").fetchall()
+            stale = [tuple(row) for row in rows if tuple(row) not in keep]
+            conn.executemany("DELETE FROM team_cache WHERE key_id = ? AND item_id = ?", stale)
+            removed += len(stale)
+        _set(conn, coordinator=source.coordinator, team=source.team, embedder=source.embedder)
+        _set(conn, refreshed_at=repr(at), tried_at=repr(at), problem="", complete=str(complete))
+    return Applied(written=written, removed=removed)
+
+
+def note_problem(home: Path, at: float, problem: str) -> None:
+    """Record that a refresh tried at ``at`` failed, and why (the cache is left as it was)."""
+    with closing(connect(home)) as conn, _written(conn):
+        _set(conn, tried_at=repr(at), problem=problem)
+
+
+def state(home: Path) -> CacheState:
+    """How fresh the cache is and what it holds (an empty state when there is none)."""
+    with reading(home) as conn:
+        if conn is None:
+            return CacheState()
+        meta = dict(conn.execute("SELECT key, value FROM team_cache_meta").fetchall())
+        items = conn.execute("SELECT count(*) FROM team_cache").fetchone()[0]
+        retracted = conn.execute("SELECT count(*) FROM team_cache_gone").fetchone()[0]
+        return CacheState(
+            source=_source(conn),
+            refreshed_at=_time(meta.get("refreshed_at")),
+            tried_at=_time(meta.get("tried_at")),
+            problem=meta.get("problem", ""),
+            complete=meta.get("complete", "True") == "True",
+            items=items,
+            retracted=retracted,
+        )
+
+
+def in_scope(
+    home: Path, projects: list[str], *, vectors: bool = False
+) -> tuple[list[CachedItem], list[bytes | None]]:
+    """The cached items of ``projects``, newest first (at most :data:`MAX_SCOPE_ROWS`), and
+    with ``vectors`` each one's vector (else an empty list)."""
+    with reading(home) as conn:
+        if conn is None:
+            return [], []
+        marks = ", ".join("?" * len(projects))
+        columns = _COLUMNS + (", vector" if vectors else "")
+        rows = conn.execute(
+            f"SELECT {columns} FROM team_cache WHERE project IN ({marks}) "
+            "ORDER BY published_at DESC, item_id LIMIT ?",
+            (*projects, MAX_SCOPE_ROWS),
+        ).fetchall()
+    items = [
+        CachedItem(
+            key_id=r[0], item_id=r[1], version=r[2], author=r[3], kind=r[4], project=r[5],
+            text=r[6], tags=tuple(json.loads(r[7])), published_at=r[8],
+        )
+        for r in rows
+    ]  # fmt: skip
+    return items, [r[9] for r in rows] if vectors else []
+
+
+@contextmanager
+def refresh_lock(home: Path) -> Iterator[bool]:
+    """Hold the refresh lock while the ``with`` runs: yields ``False`` at once (holding
+    nothing) when another process holds it. The lock goes with the process that holds it."""
+    path = home / f"{AGENTS_FILENAME}.refresh.lock"
+    with open(path, "a", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def refresh_running(home: Path) -> bool:
+    """Whether a refresh holds the lock now."""
+    if not (home / f"{AGENTS_FILENAME}.refresh.lock").exists():
+        return False
+    with refresh_lock(home) as free:
+        return not free
+
+
+def _write(conn: sqlite3.Connection, item: CachedItem, vector: bytes | None) -> int:
+    """Write ``item`` unless a retraction kept covers it or it is cached at this version
+    already (then only its author's name is brought up to date); 1 when written."""
+    covered = conn.execute(
+        "SELECT 1 FROM team_cache_gone WHERE key_id = ? AND item_id = ? AND version >= ?",
+        (item.key_id, item.item_id, item.version),
+    ).fetchone()
+    if covered:
+        return 0
+    held = conn.execute(
+        "SELECT version FROM team_cache WHERE key_id = ? AND item_id = ?",
+        (item.key_id, item.item_id),
+    ).fetchone()
+    if held is not None and (held[0] >= item.version or vector is None):
+        conn.execute(
+            "UPDATE team_cache SET author = ? WHERE key_id = ? AND item_id = ?",
+            (item.author, item.key_id, item.item_id),
+        )
+        return 0
+    conn.execute(
+        f"INSERT OR REPLACE INTO team_cache ({_COLUMNS}, vector) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            item.key_id, item.item_id, item.version, item.author, item.kind, item.project,
+            item.text, json.dumps(list(item.tags)), item.published_at, vector,
+        ),
+    )  # fmt: skip
+    return 1
+
+
+@contextmanager
+def _written(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _set(conn: sqlite3.Connection, **values: str) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO team_cache_meta (key, value) VALUES (?, ?)", values.items()
+    )
+
+
+def _source(conn: sqlite3.Connection) -> Source | None:
+    meta = dict(conn.execute("SELECT key, value FROM team_cache_meta").fetchall())
+    if not {"coordinator", "team", "embedder"} <= meta.keys():
+        return None
+    return Source(coordinator=meta["coordinator"], team=meta["team"], embedder=meta["embedder"])
+
+
+def _time(value: str | None) -> float | None:
+    return None if value is None else float(value)

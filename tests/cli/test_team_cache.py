@@ -1,0 +1,65 @@
+"""The team cache end to end: a real coordinator, two members, the real command line. What
+bob publishes reaches alice's brief and prompt block under his name, leaves them once his
+retraction reaches her cache, and stays readable (with its age) when the coordinator is gone."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memmesh.net.server import free_port
+from tests.cli._output import json_of
+from tests.conftest import MemRunner
+from tests.team._team import Team
+
+pytestmark = pytest.mark.usefixtures("team_token")
+
+GOTCHA = "Staging deploys need the VPN: run wg-quick up staging before deploying"
+CONVENTION = "Web releases are tagged vYYYY.MM.DD by the release script"
+PROMPT = json.dumps({"prompt": "How do I deploy to staging?", "session_id": "s9"})
+
+
+def _brief(mem: MemRunner) -> str:
+    result = mem("hook", "brief", "--project", "web")
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _block(mem: MemRunner) -> str:
+    result = mem("hook", "prompt", "--project", "web", "--client", "codex", stdin=PROMPT)
+    assert (result.returncode, result.stderr) == (0, "")
+    return result.stdout
+
+
+def test_a_teammates_item_reaches_the_hooks_until_retracted_and_survives_offline(
+    roster_team: Team,
+) -> None:
+    ada, bob = roster_team.members["ada"], roster_team.members["bob"]
+    ada.remember("Invoices go out on the 1st", kind="fact", project="web")
+    gotcha = bob.share(GOTCHA, kind="gotcha", project="web")
+    mem = MemRunner(ada.home, Path.cwd())
+
+    refreshed = json_of(mem("team", "cache", "refresh", "--json"))
+    assert (refreshed["items"], refreshed["complete"]) == (1, True)
+    line = f"- [gotcha] bob: {GOTCHA}"
+    assert line in _brief(mem).splitlines()
+    assert line in _block(mem).splitlines()
+
+    bob.retract(gotcha)
+    bob.sync()
+    assert line in _brief(mem).splitlines()  # not refreshed yet
+    assert json_of(mem("team", "cache", "refresh", "--json"))["items"] == 0
+    assert GOTCHA not in _brief(mem)
+    assert GOTCHA not in _block(mem)
+
+    bob.share(CONVENTION, kind="convention", project="web")
+    mem("team", "cache", "refresh")
+    ada.write_policy(coordinator=f"http://127.0.0.1:{free_port()}")  # the coordinator is gone
+    failed = mem("team", "cache", "refresh")
+    assert failed.returncode != 0
+    brief = _brief(mem)
+    assert f"- [convention] bob: {CONVENTION}" in brief
+    assert "From your team (as of a minute ago; the coordinator was not reachable):" in brief
+    status = json_of(mem("team", "cache", "status", "--json"))
+    assert status["items"] == 1
+    assert status["problem"]
