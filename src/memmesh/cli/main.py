@@ -8,7 +8,7 @@ from typing import NoReturn, cast
 
 from memmesh import __version__
 from memmesh.cli import agents, completion, coordinator, demo, local, team
-from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, nonempty
+from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, json_output, nonempty
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.text import printable
@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse has printed the help or the version
         return int(exc.code or ExitCode.OK)
     as_json = bool(getattr(args, "json", False))
+    json_output(as_json)
     handler = getattr(args, "handler", None)
     if handler is None:
         if as_json:
