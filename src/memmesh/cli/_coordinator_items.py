@@ -54,7 +54,8 @@ def register_items(command: Command) -> None:
         "publishes since is taken). Its tombstones stay; the key itself is not refused (for "
         "that, an admin revokes it: mem team revoke). Safe while the coordinator runs: the "
         "purge takes the store's write lock like a publish, and the running coordinator "
-        "drops the items from memory at its next search. Asks first unless --yes.",
+        "drops the items from memory at its next search. Asks first unless --yes; without a "
+        "terminal to ask on, or with --json, it purges only with --yes.",
         json_shape='{"key", "purged"}',
     )
     _data_and_key(p, required=True)

@@ -45,8 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mem",
         description="memmesh: a private memory for you and your coding agents, shared with "
         "your team only when you say so.",
-        epilog='with --json, an error is one JSON object on stderr: {"error", "code", "exit"}. '
-        "exit codes: 0 ok, 1 error, 2 usage, 3 refused by policy, 4 no source reachable",
+        epilog="with --json, stdout holds one JSON object and each line on stderr is one: a "
+        'warning {"warning", "code"}, an error {"error", "code", "exit"}; nothing is asked '
+        "(give --yes). exit codes: 0 ok, 1 error, 2 usage, 3 refused by policy, 4 no source "
+        "reachable",
     )
     parser.add_argument("--version", action="version", version=f"memmesh {__version__}")
     parser.add_argument(
