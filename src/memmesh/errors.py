@@ -23,6 +23,7 @@ that this tree is the real one):
     │   └── ReadOnly                       1     500  read_only
     ├── CliError (cli)                     1     500  cli_error
     │   ├── DemoFailed                     1     500  demo_failed
+    │   ├── NotConfirmed                   1     500  not_confirmed
     │   ├── TeamRefused                    3     500  team_refused
     │   └── UsageError                     2     500  usage_error
     ├── CoordinatorError (coordinator)     1     500  coordinator_error

@@ -20,7 +20,8 @@ from memmesh.registry import Identity, create_identity
 from memmesh.registry.envelopes import Envelope, seal
 from tests._servers import CoordinatorProcess, running
 from tests._signed import caller, make_admin, signed_client
-from tests.cli._output import error_line, json_of
+from tests.cli._output import error_line, json_error, json_of
+from tests.cli._terminal import on_terminal, with_stdin_open
 from tests.cli.test_sync import TOKEN, TOKEN_ENV, _member, _unacked
 from tests.conftest import MemRunner
 from tests.registry._helpers import TEAM, publication, retraction
@@ -138,20 +139,54 @@ def test_items_of_a_folder_without_coordinator_data_exits_2_and_makes_nothing(
     assert not empty.exists()
 
 
-def test_purge_asks_first_and_no_answer_purges_nothing(
-    mem: MemRunner, data: Path, members: tuple[Identity, Identity]
+def test_purge_asks_on_the_terminal_and_any_answer_but_yes_purges_nothing(
+    mem: MemRunner, data: Path, members: tuple[Identity, Identity], home: Path
 ) -> None:
     ada, _ = members
-    result = mem("coordinator", "purge", "--data", str(data), "--member", "ada", stdin="\n")
-
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert result.stderr == (
-        f"Erase the 2 live items of the key {ada.public_key_text} from the coordinator, for "
-        "good? [y/N] nothing was purged (answer y, or give --yes)\n"
+    code, out, shown = on_terminal(
+        home, "coordinator", "purge", "--data", str(data), "--member", "ada", typed="\n"
     )
-    listed = json_of(mem("coordinator", "items", "--data", str(data), "--member", "ada", "--json"))
-    assert [item["status"] for item in listed["items"]] == ["live", "live", "retracted"]
+
+    assert (code, out) == (1, "")
+    assert shown == (
+        f"Erase the 2 live items of the key {ada.public_key_text} from the coordinator, for "
+        "good? [y/N] mem: error: nothing was purged: not confirmed (answer y, or give --yes)\n"
+    )
+    assert _statuses(mem, data) == ["live", "live", "retracted"]
+
+
+def test_purge_without_a_terminal_asks_nothing_and_purges_nothing(
+    mem: MemRunner, home: Path, data: Path, members: tuple[Identity, Identity]
+) -> None:
+    # Standard input is a pipe that stays open and that nobody writes to: no wait on it.
+    code, out, err = with_stdin_open(
+        home, "coordinator", "purge", "--data", str(data), "--member", "ada"
+    )
+
+    assert (code, out) == (1, "")
+    assert err == (
+        "mem: error: nothing was purged: there is no terminal to ask on: give --yes to go ahead\n"
+    )
+    assert _statuses(mem, data) == ["live", "live", "retracted"]
+
+
+def test_purge_with_json_and_no_yes_is_a_json_error(
+    mem: MemRunner, data: Path, members: tuple[Identity, Identity]
+) -> None:
+    result = mem("coordinator", "purge", "--data", str(data), "--member", "ada", "--json")
+
+    assert json_error(result) == {
+        "error": "nothing was purged: with --json nothing is asked: give --yes to go ahead",
+        "code": "not_confirmed",
+        "exit": 1,
+    }
+    assert _statuses(mem, data) == ["live", "live", "retracted"]
+
+
+def _statuses(mem: MemRunner, data: Path) -> list[str]:
+    """The statuses of ada's items on the coordinator in ``data``."""
+    listed = mem("coordinator", "items", "--data", str(data), "--member", "ada", "--json")
+    return [item["status"] for item in json_of(listed)["items"]]
 
 
 def test_purge_erases_a_keys_live_items_for_good(

@@ -2,6 +2,7 @@
 ``[redacted: <detector>]`` instead, and says so; ``--keep-secret`` keeps it as written, and
 then the item can never be published, not even with ``--force``."""
 
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -89,9 +90,8 @@ def test_text_without_a_secret_is_stored_as_written_without_a_warning(mem: MemRu
 
 def test_keep_secret_stores_the_text_as_written_and_warns(mem: MemRunner) -> None:
     result = mem("remember", RELEASE, "--keep-secret", "--json")
-    assert result.stderr == (
-        "mem: warning: kept a secret (github-token) as written: this item can never be published\n"
-    )
+    warning = "kept a secret (github-token) as written: this item can never be published"
+    assert json.loads(result.stderr) == {"warning": warning, "code": "secret_kept"}
     data = json_of(result)
     assert data["item"]["text"] == RELEASE
     assert data["kept_secrets"] == ["github-token"]

@@ -1,17 +1,14 @@
 """`mem stats`, `mem doctor` and `mem reindex` through the real command line."""
 
 import json
-import os
-import pty
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memmesh.embed import EMBEDDER_NAMES, get_embedder
 from tests.cli._output import error_line, json_of
+from tests.cli._terminal import on_terminal
 from tests.conftest import MemRunner, requires_model
 
 STORED = get_embedder().fingerprint  # what a new store records: the default embedder
@@ -195,28 +192,9 @@ def test_reindex_progress_on_a_terminal_is_one_line_rewritten_in_place(
 ) -> None:
     for text in (WEBHOOKS, "Use pnpm in the frontend", "Deploys need the canary flag first"):
         _remember(mem, text)
-    controller, terminal = pty.openpty()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "memmesh", "--home", str(home), "reindex"],
-            stdin=subprocess.DEVNULL, capture_output=False, stdout=subprocess.PIPE,
-            stderr=terminal, timeout=60, check=False,
-        )  # fmt: skip
-        os.close(terminal)
-        shown = b""
-        while chunk := _read(controller):
-            shown += chunk
-    finally:
-        os.close(controller)
-    assert done.returncode == 0
-    assert shown.decode().replace("\r\n", "\n") == "\rre-embedding 0/3\rre-embedding 3/3\n"
-
-
-def _read(fd: int) -> bytes:
-    try:
-        return os.read(fd, 4096)
-    except OSError:  # the terminal's other end is closed: all was read
-        return b""
+    code, _, shown = on_terminal(home, "reindex")
+    assert code == 0
+    assert shown == "\rre-embedding 0/3\rre-embedding 3/3\n"
 
 
 @requires_model

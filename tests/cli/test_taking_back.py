@@ -153,9 +153,12 @@ def test_revise_with_auto_sync_serves_neither_text_until_the_revision_is_publish
     revised = _mem(ada, "revise", item, REVISED, "--json")
 
     new = json.loads(revised.stdout)["id"]
-    assert revised.stderr == (
-        f"mem: warning: the revision is not shared until you publish it: `mem team publish {new}`\n"
-    )
+    assert _warnings(revised) == [
+        (
+            f"the revision is not shared until you publish it: `mem team publish {new}`",
+            "revision_unshared",
+        )
+    ]
     assert _served(loopback_team, bob, LOCKS_QUERY) == []
     assert _served(loopback_team, bob, REVISED_QUERY) == []
     _mem(ada, "team", "publish", new)
@@ -183,9 +186,12 @@ def test_revise_without_auto_sync_says_so_and_that_the_revision_is_not_shared(
     revised = _mem(ada, "revise", item, REVISED, "--json")
 
     new = json.loads(revised.stdout)["id"]
-    assert revised.stderr.splitlines() == [
-        NOT_PUSHED + "(auto_sync is off)",
-        f"mem: warning: the revision is not shared until you publish it: `mem team publish {new}`",
+    assert _warnings(revised) == [  # with --json, each warning is one JSON line on stderr
+        (NOT_PUSHED.removeprefix("mem: warning: ") + "(auto_sync is off)", "auto_sync"),
+        (
+            f"the revision is not shared until you publish it: `mem team publish {new}`",
+            "revision_unshared",
+        ),
     ]
     _mem(ada, "team", "sync")
     assert _served(loopback_team, bob, LOCKS_QUERY) == []
@@ -198,3 +204,9 @@ def test_forget_of_a_private_item_says_nothing_about_teammates(loopback_team: Te
     revised = _mem(ada, "revise", _mem(ada, "remember", "Deploys are on Tuesdays").stdout.strip(),
                    "Deploys are on Wednesdays")  # fmt: skip
     assert revised.stderr == ""
+
+
+def _warnings(result: subprocess.CompletedProcess[str]) -> list[tuple[str, str]]:
+    """The (warning, code) of each JSON line a ``--json`` command printed on stderr."""
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    return [(line["warning"], line["code"]) for line in lines]

@@ -21,8 +21,9 @@ from memmesh.policy import POLICY_FILENAME, load_policy
 from memmesh.registry import create_identity, load_identity
 from memmesh.registry.identity import KEY_FILENAME
 from memmesh.team import roster
-from tests.cli._output import error_line, json_of
+from tests.cli._output import error_line, json_error, json_of
 from tests.cli._standin import StandIn, serving
+from tests.cli._terminal import on_terminal
 from tests.conftest import MemRunner
 
 Result = subprocess.CompletedProcess[str]
@@ -219,11 +220,31 @@ def test_revoke_asks_first_and_revokes_nothing_without_a_yes(
     standin: StandIn, admin: MemRunner, tmp_path: Path
 ) -> None:
     bob = _joined(tmp_path, admin, "bob")
-    result = admin("team", "revoke", "bob", stdin="n\n")
-    assert result.returncode == 1
+    code, out, shown = on_terminal(admin.home, "team", "revoke", "bob", typed="n\n")
+    assert (code, out) == (1, "")
     key_id = load_identity(bob.home).key_id
-    assert f"Revoke bob ({key_id}) from team acme" in result.stderr
-    assert "nothing was revoked" in result.stderr
+    assert shown == (
+        f"Revoke bob ({key_id}) from team acme: refuse their key from now on? [y/N] "
+        "mem: error: nothing was revoked: not confirmed (answer y, or give --yes)\n"
+    )
+    assert all(member.revoked_at is None for member in standin.roster.values())
+
+
+def test_revoke_with_json_or_without_a_terminal_asks_nothing_and_revokes_nothing(
+    standin: StandIn, admin: MemRunner, tmp_path: Path
+) -> None:
+    _joined(tmp_path, admin, "bob")
+    as_json = admin("team", "revoke", "bob", "--json", stdin="y\n")
+    piped = admin("team", "revoke", "bob", stdin="y\n")
+    assert json_error(as_json) == {
+        "error": "nothing was revoked: with --json nothing is asked: give --yes to go ahead",
+        "code": "not_confirmed",
+        "exit": 1,
+    }
+    assert piped.returncode == 1
+    assert error_line(piped) == (
+        "mem: error: nothing was revoked: there is no terminal to ask on: give --yes to go ahead"
+    )
     assert all(member.revoked_at is None for member in standin.roster.values())
 
 

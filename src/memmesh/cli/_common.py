@@ -5,6 +5,12 @@ error through :func:`error_line`), which show every terminal control character a
 (:func:`memmesh.text.printable`): what a teammate, a roster or a server wrote can be read, never
 act on the terminal. A command that puts a field from the network on a line of its own shows
 it with ``printable`` too, so that a newline inside it cannot forge another line.
+
+With ``--json`` (:func:`json_output`, set once by `mem`'s entry point), what a program reads is
+JSON on both streams: stdout holds the command's one object, and every line on stderr is one
+JSON object of its own: ``{"warning": ..., "code": ...}`` for each warning, ``{"note": ...}``
+for each note, ``{"error": ..., "code": ..., "exit": ...}`` for a failure (its last line). No
+progress is shown and nothing is asked (:mod:`memmesh.cli._terminal`).
 """
 
 import argparse
@@ -39,6 +45,7 @@ __all__ = [
     "failure",
     "hits",
     "home_of",
+    "json_output",
     "lazy",
     "listed_text",
     "nonempty",
@@ -263,15 +270,38 @@ def positive_int(value: str) -> int:
     return number
 
 
-def warn(warning: str | None) -> None:
-    """Print a warning (if there is one) on stderr; the command still succeeds."""
-    if warning:
+class _Output:
+    """How this run of `mem` prints on stderr: JSON lines with ``--json``."""
+
+    json = False
+
+
+def json_output(on: bool) -> None:
+    """Make :func:`warn` and :func:`note` print JSON lines (``on``: ``--json`` was given)."""
+    _Output.json = on
+
+
+def warn(warning: str | None, code: str = "warning") -> None:
+    """Print a warning (if there is one) on stderr; the command still succeeds. With
+    ``--json`` it is the line ``{"warning": warning, "code": code}``, ``code`` a stable
+    snake_case name of what it warns of."""
+    if not warning:
+        return
+    if _Output.json:
+        sys.stderr.write(_json_line({"warning": warning, "code": code}))
+        sys.stderr.flush()
+    else:
         note(f"mem: warning: {warning}")
 
 
 def note(text: str, *, end: str = "\n") -> None:
-    """Print ``text`` (one line) on stderr, for the person at the terminal."""
-    print(printable(text), end=end, file=sys.stderr, flush=True)
+    """Print ``text`` (one line) on stderr, for the person at the terminal; with ``--json``,
+    the line ``{"note": text}``."""
+    if _Output.json:
+        sys.stderr.write(_json_line({"note": text}))
+        sys.stderr.flush()
+    else:
+        print(printable(text), end=end, file=sys.stderr, flush=True)
 
 
 def error_line(message: str) -> str:

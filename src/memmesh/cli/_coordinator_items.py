@@ -4,7 +4,6 @@ and erased on its data folder by its operator (while it runs or not)."""
 import argparse
 import contextlib
 import datetime
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from memmesh.cli._common import Command, emit, lazy, nonempty
+from memmesh.cli._terminal import confirm
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import iso
@@ -54,7 +54,8 @@ def register_items(command: Command) -> None:
         "publishes since is taken). Its tombstones stay; the key itself is not refused (for "
         "that, an admin revokes it: mem team revoke). Safe while the coordinator runs: the "
         "purge takes the store's write lock like a publish, and the running coordinator "
-        "drops the items from memory at its next search. Asks first unless --yes.",
+        "drops the items from memory at its next search. Asks first unless --yes; without a "
+        "terminal to ask on, or with --json, it purges only with --yes.",
         json_shape='{"key", "purged"}',
     )
     _data_and_key(p, required=True)
@@ -86,9 +87,11 @@ def run_purge(args: argparse.Namespace) -> int:
     with _holdings(args, "purge") as holdings:
         key = holdings.find(key=args.key, member=args.member)
         live = sum(1 for item in holdings.items(key) if item.status == "live")
-        if not args.yes and not _confirmed(key, live):
-            print("nothing was purged (answer y, or give --yes)", file=sys.stderr)
-            return ExitCode.ERROR
+        question = (
+            f"Erase the {counted(live, 'live item')} of the key {key} from the coordinator, "
+            "for good?"
+        )
+        confirm(args, "nothing was purged", lambda: question)
         purged = holdings.purge(key)
     text = f"purged {counted(purged, 'live item')} of the key {key}"
     emit(args, {"key": key, "purged": purged}, text)
@@ -108,18 +111,6 @@ def _holdings(args: argparse.Namespace, name: str) -> Iterator["Holdings"]:
         raise UsageError(f"coordinator {name}", problem)
     with Store(data, author="coordinator", durable=True) as store:
         yield Holdings(store)
-
-
-def _confirmed(key: str, live: int) -> bool:
-    """Ask on the terminal (stderr, stdin) whether to purge; no answer is no."""
-    print(
-        f"Erase the {counted(live, 'live item')} of the key {key} from the coordinator, for good? "
-        "[y/N] ",
-        end="",
-        file=sys.stderr,
-        flush=True,
-    )
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def _when(moment: float | None) -> str:

@@ -73,8 +73,8 @@ def _edit(args: argparse.Namespace) -> int:
         shown = shown_id(store, new.id)
         published = _published_note(home_of(args), store, new, shown) if new != old else None
     if clean.detectors:
-        warn(f"left out {secrets_named(clean.detectors)} given as a tag")
-    warn(published)
+        warn(f"left out {secrets_named(clean.detectors)} given as a tag", "secret_redacted")
+    warn(published, "published_as_before")
     changed = {
         field: [_value(old, field), _value(new, field)]
         for field in _FIELDS
@@ -101,7 +101,8 @@ def _unforget(args: argparse.Namespace) -> int:
             if retracted and item.id not in member.registry.live():
                 warn(
                     "its publication stays retracted: teammates do not see it again unless you "
-                    "publish it again"
+                    "publish it again",
+                    "publication_retracted",
                 )
     emit(args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"restored {shown}")
     return ExitCode.OK

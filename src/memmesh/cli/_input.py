@@ -71,11 +71,13 @@ class Screened(NamedTuple):
         if self.redacted:
             warn(
                 f"redacted {secrets_named(self.redacted)} before storing it; "
-                "to store the text as written, add --keep-secret"
+                "to store the text as written, add --keep-secret",
+                "secret_redacted",
             )
             data["redacted"] = list(self.redacted)
         if self.kept:
-            warn(f"kept {secrets_named(self.kept)} as written: this item can never be published")
+            kept = f"kept {secrets_named(self.kept)} as written: this item can never be published"
+            warn(kept, "secret_kept")
             data["kept_secrets"] = self.kept
 
 

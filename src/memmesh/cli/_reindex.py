@@ -1,18 +1,16 @@
 """Re-embedding a store from the command line: `mem reindex`, `mem coordinator reindex`, and
-the switch `mem team join` makes to the team's embedder; their progress on stderr.
-
-Progress is for the person at the terminal, so it shows in text mode only (never with
-``--json``): a line rewritten in place on a terminal, else one line once every item is done.
+the switch `mem team join` makes to the team's embedder; their progress on stderr, as every
+long operation's (:func:`memmesh.cli._terminal.progress`: text mode only, never with
+``--json``).
 """
 
 import argparse
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memmesh.cli._common import emit
+from memmesh.cli._terminal import Progress, progress
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 
@@ -24,32 +22,14 @@ __all__ = ["reindex_progress", "reindexed", "run_coordinator_reindex"]
 
 def reindexed(args: argparse.Namespace, store: "Store", embedder: str | None) -> int:
     """:meth:`Store.reindex` with ``embedder``, its progress on stderr; how many items."""
-    with reindex_progress(args) as progress:
-        return store.reindex(embedder, progress)
+    with reindex_progress(args) as step:
+        return store.reindex(embedder, step)
 
 
-@contextmanager
-def reindex_progress(args: argparse.Namespace) -> Iterator[Callable[[int, int], None] | None]:
-    """The progress callback of a reindex for ``args``' output mode (``None`` with
-    ``--json``); its line is ended on leaving."""
-    if getattr(args, "json", False):
-        yield None
-        return
-    terminal = sys.stderr.isatty()
-    shown: list[bool] = []
-
-    def progress(done: int, total: int) -> None:
-        if terminal:
-            print(f"\rre-embedding {done}/{total}", end="", file=sys.stderr, flush=True)
-            shown.append(True)
-        elif done == total:
-            print(f"re-embedded {done}/{total}", file=sys.stderr, flush=True)
-
-    try:
-        yield progress
-    finally:
-        if shown:
-            print(file=sys.stderr, flush=True)
+def reindex_progress(args: argparse.Namespace) -> AbstractContextManager[Progress | None]:
+    """The progress of a reindex (:func:`~memmesh.cli._terminal.progress`): every item counts,
+    an embedder being slow enough per item for one to be watched."""
+    return progress(args, "re-embedding {}", "re-embedded {}")
 
 
 def run_coordinator_reindex(args: argparse.Namespace) -> int:

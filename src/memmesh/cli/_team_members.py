@@ -96,7 +96,8 @@ def register(command: Command) -> None:
         "mem team revoke bob --purge --yes",
         description="Take a member off the team (admins only): the coordinator refuses their "
         "key from now on, and members drop their items. With --purge, the coordinator also "
-        "removes every item they published. Asks first unless --yes.",
+        "removes every item they published. Asks first unless --yes; without a terminal to "
+        "ask on, or with --json, it revokes only with --yes.",
         json_shape=f'{{"member": {_MEMBER}, "purged"}}',
     )
     p.add_argument("member", metavar="MEMBER", help="their name, public key or member id")

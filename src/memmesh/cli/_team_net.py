@@ -171,7 +171,10 @@ def run_feed(args: argparse.Namespace) -> int:
         "\n".join(lines),
     )
     if not feed.complete:
-        warn("the feed did not end where it should: these are the newest changes read")
+        warn(
+            "the feed did not end where it should: these are the newest changes read",
+            "feed_incomplete",
+        )
     return ExitCode.OK
 
 
@@ -194,7 +197,7 @@ def run_recall_team(args: argparse.Namespace) -> int:
     identity = load_identity(home)
     project = resolve_project(args.project)
     with open_store(args) as store:
-        warn(embedder_mismatch(store, policy))
+        warn(embedder_mismatch(store, policy), "embedder_mismatch")
         member = Member(store, identity, policy, reconcile_first=False)
         answer = member.ask_team(
             args.query,
@@ -206,7 +209,7 @@ def run_recall_team(args: argparse.Namespace) -> int:
         )
     emit(args, answer_json(answer), _answer_text(answer))
     for warning in answer.warnings:
-        warn(warning)
+        warn(warning, "lexical_ranking")
     return ExitCode.OK
 
 

@@ -18,6 +18,7 @@ import msgspec
 
 from memmesh.cli._common import emit, home_of, note, open_store, shown_ids
 from memmesh.cli._reindex import reindex_progress
+from memmesh.cli._terminal import confirm
 from memmesh.cli.errors import TeamRefused, UsageError
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.local.errors import ItemNotFound
@@ -224,9 +225,7 @@ def run_add(args: argparse.Namespace) -> int:
 
 def run_revoke(args: argparse.Namespace) -> int:
     policy, identity = _member(args)
-    if not args.yes and not _confirmed(policy, identity, args.member, purge=args.purge):
-        note("nothing was revoked (answer y, or give --yes)")
-        return ExitCode.ERROR
+    confirm(args, "nothing was revoked", lambda: _question(policy, identity, args))
     with _asking("admin", "revoke members", policy, identity):
         revoked = roster.revoke(policy, identity, args.member, purge=args.purge)
     purged = f"; {counted(revoked.purged, 'published item')} purged" if args.purge else ""
@@ -238,17 +237,14 @@ def run_revoke(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _confirmed(policy: Policy, identity: Identity, member: str, *, purge: bool) -> bool:
-    """Ask on the terminal (stderr, stdin) whether to revoke ``member``; no answer is no."""
+def _question(policy: Policy, identity: Identity, args: argparse.Namespace) -> str:
+    """What `mem team revoke` asks before revoking ``args.member``, naming who that is."""
     with _asking("member", "list members", policy, identity):
         listed = roster.members(policy, identity).members
-    found = [m for m in listed if member in (m.name, m.key, m.key_id)]
-    who = ", ".join(_labelled(m) for m in found) or repr(member)
-    items = " and remove every item they published" if purge else ""
-    note(
-        f"Revoke {who} from team {policy.team}: refuse their key from now on{items}? [y/N] ", end=""
-    )
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
+    found = [m for m in listed if args.member in (m.name, m.key, m.key_id)]
+    who = ", ".join(_labelled(m) for m in found) or args.member
+    items = " and remove every item they published" if args.purge else ""
+    return f"Revoke {who} from team {policy.team}: refuse their key from now on{items}?"
 
 
 def run_disclosures(args: argparse.Namespace) -> int:

@@ -4,12 +4,13 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import msgspec
 
 from memmesh.cli._common import emit, home_of, open_store, shown_ids, warn
+from memmesh.cli._terminal import MANY, Progress, progress
 from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
@@ -43,6 +44,11 @@ def _member(
     identity = load_identity(home)
     with open_store(args) as store:
         yield Member(store, identity, policy, reconcile_first=reconcile_first)
+
+
+def _pushing(args: argparse.Namespace) -> AbstractContextManager[Progress | None]:
+    """The progress of a push to the coordinator, shown once it has :data:`MANY` entries."""
+    return progress(args, "sending {} registry entries", "sent {} registry entries", at_least=MANY)
 
 
 def run_init(args: argparse.Namespace) -> int:
@@ -114,13 +120,14 @@ def run_publish(args: argparse.Namespace) -> int:
         planned: list[Planned] = []
         warning = None
         if ids:
-            planned, warning = team.publish(
-                ids, force=args.force, dry_run=args.dry_run, again=args.again
-            )
-        warn(embedder_mismatch(team.store, team.policy))
+            with _pushing(args) as progress:
+                planned, warning = team.publish(
+                    ids, force=args.force, dry_run=args.dry_run, again=args.again, progress=progress
+                )
+        warn(embedder_mismatch(team.store, team.policy), "embedder_mismatch")
         shown = shown_ids(team.store, [p.item.id for p in planned])
         unpadded = shown_ids(team.store, left_out, pad=False)
-    warn(warning)
+    warn(warning, "auto_sync")
     rows = [
         {
             "id": p.item.id,
@@ -165,8 +172,8 @@ def run_publish(args: argparse.Namespace) -> int:
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    with _member(args) as team:
-        report = team.sync()
+    with _member(args) as team, _pushing(args) as progress:
+        report = team.sync(progress)
         listed = report.withdrawn + report.withheld + report.rejected + report.bad_receipts
         shown = shown_ids(team.store, [item for item, _ in listed], pad=False)
     data = msgspec.to_builtins(report)
@@ -192,7 +199,7 @@ def run_retract(args: argparse.Namespace) -> int:
     with _member(args, need_policy=False) as team:
         entries, warning = team.retract(args.ids)
         shown = shown_ids(team.store, [e.item_id for e in entries], pad=False)
-    warn(warning)
+    warn(warning, "auto_sync")
     rows = [{"id": e.item_id, "version": e.version, "seq": e.seq} for e in entries]
     emit(
         args,

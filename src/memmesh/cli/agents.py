@@ -237,7 +237,7 @@ def _install(args: argparse.Namespace) -> int:
                 "the client could not start it, so it is not registered until the SDK is "
                 "installed (--force registers it anyway); nothing was changed"
             )
-        warn(McpUnavailable("the client cannot start it until then").message)
+        warn(McpUnavailable("the client cannot start it until then").message, "mcp_unavailable")
     launch = launch_of(args)
     return _report(args, [(client, plan_install(client, launch)) for client in clients])
 

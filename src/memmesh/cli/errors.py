@@ -3,13 +3,14 @@
 MemmeshError
 └── CliError
     ├── DemoFailed            a daemon the demo started did not come up
+    ├── NotConfirmed          a command that cannot be undone was not confirmed (no --yes)
     ├── TeamRefused           exit 3: the coordinator refused this key (says what to do)
     └── UsageError            exit 2: options that do not go together
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["CliError", "DemoFailed", "TeamRefused", "UsageError"]
+__all__ = ["CliError", "DemoFailed", "NotConfirmed", "TeamRefused", "UsageError"]
 
 
 class CliError(MemmeshError):
@@ -23,6 +24,16 @@ class DemoFailed(CliError):
         super().__init__(f"the demo's {name} {problem}")
         self.name = name
         self.problem = problem
+
+
+class NotConfirmed(CliError):
+    """A command that cannot be undone was neither given ``--yes`` nor answered yes on the
+    terminal (``why``: which); ``undone`` says what was not done ("nothing was purged")."""
+
+    def __init__(self, undone: str, why: str) -> None:
+        super().__init__(f"{undone}: {why}")
+        self.undone = undone
+        self.why = why
 
 
 class TeamRefused(CliError):

@@ -188,7 +188,8 @@ def _remember(args: argparse.Namespace) -> int:
     if args.kind not in (None, item.kind):
         warn(
             f"its kind stays {item.kind} (not {args.kind}); to change it: "
-            f"`mem edit {shown} --kind {args.kind}`"
+            f"`mem edit {shown} --kind {args.kind}`",
+            "kind_kept",
         )
     emit(args, data, shown)
     return ExitCode.OK
@@ -242,7 +243,7 @@ def _forget(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         forgotten = forget(home_of(args), store, args.id)
         shown = shown_id(store, forgotten.item.id)
-    warn(forgotten.warning)
+    warn(forgotten.warning, "auto_sync")
     item = forgotten.item
     emit(args, {"id": item.id, "status": item.status, "item": item.to_dict()}, f"archived {shown}")
     return ExitCode.OK
@@ -255,8 +256,8 @@ def _revise(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         revised = revise(home_of(args), store, args.id, safe.text)
         shown = shown_id(store, revised.new.id)
-    warn(revised.warning)
-    warn(revised.unshared)
+    warn(revised.warning, "auto_sync")
+    warn(revised.unshared, "revision_unshared")
     new = revised.new
     data = {"id": new.id, "status": "revised", "superseded": revised.old.id, "item": new.to_dict()}
     safe.report(data)

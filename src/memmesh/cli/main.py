@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from memmesh import __version__
-from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, nonempty
+from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, json_output, nonempty
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.text import printable
@@ -46,8 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mem",
         description="memmesh: a private memory for you and your coding agents, shared with "
         "your team only when you say so.",
-        epilog='with --json, an error is one JSON object on stderr: {"error", "code", "exit"}. '
-        "exit codes: 0 ok, 1 error, 2 usage, 3 refused by policy, 4 no source reachable",
+        epilog="with --json, stdout holds one JSON object and each line on stderr is one: a "
+        'warning {"warning", "code"}, an error {"error", "code", "exit"}; nothing is asked '
+        "(give --yes). exit codes: 0 ok, 1 error, 2 usage, 3 refused by policy, 4 no source "
+        "reachable",
     )
     parser.add_argument("--version", action="version", version=f"memmesh {__version__}")
     parser.add_argument(
@@ -93,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse has printed the help or the version
         return int(exc.code or ExitCode.OK)
     as_json = bool(getattr(args, "json", False))
+    json_output(as_json)
     handler = getattr(args, "handler", None)
     if handler is None:
         if as_json:

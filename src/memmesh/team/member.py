@@ -5,6 +5,7 @@ Every front end that acts for a member (the `mem` command, the MCP server) goes 
 was asked for.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,9 +75,10 @@ class Member:
         force: bool = False,
         dry_run: bool = False,
         again: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> tuple[list[Planned], str | None]:
-        """Publish the items through the policy (all or nothing), then auto-sync; ``again``
-        publishes items retracted before anew.
+        """Publish the items through the policy (all or nothing), then auto-sync (its
+        ``progress`` as for :meth:`sync`); ``again`` publishes items retracted before anew.
 
         With ``dry_run`` nothing is recorded or sent: the plan says what would happen. Returns
         the plan and a warning, if any: the auto-sync's, else :func:`withholding` (published
@@ -90,7 +92,7 @@ class Member:
         if dry_run:
             return plan(self.registry, policy, item_ids, force=force, again=again), None
         planned = publish(self.registry, policy, item_ids, force=force, again=again)
-        warning = auto_sync(self)
+        warning = auto_sync(self, progress)
         return planned, warning or withholding(len(withdrawals(self.registry, policy)))
 
     def eligible(self) -> tuple[list[str], list[str]]:
@@ -109,8 +111,9 @@ class Member:
         entries = retract(self.registry, item_ids)
         return entries, auto_sync(self)
 
-    def sync(self) -> "SyncReport":
-        """Push every entry the coordinator has not acknowledged (see :func:`sync`).
+    def sync(self, progress: Callable[[int, int], None] | None = None) -> "SyncReport":
+        """Push every entry the coordinator has not acknowledged (see :func:`sync`), calling
+        ``progress(sent, to send)`` as the batches go.
 
         Raises :class:`PolicyError` when the policy is unusable or names no coordinator, a
         :class:`~memmesh.team.errors.AccessError` when the coordinator does not accept this
@@ -123,7 +126,7 @@ class Member:
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
         with accepted(policy, self.identity), coordinator_client(policy, self.identity) as client:
-            return sync(self.registry, policy, client)
+            return sync(self.registry, policy, client, progress=progress)
 
     def ask_team(
         self,
@@ -192,8 +195,9 @@ def retract_changed(store: Store, home: Path) -> tuple[list[str], str | None]:
     return retracted, auto_sync(member)
 
 
-def auto_sync(member: Member) -> str | None:
-    """Push at once after a publish or retract when the policy asks for it.
+def auto_sync(member: Member, progress: Callable[[int, int], None] | None = None) -> str | None:
+    """Push at once after a publish or retract when the policy asks for it (``progress`` as
+    for :meth:`Member.sync`).
 
     Returns a warning when the push failed (the entries stay queued for `mem team sync`) or
     took back items the policy no longer allows, else ``None``.
@@ -202,7 +206,7 @@ def auto_sync(member: Member) -> str | None:
     if _unpushed(policy) is not None:
         return None
     try:
-        report = member.sync()
+        report = member.sync(progress)
     except MemmeshError as exc:
         return f"auto-sync failed ({exc.message}); run `mem team sync`"
     if report.withdrawn:

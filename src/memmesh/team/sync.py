@@ -24,6 +24,8 @@ the coordinator, with the team token. With nothing to send, sync still asks the 
 (``GET /v1/info``), so that a credential it refuses is never reported as a sync that went well.
 """
 
+from collections.abc import Callable
+
 import msgspec
 
 from memmesh.coordinator.protocol import (
@@ -71,10 +73,16 @@ class SyncReport(msgspec.Struct, kw_only=True):
 
 
 def sync(
-    registry: Registry, policy: Policy, client: Client, *, batch_size: int = DEFAULT_BATCH
+    registry: Registry,
+    policy: Policy,
+    client: Client,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SyncReport:
     """Push unacknowledged entries to the coordinator behind ``client`` (made by
-    :func:`memmesh.net.connect.coordinator_client`), keeping the receipts it answers with."""
+    :func:`memmesh.net.connect.coordinator_client`), keeping the receipts it answers with;
+    ``progress(sent, to send)`` is called before the first batch and after each."""
     assert 1 <= batch_size <= MAX_BATCH
     reconcile(registry)
     report = SyncReport(withdrawn=[(e.item_id, rule) for e, rule in withdraw(registry, policy)])
@@ -96,6 +104,8 @@ def sync(
         sendable.append(entry)
     if not sendable:
         client.get("/v1/info", Info)  # raises when the coordinator does not accept us
+    if progress is not None and sendable:
+        progress(0, len(sendable))
     for batch in _batches(sendable, batch_size):
         report.batches += 1
         report.sent += len(batch)
@@ -109,6 +119,8 @@ def sync(
             request = RetractRequest(envelopes=[e.envelope for e in batch])
             results = client.post("/v1/retract", request, RetractResponse).results
         _record(registry, policy, batch, results, report)
+        if progress is not None:
+            progress(report.sent, len(sendable))
     return report
 
 
