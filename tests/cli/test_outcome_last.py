@@ -1,6 +1,7 @@
 """`mem outcome --last`: an agent (or its developer) credits what the newest recall returned
 without repeating ids, through the real command line."""
 
+import json
 from pathlib import Path
 
 from memmesh.local.store import Store
@@ -74,3 +75,19 @@ def test_an_id_and_last_together_or_neither_is_a_usage_error(mem: MemRunner) -> 
         assert error_line(result) == (
             "mem: error: give an item's id, or --last (not both) (see `mem outcome --help`)"
         )
+
+
+def test_last_after_the_prompt_hook_credits_what_the_hook_showed(mem: MemRunner) -> None:
+    coffee = _remember(mem, COFFEE)
+    deploys = json_of(mem("remember", DEPLOYS, "--project", "web", "--json"))["id"]
+    assert json_of(mem("recall", "when is the coffee machine descaled", "--json"))["hits"]
+    hook_input = json.dumps({"prompt": "Which script do our deploys go through?", "cwd": "/"})
+    shown = mem("hook", "prompt", "--client", "claude", stdin=hook_input,
+                env={"MEM_PROJECT": "web"})  # fmt: skip
+    assert DEPLOYS in shown.stdout
+
+    data = json_of(mem("--json", "outcome", "--last", "worked"))
+
+    assert data["from"] == "prompt"
+    assert [each["id"] for each in data["credited"]] == [deploys]
+    assert coffee not in [each["id"] for each in data["credited"]]

@@ -3,7 +3,7 @@
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memmesh._embedders import EMBEDDER_NAMES
 from memmesh.cli import _edit, _why
@@ -26,6 +26,9 @@ from memmesh.local import InvalidInput, outcomes
 from memmesh.local.items import GLOBAL, KINDS, Item, iso
 from memmesh.local.project import resolve_project
 from memmesh.text import counted
+
+if TYPE_CHECKING:
+    from memmesh.local.store import Store
 
 __all__ = ["register"]
 
@@ -117,8 +120,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         _outcome,
         "Report whether acting on an item worked. Items that keep failing drop out of recall "
         "until their failures fade (counts halve every 90 days). With --last instead of an "
-        "id, for each item the newest recall returned (`mem recall`, an agent's recall, the "
-        "session brief).",
+        "id, for each item the newest answer returned (`mem recall`, an agent's recall, the "
+        "session brief or the prompt hook).",
         "mem outcome 01J9ZC4XQM worked",
     )
     p.add_argument("id", nargs="?", help=_ID)
@@ -266,8 +269,6 @@ def _revise(args: argparse.Namespace) -> int:
 
 
 def _outcome(args: argparse.Namespace) -> int:
-    from memmesh.local import last_trace
-
     if args.last == (args.id is not None):
         raise UsageError("outcome", "give an item's id, or --last (not both)")
     with open_store(args) as store:
@@ -275,17 +276,33 @@ def _outcome(args: argparse.Namespace) -> int:
             item = store.outcome(args.id, args.result)
             emit(args, _credited(item), _credited_line(item, shown_id(store, item.id)))
             return ExitCode.OK
-        trace = last_trace(store)
-        if trace is None or not trace.item_ids:
-            raise InvalidInput(
-                "the newest recall returned nothing to credit; give the item's id instead"
-            )
-        items = [store.outcome(item_id, args.result) for item_id in trace.item_ids]
+        answered, item_ids, what = _last_answer(args, store)
+        items = [store.outcome(item_id, args.result) for item_id in item_ids]
         shown = shown_ids(store, [item.id for item in items])
-    data = {"trace": trace.id, "query": trace.query, "credited": [_credited(i) for i in items]}
+    data = {**answered, "credited": [_credited(item) for item in items]}
     lines = [_credited_line(item, shown[item.id]) for item in items]
-    emit(args, data, f"{args.result}, for what `{trace.query}` returned:\n" + "\n".join(lines))
+    emit(args, data, f"{args.result}, for what {what} returned:\n" + "\n".join(lines))
     return ExitCode.OK
+
+
+def _last_answer(
+    args: argparse.Namespace, store: "Store"
+) -> tuple[dict[str, Any], tuple[str, ...], str]:
+    """The newest answer that returned this member's items: a recall's (its trace), or a
+    session hook's (the brief's or the prompt hook's); what it was, its ids, and its name."""
+    from memmesh.local import last_trace
+    from memmesh.local.hooklog import last_run
+
+    trace = last_trace(store)
+    run = last_run(home_of(args), shown=True)
+    if run is not None and run.local_ids and (trace is None or run.at > trace.at):
+        return {"from": run.hook, "at": iso(run.at)}, run.local_ids, f"the {run.hook} hook"
+    if trace is None or not trace.item_ids:
+        raise InvalidInput(
+            "the newest recall returned nothing to credit; give the item's id instead"
+        )
+    answered = {"from": "recall", "trace": trace.id, "query": trace.query, "at": iso(trace.at)}
+    return answered, trace.item_ids, f"`{trace.query}`"
 
 
 def _credited(item: Item) -> dict[str, Any]:
