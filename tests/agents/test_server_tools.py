@@ -9,7 +9,7 @@ import pytest
 
 from memmesh.local.store import Store
 from tests.agents._mcp import _call, _fail, _with_session
-from tests.conftest import requires_mcp
+from tests.conftest import MemRunner, requires_mcp
 from tests.team._team import TOKEN, Team, team_on_loopback
 
 pytestmark = requires_mcp
@@ -173,3 +173,25 @@ def test_a_read_only_server_in_a_team_asks_the_team_but_never_publishes(
         assert tools == {"recall", "why", "recall_team"}
 
     _with_session(ada.home, cwd, scenario, "--read-only")
+
+
+GOTCHA = "Staging deploys need the VPN: run wg-quick up staging before deploying"
+
+
+def test_recall_in_a_team_adds_the_team_caches_items_with_their_author(
+    team: Team, cwd: Path
+) -> None:
+    ada, bob = team.add("ada"), team.add("bob")
+    gotcha = bob.share(GOTCHA, kind="gotcha", project="web")
+    refreshed = MemRunner(ada.home, cwd)("team", "cache", "refresh")
+    assert refreshed.returncode == 0, refreshed.stderr
+
+    async def scenario(client: Any) -> None:
+        found = await _call(client, "recall", query="how do I deploy to staging", project="web")
+        (hit,) = found["team"]
+        assert (hit["id"], hit["author"], hit["text"]) == (gotcha, "bob", GOTCHA)
+        assert (hit["author_id"], hit["source"]) == (bob.key_id, "team cache")
+        unrelated = await _call(client, "recall", query="haiku about autumn", project="web")
+        assert unrelated["team"] == []
+
+    _with_session(ada.home, cwd, scenario)

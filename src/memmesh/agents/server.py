@@ -99,13 +99,13 @@ def build_server(
     The tools run on threads that live as long as the server: they bound how many calls run
     at once, and each keeps its read connection to the store from one call to the next.
     """
-    tools = Tools(home, store, read_only=read_only)
+    policy = try_policy(home)
+    team = policy is not None and policy.coordinator is not None
+    tools = Tools(home, store, read_only=read_only, team=team)
 
     async def run(call: Callable[[], dict[str, Any]]) -> str:
         return await asyncio.get_running_loop().run_in_executor(workers, _answer, call)
 
-    policy = try_policy(home)
-    team = policy is not None and policy.coordinator is not None
     server = _Server(
         "memmesh",
         version=__version__,
@@ -132,7 +132,9 @@ def build_server(
 
         Use it before answering questions about this project's decisions, conventions,
         gotchas and commands, or when stuck. Returns hits with ids and scores, or
-        abstained=true when nothing is relevant. Covers the project plus global items.
+        abstained=true when nothing is relevant. Covers the project plus global items; in a
+        team, also `team`: teammates' published items from the local team cache, each with
+        its author (no network call).
         """
         return await run(lambda: tools.recall(query, k=k, project=project, explain=explain))
 

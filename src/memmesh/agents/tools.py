@@ -33,10 +33,13 @@ __all__ = ["Tools"]
 class Tools:
     """The agent's tools over the member's store in ``home`` (``store`` stays the caller's)."""
 
-    def __init__(self, home: Path, store: Store, *, read_only: bool = False) -> None:
+    def __init__(
+        self, home: Path, store: Store, *, read_only: bool = False, team: bool = False
+    ) -> None:
         self.home = home
         self.store = store
         self.read_only = read_only
+        self.team = team  # recall adds the team cache's items (a coordinator is set)
         self.last: tuple[str, ...] = ()  # the ids the last recall returned
 
     def _writable(self, tool: str) -> None:
@@ -48,9 +51,39 @@ class Tools:
     ) -> dict[str, Any]:
         """The items most relevant to ``query`` in the project (plus global); with ``explain``,
         each hit's score parts (``why``), the gate, and the near misses with their reason."""
-        answer = recall(self.store, query, k=k, project=resolve_project(project), explain=explain)
+        scope = resolve_project(project)
+        vector = self.store.embedder.embed_query(query)
+        answer = recall(self.store, query, k=k, project=scope, explain=explain, query_vector=vector)
         self.last = tuple(hit.item.id for hit in answer.hits)
-        return _recalled(answer)
+        result = _recalled(answer)
+        if self.team:
+            result |= self._cached(query, scope, vector, k)
+        return result
+
+    def _cached(self, query: str, project: str, vector: Any, k: int) -> dict[str, Any]:
+        """The team cache's items relevant to ``query`` (``team``, each with its author), and
+        how old they are when the cache is stale (``team_note``); a refresh is started when
+        one is due, as the session hooks do."""
+        from memmesh.agents import teampart
+        from memmesh.local import teamcache
+        from memmesh.team.cached import for_query
+
+        state = teamcache.state(self.home)
+        if teampart.needs_refresh(self.home, state):
+            teampart.start_refresh(self.home)
+        if not state.items:
+            return {}
+        found = for_query(
+            self.home, query, project, embedder=self.store.embedder, query_vector=vector, k=k
+        )
+        team = [
+            {"id": item.item_id, "text": item.text, "author": item.author,
+             "author_id": item.key_id, "kind": item.kind, "project": item.project,
+             "score": round(score, 3), "source": "team cache"}
+            for score, item in found
+        ]  # fmt: skip
+        note = teampart.age_note(state)
+        return {"team": team} | ({"team_note": note} if note and team else {})
 
     def why(
         self,
