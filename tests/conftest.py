@@ -36,6 +36,9 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.startswith("MEM_") or name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("MEM_AUTHOR", "tester")
+    # A prompt hook would start a warm server that outlives the test by half an hour: only
+    # the tests of that server turn it on (tests/agents/test_warm.py).
+    monkeypatch.setenv("MEM_HOOK_WARM", "0")
     # Run from a folder outside any git repository, so the default project is global.
     workdir = tmp_path / "cwd"
     workdir.mkdir()

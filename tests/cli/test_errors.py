@@ -254,6 +254,6 @@ def test_numbers_out_of_range_are_usage_errors_before_anything_starts(
 def test_help_lists_every_exit_code(mem: MemRunner) -> None:
     shown = mem("--help", home=False)
     assert shown.returncode == ExitCode.OK
-    listed = shown.stdout.split("exit codes: ", 1)[1].split(", ")
+    listed = " ".join(shown.stdout.split()).split("exit codes: ", 1)[1].split(", ")
     numbers = {int(entry.split(" ", 1)[0]) for entry in listed}
     assert numbers == {int(code) for code in ExitCode} - {ExitCode.INTERRUPTED}

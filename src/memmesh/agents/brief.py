@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memmesh.local.digest import Digest, Useful
 from memmesh.local.items import GLOBAL
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the prompt hook reads this module, and must start lean
+    from memmesh.local.digest import Digest, Useful
     from memmesh.local.teamcache import CachedItem
 
 __all__ = [
@@ -43,7 +43,7 @@ TEAM_HEADER = "From your team"
 
 
 def render(
-    digest: Digest,
+    digest: "Digest",
     *,
     limit: int = MAX_CHARS,
     team: "list[CachedItem] | None" = None,
@@ -93,7 +93,7 @@ def one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _local(digest: Digest, limit: int) -> str:
+def _local(digest: "Digest", limit: int) -> str:
     items = [_line(item) for item in digest.items]
     preferences = [_line(item) for item in digest.preferences[:MAX_PREFERENCES]]
     about = "" if digest.project == GLOBAL else f" about {digest.project}"
@@ -141,7 +141,7 @@ def working_folder(stdin_text: str) -> Path | None:
     return folder if folder.is_absolute() and folder.is_dir() else None
 
 
-def _line(item: Useful) -> str:
+def _line(item: "Useful") -> str:
     return f"- [{item.kind}] {one_line(item.text, MAX_ITEM_CHARS)}"
 
 

@@ -14,13 +14,18 @@ has no way to add context), so for Cursor nothing is recalled; the others add pl
 output to the context.
 """
 
+import contextlib
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from memmesh.text import printable, tokens
+
+if TYPE_CHECKING:
+    from memmesh.local.store import Store
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -132,19 +137,26 @@ def _shown(line: Line) -> str:
 
 
 def recall_lines(
-    home: Path, prompt: str, project: str, *, local_k: int = 5, team_k: int = 3
+    home: Path,
+    prompt: str,
+    project: str,
+    *,
+    local_k: int = 5,
+    team_k: int = 3,
+    store: "Store | None" = None,
 ) -> tuple[list[Line], str]:
     """The local and the team cache's items relevant to ``prompt`` in ``project``, and what is
     to be said of the team items' age. Reads the store without writing to it (no journal
     entry: the hook's own journal keeps what it showed) and starts a refresh of the team cache
-    when it is due (:mod:`memmesh.agents.teampart`)."""
+    when it is due (:mod:`memmesh.agents.teampart`). ``store`` is an open store of ``home``
+    to read (the warm server's); without it one is opened for the call."""
     from memmesh.agents import teampart
     from memmesh.local import recall, teamcache
     from memmesh.local.store import Store
     from memmesh.team.cached import for_query
 
     lines: list[Line] = []
-    with Store(home) as store:
+    with contextlib.nullcontext(store) if store is not None else Store(home) as store:
         vector = store.embedder.embed_query(prompt)
         found = recall(store, prompt, k=local_k, project=project, record=False, query_vector=vector)
         lines += [

@@ -24,12 +24,15 @@ from memmesh.cli._common import home_of
 from memmesh.errors import ExitCode
 
 if TYPE_CHECKING:
+    from memmesh.agents.prompt import Line
     from memmesh.local.hooklog import HookRun
 
 __all__ = ["DEADLINE_S", "fast_prompt", "hook_input", "journal", "prompt_arguments", "run_prompt"]
 
 # The prompt hook gives up (prints nothing, exits 0) when it has not answered by then.
 DEADLINE_S = 2.0
+# How long a hook waits for the warm server before it answers by itself.
+WARM_TIMEOUT_S = 0.75
 CLIENTS = ("claude", "codex", "cursor")
 _STDIN_LIMIT = 1 << 20
 _STDIN_SECONDS = 1.5
@@ -150,10 +153,29 @@ def _prompt_block(args: argparse.Namespace, home: Path) -> tuple[str, str, str, 
     from memmesh.local.project import resolve_project
 
     project = resolve_project(args.project, cwd=given.folder)
-    lines, note = recall_lines(home, given.prompt, project)
+    lines, note = _warm(home, given.prompt, project) or recall_lines(home, given.prompt, project)
     text = block(lines, budget=_budget(args), note=note)
     shown = [line.ref for line in lines] if text else []
     return given.session, project, text, shown
+
+
+def _warm(home: Path, prompt: str, project: str) -> "tuple[list[Line], str] | None":
+    """The warm server's lines and note for ``prompt``; ``None`` when none answered (one is
+    then started for the next prompt) or it is turned off."""
+    from memmesh.agents import warm
+
+    if not warm.enabled():
+        return None
+    answer = warm.ask(home, {"prompt": prompt, "project": project}, timeout=WARM_TIMEOUT_S)
+    if answer is None:
+        with contextlib.suppress(OSError):
+            warm.start(home)
+        return None
+    import msgspec
+
+    from memmesh.agents.prompt import Line
+
+    return msgspec.convert(answer["lines"], list[Line]), str(answer.get("note", ""))
 
 
 def _budget(args: argparse.Namespace) -> int:

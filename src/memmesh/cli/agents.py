@@ -111,6 +111,18 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     prompt_arguments(p)
 
+    command(
+        "warm",
+        _warm,
+        "Serve the prompt hook from a process that keeps the store open, so that each prompt "
+        "costs a round trip instead of loading the store. The first prompt hook that finds "
+        "none starts it; it stops by itself after 30 minutes without a prompt, or when the "
+        "store file is replaced. Exits at once when one already serves this home. "
+        "MEM_HOOK_WARM=0 turns it off.",
+        "mem hook warm",
+        json_output=False,
+    )
+
     p = command(
         "install",
         _install,
@@ -227,6 +239,13 @@ def _journal_error(home: Path, error: str) -> None:
     from memmesh.local.hooklog import HookRun
 
     journal(home, HookRun(hook="brief", at=time.time(), error=error))
+
+
+def _warm(args: argparse.Namespace) -> int:
+    from memmesh.agents.warm import serve
+
+    serve(home_of(args))
+    return ExitCode.OK
 
 
 def _install(args: argparse.Namespace) -> int:
