@@ -16,11 +16,15 @@ choices to make. Timed:
 * the prompt hook, ``mem hook prompt --client claude`` with a Claude ``UserPromptSubmit``
   input on standard input, as a subprocess; then both hooks again with a warm team cache of
   ``--team-items`` teammates' items (written through ``memmesh.local.teamcache.apply``, with
-  vectors from the store's embedder, fresh so that no refresh starts).
+  vectors from the store's embedder, fresh so that no refresh starts). Each prompt hook runs
+  cold (``MEM_HOOK_WARM=0``: the hook loads the store itself) and then, for the relevant
+  prompt, against a warm server (`mem hook warm`, started and waited for first), which is
+  what every prompt after a session's first one meets.
 """
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -29,12 +33,14 @@ import time
 from pathlib import Path
 
 from _common import Latency, cpu_count, cpu_model, load_average, log, source_revision, table
+from memmesh.agents import warm
 from memmesh.agents.brief import render
 from memmesh.local import teamcache
 from memmesh.local.digest import digest
 from memmesh.local.store import Store
 
 PROJECTS = [f"service-{n:02d}" for n in range(20)]
+RELEVANT = "how do we retry the webhook queue after a staging deploy"
 KINDS = ["decision", "convention", "gotcha", "command", "incident", "fact"]
 WORDS = (
     "deploy staging cache migration webhook retry queue schema index token build test lint "
@@ -151,26 +157,45 @@ def _brief_hook(mem: str, home: Path, runs: int, label: str) -> Latency:
 
 
 def _prompt_hooks(mem: str, home: Path, runs: int, label: str) -> list[Latency]:
-    """The prompt hook on a relevant prompt, and on a trivial one."""
+    """The prompt hook on a relevant prompt, and on a trivial one, answering by itself
+    (``MEM_HOOK_WARM=0``); then on the relevant prompt again, asking a warm server."""
     out = []
+    cold = {**os.environ, "MEM_HOOK_WARM": "0"}
     for what, prompt in (
-        ("prompt", "how do we retry the webhook queue after a staging deploy"),
+        ("prompt", RELEVANT),
         ("trivial prompt", "yes"),
     ):
-        samples = []
-        for run in range(runs):
-            given = json.dumps({"prompt": prompt, "session_id": f"s{run}"})
-            argv = [mem, "--home", str(home), "hook", "prompt", "--client", "claude"]
-            argv += ["--project", PROJECTS[run % 20]]
-            samples.append(_command(*argv, stdin=given))
-        out.append(Latency.of(f"mem hook prompt, {what}{label}", samples))
+        out.append(_prompt_series(mem, home, runs, prompt, cold, f"{what}, cold{label}"))
+    warm.start(home)
+    deadline = time.monotonic() + 120
+    while warm.ask(home, {"prompt": RELEVANT, "project": PROJECTS[0]}, timeout=5) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit("the warm server did not start")
+        time.sleep(0.2)
+    try:
+        on = {**os.environ, "MEM_HOOK_WARM": "1"}
+        out.append(_prompt_series(mem, home, runs, RELEVANT, on, f"prompt, warm server{label}"))
+    finally:
+        warm.stop(home)
     return out
 
 
-def _command(*argv: str, stdin: str | None = None) -> float:
+def _prompt_series(
+    mem: str, home: Path, runs: int, prompt: str, env: dict[str, str], what: str
+) -> Latency:
+    samples = []
+    for run in range(runs):
+        given = json.dumps({"prompt": prompt, "session_id": f"s{run}"})
+        argv = [mem, "--home", str(home), "hook", "prompt", "--client", "claude"]
+        argv += ["--project", PROJECTS[run % 20]]
+        samples.append(_command(*argv, stdin=given, env=env))
+    return Latency.of(f"mem hook prompt, {what}", samples)
+
+
+def _command(*argv: str, stdin: str | None = None, env: dict[str, str] | None = None) -> float:
     """Milliseconds the command takes, start-up included."""
     began = time.perf_counter()
-    subprocess.run(argv, capture_output=True, check=True, input=stdin, text=True)
+    subprocess.run(argv, capture_output=True, check=True, input=stdin, text=True, env=env)
     return (time.perf_counter() - began) * 1000
 
 
