@@ -265,6 +265,15 @@ def test_a_query_local_recall_refuses_is_refused_alike_and_never_sent(
     assert fake.heard == []
 
 
+def test_a_query_no_recall_takes_is_refused_before_the_team_is_even_looked_for(
+    mem: MemRunner,
+) -> None:
+    result = mem("team", "recall-team", "  ")
+
+    assert result.returncode == 2
+    assert error_line(result) == "mem: error: the query is empty"
+
+
 @pytest.mark.parametrize(
     ("policy", "message"),
     [

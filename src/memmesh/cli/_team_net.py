@@ -9,7 +9,7 @@ import msgspec
 
 from memmesh.cli._common import emit, home_of, note, open_store, shown_ids, warn
 from memmesh.errors import ExitCode
-from memmesh.local.items import iso
+from memmesh.local.items import check_query, iso
 from memmesh.local.project import resolve_project
 from memmesh.net.settings import ServeSettings
 from memmesh.policy import Policy, load_policy
@@ -192,6 +192,7 @@ def _feed_line(entry: "FeedEntry", shown: str | None) -> str:
 
 
 def run_recall_team(args: argparse.Namespace) -> int:
+    check_query(args.query, args.k)  # a query no recall takes is refused before the policy
     home = home_of(args)
     policy = load_policy(home)
     identity = load_identity(home)

@@ -45,8 +45,7 @@ from memmesh.local import journal, outcomes
 from memmesh.local._explain import Explanation, Miss, Parts, Reason, left_out
 from memmesh.local._fulltext import bm25, scope_token, seqs_of
 from memmesh.local._rows import ItemRow, item_of, outcome_score_of
-from memmesh.local.errors import InvalidInput
-from memmesh.local.items import GLOBAL, MAX_K, MAX_TEXT_BYTES, Item, check_name
+from memmesh.local.items import GLOBAL, MAX_K, Item, check_name, check_query
 
 if TYPE_CHECKING:
     from memmesh.local._lexicon import LexiconView
@@ -169,13 +168,7 @@ def recall(
     those of ``also_explain`` past that cap.
     """
     started = time.perf_counter()
-    clean = query.strip()
-    if not clean:
-        raise InvalidInput("the query is empty")
-    if len(clean.encode("utf-8", errors="surrogatepass")) > MAX_TEXT_BYTES:
-        raise InvalidInput(f"the query is longer than {MAX_TEXT_BYTES} bytes")
-    if not 1 <= k <= MAX_K:
-        raise InvalidInput(f"k must be between 1 and {MAX_K}, not {k}")
+    clean = check_query(query, k)
     projects = scope_of(check_name(project, "project"))
     query_tokens = set(_text.tokens(clean))
     hits: list[Hit] = []

@@ -22,6 +22,7 @@ __all__ = [
     "Status",
     "check_kind",
     "check_name",
+    "check_query",
     "check_tags",
     "check_text",
     "default_author",
@@ -73,6 +74,19 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
 def iso(timestamp: float) -> str:
     """Unix seconds as an ISO 8601 UTC string with second precision."""
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
+def check_query(query: str, k: int) -> str:
+    """The query, stripped, or :class:`InvalidInput` when it is empty or over 8 KiB, or ``k``
+    is not between 1 and :data:`MAX_K`: what every recall, local or team, refuses."""
+    clean = query.strip()
+    if not clean:
+        raise InvalidInput("the query is empty")
+    if len(clean.encode("utf-8", errors="surrogatepass")) > MAX_TEXT_BYTES:
+        raise InvalidInput(f"the query is longer than {MAX_TEXT_BYTES} bytes")
+    if not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be between 1 and {MAX_K}, not {k}")
+    return clean
 
 
 def check_text(text: str) -> str:
