@@ -138,12 +138,12 @@ def test_version_seven_rebuilds_the_full_text_index_from_the_items(home: Path) -
         partial = recall(store, "ステージング環境", record=False)
         menu = recall(store, "menu", mode="lexical", record=False)
         store.remember("a new café opens on Friday")
-        assert [hit.item.text for hit in recall(store, "CAFE friday", record=False).hits][0] == (
-            "a new café opens on Friday"
-        )
+        friday = recall(store, "CAFE friday", record=False)
+        assert friday.hits[0].item.text == "a new café opens on Friday"
 
     assert [hit.item.text for hit in cafe.hits] == [CAFE]
-    assert cafe.hits[0].parts is not None and cafe.hits[0].parts.bm25 > 0
+    assert cafe.hits[0].parts is not None
+    assert cafe.hits[0].parts.bm25 > 0
     assert [hit.item.text for hit in partial.hits] == [JAPANESE]
     assert {hit.item.text for hit in menu.hits} == {CAFE, JAPANESE}  # the tags are indexed
     version, sql, found = _fts_of(path)

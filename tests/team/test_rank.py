@@ -39,6 +39,6 @@ def test_a_tag_with_an_accented_query_matches() -> None:
     assert _score("résumé", "how to write one", ("resume",)) == 1.0
 
 
-@pytest.mark.parametrize("query", ["前庭のテニス大会", "前", "テスト大会の前庭"])
+@pytest.mark.parametrize("query", ["前庭のテニス大会", "前", "前庭の大会"])
 def test_cjk_text_sharing_only_single_characters_is_not_relevant(query: str) -> None:
     assert _score(query, JAPANESE) is None

@@ -1,8 +1,13 @@
-"""The full-text index's own tokenizer, run on a private in-memory FTS5 table.
+"""What the full-text index holds of a text, and its tokenizer run on a private in-memory table.
 
-The lexicon takes its terms from here, so stemming, case and diacritic folding are FTS5's,
-not an imitation of them: rows are inserted into an FTS5 table with the same columns and
-settings as ``items_fts`` and read back through ``fts5vocab``, then rolled back.
+The index is fed the stream of :func:`memmesh.text.tokens` (:func:`indexed`), through an SQL
+function the store's connection registers (:func:`register`), which its triggers call: so the
+index's terms are the very tokens recall's gate, the team's ranking and the hashing embedder
+use, with one tokenizer for all of them. FTS5 only splits that stream at its spaces.
+
+The lexicon takes its terms from here, so they are what FTS5 holds, not an imitation of it:
+rows are inserted into an FTS5 table with the same columns, settings and function as
+``items_fts`` and read back through ``fts5vocab``, then rolled back.
 """
 
 import os
@@ -11,9 +16,21 @@ import threading
 from collections.abc import Sequence
 from functools import lru_cache
 
-from memmesh.local._schema import FTS_TOKENIZE
+from memmesh import text as _text
+from memmesh.local._schema import FTS_TOKENIZE, TOKENS_FUNCTION
 
-__all__ = ["forget_phrases", "phrase_tokens", "row_tokens"]
+__all__ = ["forget_phrases", "indexed", "phrase_tokens", "register", "row_tokens"]
+
+
+def indexed(value: str) -> str:
+    """What the full-text index is given of a text (or of the tags' JSON): its tokens, in
+    order, separated by spaces."""
+    return " ".join(_text.tokens(value))
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` the SQL function the full-text index's triggers call (:func:`indexed`)."""
+    conn.create_function(TOKENS_FUNCTION, 1, indexed, deterministic=True)
 
 
 class _Tokenizer:
@@ -21,8 +38,9 @@ class _Tokenizer:
 
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        register(self._conn)
         self._conn.execute(
-            f"CREATE VIRTUAL TABLE t USING fts5 (text, tags, scope, tokenize = '{FTS_TOKENIZE}')"
+            f'CREATE VIRTUAL TABLE t USING fts5 (text, tags, scope, tokenize = "{FTS_TOKENIZE}")'
         )
         self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, instance)")
         self._lock = threading.Lock()
@@ -36,7 +54,8 @@ class _Tokenizer:
             self._conn.execute("BEGIN")
             try:
                 self._conn.executemany(
-                    "INSERT INTO t (rowid, text, tags, scope) VALUES (?, ?, ?, 'p' || hex(?))",
+                    f"INSERT INTO t (rowid, text, tags, scope) VALUES "
+                    f"(?, {TOKENS_FUNCTION}(?), {TOKENS_FUNCTION}(?), 'p' || hex(?))",
                     rows,
                 )
                 return self._conn.execute("SELECT term, doc, col, offset FROM v").fetchall()
@@ -44,7 +63,8 @@ class _Tokenizer:
                 self._conn.execute("ROLLBACK")
 
     def phrase(self, text: str) -> tuple[str, ...]:
-        """The tokens FTS5 makes of the quoted string ``text`` in a query, in order."""
+        """The tokens FTS5 makes of the quoted string ``text`` in a query, in order (a query's
+        strings are tokens already: :func:`memmesh.local._fulltext.fts_terms`)."""
         with self._lock:
             self._conn.execute("BEGIN")
             try:

@@ -7,11 +7,22 @@ transaction after a backup (see :mod:`memmesh.local.schema`).
 
 from memmesh.local.schema import STORE_OWNER, Schema
 
-__all__ = ["APPLICATION_ID", "FTS_TOKENIZE", "MIGRATIONS", "SCHEMA_VERSION", "STORE_SCHEMA"]
+__all__ = [
+    "APPLICATION_ID",
+    "FTS_TOKENIZE",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "STORE_SCHEMA",
+    "TOKENS_FUNCTION",
+]
 
 APPLICATION_ID = 0x6D656D6D  # "memm"
-# The full-text index's tokenizer (the in-memory lexicon tokenizes with the same settings).
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+# The full-text index holds the stream of memmesh.text.tokens of each text and tags, which
+# this SQL function (registered on the store's connection) makes; FTS5 only splits it at the
+# spaces, keeping a compound such as node-gyp, --force or ci/flaky.yaml one token. The
+# in-memory lexicon tokenizes with the same function and settings.
+TOKENS_FUNCTION = "memmesh_tokens"
+FTS_TOKENIZE = "ascii tokenchars '.-_+/:@#'"
 
 _V1 = """
 CREATE TABLE meta (
@@ -83,7 +94,7 @@ _V2 = ""
 # token "p" + hex of its UTF-8 name), so a recall scores only the matches in its own scope
 # instead of every match in the store. It is contentless: the triggers hand it the exact old
 # values to delete, which the items table still has.
-_V3 = f"""
+_V3 = """
 DROP TRIGGER items_ai;
 DROP TRIGGER items_ad;
 DROP TRIGGER items_au;
@@ -91,7 +102,7 @@ DROP TABLE items_fts;
 CREATE VIRTUAL TABLE items_fts USING fts5 (
     text, tags, scope,
     content = '',
-    tokenize = '{FTS_TOKENIZE}'
+    tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER items_ai AFTER INSERT ON items WHEN new.status = 'active' BEGIN
     INSERT INTO items_fts (rowid, text, tags, scope)
@@ -146,7 +157,48 @@ CREATE TABLE recall_traces (
 );
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
+# The full-text index holds the folded token stream of memmesh.text (accents, case and width
+# folded, CJK runs as their character pairs), the same tokens recall's gate, the team's ranking
+# and the hashing embedder see, instead of what FTS5's own tokenizer made of the raw text.
+# Rebuilt from the items in this one transaction: a kill leaves the version-6 index whole.
+# Any change to those tokens needs a migration like this one: the triggers delete an entry by
+# handing FTS5 the tokens it was indexed with, recomputed from the old row.
+_V7 = f"""
+DROP TRIGGER items_ai;
+DROP TRIGGER items_ad;
+DROP TRIGGER items_au;
+DROP TABLE items_fts;
+CREATE VIRTUAL TABLE items_fts USING fts5 (
+    text, tags, scope,
+    content = '',
+    tokenize = "{FTS_TOKENIZE}"
+);
+CREATE TRIGGER items_ai AFTER INSERT ON items WHEN new.status = 'active' BEGIN
+    INSERT INTO items_fts (rowid, text, tags, scope)
+    VALUES (new.seq, {TOKENS_FUNCTION}(new.text), {TOKENS_FUNCTION}(new.tags),
+            'p' || hex(new.project));
+END;
+CREATE TRIGGER items_ad AFTER DELETE ON items WHEN old.status = 'active' BEGIN
+    INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
+    VALUES ('delete', old.seq, {TOKENS_FUNCTION}(old.text), {TOKENS_FUNCTION}(old.tags),
+            'p' || hex(old.project));
+END;
+CREATE TRIGGER items_au AFTER UPDATE OF text, tags, project, status ON items BEGIN
+    INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
+    SELECT 'delete', old.seq, {TOKENS_FUNCTION}(old.text), {TOKENS_FUNCTION}(old.tags),
+           'p' || hex(old.project)
+    WHERE old.status = 'active';
+    INSERT INTO items_fts (rowid, text, tags, scope)
+    SELECT new.seq, {TOKENS_FUNCTION}(new.text), {TOKENS_FUNCTION}(new.tags),
+           'p' || hex(new.project)
+    WHERE new.status = 'active';
+END;
+INSERT INTO items_fts (rowid, text, tags, scope)
+SELECT seq, {TOKENS_FUNCTION}(text), {TOKENS_FUNCTION}(tags), 'p' || hex(project)
+FROM items WHERE status = 'active';
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
 SCHEMA_VERSION = max(MIGRATIONS)
 STORE_SCHEMA = Schema(
     owner=STORE_OWNER, migrations=tuple(MIGRATIONS[n] for n in range(1, SCHEMA_VERSION + 1))
