@@ -1,8 +1,8 @@
 """Word tokens shared by the embedders and the lexical half of recall.
 
 One tokenizer serves both so that what the hashing embedder counts as a word is what recall
-treats as a query term, and the full-text index holds exactly these tokens (it is fed their
-stream: :mod:`memmesh.local._fts5_tokens`). Text is folded first (:func:`fold`): compatibility
+treats as a query term; the full-text index is fed the same words (:func:`words`, through
+:mod:`memmesh.local._fts5_tokens`). Text is folded first (:func:`fold`): compatibility
 forms become their plain selves (full-width ``ＡＢＣ１２３`` is ``abc123``), the diacritics of
 Latin, Greek and Cyrillic letters go (``café`` is ``cafe``) and case is folded. English
 stopwords are dropped, and a light suffix stripper folds plurals and verb endings ("retries",
@@ -166,8 +166,8 @@ def tokens(text: str) -> list[Token]:
     """Content tokens of ``text`` in order: stemmed words without stopwords.
 
     A compound token (``node-gyp``, ``E1234``, ``--force``) is followed by its stemmed parts.
-    This is the one tokenizer of every lexical path: the full-text index, recall's gate, the
-    team's ranking and the hashing embedder.
+    Recall's gate, the team's ranking and the hashing embedder compare these; the full-text
+    index holds the :func:`words` they are made from.
     """
     out: list[Token] = []
     for raw in _raw_tokens(text):

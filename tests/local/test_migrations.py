@@ -159,23 +159,23 @@ def test_an_interrupted_rebuild_leaves_the_version_six_index_whole(
     path = _version_six_store(home)
     before = _fts_of(path)
     calls = 0
-    tokens = text_module.tokens
+    words = text_module.words
 
     def dies_midway(value: str) -> list[str]:
         nonlocal calls
         calls += 1
         if calls == 3:  # the first item's text and tags went in; the process dies here
             raise KeyboardInterrupt
-        return tokens(value)
+        return words(value)
 
-    monkeypatch.setattr(text_module, "tokens", dies_midway)
+    monkeypatch.setattr(text_module, "words", dies_midway)
     with pytest.raises((KeyboardInterrupt, StoreError)):
         Store(home, author="tester")
     assert calls == 3
     assert _fts_of(path) == before
     assert before[2] == [CAFE, JAPANESE]
 
-    monkeypatch.setattr(text_module, "tokens", tokens)
+    monkeypatch.setattr(text_module, "words", words)
     with Store(home, author="tester") as store:
         assert [hit.item.text for hit in recall(store, "cafe", record=False).hits] == [CAFE]
     assert _fts_of(path)[0] == 7

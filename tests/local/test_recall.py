@@ -176,7 +176,7 @@ def test_fts_syntax_around_a_real_word_still_finds_it(
 
 def test_fts_query_quotes_every_term() -> None:
     assert fts_query('NEAR(a b) "x" OR col:term') == (
-        '"near" OR "b" OR "x" OR "col:term" OR "col" OR "term"'
+        '"near" OR "b" OR "x" OR "col" OR "term" OR "col:term"'
     )
     assert fts_query('say "hi"') == '"say" OR "hi"'
     assert fts_query("*") == ""

@@ -1,9 +1,12 @@
 """What the full-text index holds of a text, and its tokenizer run on a private in-memory table.
 
-The index is fed the stream of :func:`memmesh.text.tokens` (:func:`indexed`), through an SQL
-function the store's connection registers (:func:`register`), which its triggers call: so the
-index's terms are the very tokens recall's gate, the team's ranking and the hashing embedder
-use, with one tokenizer for all of them. FTS5 only splits that stream at its spaces.
+The index is fed the words of :func:`memmesh.text.words` (:func:`indexed`): folded (accents,
+case and width), each run of CJK letters as its character pairs, the same segmentation as the
+tokens recall's gate, the team's ranking and the hashing embedder use. The store's connection
+registers it as an SQL function (:func:`register`), which the index's triggers call. FTS5
+then splits that stream at its spaces (a query's compound, such as ``node-gyp``, at its
+punctuation too: a phrase) and stems each word with its Porter stemmer, the stemming BM25's
+weights were tuned with (recall's gate and the embedder keep :func:`memmesh.text.stem`).
 
 The lexicon takes its terms from here, so they are what FTS5 holds, not an imitation of it:
 rows are inserted into an FTS5 table with the same columns, settings and function as
@@ -17,20 +20,20 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from memmesh import text as _text
-from memmesh.local._schema import FTS_TOKENIZE, TOKENS_FUNCTION
+from memmesh.local._schema import FTS_TOKENIZE, WORDS_FUNCTION
 
 __all__ = ["forget_phrases", "indexed", "phrase_tokens", "register", "row_tokens"]
 
 
 def indexed(value: str) -> str:
-    """What the full-text index is given of a text (or of the tags' JSON): its tokens, in
+    """What the full-text index is given of a text (or of the tags' JSON): its words, in
     order, separated by spaces."""
-    return " ".join(_text.tokens(value))
+    return " ".join(_text.words(value))
 
 
 def register(conn: sqlite3.Connection) -> None:
     """Give ``conn`` the SQL function the full-text index's triggers call (:func:`indexed`)."""
-    conn.create_function(TOKENS_FUNCTION, 1, indexed, deterministic=True)
+    conn.create_function(WORDS_FUNCTION, 1, indexed, deterministic=True)
 
 
 class _Tokenizer:
@@ -55,7 +58,7 @@ class _Tokenizer:
             try:
                 self._conn.executemany(
                     f"INSERT INTO t (rowid, text, tags, scope) VALUES "
-                    f"(?, {TOKENS_FUNCTION}(?), {TOKENS_FUNCTION}(?), 'p' || hex(?))",
+                    f"(?, {WORDS_FUNCTION}(?), {WORDS_FUNCTION}(?), 'p' || hex(?))",
                     rows,
                 )
                 return self._conn.execute("SELECT term, doc, col, offset FROM v").fetchall()
@@ -63,8 +66,7 @@ class _Tokenizer:
                 self._conn.execute("ROLLBACK")
 
     def phrase(self, text: str) -> tuple[str, ...]:
-        """The tokens FTS5 makes of the quoted string ``text`` in a query, in order (a query's
-        strings are tokens already: :func:`memmesh.local._fulltext.fts_terms`)."""
+        """The tokens FTS5 makes of the quoted string ``text`` in a query, in order."""
         with self._lock:
             self._conn.execute("BEGIN")
             try:

@@ -68,10 +68,10 @@ def scope_token(project: str) -> str:
 
 
 def fts_terms(query: str) -> list[str]:
-    """The query's tokens that a lexical search looks for (content words, exact tokens and CJK
-    character pairs, as :func:`memmesh.text.tokens` makes them, which is what the index holds),
-    each once."""
-    return list(dict.fromkeys(_text.tokens(query)))[:_MAX_QUERY_TERMS]
+    """The query's content words and exact tokens that a lexical search looks for."""
+    terms = [w for w in _text.words(query) if w not in _text.STOPWORDS]
+    terms += sorted(_text.exact_tokens(query))
+    return list(dict.fromkeys(terms))[:_MAX_QUERY_TERMS]
 
 
 def fts_query(query: str) -> str:

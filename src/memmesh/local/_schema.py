@@ -13,16 +13,16 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "STORE_SCHEMA",
-    "TOKENS_FUNCTION",
+    "WORDS_FUNCTION",
 ]
 
 APPLICATION_ID = 0x6D656D6D  # "memm"
-# The full-text index holds the stream of memmesh.text.tokens of each text and tags, which
-# this SQL function (registered on the store's connection) makes; FTS5 only splits it at the
-# spaces, keeping a compound such as node-gyp, --force or ci/flaky.yaml one token. The
-# in-memory lexicon tokenizes with the same function and settings.
-TOKENS_FUNCTION = "memmesh_tokens"
-FTS_TOKENIZE = "ascii tokenchars '.-_+/:@#'"
+# The full-text index holds memmesh.text.words of each text and tags (folded, CJK runs as
+# character pairs), which this SQL function, registered on the store's connection, makes;
+# FTS5 splits them at the spaces and Porter-stems them. The in-memory lexicon tokenizes with
+# the same function and settings.
+WORDS_FUNCTION = "memmesh_words"
+FTS_TOKENIZE = "porter ascii"
 
 _V1 = """
 CREATE TABLE meta (
@@ -157,12 +157,12 @@ CREATE TABLE recall_traces (
 );
 """
 
-# The full-text index holds the folded token stream of memmesh.text (accents, case and width
-# folded, CJK runs as their character pairs), the same tokens recall's gate, the team's ranking
-# and the hashing embedder see, instead of what FTS5's own tokenizer made of the raw text.
-# Rebuilt from the items in this one transaction: a kill leaves the version-6 index whole.
-# Any change to those tokens needs a migration like this one: the triggers delete an entry by
-# handing FTS5 the tokens it was indexed with, recomputed from the old row.
+# The full-text index holds the words of memmesh.text (accents, case and width folded, CJK
+# runs as their character pairs), the words recall's gate, the team's ranking and the hashing
+# embedder see, instead of what FTS5's own tokenizer made of the raw text. It is rebuilt from
+# the items in this one transaction: a kill leaves the version-6 index whole. Any change to
+# those words needs a migration like this one, since the triggers delete an entry by handing
+# FTS5 the words it was indexed with, made again from the old row.
 _V7 = f"""
 DROP TRIGGER items_ai;
 DROP TRIGGER items_ad;
@@ -175,26 +175,26 @@ CREATE VIRTUAL TABLE items_fts USING fts5 (
 );
 CREATE TRIGGER items_ai AFTER INSERT ON items WHEN new.status = 'active' BEGIN
     INSERT INTO items_fts (rowid, text, tags, scope)
-    VALUES (new.seq, {TOKENS_FUNCTION}(new.text), {TOKENS_FUNCTION}(new.tags),
+    VALUES (new.seq, {WORDS_FUNCTION}(new.text), {WORDS_FUNCTION}(new.tags),
             'p' || hex(new.project));
 END;
 CREATE TRIGGER items_ad AFTER DELETE ON items WHEN old.status = 'active' BEGIN
     INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
-    VALUES ('delete', old.seq, {TOKENS_FUNCTION}(old.text), {TOKENS_FUNCTION}(old.tags),
+    VALUES ('delete', old.seq, {WORDS_FUNCTION}(old.text), {WORDS_FUNCTION}(old.tags),
             'p' || hex(old.project));
 END;
 CREATE TRIGGER items_au AFTER UPDATE OF text, tags, project, status ON items BEGIN
     INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
-    SELECT 'delete', old.seq, {TOKENS_FUNCTION}(old.text), {TOKENS_FUNCTION}(old.tags),
+    SELECT 'delete', old.seq, {WORDS_FUNCTION}(old.text), {WORDS_FUNCTION}(old.tags),
            'p' || hex(old.project)
     WHERE old.status = 'active';
     INSERT INTO items_fts (rowid, text, tags, scope)
-    SELECT new.seq, {TOKENS_FUNCTION}(new.text), {TOKENS_FUNCTION}(new.tags),
+    SELECT new.seq, {WORDS_FUNCTION}(new.text), {WORDS_FUNCTION}(new.tags),
            'p' || hex(new.project)
     WHERE new.status = 'active';
 END;
 INSERT INTO items_fts (rowid, text, tags, scope)
-SELECT seq, {TOKENS_FUNCTION}(text), {TOKENS_FUNCTION}(tags), 'p' || hex(project)
+SELECT seq, {WORDS_FUNCTION}(text), {WORDS_FUNCTION}(tags), 'p' || hex(project)
 FROM items WHERE status = 'active';
 """
 
