@@ -137,29 +137,45 @@ def _normal(text: str) -> str:
     return fold(text).replace("\u2019", "'").replace("\u2018", "'")
 
 
-def _raw_tokens(text: str) -> Iterator[str]:
-    """The word-like pieces of folded ``text`` in order: each compound or word, and for each
-    run of CJK letters its overlapping pairs (a run of one letter: itself, unless a kana)."""
-    normal = _normal(text)
+def _pieces(normal: str) -> Iterator[tuple[str, bool]]:
+    """The stretches of folded text ``normal`` between its CJK runs (``False``) and each run's
+    overlapping letter pairs (``True``; a run of one letter: itself, unless a kana), in order."""
     if normal.isascii():
-        yield from _TOKEN.findall(normal)
+        yield normal, False
         return
     start = 0
     for run in _CJK_RUN.finditer(normal):
-        yield from _TOKEN.findall(normal, start, run.start())
+        yield normal[start : run.start()], False
         letters = run.group()
         if len(letters) > 1:
-            yield from (letters[i : i + 2] for i in range(len(letters) - 1))
+            for i in range(len(letters) - 1):
+                yield letters[i : i + 2], True
         elif not _KANA.match(letters):
-            yield letters
+            yield letters, True
         start = run.end()
-    yield from _TOKEN.findall(normal, start)
+    yield normal[start:], False
+
+
+def _raw_tokens(text: str) -> Iterator[str]:
+    """The word-like pieces of ``text``, folded, in order: each compound or word, and the
+    letter pairs of each CJK run."""
+    for piece, cjk in _pieces(_normal(text)):
+        if cjk:
+            yield piece
+        else:
+            yield from _TOKEN.findall(piece)
 
 
 def words(text: str) -> list[str]:
-    """Folded alphanumeric words of ``text`` (CJK runs as their pairs), stopwords included,
-    in order."""
-    return [part for raw in _raw_tokens(text) for part in _PART.findall(raw)]
+    """Folded alphanumeric words of ``text`` (CJK runs as their letter pairs), stopwords
+    included, in order."""
+    out: list[str] = []
+    for piece, cjk in _pieces(_normal(text)):
+        if cjk:
+            out.append(piece)
+        else:
+            out += _PART.findall(piece)
+    return out
 
 
 def tokens(text: str) -> list[Token]:
