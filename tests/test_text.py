@@ -78,6 +78,69 @@ def test_words_keep_stopwords_and_split_compounds() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("variants", "folded"),
+    [
+        (["cafe", "café", "CAFÉ", "Cafe\u0301"], ["cafe"]),
+        (["naive", "naïve", "NAÏVE"], ["naiv"]),
+        (["Zurich", "Zürich", "ZÜRICH"], ["zurich"]),
+        (["Straße", "STRASSE"], ["strass"]),
+        # Full-width letters and digits (NFKC), as an IME types them.
+        (["ＣＡＦＥ", "ｃａｆé"], ["cafe"]),
+        (["Ｅ１２３４", "e1234"], ["e1234"]),
+    ],
+)
+def test_tokens_fold_accents_case_and_width(variants: list[str], folded: list[str]) -> None:
+    assert [text.tokens(variant) for variant in variants] == [folded] * len(variants)
+
+
+def test_exact_tokens_and_words_fold_like_tokens() -> None:
+    assert text.exact_tokens("Ｎｏｄｅ－ｇｙｐ and ÉRR-42") == {"node-gyp", "err-42"}
+    assert text.words("Naïve café") == ["naive", "cafe"]
+    assert text.shares_exact_token(text.exact_tokens("ERR-42"), "see ÉRR-42 in the log")
+
+
+def test_folding_keeps_scripts_whose_marks_are_letters() -> None:
+    # Kana voicing marks and Hangul syllables survive (NFKD, then composed again): only the
+    # diacritics of Latin, Greek and Cyrillic letters go.
+    assert text.tokens("デプロイ") == ["デプ", "プロ", "ロイ"]
+    assert text.tokens("ﾃﾞﾌﾟﾛｲ") == ["デプ", "プロ", "ロイ"]  # half-width katakana
+    assert text.tokens("배포") == ["배포"]
+
+
+def test_a_cjk_run_becomes_its_overlapping_character_pairs() -> None:
+    assert text.tokens("ステージング") == ["ステ", "テー", "ージ", "ジン", "ング"]
+    assert text.tokens("部署前必须测试") == ["部署", "署前", "前必", "必须", "须测", "测试"]
+    korean = ["스테", "테이", "이징", "징에", "에서", "테스", "스트"]
+    assert text.tokens("스테이징에서 테스트") == korean
+
+
+def test_a_one_character_cjk_run_is_its_character_but_a_lone_kana_particle_is_not() -> None:
+    assert text.tokens("猫 と 犬") == ["猫", "犬"]
+    assert text.tokens("Docker の 使い方") == ["docker", "使い", "い方"]
+
+
+def test_latin_words_inside_cjk_text_stay_words() -> None:
+    assert text.tokens("Dockerイメージをpushする前にE1234を確認") == [
+        "docker", "イメ", "メー", "ージ", "ジを", "push", "する", "る前", "前に",
+        "e1234", "を確", "確認",
+    ]  # fmt: skip
+    assert text.exact_tokens("node-gypのエラーE1234") == {"node-gyp", "e1234"}
+
+
+@pytest.mark.parametrize("part", ["ステージング", "デプロイの前", "環境", "テストする"])
+def test_a_partial_japanese_phrase_shares_all_its_tokens_with_the_sentence(part: str) -> None:
+    sentence = set(text.tokens("デプロイの前に必ずステージング環境でテストする"))
+    assert text.tokens(part)
+    assert set(text.tokens(part)) <= sentence
+
+
+def test_a_single_shared_cjk_character_shares_no_token() -> None:
+    sentence = set(text.tokens("デプロイの前に必ずステージング環境でテストする"))
+    assert not sentence & set(text.tokens("前"))
+    assert not sentence & set(text.tokens("前庭のテニス大会"))
+
+
 def test_exact_tokens_are_codes_flags_packages_and_versions() -> None:
     found = text.exact_tokens("Install node-gyp --force; see E1234 in v1.2.3, step 5 of x")
     assert found == {"node-gyp", "--force", "e1234", "v1.2.3"}

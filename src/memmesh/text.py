@@ -1,11 +1,20 @@
 """Word tokens shared by the embedders and the lexical half of recall.
 
 One tokenizer serves both so that what the hashing embedder counts as a word is what recall
-treats as a query term. Tokens are lower-cased, English stopwords are dropped, and a light
-suffix stripper folds plurals and verb endings ("retries", "retried", "retrying" -> "retry").
-Compound tokens such as ``node-gyp``, ``E1234``, ``--force`` or ``v1.2.3`` are kept whole as
-*exact tokens* beside their parts, because error codes, flags and package names are what
-developers search for verbatim.
+treats as a query term; the full-text index is fed the same words (:func:`words`, through
+:mod:`memmesh.local._fts5_tokens`). Text is folded first (:func:`fold`): compatibility
+forms become their plain selves (full-width ``ＡＢＣ１２３`` is ``abc123``), the diacritics of
+Latin, Greek and Cyrillic letters go (``café`` is ``cafe``) and case is folded. English
+stopwords are dropped, and a light suffix stripper folds plurals and verb endings ("retries",
+"retried", "retrying" -> "retry"). Compound tokens such as ``node-gyp``, ``E1234``,
+``--force`` or ``v1.2.3`` are kept whole as *exact tokens* beside their parts, because error
+codes, flags and package names are what developers search for verbatim.
+
+Chinese, Japanese and Korean are written without spaces between words, so a run of Han,
+kana or Hangul becomes its overlapping character pairs (``ステージング`` -> ``ステ テー ージ
+ジン ング``): a part of a phrase then shares every token with it, while a lone shared character
+shares none. A run of one character is that character, unless it is a lone kana (a particle:
+``の``, ``を``), which is dropped like a stopword. Latin words inside such text are words.
 
 It also says what of a text may reach a terminal (:func:`printable`): text from the network
 (a teammate's item, a name on a roster, a server's error message) is printed with every
@@ -15,6 +24,8 @@ count reads (:func:`counted`: ``1 hit``, ``2 hits``).
 """
 
 import re
+import unicodedata
+from collections.abc import Iterator
 from functools import lru_cache
 
 __all__ = [
@@ -22,6 +33,7 @@ __all__ = [
     "Token",
     "counted",
     "exact_tokens",
+    "fold",
     "json_printable",
     "key_tokens",
     "printable",
@@ -53,6 +65,19 @@ STOPWORDS = frozenset(
 # dashes (command-line flags).
 _TOKEN = re.compile(r"-{0,2}\w+(?:[.\-_+/:@#]\w+)*", re.UNICODE)
 _PART = re.compile(r"[^\W_]+", re.UNICODE)
+# The combining diacritics of Latin, Greek and Cyrillic letters (the marks of other scripts,
+# such as kana voicing or Devanagari vowel signs, are parts of their letters and stay).
+_DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+# A run of Han, kana or Hangul letters: Hangul jamo and syllables, the kana, the iteration
+# marks and ideographic numbers, the ideographs (without the kana's punctuation, such as the
+# middle dot U+30FB).
+_CJK_RUN = re.compile(
+    "[\u1100-\u11ff\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b\u303c\u3041-\u3096"
+    "\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3131-\u318e\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7a3\ud7b0-\ud7ff\uf900-\ufaff"
+    "\U00020000-\U0003134f]+"
+)
+_KANA = re.compile("[\u3041-\u309f\u30a1-\u30ff]")
 
 Token = str
 
@@ -97,24 +122,71 @@ def _drop_final_e(word: str) -> str:
     return word[:-1] if len(word) > 4 and word.endswith("e") and not word.endswith("ee") else word
 
 
+def fold(text: str) -> str:
+    """``text`` as every lexical comparison sees it: compatibility forms made plain (NFKD),
+    the diacritics of Latin, Greek and Cyrillic letters removed, composed again (NFC, so kana
+    and Hangul are whole letters) and case-folded (``CAFÉ``, ``ｃａｆｅ`` -> ``cafe``)."""
+    if text.isascii():
+        return text.lower()
+    plain = _DIACRITICS.sub("", unicodedata.normalize("NFKD", text))
+    return unicodedata.normalize("NFC", plain).casefold()
+
+
 def _normal(text: str) -> str:
-    """Lower-cased, with typographic apostrophes made plain ("doesn’t" -> "doesn't")."""
-    return text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    """Folded, with typographic apostrophes made plain ("doesn’t" -> "doesn't")."""
+    return fold(text).replace("\u2019", "'").replace("\u2018", "'")
+
+
+def _pieces(normal: str) -> Iterator[tuple[str, bool]]:
+    """The stretches of folded text ``normal`` between its CJK runs (``False``) and each run's
+    overlapping letter pairs (``True``; a run of one letter: itself, unless a kana), in order."""
+    if normal.isascii():
+        yield normal, False
+        return
+    start = 0
+    for run in _CJK_RUN.finditer(normal):
+        yield normal[start : run.start()], False
+        letters = run.group()
+        if len(letters) > 1:
+            for i in range(len(letters) - 1):
+                yield letters[i : i + 2], True
+        elif not _KANA.match(letters):
+            yield letters, True
+        start = run.end()
+    yield normal[start:], False
+
+
+def _raw_tokens(text: str) -> Iterator[str]:
+    """The word-like pieces of ``text``, folded, in order: each compound or word, and the
+    letter pairs of each CJK run."""
+    for piece, cjk in _pieces(_normal(text)):
+        if cjk:
+            yield piece
+        else:
+            yield from _TOKEN.findall(piece)
 
 
 def words(text: str) -> list[str]:
-    """Lower-case alphanumeric words of ``text``, stopwords included, in order."""
-    return _PART.findall(_normal(text))
+    """Folded alphanumeric words of ``text`` (CJK runs as their letter pairs), stopwords
+    included, in order."""
+    out: list[str] = []
+    for piece, cjk in _pieces(_normal(text)):
+        if cjk:
+            out.append(piece)
+        else:
+            out += _PART.findall(piece)
+    return out
 
 
 def tokens(text: str) -> list[Token]:
     """Content tokens of ``text`` in order: stemmed words without stopwords.
 
     A compound token (``node-gyp``, ``E1234``, ``--force``) is followed by its stemmed parts.
+    Recall's gate, the team's ranking and the hashing embedder compare these; the full-text
+    index holds the :func:`words` they are made from.
     """
     out: list[Token] = []
-    for match in _TOKEN.finditer(_normal(text)):
-        raw = match.group()
+    for raw in _raw_tokens(text):
         parts = _PART.findall(raw)
         if _is_exact(raw, parts) and (len(parts) > 1 or raw != parts[0]):
             out.append(raw)
@@ -126,12 +198,7 @@ def tokens(text: str) -> list[Token]:
 
 def exact_tokens(text: str) -> set[str]:
     """The compound or digit-bearing tokens of ``text`` (error codes, flags, versions)."""
-    found: set[str] = set()
-    for match in _TOKEN.finditer(_normal(text)):
-        raw = match.group()
-        if _is_exact(raw, _PART.findall(raw)):
-            found.add(raw)
-    return found
+    return {raw for raw in _raw_tokens(text) if _is_exact(raw, _PART.findall(raw))}
 
 
 def shares_exact_token(wanted: set[str], text: str) -> bool:

@@ -125,7 +125,7 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(
     # Plain lines, each saying one thing (no Python dict), then every check.
     assert healthy.stdout.splitlines() == [
         f"path:      {home / 'memory.db'} ({facts['size_bytes']:,} bytes)",
-        "schema:    version 6 (this memmesh reads up to version 6)",
+        "schema:    version 7 (this memmesh reads up to version 7)",
         f"sqlite:    {sqlite3.sqlite_version}, journal mode wal",
         f"embedder:  {get_embedder().name} ({STORED})",
         "author:    tester",
@@ -135,7 +135,7 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(
     # The same facts as one object of plain values, the counts an object of their own.
     assert facts["ok"] is True
     assert facts["items"] == {"active": 2, "archived": 1}
-    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (6, STORED)
+    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (7, STORED)
 
     _damage_one_vector(home)
     sick = mem("doctor")

@@ -62,9 +62,10 @@ def test_embedding_no_texts_gives_an_empty_matrix() -> None:
 
 
 def test_fingerprint_names_the_dimension() -> None:
-    assert HashingEmbedder().fingerprint == "hashing-v1-d384"
+    # v2: words fold accents and width, and CJK runs are split into character pairs.
+    assert HashingEmbedder().fingerprint == "hashing-v2-d384"
     small = HashingEmbedder(dim=64)
-    assert small.fingerprint == "hashing-v1-d64"
+    assert small.fingerprint == "hashing-v2-d64"
     assert small.dim == 64
     assert small.embed(["hello world"]).shape == (1, 64)
 
@@ -94,6 +95,23 @@ def test_inflections_share_features() -> None:
     embedder = HashingEmbedder()
     a, b = embedder.embed(["retries webhooks", "retrying webhook"])
     assert float(a @ b) > 0.99
+
+
+def test_accents_case_and_width_do_not_move_a_vector() -> None:
+    plain, accented, wide = HashingEmbedder().embed(
+        ["the cafe in Zurich", "the Café in ZÜRICH", "ｔｈｅ ｃａｆｅ ｉｎ Ｚｕｒｉｃｈ"]
+    )
+    assert np.array_equal(plain, accented)
+    assert np.array_equal(plain, wide)
+
+
+def test_a_partial_cjk_phrase_shares_features_with_its_sentence() -> None:
+    embedder = HashingEmbedder()
+    sentence, part, other = embedder.embed(
+        ["デプロイの前に必ずステージング環境でテストする", "ステージング環境", "前庭のテニス大会"]
+    )
+    assert float(sentence @ part) > embedder.min_cosine
+    assert float(sentence @ other) < embedder.min_cosine
 
 
 def test_get_embedder_gives_hashing_by_name() -> None:

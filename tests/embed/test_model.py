@@ -52,9 +52,9 @@ def test_e5_without_package_metadata_is_unavailable(monkeypatch: pytest.MonkeyPa
 def test_hashing_fingerprint_names_its_algorithm_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert HashingEmbedder(dim=64).fingerprint == "hashing-v1-d64"
-    monkeypatch.setattr(hashing_module, "_VERSION", 2)
     assert HashingEmbedder(dim=64).fingerprint == "hashing-v2-d64"
+    monkeypatch.setattr(hashing_module, "_VERSION", 3)
+    assert HashingEmbedder(dim=64).fingerprint == "hashing-v3-d64"
 
 
 def _made_before_versioned_fingerprints(home: Path) -> None:

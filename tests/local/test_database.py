@@ -22,7 +22,7 @@ from memmesh.local.schema import Schema
 from memmesh.local.store import DB_FILENAME, Store
 from tests.conftest import requires_model
 
-STORED = "hashing-v1-d384"  # the embedder these stores are made with (the mechanics are alike)
+STORED = "hashing-v2-d384"  # the embedder these stores are made with (the mechanics are alike)
 FACTS = [
     "The billing service retries webhooks 5 times with exponential backoff",
     "Run database migrations with make migrate before starting the API server",

@@ -17,13 +17,14 @@ from memmesh.local._lexicon import Lexicon
 from memmesh.local._recall import recall, scope_of, scope_token
 from memmesh.local.store import Store
 
-# Words that make FTS5 work: stems, case, diacritics, compounds that are phrases, error codes,
-# punctuation that splits tokens, repeats that make ties.
+# Words that make FTS5 work: stems, case, diacritics, width, compounds that are phrases, error
+# codes, punctuation that splits tokens, CJK runs that are pairs, repeats that make ties.
 WORDS = (
     "webhook", "webhooks", "Webhooks", "retry", "retries", "retried", "billing", "deploy",
     "deploys", "café", "cafe", "naïve", "Über", "straße", "node-gyp", "node", "gyp", "E1234",
     "e1234", "ci/flaky.yaml", "text:webhooks", "don't", "v1.2.3", "_private", "a", "the", "ß",
-    "queue", "queues", "timeout", "42", "x-ray", "ray",
+    "queue", "queues", "timeout", "42", "x-ray", "ray", "ＣＡＦＥ", "ステージング環境", "環境",
+    "部署前", "스테이징", "の",
 )  # fmt: skip
 PROJECTS = ("global", "web", "api", "api-v2")
 TAGS = ("webhooks", "retry", "node-gyp", "ci", "E1234", "deploy", "v1.2")

@@ -24,7 +24,8 @@ __all__ = ["DEFAULT_DIM", "HashingEmbedder"]
 DEFAULT_DIM = 384
 # The algorithm's version, named in the fingerprint: raise it with any change that moves a
 # vector (features, weights, hashing, or the tokens of `memmesh.text` they are made from).
-_VERSION = 1
+# Version 2: tokens fold accents and width, and CJK runs become their character pairs.
+_VERSION = 2
 _WORD_WEIGHT = 1.0
 _PAIR_WEIGHT = 0.5
 _GRAM_WEIGHT = 0.6

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memmesh._files import private_file, reason
+from memmesh.local._fts5_tokens import register as register_tokens
 from memmesh.local._schema import APPLICATION_ID, SCHEMA_VERSION, STORE_SCHEMA
 from memmesh.local.errors import (
     CorruptDatabase,
@@ -105,6 +106,8 @@ class Database:
             )
         except sqlite3.Error as exc:
             raise CorruptDatabase(str(path), str(exc)) from None
+        # The full-text index's triggers (and its rebuild by a migration) call it.
+        register_tokens(self._conn)
         try:
             with _translated(path):
                 self._prepare()

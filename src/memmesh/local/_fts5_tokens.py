@@ -1,8 +1,16 @@
-"""The full-text index's own tokenizer, run on a private in-memory FTS5 table.
+"""What the full-text index holds of a text, and its tokenizer run on a private in-memory table.
 
-The lexicon takes its terms from here, so stemming, case and diacritic folding are FTS5's,
-not an imitation of them: rows are inserted into an FTS5 table with the same columns and
-settings as ``items_fts`` and read back through ``fts5vocab``, then rolled back.
+The index is fed the words of :func:`memmesh.text.words` (:func:`indexed`): folded (accents,
+case and width), each run of CJK letters as its character pairs, the same segmentation as the
+tokens recall's gate, the team's ranking and the hashing embedder use. The store's connection
+registers it as an SQL function (:func:`register`), which the index's triggers call. FTS5
+then splits that stream at its spaces (a query's compound, such as ``node-gyp``, at its
+punctuation too: a phrase) and stems each word with its Porter stemmer, the stemming BM25's
+weights were tuned with (recall's gate and the embedder keep :func:`memmesh.text.stem`).
+
+The lexicon takes its terms from here, so they are what FTS5 holds, not an imitation of it:
+rows are inserted into an FTS5 table with the same columns, settings and function as
+``items_fts`` and read back through ``fts5vocab``, then rolled back.
 """
 
 import os
@@ -11,9 +19,21 @@ import threading
 from collections.abc import Sequence
 from functools import lru_cache
 
-from memmesh.local._schema import FTS_TOKENIZE
+from memmesh import text as _text
+from memmesh.local._schema import FTS_TOKENIZE, WORDS_FUNCTION
 
-__all__ = ["forget_phrases", "phrase_tokens", "row_tokens"]
+__all__ = ["forget_phrases", "indexed", "phrase_tokens", "register", "row_tokens"]
+
+
+def indexed(value: str) -> str:
+    """What the full-text index is given of a text (or of the tags' JSON): its words, in
+    order, separated by spaces."""
+    return " ".join(_text.words(value))
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` the SQL function the full-text index's triggers call (:func:`indexed`)."""
+    conn.create_function(WORDS_FUNCTION, 1, indexed, deterministic=True)
 
 
 class _Tokenizer:
@@ -21,8 +41,9 @@ class _Tokenizer:
 
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        register(self._conn)
         self._conn.execute(
-            f"CREATE VIRTUAL TABLE t USING fts5 (text, tags, scope, tokenize = '{FTS_TOKENIZE}')"
+            f'CREATE VIRTUAL TABLE t USING fts5 (text, tags, scope, tokenize = "{FTS_TOKENIZE}")'
         )
         self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, instance)")
         self._lock = threading.Lock()
@@ -36,7 +57,8 @@ class _Tokenizer:
             self._conn.execute("BEGIN")
             try:
                 self._conn.executemany(
-                    "INSERT INTO t (rowid, text, tags, scope) VALUES (?, ?, ?, 'p' || hex(?))",
+                    f"INSERT INTO t (rowid, text, tags, scope) VALUES "
+                    f"(?, {WORDS_FUNCTION}(?), {WORDS_FUNCTION}(?), 'p' || hex(?))",
                     rows,
                 )
                 return self._conn.execute("SELECT term, doc, col, offset FROM v").fetchall()

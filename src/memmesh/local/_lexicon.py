@@ -6,7 +6,8 @@ most of a served search. A process that answers many searches keeps the terms he
 (``Store(..., lexicon=True)``) and gets the same answer, to the last bit, in a sixth of that.
 
 * Terms come from FTS5 itself: each changed row is put through the index's own tokenizer
-  (:mod:`memmesh.local._fts5_tokens`), so stemming, case and diacritic folding are FTS5's.
+  (:mod:`memmesh.local._fts5_tokens`: the folded words of :mod:`memmesh.text`, Porter-stemmed
+  by FTS5), so they are the index's terms exactly.
   Their dictionary is a few flat arrays (:mod:`memmesh.local._vocabulary`), not an object per
   term: all of it costs about 9 bytes per byte of text even when every word is new.
 * The score is FTS5's ``bm25()`` formula, evaluated in the same order of floating-point

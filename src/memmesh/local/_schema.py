@@ -7,11 +7,22 @@ transaction after a backup (see :mod:`memmesh.local.schema`).
 
 from memmesh.local.schema import STORE_OWNER, Schema
 
-__all__ = ["APPLICATION_ID", "FTS_TOKENIZE", "MIGRATIONS", "SCHEMA_VERSION", "STORE_SCHEMA"]
+__all__ = [
+    "APPLICATION_ID",
+    "FTS_TOKENIZE",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "STORE_SCHEMA",
+    "WORDS_FUNCTION",
+]
 
 APPLICATION_ID = 0x6D656D6D  # "memm"
-# The full-text index's tokenizer (the in-memory lexicon tokenizes with the same settings).
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+# The full-text index holds memmesh.text.words of each text and tags (folded, CJK runs as
+# character pairs), which this SQL function, registered on the store's connection, makes;
+# FTS5 splits them at the spaces and Porter-stems them. The in-memory lexicon tokenizes with
+# the same function and settings.
+WORDS_FUNCTION = "memmesh_words"
+FTS_TOKENIZE = "porter ascii"
 
 _V1 = """
 CREATE TABLE meta (
@@ -79,11 +90,18 @@ CREATE TABLE reindex_vectors (
 # (memmesh.registry._schema), which adopt the table where this step once made it.
 _V2 = ""
 
-# The full-text index holds only active items and knows each one's project (as the single
-# token "p" + hex of its UTF-8 name), so a recall scores only the matches in its own scope
-# instead of every match in the store. It is contentless: the triggers hand it the exact old
-# values to delete, which the items table still has.
-_V3 = f"""
+
+def _full_text_index(tokenize: str, words: str) -> str:
+    """The script that makes ``items_fts`` again, with its triggers, and fills it from the
+    active items: FTS5's ``tokenize`` setting, and ``words``, what it is given of a column
+    (``{}``: the column itself)."""
+
+    def row(prefix: str) -> str:
+        text, tags = words.format(prefix + "text"), words.format(prefix + "tags")
+        return f"{text}, {tags}, 'p' || hex({prefix}project)"
+
+    new, old, items = row("new."), row("old."), row("")
+    return f"""
 DROP TRIGGER items_ai;
 DROP TRIGGER items_ad;
 DROP TRIGGER items_au;
@@ -91,28 +109,32 @@ DROP TABLE items_fts;
 CREATE VIRTUAL TABLE items_fts USING fts5 (
     text, tags, scope,
     content = '',
-    tokenize = '{FTS_TOKENIZE}'
+    tokenize = '{tokenize}'
 );
 CREATE TRIGGER items_ai AFTER INSERT ON items WHEN new.status = 'active' BEGIN
-    INSERT INTO items_fts (rowid, text, tags, scope)
-    VALUES (new.seq, new.text, new.tags, 'p' || hex(new.project));
+    INSERT INTO items_fts (rowid, text, tags, scope) VALUES (new.seq, {new});
 END;
 CREATE TRIGGER items_ad AFTER DELETE ON items WHEN old.status = 'active' BEGIN
     INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
-    VALUES ('delete', old.seq, old.text, old.tags, 'p' || hex(old.project));
+    VALUES ('delete', old.seq, {old});
 END;
 -- One trigger, so the old entry is always deleted before the new one is added.
 CREATE TRIGGER items_au AFTER UPDATE OF text, tags, project, status ON items BEGIN
     INSERT INTO items_fts (items_fts, rowid, text, tags, scope)
-    SELECT 'delete', old.seq, old.text, old.tags, 'p' || hex(old.project)
-    WHERE old.status = 'active';
+    SELECT 'delete', old.seq, {old} WHERE old.status = 'active';
     INSERT INTO items_fts (rowid, text, tags, scope)
-    SELECT new.seq, new.text, new.tags, 'p' || hex(new.project)
-    WHERE new.status = 'active';
+    SELECT new.seq, {new} WHERE new.status = 'active';
 END;
 INSERT INTO items_fts (rowid, text, tags, scope)
-SELECT seq, text, tags, 'p' || hex(project) FROM items WHERE status = 'active';
+SELECT seq, {items} FROM items WHERE status = 'active';
 """
+
+
+# The full-text index holds only active items and knows each one's project (as the single
+# token "p" + hex of its UTF-8 name), so a recall scores only the matches in its own scope
+# instead of every match in the store. It is contentless: the triggers hand it the exact old
+# values to delete, which the items table still has.
+_V3 = _full_text_index("porter unicode61 remove_diacritics 2", "{}")
 
 # The session brief reads a project's most reinforced and most successful items, and the
 # global preferences, straight from these indexes instead of scanning the store.
@@ -146,7 +168,15 @@ CREATE TABLE recall_traces (
 );
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
+# The full-text index holds the words of memmesh.text (accents, case and width folded, CJK
+# runs as their character pairs), the words recall's gate, the team's ranking and the hashing
+# embedder see, instead of what FTS5's own tokenizer made of the raw text. It is rebuilt from
+# the items in this one transaction: a kill leaves the version-6 index whole. Any change to
+# those words needs a migration like this one, since the triggers delete an entry by handing
+# FTS5 the words it was indexed with, made again from the old row.
+_V7 = _full_text_index(FTS_TOKENIZE, WORDS_FUNCTION + "({})")
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
 SCHEMA_VERSION = max(MIGRATIONS)
 STORE_SCHEMA = Schema(
     owner=STORE_OWNER, migrations=tuple(MIGRATIONS[n] for n in range(1, SCHEMA_VERSION + 1))
