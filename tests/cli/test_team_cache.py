@@ -10,7 +10,7 @@ import pytest
 from memmesh.net.server import free_port
 from tests.cli._output import json_of
 from tests.conftest import MemRunner
-from tests.team._team import Team
+from tests.team._team import Team, team_on_loopback
 
 pytestmark = pytest.mark.usefixtures("team_token")
 
@@ -63,3 +63,21 @@ def test_a_teammates_item_reaches_the_hooks_until_retracted_and_survives_offline
     status = json_of(mem("team", "cache", "status", "--json"))
     assert status["items"] == 1
     assert status["problem"]
+
+
+def test_with_the_coordinator_stopped_the_brief_comes_from_the_cache_and_says_so(
+    tmp_path: Path,
+) -> None:
+    with team_on_loopback(tmp_path) as team:
+        ada, bob = team.add("ada"), team.add("bob")
+        team.enrol(ada, bob)
+        bob.share(GOTCHA, kind="gotcha", project="web")
+        mem = MemRunner(ada.home, Path.cwd())
+        assert mem("team", "cache", "refresh").returncode == 0
+    # The coordinator has stopped: the same address no longer answers.
+    failed = mem("team", "cache", "refresh")
+    brief = _brief(mem)
+
+    assert failed.returncode == 4, failed.stderr
+    assert f"- [gotcha] bob: {GOTCHA}" in brief.splitlines()
+    assert "the coordinator was not reachable" in brief
