@@ -24,7 +24,7 @@ SETTINGS = """{
 
 HOOKS = {
     "claude": "SessionStart and UserPromptSubmit hooks",
-    "cursor": "sessionStart and beforeSubmitPrompt hooks",
+    "cursor": "sessionStart hook",
     "codex": "SessionStart and UserPromptSubmit hooks",
 }
 COMMANDS = [f".claude/commands/{name}.md" for name in ("remember", "recall", "team")]

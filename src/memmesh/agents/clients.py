@@ -85,13 +85,14 @@ RULES: dict[Installable, ClientRules] = {
         commands="commands",
         program="claude",
     ),
-    # ~/.cursor/mcp.json: mcpServers; ~/.cursor/hooks.json: hooks.sessionStart and
-    # hooks.beforeSubmitPrompt, "version": 1
+    # ~/.cursor/mcp.json: mcpServers; ~/.cursor/hooks.json: hooks.sessionStart, "version": 1.
+    # Its beforeSubmitPrompt hook can let a prompt through or block it, never add to the
+    # context: a prompt hook there would cost every prompt a process for nothing.
     "cursor": ClientRules(
         folder=".cursor",
         servers_file="mcp.json",
         hook_event="sessionStart",
-        prompt_event="beforeSubmitPrompt",
+        prompt_event=None,
         hook_groups=False,
         hooks_version=1,
         program="cursor",
