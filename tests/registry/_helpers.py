@@ -6,7 +6,7 @@ from typing import Any
 from memmesh.local import Transaction
 from memmesh.local.store import Store
 from memmesh.policy.config import Policy, parse_policy
-from memmesh.registry.envelopes import FORMAT_VERSION, Publication, Retraction, text_hash
+from memmesh.registry.envelopes import FORMAT_VERSION, Publication, Retraction, Tally, text_hash
 from memmesh.registry.identity import Identity
 
 TEAM = "testers"
@@ -74,6 +74,27 @@ def retraction(identity: Identity, **changes: Any) -> Retraction:
     }
     fields.update(changes)
     return Retraction(**fields)
+
+
+def tally(identity: Identity, subject: Identity, **changes: Any) -> Tally:
+    """A well-formed tally by ``identity`` about ``subject``'s item; ``changes`` override
+    fields (``seq`` follows the counts unless given)."""
+    fields: dict[str, Any] = {
+        "format": FORMAT_VERSION,
+        "team": TEAM,
+        "item_id": "01JABCDEFGHJKMNPQRSTVWXYZ0",
+        "version": 1,
+        "author_key": identity.public_key_text,
+        "key_id": identity.key_id,
+        "subject_key_id": subject.key_id,
+        "worked": 1,
+        "failed": 0,
+        "partial": 0,
+        "reported_at": 1_700_000_200.0,
+    }
+    fields.update(changes)
+    fields.setdefault("seq", fields["worked"] + fields["failed"] + fields["partial"])
+    return Tally(**fields)
 
 
 def flip_bit(data: bytes, index: int, bit: int = 0) -> bytes:
