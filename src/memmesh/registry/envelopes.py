@@ -1,10 +1,11 @@
 """Signed publications and retractions: the only things that ever leave a laptop.
 
 An envelope is the canonical msgspec JSON of a :class:`Publication` or :class:`Retraction`
-(or of a presence, a receipt, a tally: see each body) (the *payload*, exact bytes) and the author's Ed25519 signature over those bytes. Whoever
-receives one - the coordinator, a teammate's client - calls :func:`open_envelope`, which checks
-the signature against the key inside the payload and the key id against that key, then decodes
-the payload strictly. Vectors travel beside envelopes, never inside the signature.
+(or a :class:`Presence`, :class:`Receipt` or :class:`Tally`: the *payload*, exact bytes) and
+the author's Ed25519 signature over those bytes. Whoever receives one - the coordinator, a
+teammate's client - calls :func:`open_envelope`, which checks the signature against the key
+inside the payload and the key id against that key, then decodes the payload strictly.
+Vectors travel beside envelopes, never inside the signature.
 """
 
 import hashlib
