@@ -13,6 +13,7 @@ from typing import Annotated
 
 import msgspec
 
+from memmesh.local.outcomes import MAX_TALLY
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import Identity, key_id, public_key_from_text, verify_signature
 
@@ -43,9 +44,6 @@ Counter = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
 # message or listing formats as a date comes through this type, so none can overflow there.
 MAX_TIMESTAMP = 253_402_300_799.0
 Timestamp = Annotated[float, msgspec.Meta(ge=0, le=MAX_TIMESTAMP)]
-# The most one member's tally counts of one outcome kind on one item: a member's word on an
-# item is bounded, so that a member with a grudge cannot sink it alone.
-MAX_TALLY = 20
 TallyCount = Annotated[int, msgspec.Meta(ge=0, le=MAX_TALLY)]
 
 
