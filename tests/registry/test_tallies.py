@@ -84,3 +84,38 @@ def test_a_malformed_subject_key_id_is_refused(
     envelope = seal(tally(identity, other_identity, subject_key_id="x" * 500), identity)
     with pytest.raises(BadSignature, match="malformed"):
         open_envelope(envelope)
+
+
+def test_a_tally_is_never_taken_for_a_receipt(identity: Identity, other_identity: Identity) -> None:
+    from memmesh.registry.receipts import check_receipt
+    from tests.registry._helpers import retraction
+
+    envelope = seal(tally(other_identity, identity), other_identity)
+    with pytest.raises(BadSignature, match="not a receipt"):
+        check_receipt(
+            envelope, retraction(identity), member_key=identity.public_key_text,
+            coordinator_key=None,
+        )  # fmt: skip
+
+
+def test_a_tally_served_as_a_search_hit_or_a_presence_is_dropped(
+    identity: Identity, other_identity: Identity
+) -> None:
+    from collections import Counter
+
+    from memmesh.net.search import SearchHit
+    from memmesh.peer.trust import TrustedRoster
+    from memmesh.team._checks import verified_hit, verified_presence
+    from tests.registry._helpers import make_policy
+
+    envelope = seal(tally(other_identity, identity), other_identity)
+    dropped: Counter[str] = Counter()
+    hit = SearchHit(envelope=envelope, score=1.0, cosine=1.0, lexical=1.0)
+    roster = TrustedRoster(None, [])
+    policy = make_policy()
+    assert (
+        verified_hit(hit, policy, roster, dropped, comparable=True, source="x", from_peer=False)
+        is None
+    )
+    assert verified_presence(envelope, policy, dropped, "presence") is None
+    assert dropped == {"bad_signature": 1, "bad_presence": 1}

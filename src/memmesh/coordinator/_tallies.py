@@ -18,7 +18,13 @@ counts, only the author's client, which verifies each reporter's signature.
 from collections.abc import Sequence
 
 from memmesh.coordinator import _tables
-from memmesh.coordinator.protocol import MyTalliesRequest, MyTalliesResponse, Outcome, TallyChange
+from memmesh.coordinator.protocol import (
+    TALLY_NOT_LIVE,
+    MyTalliesRequest,
+    MyTalliesResponse,
+    Outcome,
+    TallyChange,
+)
 from memmesh.local import Schema, Transaction
 from memmesh.local.store import Store
 from memmesh.net.presence import OutcomeStatus
@@ -80,7 +86,7 @@ class TallyBook:
             return outcome("rejected", "a member does not tally its own item")
         live = _tables.live_author(tx, body.subject_key_id, body.item_id)
         if live is None:
-            return outcome("rejected", "no live item of that member has this id")
+            return outcome("rejected", TALLY_NOT_LIVE)
         subject_key, version = live
         if body.version > version:
             return outcome("rejected", "that version of the item is not published")

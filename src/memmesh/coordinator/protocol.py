@@ -16,6 +16,7 @@ from memmesh.net.wire import Request as _Request
 from memmesh.registry.envelopes import MAX_TIMESTAMP, Envelope, Timestamp
 
 __all__ = [
+    "TALLY_NOT_LIVE",
     "Change",
     "ChangesRequest",
     "ChangesResponse",
@@ -216,6 +217,11 @@ class ChangesResponse(msgspec.Struct, frozen=True, kw_only=True):
     changes: list[Change]
     next_cursor: int
     more: bool
+
+
+# Why a tally is refused when the coordinator holds no live item of its subject with its id:
+# the reporter's client then forgets the item (its author took it back).
+TALLY_NOT_LIVE = "no live item of that member has this id"
 
 
 class TalliesRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):

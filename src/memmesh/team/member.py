@@ -110,7 +110,8 @@ class Member:
         return entries, auto_sync(self)
 
     def sync(self) -> "SyncReport":
-        """Push every entry the coordinator has not acknowledged (see :func:`sync`).
+        """Push every entry the coordinator has not acknowledged (see :func:`sync`), then
+        exchange tallies (:func:`~memmesh.team.tallies.exchange`).
 
         Raises :class:`PolicyError` when the policy is unusable or names no coordinator, a
         :class:`~memmesh.team.errors.AccessError` when the coordinator does not accept this
@@ -119,11 +120,15 @@ class Member:
         from memmesh.net.connect import coordinator_client
         from memmesh.team.access import accepted
         from memmesh.team.sync import sync
+        from memmesh.team.tallies import exchange
 
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
         with accepted(policy, self.identity), coordinator_client(policy, self.identity) as client:
-            return sync(self.registry, policy, client)
+            report = sync(self.registry, policy, client)
+            home = self.store.home
+            report.tallies = exchange(self.store, self.identity, policy, client, home=home)
+            return report
 
     def ask_team(
         self,
@@ -139,10 +144,11 @@ class Member:
         ``timeout``, the whole ask a second more. Raises :class:`Unreachable` when no source
         answered."""
         from memmesh.team.recall import recall_team
+        from memmesh.team.tallies import note_answer
 
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
-        return recall_team(
+        answer = recall_team(
             self.store,
             policy,
             query,
@@ -154,6 +160,8 @@ class Member:
             identity=self.identity,
             interfaces=interfaces,
         )
+        note_answer(self.store, self.identity, answer)  # so that `mem outcome` can credit them
+        return answer
 
 
 def reported_action(planned: Planned, *, dry_run: bool) -> str:
