@@ -3,6 +3,7 @@
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from memmesh._embedders import EMBEDDER_NAMES
 from memmesh.cli import _edit, _why
@@ -21,9 +22,14 @@ from memmesh.cli._common import (
 from memmesh.cli._input import keep_secret_option, screened, text_argument
 from memmesh.errors import ExitCode
 from memmesh.local import outcomes
+from memmesh.local.errors import ItemNotFound
+from memmesh.local.ids import SHOWN_LENGTH
 from memmesh.local.items import GLOBAL, KINDS, Item, iso
 from memmesh.local.project import resolve_project
 from memmesh.text import counted
+
+if TYPE_CHECKING:
+    from memmesh.local.store import Store
 
 __all__ = ["register"]
 
@@ -114,7 +120,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "outcome",
         _outcome,
         "Report whether acting on an item worked. Items that keep failing drop out of recall "
-        "until their failures fade (counts halve every 90 days).",
+        "until their failures fade (counts halve every 90 days). A teammate's item that "
+        "`mem team recall-team` gave you is credited too: the counts (never text) reach its "
+        "author with the next `mem team sync` (at once with auto_sync).",
         "mem outcome 01J9ZC4XQM worked",
     )
     p.add_argument("id", help=_ID)
@@ -180,9 +188,16 @@ def _remember(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from memmesh.local import tallies
+
     with open_store(args) as store:
         item = store.get(args.id)
-    emit(args, {"item": item.to_dict()}, _item_text(item))
+        worked, failed, partial = tallies.team_records(store, [item.id]).get(item.id, (0, 0, 0))
+    teammates = {"worked": worked, "failed": failed, "partial": partial}
+    text = _item_text(item)
+    if worked or failed or partial:
+        text += f"\nteammates:      worked {worked}, failed {failed}, partial {partial}"
+    emit(args, {"item": item.to_dict(), "teammates": teammates}, text)
     return ExitCode.OK
 
 
@@ -251,7 +266,10 @@ def _revise(args: argparse.Namespace) -> int:
 
 def _outcome(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        item = store.outcome(args.id, args.result)
+        try:
+            item = store.outcome(args.id, args.result)
+        except ItemNotFound:
+            return _teammate_outcome(args, store)  # not ours: a teammate's item we were given?
         note = f"{shown_id(store, item.id)}: score {item.outcome_score:+.2f}"
     if item.outcome_score <= outcomes.EXCLUDE_AT:
         note += " (left out of recall until its failures fade)"
@@ -260,6 +278,27 @@ def _outcome(args: argparse.Namespace) -> int:
         {"id": item.id, "outcome_score": round(item.outcome_score, 4), "item": item.to_dict()},
         note,
     )
+    return ExitCode.OK
+
+
+def _teammate_outcome(args: argparse.Namespace, store: "Store") -> int:
+    from memmesh.team.tallies import credit_teammate
+
+    credited = credit_teammate(home_of(args), store, args.id, args.result)
+    given = credited.item
+    when = (
+        f"sent to {given.author}"
+        if credited.sent
+        else (f"it reaches {given.author} with the next `mem team sync`")
+    )
+    warn(credited.warning)
+    data = {
+        "id": given.item_id, "author": given.author, "author_id": given.author_key_id,
+        "teammate": True, "sent": credited.sent,
+        "tally": {"worked": given.worked, "failed": given.failed, "partial": given.partial},
+    }  # fmt: skip
+    shown = given.item_id[:SHOWN_LENGTH]
+    emit(args, data, f"credited {given.author}'s item {shown}: {args.result}; {when}")
     return ExitCode.OK
 
 
