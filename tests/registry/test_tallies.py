@@ -54,19 +54,16 @@ def test_a_count_beyond_the_bound_is_refused(
         open_envelope(negative)
 
 
-def test_a_tally_whose_seq_is_not_its_counts_total_is_refused(
-    identity: Identity, other_identity: Identity
+@pytest.mark.parametrize(
+    ("worked", "seq", "reason"),
+    [(2, 5, "the sum of its counts"), (0, 1, "the sum of its counts"), (0, 0, "start at 1")],
+    ids=["more than its counts", "no counts", "zero"],
+)
+def test_a_tally_whose_seq_is_not_its_counts_total_or_zero_is_refused(
+    identity: Identity, other_identity: Identity, worked: int, seq: int, reason: str
 ) -> None:
-    envelope = seal(tally(identity, other_identity, worked=2, seq=5), identity)
-    with pytest.raises(BadSignature, match="the sum of its counts"):
-        open_envelope(envelope)
-
-
-def test_a_tally_with_no_count_at_all_is_refused(
-    identity: Identity, other_identity: Identity
-) -> None:
-    envelope = seal(tally(identity, other_identity, worked=0, seq=1), identity)
-    with pytest.raises(BadSignature):
+    envelope = seal(tally(identity, other_identity, worked=worked, seq=seq), identity)
+    with pytest.raises(BadSignature, match=reason):
         open_envelope(envelope)
 
 
