@@ -163,3 +163,27 @@ def test_after_the_author_retracts_a_later_tally_is_refused_and_the_item_forgott
     with Store(alice.home, author="alice") as store:
         assert tallies.given_items(store) == []
     assert _sync(bob).tallies.folded == 0
+
+
+def test_a_coordinator_that_predates_tallies_still_syncs_the_rest(tmp_path: Path) -> None:
+    from memmesh.coordinator import Coordinator, endpoints
+    from memmesh.net.app import create_app
+    from memmesh.net.signing import RequestVerifier, coordinator_audience
+    from tests._servers import running
+    from tests.team._team import TEAM, TOKEN
+
+    coordinator = Coordinator(tmp_path / "old-coordinator", team=TEAM)
+    routes = [e for e in endpoints(coordinator) if not e.path.startswith("/v1/tallies")]
+    app = create_app(
+        routes, token=TOKEN, verifier=RequestVerifier(coordinator_audience(TEAM)),
+        admit=coordinator.admit,
+    )  # fmt: skip
+    try:
+        with running(app) as url:
+            alice = Member("alice", tmp_path / "alice", team=TEAM, coordinator=url)
+            alice.publish(alice.remember(LOCKS))
+            report = _sync(alice)
+    finally:
+        coordinator.close()
+
+    assert (report.accepted, report.tallies.supported) == (1, False)

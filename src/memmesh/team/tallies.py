@@ -7,6 +7,8 @@
   :class:`~memmesh.registry.envelopes.Tally` per item whose counts grew and pushes them
   (``POST /v1/tallies``); ``accepted``, ``duplicate`` and ``stale`` settle it, and a tally
   refused because the item is no longer live forgets the item (its author took it back).
+* A coordinator older than tallies (``404`` for their routes) syncs the rest as before; the
+  tallies wait, unsent.
 * **Folded.** The same sync reads the coordinator's feed of tallies on this member's own items
   (``POST /v1/tallies/mine``) from where it stopped. Nothing the coordinator sends is taken
   on trust: each tally must verify (the reporter's signature: the coordinator cannot make one
@@ -34,7 +36,7 @@ from memmesh.local.outcomes import Outcome
 from memmesh.local.store import Store
 from memmesh.local.tallies import GivenItem, Received
 from memmesh.net.client import Client
-from memmesh.net.errors import BadResponse
+from memmesh.net.errors import BadResponse, Refused
 from memmesh.net.presence import Roster
 from memmesh.net.wire import MAX_BATCH
 from memmesh.peer.trust import TrustedRoster, revoked_seen
@@ -57,8 +59,10 @@ _PAGE = 500
 class TallyReport(msgspec.Struct, kw_only=True):
     """What one sync did with tallies: how many were ``sent`` (and ``rejected``, with the
     coordinator's reason), and how many teammates' tallies were ``folded`` in (``dropped``:
-    those refused, by reason)."""
+    those refused, by reason). ``supported`` is false for a coordinator older than tallies
+    (no such route): nothing was exchanged, and the unsent tallies wait for a newer one."""
 
+    supported: bool = True
     sent: int = 0
     rejected: list[tuple[str, str]] = msgspec.field(default_factory=list)
     folded: int = 0
@@ -98,8 +102,13 @@ def exchange(
 ) -> TallyReport:
     """Push this member's unsent tallies, then fold in teammates' tallies on its own items."""
     report = TallyReport()
-    _push(store, identity, policy, client, report)
-    _pull(store, identity, policy, client, report, home)
+    try:
+        _push(store, identity, policy, client, report)
+        _pull(store, identity, policy, client, report, home)
+    except Refused as exc:
+        if exc.http_status != 404:
+            raise
+        report.supported = False
     return report
 
 
