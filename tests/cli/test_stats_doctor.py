@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from memmesh.embed import EMBEDDER_NAMES, get_embedder
+from memmesh.local._schema import SCHEMA_VERSION
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner, requires_model
 
@@ -120,7 +121,7 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, h
     # Plain lines, each saying one thing (no Python dict), then every check.
     assert healthy.stdout.splitlines() == [
         f"path:      {home / 'memory.db'} ({facts['size_bytes']:,} bytes)",
-        "schema:    version 6 (this memmesh reads up to version 6)",
+        f"schema:    version {SCHEMA_VERSION} (this memmesh reads up to version {SCHEMA_VERSION})",
         f"sqlite:    {sqlite3.sqlite_version}, journal mode wal",
         f"embedder:  {get_embedder().name} ({STORED})",
         "author:    tester",
@@ -130,7 +131,7 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(mem: MemRunner, h
     # The same facts as one object of plain values, the counts an object of their own.
     assert facts["ok"] is True
     assert facts["items"] == {"active": 2, "archived": 1}
-    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (6, STORED)
+    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (SCHEMA_VERSION, STORED)
 
     _damage_one_vector(home)
     sick = mem("doctor")
