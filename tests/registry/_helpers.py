@@ -36,16 +36,23 @@ def make_policy(kinds: tuple[str, ...] = SHARED_KINDS, *, coordinator: bool = Tr
     return parse_policy("\n".join(lines) + "\n")
 
 
-def publication(identity: Identity, **changes: Any) -> Publication:
-    """A well-formed publication signed-to-be by ``identity``; ``changes`` override fields."""
-    text = changes.pop("text", "The billing service retries webhooks 5 times")
-    fields: dict[str, Any] = {
+def _signed_fields(identity: Identity) -> dict[str, Any]:
+    """The fields every body of ``identity``'s shares, for the default item."""
+    return {
         "format": FORMAT_VERSION,
         "team": TEAM,
         "item_id": "01JABCDEFGHJKMNPQRSTVWXYZ0",
         "version": 1,
         "author_key": identity.public_key_text,
         "key_id": identity.key_id,
+    }
+
+
+def publication(identity: Identity, **changes: Any) -> Publication:
+    """A well-formed publication signed-to-be by ``identity``; ``changes`` override fields."""
+    text = changes.pop("text", "The billing service retries webhooks 5 times")
+    fields: dict[str, Any] = {
+        **_signed_fields(identity),
         "seq": 1,
         "author": "tester",
         "published_at": 1_700_000_000.0,
@@ -63,12 +70,7 @@ def publication(identity: Identity, **changes: Any) -> Publication:
 def retraction(identity: Identity, **changes: Any) -> Retraction:
     """A well-formed retraction by ``identity``; ``changes`` override fields."""
     fields: dict[str, Any] = {
-        "format": FORMAT_VERSION,
-        "team": TEAM,
-        "item_id": "01JABCDEFGHJKMNPQRSTVWXYZ0",
-        "version": 1,
-        "author_key": identity.public_key_text,
-        "key_id": identity.key_id,
+        **_signed_fields(identity),
         "seq": 2,
         "retracted_at": 1_700_000_100.0,
     }
@@ -80,12 +82,7 @@ def tally(identity: Identity, subject: Identity, **changes: Any) -> Tally:
     """A well-formed tally by ``identity`` about ``subject``'s item; ``changes`` override
     fields (``seq`` follows the counts unless given)."""
     fields: dict[str, Any] = {
-        "format": FORMAT_VERSION,
-        "team": TEAM,
-        "item_id": "01JABCDEFGHJKMNPQRSTVWXYZ0",
-        "version": 1,
-        "author_key": identity.public_key_text,
-        "key_id": identity.key_id,
+        **_signed_fields(identity),
         "subject_key_id": subject.key_id,
         "worked": 1,
         "failed": 0,
