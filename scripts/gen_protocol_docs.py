@@ -51,8 +51,8 @@ not edit by hand. The same document is served by every coordinator at `GET /v1/o
   says nothing more than `internal error`.
 * Every error is `{{"error": {{"code": "...", "message": "..."}}}}`.
 * `bytes` fields (envelope `payload` and `signature`) are base64 in JSON. The payload is the
-  canonical JSON of a signed body (`Publication`, `Retraction`, `Presence` or `Receipt`); the
-  signature is Ed25519 over exactly those bytes, by the key named inside the payload.
+  canonical JSON of a signed body (`Publication`, `Retraction`, `Presence`, `Receipt` or
+  `Tally`); the signature is Ed25519 over exactly those bytes, by the key named inside the payload.
 * Each retraction `accepted` or `duplicate` carries a `receipt`: a `Receipt` signed by the
   coordinator's own key (`GET /v1/info`'s `coordinator_key`), naming the item, the version, the
   retracting member's key and when the purge was applied (a resent retraction gets the time it
@@ -62,6 +62,15 @@ not edit by hand. The same document is served by every coordinator at `GET /v1/o
   listed with `revoked_at`, is what tells members to drop that key's items). Its tombstones stay.
 * Search answers are noted in a disclosure log (the asker, the item's author and id, the time;
   never the query), which an author reads for its own items only (`POST /v1/disclosures`).
+* A `Tally` is a member's (the reporter's) signed word on another member's item: raw
+  `worked`, `failed` and `partial` counts, each at most 20, `seq` their sum (counts only grow),
+  the item's id and version and the author's member id (`subject_key_id`); it has no text
+  field. `POST /v1/tallies` keeps the newest `seq` per (reporter, author, item) when the
+  signer is the caller, the item is the author's live publication at that version or newer,
+  and the reporter is not the author (`stale` for one no newer, `rejected` otherwise, at most
+  10,000 rows per reporter). A retraction deletes its item's tallies; a purge stops feeding
+  them. `POST /v1/tallies/mine` pages the tallies on the caller's own live items; the author's
+  client verifies each reporter's signature, so the coordinator cannot make one up.
 * Publish and retract are idempotent. Each envelope gets an outcome: `accepted`, `duplicate`
   (already held), `stale` (a newer version or a tombstone wins) — all three final, the sender
   may stop sending it — or `rejected` with a reason.

@@ -28,7 +28,9 @@ def _listed(mem: MemRunner, *args: str) -> list[dict[str, Any]]:
 def test_show_prints_the_whole_item_as_json_and_as_text(mem: MemRunner) -> None:
     item = _remember(mem, WEBHOOKS, "--kind", "decision", "--project", "shop", "--tag", "ci")
 
-    assert json_of(mem("show", item["id"], "--json")) == {"item": item}
+    # Nobody else has reported on it: its teammates' record is all zeros (and not printed).
+    teammates = {"worked": 0, "failed": 0, "partial": 0}
+    assert json_of(mem("show", item["id"], "--json")) == {"item": item, "teammates": teammates}
 
     # A lower-case prefix of at least 4 characters is enough.
     shown = mem("show", item["id"][:10].lower())

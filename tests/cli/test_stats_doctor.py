@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from memmesh.embed import EMBEDDER_NAMES, get_embedder
+from memmesh.local._schema import SCHEMA_VERSION
 from tests.cli._output import error_line, json_of
 from tests.cli._terminal import on_terminal
 from tests.conftest import MemRunner, requires_model
@@ -125,7 +126,7 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(
     # Plain lines, each saying one thing (no Python dict), then every check.
     assert healthy.stdout.splitlines() == [
         f"path:      {home / 'memory.db'} ({facts['size_bytes']:,} bytes)",
-        "schema:    version 7 (this memmesh reads up to version 7)",
+        f"schema:    version {SCHEMA_VERSION} (this memmesh reads up to version {SCHEMA_VERSION})",
         f"sqlite:    {sqlite3.sqlite_version}, journal mode wal",
         f"embedder:  {get_embedder().name} ({STORED})",
         "author:    tester",
@@ -135,7 +136,7 @@ def test_doctor_passes_a_healthy_store_and_fails_a_damaged_one(
     # The same facts as one object of plain values, the counts an object of their own.
     assert facts["ok"] is True
     assert facts["items"] == {"active": 2, "archived": 1}
-    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (7, STORED)
+    assert (facts["schema_version"], facts["embedder_fingerprint"]) == (SCHEMA_VERSION, STORED)
 
     _damage_one_vector(home)
     sick = mem("doctor")

@@ -160,6 +160,7 @@ def test_sync_json_reports_sent_skipped_and_withdrawn(
         "batches": 2,
         "receipts": 2,  # the retractions', signed by the coordinator
         "bad_receipts": [],
+        "tallies": {"supported": True, "sent": 0, "rejected": [], "folded": 0, "dropped": {}},
     }
     feed = served.coordinator.changes(ChangesRequest()).changes
     assert [(c.kind, c.item_id) for c in feed] == [

@@ -35,6 +35,7 @@ from memmesh.registry.envelopes import (
     Presence,
     Publication,
     Retraction,
+    Tally,
     seal,
 )
 from memmesh.registry.identity import Identity
@@ -42,6 +43,7 @@ from tests._servers import running
 from tests._signed import SignedAuth, make_admin
 from tests.registry._helpers import publication as well_formed_publication
 from tests.registry._helpers import retraction as well_formed_retraction
+from tests.registry._helpers import tally
 
 TEAM = "fuzzers"
 TOKEN = "fuzz-token"
@@ -65,6 +67,8 @@ POST_PATHS = [
     "/v1/presence",
     "/v1/changes",
     "/v1/disclosures",
+    "/v1/tallies",
+    "/v1/tallies/mine",
 ]
 # The roster's routes refuse much on purpose (the fuzzer is the team's only admin); never 5xx.
 ROSTER_PATHS = ["/v1/members/add", "/v1/members/revoke", "/v1/invites", "/v1/join"]
@@ -117,7 +121,7 @@ def presence(**changes: Any) -> Presence:
     return Presence(**fields)
 
 
-def signed(body: Publication | Retraction | Presence) -> Any:
+def signed(body: Publication | Retraction | Presence | Tally) -> Any:
     """The envelope of ``body`` as JSON builtins (bytes as base64)."""
     return msgspec.to_builtins(seal(body, MEMBER))
 
@@ -150,6 +154,8 @@ def seeds(embedder: str, dim: int) -> dict[str, dict[str, Any]]:
         "/v1/presence": presence_request(),
         "/v1/changes": {"cursor": 0, "limit": 10},
         "/v1/disclosures": {"item_id": "01JFUZZSEED000000000000000", "limit": 10},
+        "/v1/tallies": {"envelopes": [signed(tally(MEMBER, NEWCOMER, team=TEAM))]},
+        "/v1/tallies/mine": {"cursor": 0, "limit": 10},
         "/v1/members/add": {"name": "newcomer", "key": NEWCOMER.public_key_text},
         "/v1/members/revoke": {"member": "newcomer", "purge": True},
         "/v1/invites": {

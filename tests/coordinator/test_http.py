@@ -290,6 +290,8 @@ def test_openapi_document_lists_every_route(coordinator: Coordinator, client: Cl
         "/v1/invites",
         "/v1/join",
         "/v1/disclosures",
+        "/v1/tallies",
+        "/v1/tallies/mine",
     }
     assert document["openapi"].startswith("3.1")
     paths: dict[str, dict[str, Any]] = document["paths"]

@@ -6,7 +6,7 @@ from typing import Any
 from memmesh.local import Transaction
 from memmesh.local.store import Store
 from memmesh.policy.config import Policy, parse_policy
-from memmesh.registry.envelopes import FORMAT_VERSION, Publication, Retraction, text_hash
+from memmesh.registry.envelopes import FORMAT_VERSION, Publication, Retraction, Tally, text_hash
 from memmesh.registry.identity import Identity
 
 TEAM = "testers"
@@ -36,16 +36,23 @@ def make_policy(kinds: tuple[str, ...] = SHARED_KINDS, *, coordinator: bool = Tr
     return parse_policy("\n".join(lines) + "\n")
 
 
-def publication(identity: Identity, **changes: Any) -> Publication:
-    """A well-formed publication signed-to-be by ``identity``; ``changes`` override fields."""
-    text = changes.pop("text", "The billing service retries webhooks 5 times")
-    fields: dict[str, Any] = {
+def _signed_fields(identity: Identity) -> dict[str, Any]:
+    """The fields every body of ``identity``'s shares, for the default item."""
+    return {
         "format": FORMAT_VERSION,
         "team": TEAM,
         "item_id": "01JABCDEFGHJKMNPQRSTVWXYZ0",
         "version": 1,
         "author_key": identity.public_key_text,
         "key_id": identity.key_id,
+    }
+
+
+def publication(identity: Identity, **changes: Any) -> Publication:
+    """A well-formed publication signed-to-be by ``identity``; ``changes`` override fields."""
+    text = changes.pop("text", "The billing service retries webhooks 5 times")
+    fields: dict[str, Any] = {
+        **_signed_fields(identity),
         "seq": 1,
         "author": "tester",
         "published_at": 1_700_000_000.0,
@@ -63,17 +70,28 @@ def publication(identity: Identity, **changes: Any) -> Publication:
 def retraction(identity: Identity, **changes: Any) -> Retraction:
     """A well-formed retraction by ``identity``; ``changes`` override fields."""
     fields: dict[str, Any] = {
-        "format": FORMAT_VERSION,
-        "team": TEAM,
-        "item_id": "01JABCDEFGHJKMNPQRSTVWXYZ0",
-        "version": 1,
-        "author_key": identity.public_key_text,
-        "key_id": identity.key_id,
+        **_signed_fields(identity),
         "seq": 2,
         "retracted_at": 1_700_000_100.0,
     }
     fields.update(changes)
     return Retraction(**fields)
+
+
+def tally(identity: Identity, subject: Identity, **changes: Any) -> Tally:
+    """A well-formed tally by ``identity`` about ``subject``'s item; ``changes`` override
+    fields (``seq`` follows the counts unless given)."""
+    fields: dict[str, Any] = {
+        **_signed_fields(identity),
+        "subject_key_id": subject.key_id,
+        "worked": 1,
+        "failed": 0,
+        "partial": 0,
+        "reported_at": 1_700_000_200.0,
+    }
+    fields.update(changes)
+    fields.setdefault("seq", fields["worked"] + fields["failed"] + fields["partial"])
+    return Tally(**fields)
 
 
 def flip_bit(data: bytes, index: int, bit: int = 0) -> bytes:

@@ -61,6 +61,9 @@ def test_a_log_made_before_the_registry_kept_its_own_migrations_is_adopted(
         policy,
         "DROP TABLE schema_versions",
         "DROP TABLE recall_traces",
+        "DROP TABLE team_given",
+        "DROP TABLE team_tallies",
+        "DROP TABLE team_tally_cursor",
         "PRAGMA user_version = 4",
     )
 

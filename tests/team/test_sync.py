@@ -513,6 +513,7 @@ def _assert_converged(member: _Member, url: str, final: subprocess.CompletedProc
         "rejected": [],
         "batches": 4,
         "bad_receipts": [],
+        "tallies": {"supported": True, "sent": 0, "rejected": [], "folded": 0, "dropped": {}},
     }
     expected = member.expected()
     assert len(expected) == 39

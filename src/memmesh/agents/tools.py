@@ -7,8 +7,9 @@ can do nothing a member could not do from the command line, and nothing more: in
 
 Results are dicts of plain values, short on purpose (an agent pays for every token), and
 always carry item ids so that the agent can report an outcome afterwards; every hit carries
-its track record in words (``has worked 3 times``) once one was reported. The items the last
-recall returned are kept, so that :meth:`Tools.outcome` without an id credits them.
+its track record in words (``has worked 3 times``; ``teammates: worked twice`` from
+teammates' tallies) once one was reported. The items the last recall returned are kept, so
+that :meth:`Tools.outcome` without an id credits them.
 
 A read-only :class:`Tools` (``mem mcp --read-only``, for sub-agents and scheduled runs) recalls
 and explains but refuses every call that would change the store or the team's view of it.
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memmesh.agents.errors import ReadOnly
-from memmesh.local import InvalidInput, Parts, Recall, outcomes, recall, replay
+from memmesh.local import InvalidInput, Parts, Recall, outcomes, recall, replay, tallies
 from memmesh.local.items import GLOBAL, Item
 from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
@@ -55,7 +56,7 @@ class Tools:
         vector = self.store.embedder.embed_query(query)
         answer = recall(self.store, query, k=k, project=scope, explain=explain, query_vector=vector)
         self.last = tuple(hit.item.id for hit in answer.hits)
-        result = _recalled(answer)
+        result = _recalled(answer, self.store)
         if self.team:
             result |= self._cached(query, scope, vector, k)
         return result
@@ -103,7 +104,7 @@ class Tools:
                 self.store, query, k=k, project=resolve_project(project), record=False,
                 explain=True,
             )  # fmt: skip
-            return _recalled(answer)
+            return _recalled(answer, self.store)
         again = replay(self.store, trace)
         then = [
             {"id": then.item_id, "rank": then.rank, "fate": then.fate,
@@ -115,7 +116,7 @@ class Tools:
             "trace": again.trace.id,
             "query": again.trace.query,
             "then": then,
-            "now": _recalled(again.now),
+            "now": _recalled(again.now, self.store),
         }
 
     def revise(self, item_id: str, text: str) -> dict[str, Any]:
@@ -260,12 +261,14 @@ class Tools:
         return result
 
 
-def _recalled(answer: Recall) -> dict[str, Any]:
+def _recalled(answer: Recall, store: Store) -> dict[str, Any]:
     """A recall's answer, short; with its explanation (``why`` per hit, the gate, the near
     misses) when it was explained."""
+    records = tallies.team_records(store, [h.item.id for h in answer.hits])
     result: dict[str, Any] = {
         "hits": [
-            _hit(h.item, h.score) | ({"why": _parts(h.parts)} if h.parts else {})
+            _hit(h.item, h.score, records.get(h.item.id))
+            | ({"why": _parts(h.parts)} if h.parts else {})
             for h in answer.hits
         ],
         "abstained": answer.abstained,
@@ -301,7 +304,7 @@ def _parts(parts: Parts) -> dict[str, Any]:
     }
 
 
-def _hit(item: Item, score: float) -> dict[str, Any]:
+def _hit(item: Item, score: float, teammates: tuple[int, int, int] | None = None) -> dict[str, Any]:
     hit: dict[str, Any] = {
         "id": item.id,
         "text": item.text,
@@ -310,9 +313,12 @@ def _hit(item: Item, score: float) -> dict[str, Any]:
     }
     if item.project != GLOBAL:
         hit["project"] = item.project
-    record = outcomes.spoken(item.worked, item.failed, item.partial)
-    if record:
-        hit["record"] = record
+    said = (
+        outcomes.spoken(item.worked, item.failed, item.partial),
+        outcomes.teammates_spoken(*teammates) if teammates else None,
+    )
+    if any(said):
+        hit["record"] = "; ".join(part for part in said if part)
     return hit
 
 

@@ -5,7 +5,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -18,6 +18,9 @@ from memmesh.registry import Planned, load_identity
 from memmesh.team.member import Member, reported_action, try_policy, withholding
 from memmesh.team.status import embedder_mismatch
 from memmesh.text import counted
+
+if TYPE_CHECKING:
+    from memmesh.team.tallies import TallyReport
 
 __all__ = [
     "run_init",
@@ -191,8 +194,21 @@ def run_sync(args: argparse.Namespace) -> int:
     lines += [f"withheld, not sent: {shown[item]} [{rule}]" for item, rule in report.withheld]
     lines += [f"rejected by the coordinator: {shown[item]}: {why}" for item, why in report.rejected]
     lines += [f"receipt refused: {shown[item]}: {why}" for item, why in report.bad_receipts]
+    lines += _tally_lines(report.tallies)
     emit(args, data, "\n".join(lines))
     return ExitCode.ERROR if report.rejected else ExitCode.OK
+
+
+def _tally_lines(tallies: "TallyReport") -> list[str]:
+    """What a sync did with tallies, when it did anything."""
+    lines = []
+    if tallies.sent or tallies.folded:
+        lines.append(
+            f"tallies: {tallies.sent} sent on teammates' items, {tallies.folded} folded in on yours"
+        )
+    lines += [f"tally refused: {item[:10]}: {why}" for item, why in tallies.rejected]
+    lines += [f"teammates' tallies dropped: {why} ({n})" for why, n in tallies.dropped.items()]
+    return lines
 
 
 def run_retract(args: argparse.Namespace) -> int:

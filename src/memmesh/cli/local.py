@@ -23,6 +23,8 @@ from memmesh.cli._input import keep_secret_option, screened, text_argument
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local import InvalidInput, outcomes
+from memmesh.local.errors import ItemNotFound
+from memmesh.local.ids import SHOWN_LENGTH
 from memmesh.local.items import GLOBAL, KINDS, Item, iso
 from memmesh.local.project import resolve_project
 from memmesh.text import counted
@@ -119,9 +121,11 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "outcome",
         _outcome,
         "Report whether acting on an item worked. Items that keep failing drop out of recall "
-        "until their failures fade (counts halve every 90 days). With --last instead of an "
-        "id, for each item the newest answer returned (`mem recall`, an agent's recall, the "
-        "session brief or the prompt hook).",
+        "until their failures fade (counts halve every 90 days). A teammate's item that "
+        "`mem team recall-team` gave you is credited too: the counts (never text) reach its "
+        "author with the next `mem team sync` (at once with auto_sync). With --last instead "
+        "of an id, for each of your items the newest answer returned (`mem recall`, an "
+        "agent's recall, the session brief or the prompt hook).",
         "mem outcome 01J9ZC4XQM worked",
     )
     p.add_argument("id", nargs="?", help=_ID)
@@ -199,9 +203,16 @@ def _remember(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from memmesh.local import tallies
+
     with open_store(args) as store:
         item = store.get(args.id)
-    emit(args, {"item": item.to_dict()}, _item_text(item))
+        worked, failed, partial = tallies.team_records(store, [item.id]).get(item.id, (0, 0, 0))
+    teammates = {"worked": worked, "failed": failed, "partial": partial}
+    text = _item_text(item)
+    if worked or failed or partial:
+        text += f"\nteammates:      worked {worked}, failed {failed}, partial {partial}"
+    emit(args, {"item": item.to_dict(), "teammates": teammates}, text)
     return ExitCode.OK
 
 
@@ -273,7 +284,10 @@ def _outcome(args: argparse.Namespace) -> int:
         raise UsageError("outcome", "give an item's id, or --last (not both)")
     with open_store(args) as store:
         if args.id is not None:
-            item = store.outcome(args.id, args.result)
+            try:
+                item = store.outcome(args.id, args.result)
+            except ItemNotFound:
+                return _teammate_outcome(args, store)  # not ours: a teammate's item we were given?
             emit(args, _credited(item), _credited_line(item, shown_id(store, item.id)))
             return ExitCode.OK
         answered, item_ids, what = _last_answer(args, store)
@@ -314,6 +328,27 @@ def _credited_line(item: Item, shown: str) -> str:
     if item.outcome_score <= outcomes.EXCLUDE_AT:
         line += " (left out of recall until its failures fade)"
     return line
+
+
+def _teammate_outcome(args: argparse.Namespace, store: "Store") -> int:
+    from memmesh.team.tallies import credit_teammate
+
+    credited = credit_teammate(home_of(args), store, args.id, args.result)
+    given = credited.item
+    when = (
+        f"sent to {given.author}"
+        if credited.sent
+        else (f"it reaches {given.author} with the next `mem team sync`")
+    )
+    warn(credited.warning)
+    data = {
+        "id": given.item_id, "author": given.author, "author_id": given.author_key_id,
+        "teammate": True, "sent": credited.sent,
+        "tally": {"worked": given.worked, "failed": given.failed, "partial": given.partial},
+    }  # fmt: skip
+    shown = given.item_id[:SHOWN_LENGTH]
+    emit(args, data, f"credited {given.author}'s item {shown}: {args.result}; {when}")
+    return ExitCode.OK
 
 
 def _stats(args: argparse.Namespace) -> int:

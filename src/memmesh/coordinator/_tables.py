@@ -14,6 +14,7 @@ from typing import Literal, NamedTuple
 
 from memmesh.local import Schema, Transaction
 from memmesh.registry.envelopes import Envelope, Publication, Retraction
+from memmesh.registry.identity import key_id, public_key_from_text
 
 __all__ = [
     "COORDINATOR_SCHEMA",
@@ -24,6 +25,7 @@ __all__ = [
     "counts",
     "drop_presence",
     "drop_publications",
+    "live_author",
     "live_publications",
     "presence",
     "record_presence",
@@ -162,6 +164,20 @@ def live_publications(tx: Transaction, copy_ids: list[str]) -> dict[str, Live]:
         copy: Live(Envelope(payload=bytes(payload), signature=bytes(signature)), author, item)
         for copy, payload, signature, author, item in rows
     }
+
+
+def live_author(tx: Transaction, member_id: str, item_id: str) -> tuple[str, int] | None:
+    """The key and version of the live publication ``item_id`` of the member whose key id is
+    ``member_id``, if there is one."""
+    rows = tx.execute(
+        "SELECT author_key, version FROM coord_envelopes "
+        "WHERE item_id = ? AND kind = 'publication'",
+        (item_id,),
+    ).fetchall()
+    for author_key, version in rows:
+        if key_id(public_key_from_text(author_key)) == member_id:
+            return str(author_key), int(version)
+    return None
 
 
 def drop_publications(tx: Transaction, author_key: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from memmesh.coordinator import protocol as p
+from memmesh.coordinator._tallies import TALLIES_BODY_LIMIT
 from memmesh.coordinator.service import Coordinator
 from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app, health_endpoint
 from memmesh.net.limits import PUBLISH_BODY_LIMIT, QUERY_BODY_LIMIT, BodyLimit
@@ -153,6 +154,25 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             limit=small,
             caller=True,
             summary="Which members were served the caller's own items, and when (newest first).",
+        ),
+        Endpoint(
+            path="/v1/tallies",
+            handler=coordinator.tally,
+            request=p.TalliesRequest,
+            response=p.TalliesResponse,
+            limit=BodyLimit(max_bytes=TALLIES_BODY_LIMIT),
+            caller=True,
+            summary="Keep the caller's own signed tallies (worked/failed/partial counts, never "
+            "text) on other members' live items, the newest per reporter and item.",
+        ),
+        Endpoint(
+            path="/v1/tallies/mine",
+            handler=coordinator.tallies_about,
+            request=p.MyTalliesRequest,
+            response=p.MyTalliesResponse,
+            limit=small,
+            caller=True,
+            summary="A paged feed of the tallies teammates signed on the caller's own live items.",
         ),
     ]
 

@@ -16,6 +16,7 @@ from memmesh.net.wire import Request as _Request
 from memmesh.registry.envelopes import MAX_TIMESTAMP, Envelope, Timestamp
 
 __all__ = [
+    "TALLY_NOT_LIVE",
     "Change",
     "ChangesRequest",
     "ChangesResponse",
@@ -29,6 +30,8 @@ __all__ = [
     "JoinResponse",
     "MemberAdd",
     "MemberRevoke",
+    "MyTalliesRequest",
+    "MyTalliesResponse",
     "Outcome",
     "PresenceList",
     "PublishItem",
@@ -39,6 +42,9 @@ __all__ = [
     "RevokeResponse",
     "Roster",
     "RosterMember",
+    "TalliesRequest",
+    "TalliesResponse",
+    "TallyChange",
 ]
 
 
@@ -209,6 +215,48 @@ class ChangesResponse(msgspec.Struct, frozen=True, kw_only=True):
     """A page of the feed; ask again from ``next_cursor`` while ``more`` is true."""
 
     changes: list[Change]
+    next_cursor: int
+    more: bool
+
+
+# Why a tally is refused when the coordinator holds no live item of its subject with its id:
+# the reporter's client then forgets the item (its author took it back).
+TALLY_NOT_LIVE = "no live item of that member has this id"
+
+
+class TalliesRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/tallies``: up to 256 of the caller's own signed tallies, each on another
+    member's live item."""
+
+    envelopes: Annotated[list[Envelope], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
+
+
+class TalliesResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """One outcome per tally, in request order: ``stale`` for one no newer than the kept one
+    of that reporter on that item."""
+
+    results: list[Outcome]
+
+
+class MyTalliesRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/tallies/mine``: the tallies on the caller's own items after ``cursor``."""
+
+    cursor: Annotated[int, msgspec.Meta(ge=0, le=2**53)] = 0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 100
+
+
+class TallyChange(msgspec.Struct, frozen=True, kw_only=True):
+    """A reporter's newest tally on one of the caller's items, as the reporter signed it."""
+
+    cursor: int
+    envelope: Envelope
+
+
+class MyTalliesResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of the caller's tallies, oldest change first; ask again from ``next_cursor``
+    while ``more`` is true."""
+
+    tallies: list[TallyChange]
     next_cursor: int
     more: bool
 

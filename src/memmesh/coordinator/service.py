@@ -26,6 +26,7 @@ from memmesh import __version__
 from memmesh.coordinator import _tables
 from memmesh.coordinator._disclosures import DisclosureLog
 from memmesh.coordinator._space import Space
+from memmesh.coordinator._tallies import TallyBook, drop
 from memmesh.coordinator._usage import Usage
 from memmesh.coordinator.holdings import Holdings
 from memmesh.coordinator.membership import Membership
@@ -37,6 +38,8 @@ from memmesh.coordinator.protocol import (
     DisclosuresRequest,
     DisclosuresResponse,
     Info,
+    MyTalliesRequest,
+    MyTalliesResponse,
     Outcome,
     PresenceList,
     PublishItem,
@@ -44,6 +47,8 @@ from memmesh.coordinator.protocol import (
     PublishResponse,
     RetractRequest,
     RetractResponse,
+    TalliesRequest,
+    TalliesResponse,
 )
 from memmesh.coordinator.quotas import added, check
 from memmesh.local import Transaction
@@ -63,6 +68,7 @@ from memmesh.registry.envelopes import (
     Publication,
     Receipt,
     Retraction,
+    Tally,
     open_envelope,
     seal,
 )
@@ -77,7 +83,7 @@ from memmesh.registry.identity import (
 
 __all__ = ["MAX_PRESENCE_TTL", "Coordinator"]
 
-_Body = TypeVar("_Body", Publication, Retraction, Presence)
+_Body = TypeVar("_Body", Publication, Retraction, Presence, Tally)
 
 MAX_PRESENCE_TTL = 300.0
 
@@ -127,6 +133,7 @@ class Coordinator:
                 clock=clock,
             )
             self._disclosed = DisclosureLog(self.store, clock=clock)
+            self.tallies = TallyBook(self.store)
         except BaseException:
             self.store.close()
             raise
@@ -243,6 +250,7 @@ class Coordinator:
             applied_at = self._clock()
             _tables.save(tx, "retraction", body, envelope, copy, applied_at)
             self.store.purge(copy, tx=tx)
+            drop(tx, body.author_key, body.item_id)
         return Outcome(
             item_id=body.item_id, version=body.version, status="accepted",
             receipt=self._receipt(body, applied_at),
@@ -257,7 +265,17 @@ class Coordinator:
         )  # fmt: skip
         return seal(receipt, self.identity)
 
-    def _refusal(self, caller: Caller, body: Publication | Retraction | Presence) -> str | None:
+    def tally(self, caller: Caller, request: TalliesRequest) -> TalliesResponse:
+        """Keep each of the caller's own tallies on another member's live item (see
+        :mod:`memmesh.coordinator._tallies`), newest ``seq`` per reporter and item."""
+        opened = [(env, self._opened(caller, env, Tally)) for env in request.envelopes]
+        return TalliesResponse(results=self.tallies.keep(opened))
+
+    def tallies_about(self, caller: Caller, request: MyTalliesRequest) -> MyTalliesResponse:
+        """The tallies on the caller's own live items after the cursor, oldest change first."""
+        return self.tallies.about(caller, request)
+
+    def _refusal(self, caller: Caller, body: _Body) -> str | None:
         if body.team != self.team:
             return f"this coordinator serves team {self.team!r}, not {body.team!r}"
         if body.author_key != caller.key:

@@ -176,7 +176,40 @@ CREATE TABLE recall_traces (
 # FTS5 the words it was indexed with, made again from the old row.
 _V7 = _full_text_index(FTS_TOKENIZE, WORDS_FUNCTION + "({})")
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
+# Teammates' items this member was given by recall-team, with its own tallies on them and
+# what of those it last sent; and the tallies teammates sent on this member's own items, with
+# where their feed was read up to (memmesh.local.tallies).
+_V8 = """
+CREATE TABLE team_given (
+    author_key_id TEXT NOT NULL,
+    item_id       TEXT NOT NULL,
+    author        TEXT NOT NULL,
+    version       INTEGER NOT NULL,
+    seen_at       REAL NOT NULL,
+    worked        INTEGER NOT NULL DEFAULT 0,
+    failed        INTEGER NOT NULL DEFAULT 0,
+    partial       INTEGER NOT NULL DEFAULT 0,
+    sent_seq      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (author_key_id, item_id)
+);
+CREATE INDEX team_given_seen ON team_given (worked + failed + partial > 0, seen_at);
+CREATE TABLE team_tallies (
+    reporter_key_id TEXT NOT NULL,
+    item_id         TEXT NOT NULL,
+    seq             INTEGER NOT NULL,
+    worked          INTEGER NOT NULL,
+    failed          INTEGER NOT NULL,
+    partial         INTEGER NOT NULL,
+    at              REAL NOT NULL,
+    PRIMARY KEY (item_id, reporter_key_id)
+);
+CREATE TABLE team_tally_cursor (
+    coordinator TEXT PRIMARY KEY,
+    cursor      INTEGER NOT NULL
+);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8}
 SCHEMA_VERSION = max(MIGRATIONS)
 STORE_SCHEMA = Schema(
     owner=STORE_OWNER, migrations=tuple(MIGRATIONS[n] for n in range(1, SCHEMA_VERSION + 1))

@@ -7,6 +7,10 @@ count halves every 90 days, so old failures fade. The score is
 
 between -1 and 1; an item scoring -0.5 or lower is left out of recall until its failures
 fade, and among relevant items a better record ranks higher.
+
+Teammates' outcomes on a published item arrive as tallies (:mod:`memmesh.local.tallies`):
+raw counts, each at most :data:`MAX_TALLY` per teammate, kept apart from the owner's own
+record (:func:`teammates_spoken` says them in words).
 """
 
 from typing import Literal
@@ -16,12 +20,14 @@ from memmesh.text import counted
 __all__ = [
     "EXCLUDE_AT",
     "HALF_LIFE_SECONDS",
+    "MAX_TALLY",
     "Outcome",
     "decay",
     "decayed",
     "rank_factor",
     "score",
     "spoken",
+    "teammates_spoken",
 ]
 
 Outcome = Literal["worked", "failed", "partial"]
@@ -29,6 +35,9 @@ HALF_LIFE_SECONDS = 90 * 24 * 3600.0
 EXCLUDE_AT = -0.5
 FAILURE_WEIGHT = 1.5
 PARTIAL_CREDIT = 0.5
+# The most one teammate's tally counts of one outcome kind on one item: a member's word on an
+# item is bounded, so that a member with a grudge cannot sink it alone.
+MAX_TALLY = 20
 
 
 def decay(count: float, since: float | None, now: float) -> float:
@@ -62,12 +71,23 @@ def rank_factor(outcome_score: float, reinforcements: int) -> float:
 def spoken(worked: float, failed: float, partial: float) -> str | None:
     """The track record in words, as an agent reads it: ``has worked 3 times, failed once``;
     ``None`` when nothing was reported (or every report has faded below a half)."""
-    said = [
+    said = _said(worked, failed, partial)
+    return "has " + said if said else None
+
+
+def teammates_spoken(worked: float, failed: float, partial: float) -> str | None:
+    """Teammates' record in words: ``teammates: worked twice, failed once``; ``None`` when
+    no teammate reported anything."""
+    said = _said(worked, failed, partial)
+    return "teammates: " + said if said else None
+
+
+def _said(worked: float, failed: float, partial: float) -> str:
+    return ", ".join(
         f"{verb} {_times(round(count))}"
         for verb, count in (("worked", worked), ("failed", failed), ("partly worked", partial))
         if round(count) >= 1
-    ]
-    return "has " + ", ".join(said) if said else None
+    )
 
 
 def _times(count: int) -> str:

@@ -1,10 +1,11 @@
 """Signed publications and retractions: the only things that ever leave a laptop.
 
 An envelope is the canonical msgspec JSON of a :class:`Publication` or :class:`Retraction`
-(the *payload*, exact bytes) and the author's Ed25519 signature over those bytes. Whoever
-receives one - the coordinator, a teammate's client - calls :func:`open_envelope`, which checks
-the signature against the key inside the payload and the key id against that key, then decodes
-the payload strictly. Vectors travel beside envelopes, never inside the signature.
+(or a :class:`Presence`, :class:`Receipt` or :class:`Tally`: the *payload*, exact bytes) and
+the author's Ed25519 signature over those bytes. Whoever receives one - the coordinator, a
+teammate's client - calls :func:`open_envelope`, which checks the signature against the key
+inside the payload and the key id against that key, then decodes the payload strictly.
+Vectors travel beside envelopes, never inside the signature.
 """
 
 import hashlib
@@ -12,17 +13,20 @@ from typing import Annotated
 
 import msgspec
 
+from memmesh.local.outcomes import MAX_TALLY
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import Identity, key_id, public_key_from_text, verify_signature
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_TALLY",
     "MAX_TIMESTAMP",
     "Envelope",
     "Presence",
     "Publication",
     "Receipt",
     "Retraction",
+    "Tally",
     "Timestamp",
     "open_envelope",
     "seal",
@@ -40,6 +44,7 @@ Counter = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
 # message or listing formats as a date comes through this type, so none can overflow there.
 MAX_TIMESTAMP = 253_402_300_799.0
 Timestamp = Annotated[float, msgspec.Meta(ge=0, le=MAX_TIMESTAMP)]
+TallyCount = Annotated[int, msgspec.Meta(ge=0, le=MAX_TALLY)]
 
 
 class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -94,7 +99,23 @@ class Receipt(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag=
     purged_at: Timestamp
 
 
-Body = Publication | Retraction | Presence | Receipt
+class Tally(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="tally"):
+    """A member's word on how a teammate's item worked for them: counts, never text.
+
+    Signed by the *reporter* (``author_key``, ``key_id``); ``item_id`` at ``version`` is the
+    item of the member whose key id is ``subject_key_id``. The counts are raw (undecayed)
+    and each at most :data:`MAX_TALLY`; they only grow, so ``seq`` is their sum and the
+    latest tally is the one with the highest ``seq``.
+    """
+
+    subject_key_id: Annotated[str, msgspec.Meta(min_length=16, max_length=16)]
+    worked: TallyCount
+    failed: TallyCount
+    partial: TallyCount
+    reported_at: Timestamp
+
+
+Body = Publication | Retraction | Presence | Receipt | Tally
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -140,6 +161,8 @@ def open_envelope(envelope: Envelope) -> Body:
     verify_signature(public_key, envelope.signature, envelope.payload)
     if isinstance(body, Publication) and text_hash(body.text) != body.content_hash:
         raise BadSignature("the content hash does not match the text")
+    if isinstance(body, Tally) and body.seq != body.worked + body.failed + body.partial:
+        raise BadSignature("a tally's sequence number must be the sum of its counts")
     if body.version < 1 or body.seq < 1:
         raise BadSignature("version and sequence numbers start at 1")
     if not isinstance(body, Presence) and not 1 <= len(body.item_id) <= 64:

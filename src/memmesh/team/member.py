@@ -113,7 +113,8 @@ class Member:
 
     def sync(self, progress: Callable[[int, int], None] | None = None) -> "SyncReport":
         """Push every entry the coordinator has not acknowledged (see :func:`sync`), calling
-        ``progress(sent, to send)`` as the batches go.
+        ``progress(sent, to send)`` as the batches go, then exchange tallies
+        (:func:`~memmesh.team.tallies.exchange`).
 
         Raises :class:`PolicyError` when the policy is unusable or names no coordinator, a
         :class:`~memmesh.team.errors.AccessError` when the coordinator does not accept this
@@ -122,11 +123,15 @@ class Member:
         from memmesh.net.connect import coordinator_client
         from memmesh.team.access import accepted
         from memmesh.team.sync import sync
+        from memmesh.team.tallies import exchange
 
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
         with accepted(policy, self.identity), coordinator_client(policy, self.identity) as client:
-            return sync(self.registry, policy, client, progress=progress)
+            report = sync(self.registry, policy, client, progress=progress)
+            home = self.store.home
+            report.tallies = exchange(self.store, self.identity, policy, client, home=home)
+            return report
 
     def ask_team(
         self,
@@ -142,10 +147,11 @@ class Member:
         ``timeout``, the whole ask a second more. Raises :class:`Unreachable` when no source
         answered."""
         from memmesh.team.recall import recall_team
+        from memmesh.team.tallies import note_answer
 
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
-        return recall_team(
+        answer = recall_team(
             self.store,
             policy,
             query,
@@ -157,6 +163,8 @@ class Member:
             identity=self.identity,
             interfaces=interfaces,
         )
+        note_answer(self.store, self.identity, answer)  # so that `mem outcome` can credit them
+        return answer
 
 
 def reported_action(planned: Planned, *, dry_run: bool) -> str:

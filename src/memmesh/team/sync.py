@@ -19,6 +19,9 @@ keeps it once it checks out (:meth:`~memmesh.registry.log.Registry.keep_receipt`
 exactly that retraction of ours, signed by team.yaml's ``coordinator_key`` when it names one),
 and reports one that does not (``bad_receipts``); the retraction counts as applied either way.
 
+The same sync pushes the member's tallies on teammates' items and folds in teammates'
+tallies on its own (:mod:`memmesh.team.tallies`, reported in ``tallies``).
+
 The client comes from :func:`memmesh.net.connect.coordinator_client`: every request signed for
 the coordinator, with the team token. With nothing to send, sync still asks the coordinator
 (``GET /v1/info``), so that a credential it refuses is never reported as a sync that went well.
@@ -44,6 +47,7 @@ from memmesh.policy.config import Policy
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.log import Entry, Registry
 from memmesh.registry.publish import reconcile, withdraw, withheld
+from memmesh.team.tallies import TallyReport
 
 __all__ = ["DEFAULT_BATCH", "SyncReport", "sync"]
 
@@ -57,6 +61,7 @@ class SyncReport(msgspec.Struct, kw_only=True):
       longer allows it; ``withheld`` - (item id, why) of each left unsent for another reason.
     * ``receipts`` - retraction receipts kept; ``bad_receipts`` - (item id, why) of each
       receipt refused.
+    * ``tallies`` - the tallies sent and folded in (see :class:`TallyReport`).
     """
 
     sent: int = 0
@@ -70,6 +75,7 @@ class SyncReport(msgspec.Struct, kw_only=True):
     batches: int = 0
     receipts: int = 0
     bad_receipts: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    tallies: TallyReport = msgspec.field(default_factory=TallyReport)
 
 
 def sync(
