@@ -16,11 +16,21 @@ and explains but refuses every call that would change the store or the team's vi
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memmesh.agents.errors import ReadOnly
-from memmesh.local import InvalidInput, Parts, Recall, outcomes, recall, replay, tallies
+from memmesh.local import (
+    InvalidInput,
+    ItemNotFound,
+    Parts,
+    Recall,
+    outcomes,
+    recall,
+    replay,
+    tallies,
+)
 from memmesh.local.items import GLOBAL, Item
+from memmesh.local.outcomes import Outcome
 from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
 from memmesh.policy import load_policy, redact
@@ -168,16 +178,34 @@ class Tools:
 
     def outcome(self, item_id: str | None, result: str) -> dict[str, Any]:
         """Record whether following the item worked, failed or partly worked; without an id,
-        for each item the last recall returned."""
+        for each item the last recall returned. A teammate's item `recall_team` gave is
+        credited as a tally: its counts (never text) reach the author at the next sync."""
         self._writable("outcome")
         if item_id is not None:
-            return _credited(self.store.outcome(item_id, result))
+            try:
+                return _credited(self.store.outcome(item_id, result))
+            except ItemNotFound:
+                return self._teammate_outcome(item_id, result)
         if not self.last:
             raise InvalidInput(
                 "no recall has returned anything yet in this session; give the item's id"
             )
         credited = [_credited(self.store.outcome(each, result)) for each in self.last]
         return {"credited": credited}
+
+    def _teammate_outcome(self, item_id: str, result: str) -> dict[str, Any]:
+        from memmesh.team.tallies import credit_teammate
+
+        credited = credit_teammate(self.home, self.store, item_id, cast(Outcome, result))
+        given = credited.item
+        answer: dict[str, Any] = {
+            "id": given.item_id, "author": given.author, "teammate": True,
+            "sent": credited.sent,
+            "tally": {"worked": given.worked, "failed": given.failed, "partial": given.partial},
+        }  # fmt: skip
+        if credited.warning:
+            answer["warning"] = credited.warning
+        return answer
 
     def forget(self, item_id: str) -> dict[str, Any]:
         """Archive the item; if it was published, its publication is retracted too."""
