@@ -112,6 +112,7 @@ from _common import (
     table,
     timed,
 )
+from memmesh._processes import stop_process
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.errors import MemmeshError
 from memmesh.local.items import KINDS
@@ -410,13 +411,7 @@ class Processes:
             return
         process, output, _ = entry
         try:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(timeout=STOP_TIMEOUT)
+            stop_process(process, grace=STOP_TIMEOUT)
         finally:
             output.close()
 

@@ -13,6 +13,7 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
+from memmesh._processes import stop_process
 from memmesh.net.server import free_port
 from memmesh.net.tls import Certificate
 
@@ -141,11 +142,4 @@ class CoordinatorProcess:
 
 def stop(process: "subprocess.Popen[bytes]") -> None:
     """SIGTERM ``process`` and wait for it; SIGKILL it when it does not end within 10 s."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
+    stop_process(process)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from memmesh._processes import stop_process
 from memmesh.cli._common import shown_ids
 from memmesh.cli.errors import DemoFailed
 from memmesh.errors import MemmeshError
@@ -126,14 +127,8 @@ class _Processes:
 
     def stop(self, name: str) -> None:
         process = self.running.pop(name, None)
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        if process is not None:
+            stop_process(process)
 
     def stop_all(self) -> None:
         for name in list(self.running):
