@@ -124,3 +124,20 @@ def test_a_store_made_before_tallies_gains_their_tables(home: Path) -> None:
         _give(store, (BOB, ITEM, "bob", 1))
     with Store(home, author="tester") as again:
         assert tallies.given(again, ITEM).author == "bob"
+
+
+def test_teammates_failures_never_move_or_drop_an_item_in_its_author_s_recall(
+    store: Store,
+) -> None:
+    from memmesh.local import recall
+
+    sunk, _ = store.remember("Restart the ingest worker after rotating the Kafka credentials")
+    store.remember("Rotate the Kafka credentials from the vault, never by hand")
+    before = [(h.item.id, h.score) for h in recall(store, "rotating kafka credentials").hits]
+
+    grudges = [Received(f"{n:016x}", sunk.id, MAX_TALLY, 0, MAX_TALLY, 0, 1.0) for n in range(5)]
+    tallies.fold(store, grudges)
+    after = [(h.item.id, h.score) for h in recall(store, "rotating kafka credentials").hits]
+
+    assert tallies.team_records(store, [sunk.id])[sunk.id][1] == 5 * MAX_TALLY
+    assert after == before
