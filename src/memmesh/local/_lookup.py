@@ -12,7 +12,7 @@ from memmesh.local.errors import AmbiguousId, InvalidInput, ItemNotFound, NotAct
 from memmesh.local.ids import MIN_PREFIX, shortest_unique
 from memmesh.local.items import Item
 
-__all__ = ["active", "duplicate_of", "find", "short_ids"]
+__all__ = ["active", "duplicate_of", "find", "id_range", "short_ids"]
 
 _ID_PREFIX = re.compile(r"[0-9A-HJKMNP-TV-Z]{1,26}")
 _CANDIDATES = 10  # the most an ambiguous prefix lists
@@ -25,14 +25,9 @@ def find(conn: sqlite3.Connection, item_id: str, now: float) -> Item:
     Raises :class:`InvalidInput` for a shorter prefix, :class:`ItemNotFound` when no item has
     it, and :class:`AmbiguousId`, naming the first ten, when several have.
     """
-    wanted = item_id.strip().upper()
-    if len(wanted) < MIN_PREFIX and _ID_PREFIX.fullmatch(wanted or "0"):
-        raise InvalidInput(
-            f"id prefix {item_id!r} is too short: give at least {MIN_PREFIX} characters"
-        )
-    if not _ID_PREFIX.fullmatch(wanted):
+    bounds = id_range(item_id)
+    if bounds is None:
         raise ItemNotFound(item_id)
-    bounds = (wanted, wanted + "Z" * (26 - len(wanted)))
     rows = conn.execute(
         f"SELECT {ITEM_COLUMNS} FROM items WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?",
         (*bounds, _CANDIDATES),
@@ -47,6 +42,17 @@ def find(conn: sqlite3.Connection, item_id: str, now: float) -> Item:
     items = [item_of(row, now) for row in rows]
     short = short_ids(conn, [item.id for item in items])
     raise AmbiguousId(item_id, count, tuple(_candidate(item, short[item.id]) for item in items))
+
+
+def id_range(given: str) -> tuple[str, str] | None:
+    """The least and greatest ids starting with the prefix ``given`` (case ignored), or
+    ``None`` when no id could; :class:`InvalidInput` when it is under 4 characters."""
+    wanted = given.strip().upper()
+    if len(wanted) < MIN_PREFIX and _ID_PREFIX.fullmatch(wanted or "0"):
+        raise InvalidInput(f"id prefix {given!r} is too short: give at least {MIN_PREFIX} characters")
+    if not _ID_PREFIX.fullmatch(wanted):
+        return None
+    return wanted, wanted + "Z" * (26 - len(wanted))
 
 
 def active(conn: sqlite3.Connection, item_id: str, now: float) -> Item:
