@@ -4,7 +4,7 @@ kind; and files that cannot be read, each named while the others still go in."""
 
 from pathlib import Path
 
-from memmesh.agents.notes import propose_notes
+from memmesh.agents.notes import Report, propose_notes
 from memmesh.local import inbox
 from memmesh.local.store import Store
 
@@ -112,8 +112,8 @@ def test_code_fences_front_matter_and_comments_are_never_cut_into_lines(
     ]
 
 
-def _texts(report: object) -> list[str]:
-    return [c.text for c in getattr(report, "proposed")]
+def _texts(report: Report) -> list[str]:
+    return [c.text for c in report.proposed]
 
 
 def test_files_that_cannot_be_read_are_each_named_and_add_nothing(

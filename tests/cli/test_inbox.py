@@ -40,7 +40,8 @@ def test_add_notes_proposes_and_the_inbox_lists_them_newest_first(
     ]
     listed = mem("inbox").stdout.splitlines()
     shown, rest = listed[4].split(maxsplit=1)
-    assert str(pending[2]["id"]).startswith(shown) and len(shown) >= 10
+    assert str(pending[2]["id"]).startswith(shown)
+    assert len(shown) >= 10
     assert (rest, listed[5]) == (
         f"[convention, default project]  {notes}:2", "    Always use functional components.",
     )  # fmt: skip

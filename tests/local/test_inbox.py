@@ -40,7 +40,8 @@ def test_accepting_a_fact_the_store_knows_reinforces_it(store: Store) -> None:
     planned = inbox.plan(store, [proposed.candidate], lambda c: "billing")
     candidate, item, how = inbox.accept(store, proposed.candidate.id, project="billing")
 
-    assert planned[0].item is not None and planned[0].item.id == known.id
+    assert planned[0].item is not None
+    assert planned[0].item.id == known.id
     assert (how, item.id, item.reinforcements, candidate.item_id) == (
         "reinforced", known.id, 1, known.id,
     )  # fmt: skip

@@ -15,7 +15,6 @@ command. Secrets in the text are redacted before it is stored (the detectors of
 ``mem remember``).
 """
 
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -142,7 +141,7 @@ def propose_notes(store: "Store", path: Path, project: str = "") -> Report:
         found, skipped = read_notes(path)
     except NotesUnreadable as exc:
         return Report(shown, error=str(exc))
-    source = os.path.abspath(path)
+    source = str(path.resolve())
     proposals: list[inbox.Proposal] = []
     for piece in found:
         for made in _candidate_texts(piece):

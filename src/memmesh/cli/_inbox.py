@@ -148,7 +148,11 @@ def run_accept(args: argparse.Namespace) -> int:
             accepted, item, how = inbox.accept(
                 store, candidate.id, kind=args.kind, project=project_of(candidate)
             )
-            data = {"candidate": accepted.to_dict(), "status": how, "item": item.to_dict()}
+            data: dict[str, Any] = {
+                "candidate": accepted.to_dict(),
+                "status": how,
+                "item": item.to_dict(),
+            }
             item_shown = shown_id(store, item.id)
             said = "reinforced an existing item" if how == "reinforced" else "created item"
             extra = f" ({item.reinforcements}x)" if how == "reinforced" else ""
@@ -157,9 +161,7 @@ def run_accept(args: argparse.Namespace) -> int:
         pending = list(reversed(inbox.pending(store)))  # oldest first, as they came
         if args.dry_run:
             return _dry_run(args, store, inbox.plan(store, pending, project_of))
-        done = [
-            inbox.accept(store, c.id, kind=args.kind, project=project_of(c)) for c in pending
-        ]
+        done = [inbox.accept(store, c.id, kind=args.kind, project=project_of(c)) for c in pending]
         shown = _shown(store, [c for c, _, _ in done])
         items = {item.id: shown_id(store, item.id) for _, item, _ in done}
     data = {

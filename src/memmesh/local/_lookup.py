@@ -49,7 +49,9 @@ def id_range(given: str) -> tuple[str, str] | None:
     ``None`` when no id could; :class:`InvalidInput` when it is under 4 characters."""
     wanted = given.strip().upper()
     if len(wanted) < MIN_PREFIX and _ID_PREFIX.fullmatch(wanted or "0"):
-        raise InvalidInput(f"id prefix {given!r} is too short: give at least {MIN_PREFIX} characters")
+        raise InvalidInput(
+            f"id prefix {given!r} is too short: give at least {MIN_PREFIX} characters"
+        )
     if not _ID_PREFIX.fullmatch(wanted):
         return None
     return wanted, wanted + "Z" * (26 - len(wanted))

@@ -192,8 +192,7 @@ def pending(store: "Store", limit: int | None = None) -> list[Candidate]:
         rows = (
             connection_of(tx)
             .execute(
-                f"SELECT {_COLUMNS} FROM inbox WHERE status = 'pending' ORDER BY seq DESC "
-                "LIMIT ?",
+                f"SELECT {_COLUMNS} FROM inbox WHERE status = 'pending' ORDER BY seq DESC LIMIT ?",
                 (-1 if limit is None else limit,),
             )
             .fetchall()
@@ -333,7 +332,9 @@ def plan(
     would do; nothing is changed."""
     out: list[Planned] = []
     creating: dict[tuple[str, str], Candidate] = {}
-    vectors = store.embedder.embed([c.text for c in candidates]) if candidates else []
+    if not candidates:
+        return out
+    vectors = store.embedder.embed([c.text for c in candidates])
     with store.read() as tx:
         conn = connection_of(tx)
         store.index.load_vectors(conn)
