@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
+from memmesh.local import _lookup
 from memmesh.local._db import connection_of
-from memmesh.local._lookup import duplicate_of, id_range
+from memmesh.local._lookup import duplicate_of, first_words, id_range
 from memmesh.local._rows import content_hash
 from memmesh.local.errors import (
     AmbiguousId,
@@ -29,7 +30,7 @@ from memmesh.local.errors import (
     InboxFull,
     NotPending,
 )
-from memmesh.local.ids import new_id, shortest_unique
+from memmesh.local.ids import new_id
 from memmesh.local.items import Item, check_kind, check_name, check_text, iso
 
 if TYPE_CHECKING:
@@ -57,7 +58,6 @@ __all__ = [
 MAX_PENDING = 10_000
 MAX_DECIDED = 10_000
 _CANDIDATES = 10  # the most an ambiguous prefix lists
-_FIRST_WORDS = 40
 _COLUMNS = (
     "id, text, kind, project, source_path, source_line, session_id, context, created_at, "
     "status, item_id, decided_at"
@@ -231,30 +231,15 @@ def find(store: "Store", candidate_id: str) -> Candidate:
 
 def _named(candidate: Candidate, shown: str) -> str:
     """One candidate an ambiguous prefix names: ``01J9ZC4XQM fact "its first words…"``."""
-    words = " ".join(candidate.text.split())
-    if len(words) > _FIRST_WORDS:
-        head = words[: _FIRST_WORDS + 1]
-        words = (head.rsplit(" ", 1)[0] if " " in head else words[:_FIRST_WORDS]) + "…"
     status = "" if candidate.status == "pending" else f" ({candidate.status})"
-    return f'{shown} {candidate.kind} "{words}"{status}'
+    return f'{shown} {candidate.kind} "{first_words(candidate.text)}"{status}'
 
 
 def short_ids(store: "Store", candidate_ids: list[str]) -> dict[str, str]:
     """The id shown for each of ``candidate_ids`` the inbox holds: its first 10 characters,
     or more when another candidate shares them."""
-    out: dict[str, str] = {}
     with store.read() as tx:
-        conn = connection_of(tx)
-        for candidate_id in dict.fromkeys(candidate_ids):
-            before, after, held = conn.execute(
-                "SELECT (SELECT max(id) FROM inbox WHERE id < ?1), "
-                "(SELECT min(id) FROM inbox WHERE id > ?1), "
-                "EXISTS (SELECT 1 FROM inbox WHERE id = ?1)",
-                (candidate_id,),
-            ).fetchone()
-            if held:
-                out[candidate_id] = shortest_unique(candidate_id, (before, after))
-    return out
+        return _lookup.short_ids(connection_of(tx), candidate_ids, "inbox")
 
 
 def _pending_one(store: "Store", candidate_id: str) -> Candidate:
