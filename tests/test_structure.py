@@ -30,6 +30,7 @@ OWNERS = {
             "team_given",
             "team_tallies",
             "team_tally_cursor",
+            "inbox",
         ),
         "local",
     ),

@@ -20,6 +20,7 @@ that this tree is the real one):
     ├── AgentError (agents)                1     500  agent_error
     │   ├── ConfigFileError                1     500  config_file_error
     │   ├── McpUnavailable                 1     500  mcp_unavailable
+    │   ├── NotesUnreadable                1     500  notes_unreadable
     │   └── ReadOnly                       1     500  read_only
     ├── CliError (cli)                     1     500  cli_error
     │   ├── DemoFailed                     1     500  demo_failed
@@ -74,14 +75,17 @@ that this tree is the real one):
     │   └── RetractedBefore                2     409  retracted_before
     └── StoreError (local)                 1     500  store_error
         ├── AmbiguousId                    2     400  ambiguous_id
+        ├── CandidateNotFound              1     404  candidate_not_found
         ├── CorruptDatabase                1     500  corrupt_database
         ├── DamagedVector                  1     500  damaged_vector
         ├── EmbedderMismatch               1     500  embedder_mismatch
         ├── ForeignDatabase                1     500  foreign_database
         ├── HomeNotCreated                 1     500  home_not_created
+        ├── InboxFull                      1     507  inbox_full
         ├── InvalidInput                   2     400  invalid_input
         ├── ItemNotFound                   1     404  item_not_found
         ├── NotActive                      1     409  not_active
+        ├── NotPending                     1     409  not_pending
         ├── NotRestorable                  1     409  not_restorable
         ├── SchemaTooNew                   1     500  schema_too_new
         ├── StoreFull                      1     507  store_full

@@ -4,12 +4,13 @@ MemmeshError
 └── AgentError                  exit 1
     ├── McpUnavailable          the optional MCP SDK is not installed
     ├── ConfigFileError         a client's configuration file cannot be read or safely edited
+    ├── NotesUnreadable         a notes file cannot be read as notes (missing, binary, malformed)
     └── ReadOnly                a read-only MCP server (`mem mcp --read-only`) refused a change
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["AgentError", "ConfigFileError", "McpUnavailable", "ReadOnly"]
+__all__ = ["AgentError", "ConfigFileError", "McpUnavailable", "NotesUnreadable", "ReadOnly"]
 
 
 class AgentError(MemmeshError):
@@ -34,6 +35,15 @@ class ConfigFileError(AgentError):
 
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path}: {problem}; nothing was changed")
+        self.path = path
+        self.problem = problem
+
+
+class NotesUnreadable(AgentError):
+    """A notes file proposed to the inbox cannot be read as notes; nothing of it was added."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}; nothing of it was added to the inbox")
         self.path = path
         self.problem = problem
 

@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from memmesh._embedders import EMBEDDER_NAMES
-from memmesh.cli import _edit, _why
+from memmesh.cli import _edit, _inbox, _why
 from memmesh.cli._common import (
     command_adder,
     emit,
@@ -116,6 +116,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p.add_argument("text", help="the corrected text; - reads it from standard input")
     keep_secret_option(p)
     _edit.add_edit(command, _ID)
+    _inbox.register(commands)
 
     p = command(
         "outcome",

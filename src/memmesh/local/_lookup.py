@@ -3,6 +3,7 @@ and the item a new text repeats (the novelty gate)."""
 
 import re
 import sqlite3
+from typing import Literal
 
 from memmesh import text as _text
 from memmesh.embed import Vectors
@@ -12,7 +13,7 @@ from memmesh.local.errors import AmbiguousId, InvalidInput, ItemNotFound, NotAct
 from memmesh.local.ids import MIN_PREFIX, shortest_unique
 from memmesh.local.items import Item
 
-__all__ = ["active", "duplicate_of", "find", "short_ids"]
+__all__ = ["active", "duplicate_of", "find", "first_words", "id_range", "short_ids"]
 
 _ID_PREFIX = re.compile(r"[0-9A-HJKMNP-TV-Z]{1,26}")
 _CANDIDATES = 10  # the most an ambiguous prefix lists
@@ -25,14 +26,9 @@ def find(conn: sqlite3.Connection, item_id: str, now: float) -> Item:
     Raises :class:`InvalidInput` for a shorter prefix, :class:`ItemNotFound` when no item has
     it, and :class:`AmbiguousId`, naming the first ten, when several have.
     """
-    wanted = item_id.strip().upper()
-    if len(wanted) < MIN_PREFIX and _ID_PREFIX.fullmatch(wanted or "0"):
-        raise InvalidInput(
-            f"id prefix {item_id!r} is too short: give at least {MIN_PREFIX} characters"
-        )
-    if not _ID_PREFIX.fullmatch(wanted):
+    bounds = id_range(item_id)
+    if bounds is None:
         raise ItemNotFound(item_id)
-    bounds = (wanted, wanted + "Z" * (26 - len(wanted)))
     rows = conn.execute(
         f"SELECT {ITEM_COLUMNS} FROM items WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?",
         (*bounds, _CANDIDATES),
@@ -49,6 +45,19 @@ def find(conn: sqlite3.Connection, item_id: str, now: float) -> Item:
     raise AmbiguousId(item_id, count, tuple(_candidate(item, short[item.id]) for item in items))
 
 
+def id_range(given: str) -> tuple[str, str] | None:
+    """The least and greatest ids starting with the prefix ``given`` (case ignored), or
+    ``None`` when no id could; :class:`InvalidInput` when it is under 4 characters."""
+    wanted = given.strip().upper()
+    if len(wanted) < MIN_PREFIX and _ID_PREFIX.fullmatch(wanted or "0"):
+        raise InvalidInput(
+            f"id prefix {given!r} is too short: give at least {MIN_PREFIX} characters"
+        )
+    if not _ID_PREFIX.fullmatch(wanted):
+        return None
+    return wanted, wanted + "Z" * (26 - len(wanted))
+
+
 def active(conn: sqlite3.Connection, item_id: str, now: float) -> Item:
     """:func:`find`, for a change that needs an active item (:class:`NotActive` otherwise)."""
     item = find(conn, item_id, now)
@@ -57,14 +66,17 @@ def active(conn: sqlite3.Connection, item_id: str, now: float) -> Item:
     return item
 
 
-def short_ids(conn: sqlite3.Connection, item_ids: list[str]) -> dict[str, str]:
-    """The id shown for each of ``item_ids`` the store holds: unique among all its items."""
+def short_ids(
+    conn: sqlite3.Connection, item_ids: list[str], table: Literal["items", "inbox"] = "items"
+) -> dict[str, str]:
+    """The id shown for each of ``item_ids`` the store holds: unique among all its items (or
+    the inbox's candidates, for ``table`` ``inbox``)."""
     out: dict[str, str] = {}
     for item_id in dict.fromkeys(item_ids):
         before, after, held = conn.execute(
-            "SELECT (SELECT max(id) FROM items WHERE id < ?1), "
-            "(SELECT min(id) FROM items WHERE id > ?1), "
-            "EXISTS (SELECT 1 FROM items WHERE id = ?1)",
+            f"SELECT (SELECT max(id) FROM {table} WHERE id < ?1), "
+            f"(SELECT min(id) FROM {table} WHERE id > ?1), "
+            f"EXISTS (SELECT 1 FROM {table} WHERE id = ?1)",
             (item_id,),
         ).fetchone()
         if held:
@@ -74,13 +86,19 @@ def short_ids(conn: sqlite3.Connection, item_ids: list[str]) -> dict[str, str]:
 
 def _candidate(item: Item, shown: str) -> str:
     """One item an ambiguous prefix names: ``01J9ZC4XQM gotcha "its first words…"``."""
-    words = " ".join(item.text.split())
-    if len(words) > _FIRST_WORDS:
-        head = words[: _FIRST_WORDS + 1]  # a word ending at the limit is kept whole
-        words = (head.rsplit(" ", 1)[0] if " " in head else words[:_FIRST_WORDS]) + "…"
+    words = first_words(item.text)
     text = f'"{words}"' if words else "(erased)"
     status = "" if item.status == "active" else f" ({item.status})"
     return f"{shown} {item.kind} {text}{status}"
+
+
+def first_words(text: str, limit: int = _FIRST_WORDS) -> str:
+    """``text`` on one line, cut after about ``limit`` characters (``…``)."""
+    words = " ".join(text.split())
+    if len(words) > limit:
+        head = words[: limit + 1]  # a word ending at the limit is kept whole
+        words = (head.rsplit(" ", 1)[0] if " " in head else words[:limit]) + "…"
+    return words
 
 
 def duplicate_of(

@@ -209,7 +209,34 @@ CREATE TABLE team_tally_cursor (
 );
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8}
+# Candidate memories waiting for the member's review (memmesh.local.inbox): what a notes file
+# proposed, never an item until accepted. ``content_hash`` is the items' own (case, spacing
+# and final punctuation ignored), so the same candidate is not proposed twice.
+_V9 = """
+CREATE TABLE inbox (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL UNIQUE,
+    text         TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    project      TEXT NOT NULL DEFAULT '',
+    source_path  TEXT NOT NULL DEFAULT '',
+    source_line  INTEGER,
+    session_id   TEXT NOT NULL DEFAULT '',
+    context      TEXT NOT NULL DEFAULT '',
+    created_at   REAL NOT NULL,
+    status       TEXT NOT NULL DEFAULT 'pending'
+                 CHECK (status IN ('pending', 'accepted', 'rejected')),
+    item_id      TEXT,
+    decided_at   REAL,
+    content_hash TEXT NOT NULL
+);
+CREATE INDEX inbox_text ON inbox (content_hash, project, status);
+CREATE INDEX inbox_status ON inbox (status, seq);
+"""
+
+MIGRATIONS: dict[int, str] = {
+    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9,
+}  # fmt: skip
 SCHEMA_VERSION = max(MIGRATIONS)
 STORE_SCHEMA = Schema(
     owner=STORE_OWNER, migrations=tuple(MIGRATIONS[n] for n in range(1, SCHEMA_VERSION + 1))

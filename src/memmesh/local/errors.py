@@ -5,6 +5,9 @@ MemmeshError
     ├── InvalidInput          text, kind, project or tag refused (exit 2)
     ├── ItemNotFound          no item with that id or id prefix
     ├── AmbiguousId           an id prefix matches several items, named (exit 2)
+    ├── CandidateNotFound     no inbox candidate with that id or id prefix
+    ├── NotPending            the inbox candidate was accepted or rejected already
+    ├── InboxFull             the inbox holds as many pending candidates as it keeps
     ├── NotActive             the item is archived or superseded
     ├── NotRestorable         unforget of an item that was not forgotten, or cannot come back
     ├── CorruptDatabase       the store file is damaged or not SQLite
@@ -22,14 +25,17 @@ from memmesh.errors import ExitCode, MemmeshError
 
 __all__ = [
     "AmbiguousId",
+    "CandidateNotFound",
     "CorruptDatabase",
     "DamagedVector",
     "EmbedderMismatch",
     "ForeignDatabase",
     "HomeNotCreated",
+    "InboxFull",
     "InvalidInput",
     "ItemNotFound",
     "NotActive",
+    "NotPending",
     "NotRestorable",
     "SchemaTooNew",
     "StoreError",
@@ -70,17 +76,57 @@ class AmbiguousId(StoreError):
     exit_code = ExitCode.USAGE
     status = 400
 
-    def __init__(self, prefix: str, count: int, candidates: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, prefix: str, count: int, candidates: tuple[str, ...] = (), *, what: str = "items"
+    ) -> None:
         named = " | ".join(candidates)
         if count > len(candidates) and candidates:
             named += f" | and {count - len(candidates)} more"
         super().__init__(
-            f"id prefix {prefix!r} matches {count} items; give more characters"
+            f"id prefix {prefix!r} matches {count} {what}; give more characters"
             + (f": {named}" if named else "")
         )
         self.prefix = prefix
         self.count = count
         self.candidates = candidates
+
+
+class CandidateNotFound(StoreError):
+    """No candidate in the inbox has this id (or id prefix)."""
+
+    status = 404
+
+    def __init__(self, candidate_id: str) -> None:
+        super().__init__(f"no inbox candidate with id {candidate_id!r} (`mem inbox` lists them)")
+        self.candidate_id = candidate_id
+
+
+class NotPending(StoreError):
+    """The inbox candidate was accepted or rejected already; only pending ones change."""
+
+    status = 409
+
+    def __init__(self, candidate_id: str, status: str, item_id: str | None) -> None:
+        became = f" as item {item_id}" if item_id else ""
+        super().__init__(f"inbox candidate {candidate_id} was {status} already{became}")
+        self.candidate_id = candidate_id
+        self.candidate_status = status
+        self.item_id = item_id
+
+
+class InboxFull(StoreError):
+    """The inbox holds ``limit`` pending candidates; nothing more is added until some are
+    accepted or rejected."""
+
+    status = 507
+
+    def __init__(self, limit: int, adding: int) -> None:
+        super().__init__(
+            f"the inbox holds {limit:,} pending candidates, as many as it keeps: nothing of "
+            f"these {adding:,} was added; accept or reject some first (`mem inbox`)"
+        )
+        self.limit = limit
+        self.adding = adding
 
 
 class NotActive(StoreError):
