@@ -74,6 +74,7 @@ that this tree is the real one):
     │   └── RetractedBefore                2     409  retracted_before
     └── StoreError (local)                 1     500  store_error
         ├── AmbiguousId                    2     400  ambiguous_id
+        ├── BadExport                      2     400  bad_export
         ├── CorruptDatabase                1     500  corrupt_database
         ├── DamagedVector                  1     500  damaged_vector
         ├── EmbedderMismatch               1     500  embedder_mismatch
@@ -83,6 +84,7 @@ that this tree is the real one):
         ├── ItemNotFound                   1     404  item_not_found
         ├── NotActive                      1     409  not_active
         ├── NotRestorable                  1     409  not_restorable
+        ├── RestoreRefused                 1     409  restore_refused
         ├── SchemaTooNew                   1     500  schema_too_new
         ├── StoreFull                      1     507  store_full
         ├── StoreLocked                    1     500  store_locked
