@@ -183,7 +183,8 @@ def _check(record: Record) -> None:
 
 class Imported(NamedTuple):
     """What an import did: the ids it created, the existing ids it reinforced (with the
-    imported id each stands for), and those it skipped with the reason of each."""
+    imported id each stands for), those it skipped with the reason of each, and the ids
+    stored with a secret redacted (with the detectors that found one)."""
 
     created: list[str]
     reinforced: list[tuple[str, str]]
@@ -235,6 +236,8 @@ def import_file(
         if done.create or done.reinforce:
             journal.log(conn, now, "import", None, created=len(done.create), file=path.name)
         reinforced = [(_rows.one(conn, "seq = ?", s, now).id, r.id) for s, r in done.reinforce]
+    stored = {r.id for r in done.create} | {r.id for _, r in done.reinforce}
+    redacted = [(item_id, found) for item_id, found in redacted if item_id in stored]
     return Imported([r.id for r in done.create], reinforced, done.skipped, redacted)
 
 
