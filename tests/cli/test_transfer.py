@@ -125,8 +125,11 @@ def test_restore_refuses_a_newer_schema_or_a_foreign_file_and_replaces_nothing(
     conn.close()
     before = (home / "memory.db").read_bytes()
 
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n" * 20, "utf-8")
+
     newer = mem("restore", str(copy))
-    foreign = mem("restore", str(tmp_path / "b"))
+    foreign = mem("restore", str(notes))
 
     assert newer.returncode == 1
     assert error_line(newer) == (
@@ -135,6 +138,9 @@ def test_restore_refuses_a_newer_schema_or_a_foreign_file_and_replaces_nothing(
         "replaced"
     )
     assert foreign.returncode == 1
-    assert "was not restored: it cannot be read (" in error_line(foreign)
+    assert error_line(foreign) == (
+        f"mem: error: {notes} was not restored: it is not a SQLite database; nothing was "
+        "replaced"
+    )
     assert (home / "memory.db").read_bytes() == before
     assert sorted(p.name for p in home.iterdir() if "restor" in p.name) == []

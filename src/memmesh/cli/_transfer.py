@@ -34,7 +34,7 @@ from memmesh.text import counted
 if TYPE_CHECKING:
     from memmesh.local.transfer import Imported
 
-__all__ = ["add_transfer", "markdown_of"]
+__all__ = ["add_transfer", "markdown_of", "screen"]
 
 _STATUSES = ("active", "archived", "superseded", "all")
 # Exports and imports of fewer items than this go by too fast for their progress to show.
@@ -191,7 +191,7 @@ def run_import(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         with progress(args, "embedding {}", "embedded {}", at_least=_WATCHED) as step:
             done = import_file(
-                store, path, screen=None if args.keep_secret else _redact, progress=step
+                store, path, screen=None if args.keep_secret else screen, progress=step
             )
         shown = shown_ids(store, [mine for mine, _ in done.reinforced], pad=False)
     _warn_secrets(args, path, done)
@@ -200,9 +200,12 @@ def run_import(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _redact(text: str, tags: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    from memmesh.policy import redact
+def screen(text: str, tags: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The import's screen: ``text`` and ``tags`` as `mem remember` stores them."""
+    from memmesh.policy import find_secrets, redact
 
+    if not find_secrets("\n".join([text, *tags])):
+        return text, tags, ()  # most items: one pass over everything, instead of one per part
     clean = redact(text, tags)
     return clean.text, clean.tags, clean.detectors
 
