@@ -139,8 +139,7 @@ def test_restore_refuses_a_newer_schema_or_a_foreign_file_and_replaces_nothing(
     )
     assert foreign.returncode == 1
     assert error_line(foreign) == (
-        f"mem: error: {notes} was not restored: it is not a SQLite database; nothing was "
-        "replaced"
+        f"mem: error: {notes} was not restored: it is not a SQLite database; nothing was replaced"
     )
     assert (home / "memory.db").read_bytes() == before
     assert sorted(p.name for p in home.iterdir() if "restor" in p.name) == []
