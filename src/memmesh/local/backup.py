@@ -121,10 +121,14 @@ def check_restorable(path: Path) -> int:
     version = int.from_bytes(header[60:64], "big")
     if int.from_bytes(header[68:72], "big") != APPLICATION_ID or version < 1:
         raise RestoreRefused(str(path), "it is not a memmesh store (another program's database)")
+    _check_version(path, version)
+    return version
+
+
+def _check_version(path: Path, version: int) -> None:
     if version > SCHEMA_VERSION:
         problem = f"its schema version {version} is newer than this memmesh reads"
         raise RestoreRefused(str(path), f"{problem} ({SCHEMA_VERSION}); upgrade memmesh")
-    return version
 
 
 def held(store_file: Path, *, wait: float = 0.0) -> bool:
@@ -201,9 +205,7 @@ def _check_copy(source: Path, staged: Path) -> None:
         raise RestoreRefused(str(source), f"it cannot be read as a database ({exc})") from None
     if found != ["ok"]:
         raise RestoreRefused(str(source), f"its integrity check failed ({found[0]})")
-    if version > SCHEMA_VERSION:
-        problem = f"its schema version {version} is newer than this memmesh reads"
-        raise RestoreRefused(str(source), f"{problem} ({SCHEMA_VERSION}); upgrade memmesh")
+    _check_version(source, version)  # its WAL may have moved it on
     with open(staged, "rb") as handle:
         os.fsync(handle.fileno())
 

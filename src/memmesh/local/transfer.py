@@ -210,15 +210,18 @@ def import_file(
     """Import the export at ``path`` into ``store`` (see the module's text); ``screen``
     redacts what each item says before it is stored, ``progress`` hears of the embedding."""
     records = read_export(path)
+    held = {i.id: i.text for i in store.items_by_id([r.id for r in records]).values()}
     redacted: list[tuple[str, tuple[str, ...]]] = []
-    if screen is not None:
-        for record in records:
+    for record in records:
+        # An item already here as it is written needs no screening: it is skipped.
+        if screen is not None and held.get(record.id) != record.text:
             text, tags, detectors = screen(record.text, tuple(record.tags))
             if detectors:
                 record.text, record.tags = check_text(text), list(tags)
                 record.content_hash = content_hash(record.text)
                 redacted.append((record.id, detectors))
-    vectors = _vectors(store, _new_to(store, records), progress)
+    # The vectors are made before the write lock is taken: other writers wait only for rows.
+    vectors = _vectors(store, [r for r in records if r.id not in held], progress)
     now = store.clock()
     with store.transaction() as tx:
         conn = connection_of(tx, write=True)
@@ -245,12 +248,6 @@ class _Sorted(NamedTuple):
     create: list[Record]
     reinforce: list[tuple[int, Record]]
     skipped: list[tuple[str, str]]
-
-
-def _new_to(store: Store, records: list[Record]) -> list[Record]:
-    """The records whose id the store does not hold yet (the ones that may need a vector)."""
-    held = set(store.items_by_id([r.id for r in records]))
-    return [r for r in records if r.id not in held]
 
 
 def _sorted(conn: Any, records: list[Record]) -> _Sorted:
