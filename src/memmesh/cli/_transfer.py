@@ -248,10 +248,10 @@ def _summary_text(name: str, done: "Imported", data: dict[str, Any], shown: dict
         lines = [f"nothing new in {name}: {counted(len(done.skipped), 'item')} skipped"]
     else:
         lines = [
-            f"imported {name}: {data['created']} created, {data['reinforced']} reinforced, "
-            f"{data['skipped']} skipped"
+            f"imported {name}: {data['created']:,} created, {data['reinforced']:,} reinforced, "
+            f"{data['skipped']:,} skipped"
         ]
-    lines += [f"  {n} {reason}" for reason, n in data["reasons"].items()]
+    lines += [f"  {n:,} {reason}" for reason, n in data["reasons"].items()]
     lines += [
         f"  reinforced {shown.get(mine, mine)}: it says what {theirs} says"
         for mine, theirs in done.reinforced[:_LISTED]
