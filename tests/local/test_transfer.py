@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memmesh.local import journal
 from memmesh.local.errors import BadExport
 from memmesh.local.items import KINDS
 from memmesh.local.store import Store
@@ -226,3 +227,52 @@ def test_any_store_survives_export_and_import_field_by_field(
         again = import_file(target, path)
     assert _rows(root / "b") == _rows(root / "a")
     assert again.created == []
+
+
+def test_an_import_embeds_with_the_importing_stores_embedder(tmp_path: Path) -> None:
+    with Store(tmp_path / "a") as source:
+        item = source.remember("Use uv, not pip")[0]
+        path = _exported(source, tmp_path / "out.jsonl")
+    with Store(tmp_path / "b", embedder="hashing") as target:
+        import_file(target, path)
+        stored = target.vector_of(item.id)
+        made = target.embedder.embed([item.text])[0].tolist()
+    assert stored == pytest.approx(made)
+    assert target.embedder.name == "hashing"
+
+
+def test_an_import_that_fails_midway_leaves_the_store_as_it_was_and_a_retry_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    with Store(tmp_path / "a", clock=clock) as source:
+        _sample(source, clock)
+        path = _exported(source, tmp_path / "out.jsonl")
+    with Store(tmp_path / "b") as target:
+        target.remember("Use uv, not pip")
+        before = _rows(tmp_path / "b")
+
+        def killed(*args: object, **kwargs: object) -> None:
+            raise KeyboardInterrupt  # as a Ctrl-C after the rows were written
+
+        with monkeypatch.context() as patched:
+            patched.setattr(journal, "log", killed)
+            with pytest.raises(KeyboardInterrupt):
+                import_file(target, path)
+        assert _rows(tmp_path / "b") == before
+        done = import_file(target, path)
+    assert (len(done.created), len(done.reinforced)) == (3, 1)
+
+
+def test_an_import_reports_its_progress_through_the_embedding(tmp_path: Path) -> None:
+    with Store(tmp_path / "a") as source:
+        for n in range(600):
+            source.put(
+                item_id=f"item-{n:04d}", text=f"note number {n}", kind="fact", project="global",
+                tags=(), author="ana", created_at=1.0, vector=None,
+            )  # fmt: skip
+        path = _exported(source, tmp_path / "out.jsonl")
+    seen: list[tuple[int, int]] = []
+    with Store(tmp_path / "b") as target:
+        import_file(target, path, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(512, 600), (600, 600)]
