@@ -49,13 +49,18 @@ def _sample(store: Store, clock: FakeClock) -> None:
     store.forget(gone.id)
 
 
-def test_an_export_imported_into_a_fresh_home_holds_every_field_of_every_item(
-    tmp_path: Path,
-) -> None:
+def _sample_export(tmp_path: Path) -> Path:
+    """The export of a store :func:`_sample` filled, in ``tmp_path / "a"``."""
     clock = FakeClock()
     with Store(tmp_path / "a", author="ana", clock=clock) as source:
         _sample(source, clock)
-        path = _exported(source, tmp_path / "out.jsonl")
+        return _exported(source, tmp_path / "out.jsonl")
+
+
+def test_an_export_imported_into_a_fresh_home_holds_every_field_of_every_item(
+    tmp_path: Path,
+) -> None:
+    path = _sample_export(tmp_path)
     with Store(tmp_path / "b", author="bo") as target:
         done = import_file(target, path)
     assert len(done.created) == 4
@@ -75,10 +80,7 @@ def test_the_export_starts_with_a_header_naming_format_version_and_count(store: 
 def test_a_second_import_creates_nothing_and_says_every_item_is_already_there(
     tmp_path: Path,
 ) -> None:
-    clock = FakeClock()
-    with Store(tmp_path / "a", clock=clock) as source:
-        _sample(source, clock)
-        path = _exported(source, tmp_path / "out.jsonl")
+    path = _sample_export(tmp_path)
     with Store(tmp_path / "b") as target:
         import_file(target, path)
         before = _rows(tmp_path / "b")
@@ -244,10 +246,7 @@ def test_an_import_embeds_with_the_importing_stores_embedder(tmp_path: Path) -> 
 def test_an_import_that_fails_midway_leaves_the_store_as_it_was_and_a_retry_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = FakeClock()
-    with Store(tmp_path / "a", clock=clock) as source:
-        _sample(source, clock)
-        path = _exported(source, tmp_path / "out.jsonl")
+    path = _sample_export(tmp_path)
     with Store(tmp_path / "b") as target:
         target.remember("Use uv, not pip")
         before = _rows(tmp_path / "b")
