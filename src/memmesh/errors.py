@@ -75,6 +75,7 @@ that this tree is the real one):
     │   └── RetractedBefore                2     409  retracted_before
     └── StoreError (local)                 1     500  store_error
         ├── AmbiguousId                    2     400  ambiguous_id
+        ├── BadExport                      2     400  bad_export
         ├── CandidateNotFound              1     404  candidate_not_found
         ├── CorruptDatabase                1     500  corrupt_database
         ├── DamagedVector                  1     500  damaged_vector
@@ -87,6 +88,7 @@ that this tree is the real one):
         ├── NotActive                      1     409  not_active
         ├── NotPending                     1     409  not_pending
         ├── NotRestorable                  1     409  not_restorable
+        ├── RestoreRefused                 1     409  restore_refused
         ├── SchemaTooNew                   1     500  schema_too_new
         ├── StoreFull                      1     507  store_full
         ├── StoreLocked                    1     500  store_locked

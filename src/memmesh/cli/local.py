@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from memmesh._embedders import EMBEDDER_NAMES
-from memmesh.cli import _edit, _inbox, _why
+from memmesh.cli import _edit, _inbox, _transfer, _why
 from memmesh.cli._common import (
     command_adder,
     emit,
@@ -160,6 +160,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p.add_argument(
         "--embedder", metavar="NAME", help=f"embedder to switch to ({', '.join(EMBEDDER_NAMES)})"
     )
+    _transfer.add_transfer(command)
 
 
 def _project_options(parser: argparse.ArgumentParser, *, allow_global: bool) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "counts",
     "erase",
     "insert",
+    "insert_whole",
     "item_of",
     "newest",
     "next_rev",
@@ -145,6 +146,20 @@ def insert(
         (*_columns(content), now, now, content_hash(content.text),
          content.vector.astype(np.float32).tobytes(), supersedes, next_rev(conn)),
     )  # fmt: skip
+
+
+def insert_whole(conn: sqlite3.Connection, rows: list[tuple[ItemRow, Vectors]]) -> None:
+    """Add rows with every column given (an import's; ``seq`` is the table's to number)."""
+    conn.executemany(
+        "INSERT INTO items (id, text, kind, project, tags, author, created_at, updated_at, "
+        "reinforcements, worked, failed, partial, outcomes_at, status, superseded_by, "
+        "supersedes, rev, content_hash, vector) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            (*row[1:], content_hash(row.text), vector.astype(np.float32).tobytes())
+            for row, vector in rows
+        ),
+    )
 
 
 def replace_copy(conn: sqlite3.Connection, content: Content, created_at: float) -> None:

@@ -18,13 +18,16 @@ MemmeshError
     ├── StoreFull             the disk had no room for a write; nothing was written (507)
     ├── StoreLocked           another process held the store's lock too long
     ├── HomeNotCreated        the memmesh home folder cannot be made
-    └── TraceNotFound         no recall trace with that id (only the last ones are kept)
+    ├── TraceNotFound         no recall trace with that id (only the last ones are kept)
+    ├── BadExport             an import file that is not a sound export, its line named (exit 2)
+    └── RestoreRefused        a file restore will not put in place; nothing was replaced
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
 __all__ = [
     "AmbiguousId",
+    "BadExport",
     "CandidateNotFound",
     "CorruptDatabase",
     "DamagedVector",
@@ -37,6 +40,7 @@ __all__ = [
     "NotActive",
     "NotPending",
     "NotRestorable",
+    "RestoreRefused",
     "SchemaTooNew",
     "StoreError",
     "StoreFull",
@@ -258,3 +262,30 @@ class TraceNotFound(StoreError):
         super().__init__(f"no recall trace {trace_id!r}: only the last {kept:,} recalls keep one")
         self.trace_id = trace_id
         self.kept = kept
+
+
+class BadExport(StoreError):
+    """A file given to import is not a sound memmesh export: ``line`` (1 is the header; 0:
+    the file cannot be read) says where, ``problem`` what. Nothing was imported."""
+
+    exit_code = ExitCode.USAGE
+    status = 400
+
+    def __init__(self, path: str, line: int, problem: str) -> None:
+        where = f"{path} line {line}" if line else path
+        super().__init__(f"{where}: {problem}; nothing was imported")
+        self.path = path
+        self.line = line
+        self.problem = problem
+
+
+class RestoreRefused(StoreError):
+    """A file `restore` was given cannot replace the store (``reason``: not a memmesh store,
+    a newer schema, a failed integrity check, the store in use); nothing was replaced."""
+
+    status = 409
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path} was not restored: {reason}; nothing was replaced")
+        self.path = path
+        self.reason = reason

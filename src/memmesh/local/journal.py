@@ -23,6 +23,7 @@ __all__ = [
     "last_trace",
     "log",
     "log_recall",
+    "sources",
     "summary",
     "trace",
 ]
@@ -52,6 +53,15 @@ def log(
         "INSERT INTO events (at, kind, item_id, data) VALUES (?, ?, ?, ?)",
         (at, event, item_id, json.dumps(data, separators=(",", ":"))),
     )
+
+
+def sources(conn: sqlite3.Connection, event: str) -> set[str]:
+    """The ``source`` every ``event`` event was logged with (the imported ids an import
+    folded into existing items)."""
+    rows = conn.execute(
+        "SELECT json_extract(data, '$.source') FROM events WHERE kind = ?", (event,)
+    )
+    return {str(source) for (source,) in rows if source is not None}
 
 
 def log_recall(
