@@ -81,3 +81,23 @@ def test_with_the_coordinator_stopped_the_brief_comes_from_the_cache_and_says_so
     assert failed.returncode == 4, failed.stderr
     assert f"- [gotcha] bob: {GOTCHA}" in brief.splitlines()
     assert "the coordinator was not reachable" in brief
+
+
+def test_outcome_last_after_the_prompt_hook_credits_the_teammate_s_item_it_showed(
+    roster_team: Team,
+) -> None:
+    ada, bob = roster_team.members["ada"], roster_team.members["bob"]
+    ada.remember("Invoices go out on the 1st", kind="fact", project="web")
+    gotcha = bob.share(GOTCHA, kind="gotcha", project="web")
+    as_ada, as_bob = MemRunner(ada.home, Path.cwd()), MemRunner(bob.home, Path.cwd())
+    assert as_ada("team", "cache", "refresh").returncode == 0
+    assert f"- [gotcha] bob: {GOTCHA}" in _block(as_ada).splitlines()
+
+    credited = json_of(as_ada("--json", "outcome", "--last", "worked"))
+    as_ada("team", "sync")
+    as_bob("team", "sync")
+
+    assert credited["from"] == "prompt"
+    assert [(t["id"], t["author"]) for t in credited["teammates"]] == [(gotcha, "bob")]
+    shown = json_of(as_bob("show", gotcha, "--json"))
+    assert shown["teammates"] == {"worked": 1, "failed": 0, "partial": 0}

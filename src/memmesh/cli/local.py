@@ -3,7 +3,7 @@
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memmesh._embedders import EMBEDDER_NAMES
 from memmesh.cli import _edit, _inbox, _transfer, _why
@@ -11,6 +11,7 @@ from memmesh.cli._common import (
     command_adder,
     emit,
     home_of,
+    lazy,
     listed_text,
     nonempty,
     open_store,
@@ -20,17 +21,13 @@ from memmesh.cli._common import (
     warn,
 )
 from memmesh.cli._input import keep_secret_option, screened, text_argument
-from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
-from memmesh.local import InvalidInput, outcomes
-from memmesh.local.errors import ItemNotFound
-from memmesh.local.ids import SHOWN_LENGTH
 from memmesh.local.items import GLOBAL, KINDS, Item, iso
 from memmesh.local.project import resolve_project
 from memmesh.text import counted
 
 if TYPE_CHECKING:
-    from memmesh.local.store import Store
+    pass
 
 __all__ = ["register"]
 
@@ -120,13 +117,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
     p = command(
         "outcome",
-        _outcome,
+        lazy("memmesh.cli._outcome", "run_outcome"),
         "Report whether acting on an item worked. Items that keep failing drop out of recall "
         "until their failures fade (counts halve every 90 days). A teammate's item that "
         "`mem team recall-team` gave you is credited too: the counts (never text) reach its "
         "author with the next `mem team sync` (at once with auto_sync). With --last instead "
-        "of an id, for each of your items the newest answer returned (`mem recall`, an "
-        "agent's recall, the session brief or the prompt hook).",
+        "of an id, for each item the newest answer showed (`mem recall`, an agent's recall, "
+        "the session brief or the prompt hook), teammates' items from the team cache "
+        "included.",
         "mem outcome 01J9ZC4XQM worked",
     )
     p.add_argument("id", nargs="?", help=_ID)
@@ -278,78 +276,6 @@ def _revise(args: argparse.Namespace) -> int:
     data = {"id": new.id, "status": "revised", "superseded": revised.old.id, "item": new.to_dict()}
     safe.report(data)
     emit(args, data, shown)
-    return ExitCode.OK
-
-
-def _outcome(args: argparse.Namespace) -> int:
-    if args.last == (args.id is not None):
-        raise UsageError("outcome", "give an item's id, or --last (not both)")
-    with open_store(args) as store:
-        if args.id is not None:
-            try:
-                item = store.outcome(args.id, args.result)
-            except ItemNotFound:
-                return _teammate_outcome(args, store)  # not ours: a teammate's item we were given?
-            emit(args, _credited(item), _credited_line(item, shown_id(store, item.id)))
-            return ExitCode.OK
-        answered, item_ids, what = _last_answer(args, store)
-        items = [store.outcome(item_id, args.result) for item_id in item_ids]
-        shown = shown_ids(store, [item.id for item in items])
-    data = {**answered, "credited": [_credited(item) for item in items]}
-    lines = [_credited_line(item, shown[item.id]) for item in items]
-    emit(args, data, f"{args.result}, for what {what} returned:\n" + "\n".join(lines))
-    return ExitCode.OK
-
-
-def _last_answer(
-    args: argparse.Namespace, store: "Store"
-) -> tuple[dict[str, Any], tuple[str, ...], str]:
-    """The newest answer that returned this member's items: a recall's (its trace), or a
-    session hook's (the brief's or the prompt hook's); what it was, its ids, and its name."""
-    from memmesh.local import last_trace
-    from memmesh.local.hooklog import last_run
-
-    trace = last_trace(store)
-    run = last_run(home_of(args), shown=True)
-    if run is not None and run.local_ids and (trace is None or run.at > trace.at):
-        return {"from": run.hook, "at": iso(run.at)}, run.local_ids, f"the {run.hook} hook"
-    if trace is None or not trace.item_ids:
-        raise InvalidInput(
-            "the newest recall returned nothing to credit; give the item's id instead"
-        )
-    answered = {"from": "recall", "trace": trace.id, "query": trace.query, "at": iso(trace.at)}
-    return answered, trace.item_ids, f"`{trace.query}`"
-
-
-def _credited(item: Item) -> dict[str, Any]:
-    return {"id": item.id, "outcome_score": round(item.outcome_score, 4), "item": item.to_dict()}
-
-
-def _credited_line(item: Item, shown: str) -> str:
-    line = f"{shown}: score {item.outcome_score:+.2f}"
-    if item.outcome_score <= outcomes.EXCLUDE_AT:
-        line += " (left out of recall until its failures fade)"
-    return line
-
-
-def _teammate_outcome(args: argparse.Namespace, store: "Store") -> int:
-    from memmesh.team.tallies import credit_teammate
-
-    credited = credit_teammate(home_of(args), store, args.id, args.result)
-    given = credited.item
-    when = (
-        f"sent to {given.author}"
-        if credited.sent
-        else (f"it reaches {given.author} with the next `mem team sync`")
-    )
-    warn(credited.warning)
-    data = {
-        "id": given.item_id, "author": given.author, "author_id": given.author_key_id,
-        "teammate": True, "sent": credited.sent,
-        "tally": {"worked": given.worked, "failed": given.failed, "partial": given.partial},
-    }  # fmt: skip
-    shown = given.item_id[:SHOWN_LENGTH]
-    emit(args, data, f"credited {given.author}'s item {shown}: {args.result}; {when}")
     return ExitCode.OK
 
 

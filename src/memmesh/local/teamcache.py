@@ -22,6 +22,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -40,6 +41,7 @@ __all__ = [
     "note_problem",
     "refresh_lock",
     "state",
+    "with_id",
 ]
 
 TABLES = [
@@ -203,14 +205,32 @@ def in_scope(
             "ORDER BY published_at DESC, item_id LIMIT ?",
             (*projects, MAX_SCOPE_ROWS),
         ).fetchall()
-    items = [
-        CachedItem(
-            key_id=r[0], item_id=r[1], version=r[2], author=r[3], kind=r[4], project=r[5],
-            text=r[6], tags=tuple(json.loads(r[7])), published_at=r[8],
-        )
-        for r in rows
-    ]  # fmt: skip
+    items = [_cached(r) for r in rows]
     return items, [r[9] for r in rows] if vectors else []
+
+
+def with_id(home: Path, prefix: str, *, limit: int = 11) -> list[CachedItem]:
+    """The cached items whose id starts with ``prefix`` (case ignored), at most ``limit``:
+    what a teammate's id shown by a hook stands for."""
+    wanted = prefix.strip().upper()
+    if not wanted:
+        return []
+    with reading(home) as conn:
+        if conn is None:
+            return []
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM team_cache WHERE item_id >= ? AND item_id < ? "
+            "ORDER BY item_id, key_id LIMIT ?",
+            (wanted, wanted + "\uffff", limit),
+        ).fetchall()
+    return [_cached(r) for r in rows]
+
+
+def _cached(row: tuple[Any, ...]) -> CachedItem:
+    return CachedItem(
+        key_id=row[0], item_id=row[1], version=row[2], author=row[3], kind=row[4],
+        project=row[5], text=row[6], tags=tuple(json.loads(row[7])), published_at=row[8],
+    )  # fmt: skip
 
 
 @contextmanager

@@ -31,7 +31,8 @@ from memmesh.coordinator.protocol import (
     TalliesRequest,
     TalliesResponse,
 )
-from memmesh.local import tallies
+from memmesh.local import tallies, teamcache
+from memmesh.local.errors import ItemNotFound
 from memmesh.local.outcomes import Outcome
 from memmesh.local.store import Store
 from memmesh.local.tallies import GivenItem, Received
@@ -86,15 +87,36 @@ def note_answer(store: Store, identity: Identity, answer: "TeamAnswer") -> None:
 
 
 def credit_teammate(home: Path, store: Store, item_id: str, result: Outcome) -> Credited:
-    """Count ``result`` on the teammate's item given with this id or unique prefix, and push
-    it at once when the policy auto-syncs."""
-    item = tallies.credit(store, tallies.given(store, item_id), result)
+    """Count ``result`` on the teammate's item given with this id or unique prefix (by
+    recall-team, or shown from the team cache by a session hook or the agent's recall:
+    ``author's member id/item id`` names one exactly), and push it at once when the policy
+    auto-syncs."""
+    item = tallies.credit(store, _given(home, store, item_id), result)
     if not (home / KEY_FILENAME).exists():
         return Credited(item, sent=False, warning=None)
     member = Member(store, load_identity(home), try_policy(home), reconcile_first=False)
     warning = auto_sync(member)
     unsent = {(g.author_key_id, g.item_id) for g in tallies.unsent(store)}
     return Credited(item, sent=(item.author_key_id, item.item_id) not in unsent, warning=warning)
+
+
+def _given(home: Path, store: Store, ref: str) -> GivenItem:
+    """The teammate's item ``ref`` names among those given, else among the team cache's
+    (noted as given from then on)."""
+    key_id, _, item_id = ref.rpartition("/")
+    try:
+        found = tallies.given(store, item_id)
+        if not key_id or found.author_key_id == key_id:
+            return found
+    except ItemNotFound:
+        pass
+    cached = [c for c in teamcache.with_id(home, item_id) if not key_id or c.key_id == key_id]
+    if len({(c.key_id, c.item_id) for c in cached}) != 1:
+        return tallies.given(store, item_id)  # says none, or lists them
+    (one,) = cached
+    own = load_identity(home).key_id if (home / KEY_FILENAME).exists() else ""
+    tallies.note_given(store, [(one.key_id, one.item_id, one.author, one.version)], own_key_id=own)
+    return tallies.given(store, one.item_id)
 
 
 def exchange(
