@@ -64,6 +64,7 @@ def test_a_log_made_before_the_registry_kept_its_own_migrations_is_adopted(
         "DROP TABLE team_given",
         "DROP TABLE team_tallies",
         "DROP TABLE team_tally_cursor",
+        "DROP TABLE inbox",
         "PRAGMA user_version = 4",
     )
 
