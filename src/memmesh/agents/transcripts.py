@@ -106,6 +106,7 @@ class Report(NamedTuple):
     redacted: tuple[str, ...] = ()
     error: str | None = None
     extract_error: str | None = None
+    project: str = ""  # the project proposed
 
 
 def transcript_files(path: Path) -> list[Path]:
@@ -227,7 +228,7 @@ def _parse(client: str, path: Path) -> tuple[list[Record], Session]:
 
 
 def _extract(
-    command: str, client: str, path: Path, records: list[Record], session: Session
+    command: str, client: str, path: Path, records: list[Record], session: Session, limit: float
 ) -> list[Found]:
     """The candidates ``command`` finds; raises :class:`ValueError` with what went wrong."""
     data = {
@@ -237,10 +238,10 @@ def _extract(
     try:
         done = subprocess.run(
             shlex.split(command), input=json.dumps(data).encode(), capture_output=True,
-            timeout=EXTRACT_TIMEOUT_S, check=False,
+            timeout=limit, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        raise ValueError(f"gave no answer within {EXTRACT_TIMEOUT_S:g} s") from None
+        raise ValueError(f"gave no answer within {limit:g} s") from None
     except (OSError, ValueError) as exc:
         raise ValueError(f"could not be run ({exc})") from None
     if done.returncode != 0:
@@ -279,12 +280,18 @@ def _context(session: Session, project: str) -> str:
 
 
 def propose_transcript(
-    store: "Store", client: str, path: Path, project: str | None = None
+    store: "Store",
+    client: str,
+    path: Path,
+    project: str | None = None,
+    *,
+    extract_timeout: float | None = None,
 ) -> Report:
     """Propose what the ``client`` ("claude" or "codex") transcript at ``path`` gives to the
-    inbox, for ``project`` (default: the session's working folder's name). A file that cannot
-    be read, or that would overfill the inbox, is a report with its ``error``, and adds
-    nothing."""
+    inbox, for ``project`` (default: the session's working folder's name); the extract
+    command has ``extract_timeout`` seconds (default :data:`EXTRACT_TIMEOUT_S`). A file that
+    cannot be read, or that would overfill the inbox, is a report with its ``error``, and
+    adds nothing."""
     shown = str(path)
     try:
         records, session = _parse(client, path)
@@ -295,7 +302,8 @@ def propose_transcript(
     command = os.environ.get("MEM_EXTRACT_COMMAND", "").strip()
     if command:
         try:
-            found += _extract(command, client, path, records, session)
+            limit = EXTRACT_TIMEOUT_S if extract_timeout is None else extract_timeout
+            found += _extract(command, client, path, records, session, limit)
         except ValueError as exc:
             extract_error = (
                 f"{shown}: the extract command {exc}; the rule-based candidates were added"
@@ -318,4 +326,5 @@ def propose_transcript(
         decided_before=sum(1 for r in results if r.added.endswith("before")),
         redacted=tuple(d for r in results for d in r.redacted),
         extract_error=extract_error,
+        project=project,
     )
