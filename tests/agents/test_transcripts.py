@@ -154,3 +154,15 @@ def test_a_slow_or_broken_extract_command_is_reported_and_the_rules_still_go_in(
         '"kind"; the rule-based candidates were added'
     )
     assert len(bad.proposed) == 1
+
+
+def test_a_sub_agents_prompts_are_not_taken_for_the_users(store: Store, tmp_path: Path) -> None:
+    side = tmp_path / "agent-1a2b3c4d.jsonl"
+    lines = [
+        {"type": "user", "isSidechain": True, "sessionId": "s", "agentId": "1a2b3c4d",
+         "message": {"role": "user", "content": "Never touch the billing tables; report back."}},
+        {"type": "user", "isSidechain": False, "sessionId": "s",
+         "message": {"role": "user", "content": "Never skip the migration review."}},
+    ]  # fmt: skip
+    side.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert _found(store, "claude", side) == [(2, "convention", "Never skip the migration review.")]

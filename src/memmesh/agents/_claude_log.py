@@ -6,7 +6,8 @@ Each line is one JSON object with a ``type``: ``user`` and ``assistant`` lines c
 ``is_error``), the ``sessionId``, ``cwd`` and ``timestamp``; ``summary``, ``system``,
 ``file-history-snapshot`` and other lines are left out. Read from it: the user's own text
 (not what Claude Code writes in the user's name: ``isMeta`` lines, ``<command-…>`` and
-``<local-command-…>`` echoes, interruptions), the ``Bash`` tool's commands and their results
+``<local-command-…>`` echoes, interruptions; nor a sub-agent's prompts, written by the main
+agent: ``isSidechain`` lines), the ``Bash`` tool's commands and their results
 (failed: ``is_error``, or an ``Exit code N`` first line), and the files ``Edit``/``Write``/
 ``MultiEdit`` changed. Assistant prose is never read.
 """
@@ -41,7 +42,8 @@ def session(records: list[Record]) -> Session:
             continue
         content = message.get("content")
         if data.get("type") == "user":
-            steps += _user(record.line, content, bool(data.get("isMeta")))
+            hidden = bool(data.get("isMeta") or data.get("isSidechain"))
+            steps += _user(record.line, content, hidden)
         elif isinstance(content, list):
             steps += [s for block in content if (s := _tool_use(record.line, block))]
     return Session(session_id, cwd, steps)
