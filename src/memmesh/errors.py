@@ -21,7 +21,8 @@ that this tree is the real one):
     │   ├── ConfigFileError                1     500  config_file_error
     │   ├── McpUnavailable                 1     500  mcp_unavailable
     │   ├── NotesUnreadable                1     500  notes_unreadable
-    │   └── ReadOnly                       1     500  read_only
+    │   ├── ReadOnly                       1     500  read_only
+    │   └── TranscriptUnreadable           1     500  transcript_unreadable
     ├── CliError (cli)                     1     500  cli_error
     │   ├── DemoFailed                     1     500  demo_failed
     │   ├── NotConfirmed                   1     500  not_confirmed

@@ -202,6 +202,9 @@ def test_claude_install_only_adds_memmesh_entries(user_home: Path) -> None:
     expected_settings["hooks"]["UserPromptSubmit"] = [
         _prompt_group("/opt/memmesh/bin/mem hook prompt --client claude")
     ]
+    for event in ("PreCompact", "SessionEnd"):
+        capture = _prompt_group("/opt/memmesh/bin/mem hook capture --client claude")
+        expected_settings["hooks"][event] = [capture]
     assert json.loads(settings) == expected_settings
 
 

@@ -23,7 +23,7 @@ SETTINGS = """{
 
 
 HOOKS = {
-    "claude": "SessionStart and UserPromptSubmit hooks",
+    "claude": "SessionStart, UserPromptSubmit, PreCompact and SessionEnd hooks",
     "cursor": "sessionStart hook",
     "codex": "SessionStart and UserPromptSubmit hooks",
 }

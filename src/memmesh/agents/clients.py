@@ -47,7 +47,9 @@ class ClientRules(msgspec.Struct, frozen=True, kw_only=True):
     * ``stdio_entry``: a new JSON entry names its transport and an empty ``env`` as well.
     * ``hooks_file``: the file of hooks, in the folder (``None``: no hooks); ``hook_event``
       and ``prompt_event``: the keys under ``hooks`` of the session-start and the per-prompt
-      hooks (``None``: the client has no such event that reaches the model).
+      hooks (``None``: the client has no such event that reaches the model);
+      ``capture_events``: the keys of the hooks running `mem hook capture`, which proposes
+      the session's transcript to the inbox (Claude Code's before compaction and at the end).
     * ``hook_groups``: hooks sit in groups with a matcher (``{"matcher", "hooks": [...]}``)
       rather than in a flat list; ``hooks_version``: the ``version`` a hooks file needs.
     * ``commands``: the folder of slash commands memmesh adds (Claude Code's).
@@ -65,6 +67,7 @@ class ClientRules(msgspec.Struct, frozen=True, kw_only=True):
     hooks_file: str | None = "hooks.json"
     hook_event: str | None = "SessionStart"
     prompt_event: str | None = "UserPromptSubmit"
+    capture_events: tuple[str, ...] = ()
     hook_groups: bool = True
     hooks_version: int | None = None
     commands: str | None = None
@@ -73,8 +76,9 @@ class ClientRules(msgspec.Struct, frozen=True, kw_only=True):
 
 # One row per client; a row states only what differs from the defaults above.
 RULES: dict[Installable, ClientRules] = {
-    # ~/.claude.json: mcpServers; ~/.claude/settings.json: hooks.SessionStart and
-    # hooks.UserPromptSubmit; ~/.claude/commands/*.md: slash commands
+    # ~/.claude.json: mcpServers; ~/.claude/settings.json: hooks.SessionStart,
+    # hooks.UserPromptSubmit, hooks.PreCompact and hooks.SessionEnd; ~/.claude/commands/*.md:
+    # slash commands
     "claude": ClientRules(
         folder=".claude",
         folder_env="CLAUDE_CONFIG_DIR",
@@ -82,6 +86,7 @@ RULES: dict[Installable, ClientRules] = {
         servers_in_home=True,
         stdio_entry=True,
         hooks_file="settings.json",
+        capture_events=("PreCompact", "SessionEnd"),
         commands="commands",
         program="claude",
     ),

@@ -5,12 +5,20 @@ MemmeshError
     ├── McpUnavailable          the optional MCP SDK is not installed
     ├── ConfigFileError         a client's configuration file cannot be read or safely edited
     ├── NotesUnreadable         a notes file cannot be read as notes (missing, binary, malformed)
-    └── ReadOnly                a read-only MCP server (`mem mcp --read-only`) refused a change
+    ├── ReadOnly                a read-only MCP server (`mem mcp --read-only`) refused a change
+    └── TranscriptUnreadable    an agent's transcript cannot be read (missing, not JSON lines)
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["AgentError", "ConfigFileError", "McpUnavailable", "NotesUnreadable", "ReadOnly"]
+__all__ = [
+    "AgentError",
+    "ConfigFileError",
+    "McpUnavailable",
+    "NotesUnreadable",
+    "ReadOnly",
+    "TranscriptUnreadable",
+]
 
 
 class AgentError(MemmeshError):
@@ -57,3 +65,12 @@ class ReadOnly(AgentError):
             "it can recall and explain, never change anything"
         )
         self.tool = tool
+
+
+class TranscriptUnreadable(AgentError):
+    """A coding agent's transcript cannot be read; nothing of it was added to the inbox."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}; nothing of it was added to the inbox")
+        self.path = path
+        self.problem = problem

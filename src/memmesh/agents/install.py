@@ -250,18 +250,20 @@ def _hollow(text: str, version: int | None) -> bool:
 
 
 def _hooks_what(rules: ClientRules) -> str:
-    events = [event for event in (rules.hook_event, rules.prompt_event) if event]
-    return " and ".join(events) + (" hooks" if len(events) > 1 else " hook")
+    events = [e for e in (rules.hook_event, rules.prompt_event, *rules.capture_events) if e]
+    named = ", ".join(events[:-1]) + " and " + events[-1] if len(events) > 1 else events[0]
+    return named + (" hooks" if len(events) > 1 else " hook")
 
 
 def _with_our_hooks(text: str, rules: ClientRules, launch: Launch, client: str) -> str:
-    """Our hooks, brief and prompt, in the form the client reads, and the hooks file's
-    ``version`` if it needs one and has none."""
+    """Our hooks, brief, prompt and capture, in the form the client reads, and the hooks
+    file's ``version`` if it needs one and has none."""
     if rules.hooks_version is not None and "version" not in load_object(text):
         text = set_member(text, ["version"], rules.hooks_version)
     for event, command, matcher in (
         (rules.hook_event, "brief", _BRIEF_MATCHER),
         (rules.prompt_event, "prompt", None),
+        *((event, "capture", None) for event in rules.capture_events),
     ):
         if event is None:
             continue
@@ -274,7 +276,7 @@ def _with_our_hooks(text: str, rules: ClientRules, launch: Launch, client: str) 
 
 
 def _without_our_hooks(text: str, rules: ClientRules) -> str:
-    for event in (rules.hook_event, rules.prompt_event):
+    for event in (rules.hook_event, rules.prompt_event, *rules.capture_events):
         if event is not None:
             text = without_our_hooks(text, event)
     return text

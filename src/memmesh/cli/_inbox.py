@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memmesh.cli import _ingest
 from memmesh.cli._common import command_adder, emit, lazy, nonempty, open_store, shown_id, warn
 from memmesh.cli._input import secrets_named, text_argument
 from memmesh.cli.errors import UsageError
@@ -33,7 +34,8 @@ _ID = "candidate id (as `mem inbox` shows it), or a unique prefix of at least 4 
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Add `mem inbox` and its subcommands to the `mem` parser."""
+    """Add `mem inbox` and its subcommands, and `mem ingest`, to the `mem` parser."""
+    _ingest.register(commands)
     group = command_adder(commands)(
         "inbox", lazy("memmesh.cli._inbox", "run_list"), _INBOX, "mem inbox --json"
     )

@@ -111,6 +111,25 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     prompt_arguments(p)
 
+    p = command(
+        "capture",
+        lazy("memmesh.cli._capture", "run_capture"),
+        "Propose the session's transcript to the inbox, as `mem ingest claude` does: run by "
+        "Claude Code before it compacts a conversation and as a session ends, with its JSON "
+        "input (transcript_path, session_id, cwd) on standard input. Prints nothing and exits "
+        "0 whatever happens; errors go to the hooks' journal. Nothing becomes an item until "
+        "accepted (`mem inbox`).",
+        "mem hook capture --client claude",
+        json_output=False,
+    )
+    p.add_argument(
+        "--client", choices=("claude",), required=True, help="the client whose hook this is"
+    )
+    p.add_argument(
+        "--project", metavar="P", type=nonempty,
+        help="the project proposed (default: the name of the session's working folder)",
+    )  # fmt: skip
+
     command(
         "warm",
         _warm,
