@@ -161,3 +161,27 @@ def test_restore_refuses_a_newer_schema_or_a_foreign_file_and_replaces_nothing(
     )
     assert (home / "memory.db").read_bytes() == before
     assert sorted(p.name for p in home.iterdir() if "restor" in p.name) == []
+
+
+def test_a_markdown_export_imported_elsewhere_proposes_the_same_texts_kinds_and_projects(
+    mem: MemRunner, tmp_path: Path
+) -> None:
+    texts = [
+        ("Use uv, not pip", "preference", "global", ("--tag", "python")),
+        ("Deploys freeze\non Fridays", "gotcha", "ops", ()),
+        ("Run `make lint` before pushing", "command", "ops", ()),
+    ]
+    for text, kind, project, extra in texts:
+        where = ("--global",) if project == "global" else ("--project", project)
+        assert mem("remember", text, "--kind", kind, *where, *extra).returncode == 0
+    notes = tmp_path / "notes.md"
+    assert mem("export", "--format", "markdown", "-o", str(notes)).returncode == 0
+    other = tmp_path / "other"
+
+    assert mem("--home", str(other), "import", str(notes), home=False).returncode == 0
+    candidates = json_of(mem("--home", str(other), "inbox", "--json", home=False))["candidates"]
+
+    proposed = {(c["text"], c["kind"], c["project"]) for c in candidates}
+    # A text's line breaks come back as spaces: a bullet's lines are one paragraph.
+    assert proposed == {(" ".join(t.split()), k, p) for t, k, p, _ in texts}
+    assert _items(mem, other) == []

@@ -24,7 +24,8 @@ from memmesh.agents._markdown import Malformed, Piece, Skipped, pieces
 from memmesh.agents.errors import NotesUnreadable
 from memmesh.local import inbox
 from memmesh.local.errors import InboxFull, InvalidInput
-from memmesh.local.items import MAX_TEXT_BYTES
+from memmesh.local.items import KINDS, MAX_TEXT_BYTES
+from memmesh.local.transfer import MARKDOWN_TITLE as EXPORT_TITLE
 from memmesh.policy.redaction import redact_text
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ MAX_FILE_BYTES = 1024 * 1024
 _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdc", ".mdx")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_])")
 _INLINE_CODE = re.compile(r"`([^`]+)`")
+# What `mem export --format markdown` appends to an item's text: its tags, then its short id.
+_EXPORT_TAIL = re.compile(r"\s*(?:_\([^)]*\)_\s*)?`[0-9A-Za-z]{4,26}`\s*$")
 _COMMANDS = frozenset(
     "bash brew cargo cd curl docker git go helm just kubectl make mem npm npx pip pipx pnpm "
     "poetry pytest python python3 ruff sh sudo terraform uv uvx yarn".split()
@@ -132,6 +135,16 @@ def _candidate_texts(piece: Piece) -> list[tuple[str, str] | Skipped]:
     return out
 
 
+def _exported(text: str, kind: str, context: str) -> tuple[str, str, str]:
+    """A bullet of memmesh's own Markdown export (`mem export --format markdown`) as the item
+    it was: under ``memmesh notes > PROJECT > KIND``, its text without the tags and short id
+    the export appends, its kind and its project; any other piece as it is (no project)."""
+    heading = context.split(" > ")
+    if len(heading) != 3 or heading[0] != EXPORT_TITLE or heading[2] not in KINDS:
+        return text, kind, ""
+    return _EXPORT_TAIL.sub("", text), heading[2], heading[1]
+
+
 def propose_notes(store: "Store", path: Path, project: str = "") -> Report:
     """Propose every candidate of the notes file at ``path`` to the inbox, for ``project``
     (``""``: the default project when accepted). A file that cannot be read, or that would
@@ -148,9 +161,10 @@ def propose_notes(store: "Store", path: Path, project: str = "") -> Report:
             if isinstance(made, Skipped):
                 skipped.append(made)
                 continue
-            text, kind = made
+            text, kind, exported_to = _exported(*made, piece.context)
+            where = project or exported_to
             proposals.append(
-                inbox.Proposal(text, kind, project, source, piece.line, context=piece.context)
+                inbox.Proposal(text, kind, where, source, piece.line, context=piece.context)
             )
     try:
         results = inbox.propose(store, proposals, redact=redact_text)

@@ -146,7 +146,9 @@ def run_export(args: argparse.Namespace) -> int:
 def markdown_of(items: list[Item], shown: dict[str, str]) -> tuple[str, int]:
     """``items`` as one Markdown file, by project (global first) then kind, each a bullet
     (later lines indented under it) ending with its id as ``shown``; and how many."""
-    lines = ["# memmesh notes"]
+    from memmesh.local.transfer import MARKDOWN_TITLE
+
+    lines = [f"# {MARKDOWN_TITLE}"]
     order = sorted(items, key=lambda i: (i.project != GLOBAL, i.project, KINDS.index(i.kind)))
     project = kind = None
     for item in order:

@@ -34,6 +34,7 @@ from memmesh.local.store import Store
 
 __all__ = [
     "FORMAT",
+    "MARKDOWN_TITLE",
     "VERSION",
     "Imported",
     "Progress",
@@ -45,6 +46,9 @@ __all__ = [
 ]
 
 FORMAT = "memmesh-export"
+# The first heading of a Markdown export; importing such a file reads its headings back as
+# each item's project and kind (memmesh.agents.notes).
+MARKDOWN_TITLE = "memmesh notes"
 VERSION = 1
 # Texts embedded at once while importing (the embedders batch well up to about this).
 _BATCH = 512
