@@ -129,3 +129,25 @@ def test_an_installed_client_is_checked_and_a_hand_edited_one_says_to_reinstall(
     (claude,) = [check for check in data["checks"] if check["name"] == "claude"]
     assert claude["fix"] == "`mem hook install claude`"
     assert data["ok"] is False
+
+
+def test_a_hook_that_failed_in_the_last_day_is_a_problem_with_its_error(
+    mem: MemRunner, tmp_path: Path
+) -> None:
+    assert mem("remember", "Deploys go through ops/deploy.sh").returncode == 0
+    missing = tmp_path / "gone.jsonl"
+    hook_input = json.dumps({"transcript_path": str(missing), "session_id": "s1", "cwd": "/"})
+    captured = mem("hook", "capture", "--client", "claude", stdin=hook_input)
+    assert (captured.returncode, captured.stdout) == (0, "")
+
+    result = mem("doctor", "--offline")
+
+    assert result.returncode == 1
+    failed, fix = _after(_checks(result), "[FAIL] hooks")
+    assert failed.startswith(
+        "[FAIL] hooks: 1 of 1 run in the last day failed; the newest: capture at "
+    )
+    assert str(missing) in failed
+    assert fix == (
+        "       fix: the hooks say nothing to the agent when they fail: mend what the error names"
+    )

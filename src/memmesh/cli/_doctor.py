@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from memmesh.cli._common import emit, home_of, open_store
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.local.doctor import Check
+from memmesh.text import counted
 
 if TYPE_CHECKING:
     from memmesh.local.store import Store
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["doctor"]
 
+DAY_S = 24 * 3600.0
 START_TIMEOUT = 20.0  # seconds a client's `mem` command may take to say its version
 
 
@@ -37,6 +39,7 @@ def doctor(args: argparse.Namespace) -> int:
         checks = store_doctor.diagnose(store)
         checks += _team_checks(home, store, offline=args.offline)
     checks += _agent_checks(args)
+    checks += _hook_checks(home)
     ok = all(check.ok for check in checks)
     data = {
         "ok": ok,
@@ -194,6 +197,33 @@ def _agent_checks(args: argparse.Namespace) -> list[Check]:
             )
         )
     return checks
+
+
+def _hook_checks(home: Path) -> list[Check]:
+    """Whether the session hooks failed in the last day: they never tell the agent, so this
+    is where their errors are seen."""
+    import time
+
+    from memmesh.local.hooklog import runs_since
+    from memmesh.local.items import iso
+
+    count, failed = runs_since(home, time.time() - DAY_S)
+    if not count:
+        return []
+    if not failed:
+        return [Check(name="hooks", ok=True, detail=f"{counted(count, 'run')} in the last day, "
+                      "none failed")]  # fmt: skip
+    last = failed[0]
+    return [
+        Check(
+            name="hooks",
+            ok=False,
+            detail=f"{len(failed) if len(failed) < 10 else '10 or more'} of "
+            f"{counted(count, 'run')} in the last day failed; the newest: {last.hook} at "
+            f"{iso(last.at)}: {last.error}",
+            fix="the hooks say nothing to the agent when they fail: mend what the error names",
+        )
+    ]
 
 
 def _client_check(client: str, argv: tuple[str, ...], mcp: bool) -> Check:

@@ -10,12 +10,13 @@ answer of a session is what a later `mem outcome --last` reports on. The newest
 import json
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from memmesh.local._agentsfile import connect, reading
 
-__all__ = ["KEEP", "TABLES", "HookRun", "last_run", "record_run"]
+__all__ = ["KEEP", "TABLES", "HookRun", "last_run", "record_run", "runs_since"]
 
 KEEP = 1000
 TABLES = [
@@ -81,8 +82,25 @@ def last_run(home: Path, *, session: str | None = None, shown: bool = False) -> 
             f"{clause}ORDER BY seq DESC LIMIT 1",
             params,
         ).fetchone()
-    if row is None:
-        return None
+    return None if row is None else _run(row)
+
+
+def runs_since(home: Path, since: float) -> tuple[int, list[HookRun]]:
+    """How many hook runs there were from ``since`` on, and those that failed, newest first
+    (at most 10)."""
+    with reading(home) as conn:
+        if conn is None:
+            return 0, []
+        (count,) = conn.execute("SELECT count(*) FROM hook_runs WHERE at >= ?", (since,)).fetchone()
+        rows = conn.execute(
+            "SELECT hook, session, at, project, local_ids, team_ids, ms, error FROM hook_runs "
+            "WHERE at >= ? AND error != '' ORDER BY seq DESC LIMIT 10",
+            (since,),
+        ).fetchall()
+    return int(count), [_run(row) for row in rows]
+
+
+def _run(row: tuple[Any, ...]) -> HookRun:
     return HookRun(
         hook=row[0], session=row[1], at=row[2], project=row[3],
         local_ids=tuple(json.loads(row[4])), team_ids=tuple(json.loads(row[5])), ms=row[6],
