@@ -252,6 +252,9 @@ def test_codex_install_only_adds_memmesh_entries(user_home: Path) -> None:
     expected_hooks["hooks"]["UserPromptSubmit"] = [
         _prompt_group("/opt/memmesh/bin/mem hook prompt --client codex")
     ]
+    expected_hooks["hooks"]["PreCompact"] = [
+        _prompt_group("/opt/memmesh/bin/mem hook capture --client codex")
+    ]
     assert json.loads(hooks) == expected_hooks
 
 

@@ -61,3 +61,19 @@ def test_a_transcript_the_hook_cannot_read_is_journaled_and_it_still_exits_0(
     latest = last_run(mem.home)
     assert latest is not None
     assert latest.error == "the hook's input is not JSON"
+
+
+def test_codex_s_precompact_hook_proposes_its_rollout_as_mem_ingest_codex_does(
+    mem: MemRunner, tmp_path: Path
+) -> None:
+    rollout = next((HERE / "codex").glob("rollout-*.jsonl"))
+    by_hand = MemRunner(tmp_path / "by-hand", mem.cwd)
+    assert by_hand("ingest", "codex", str(rollout)).returncode == 0
+
+    ran = mem("hook", "capture", "--client", "codex", stdin=_hook_input(rollout, "PreCompact"))
+
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
+    with Store(mem.home) as store, Store(by_hand.home) as expected:
+        hooked = sorted(c.text for c in inbox.pending(store))
+        assert hooked == sorted(c.text for c in inbox.pending(expected))
+    assert hooked

@@ -25,7 +25,7 @@ SETTINGS = """{
 HOOKS = {
     "claude": "SessionStart, UserPromptSubmit, PreCompact and SessionEnd hooks",
     "cursor": "sessionStart hook",
-    "codex": "SessionStart and UserPromptSubmit hooks",
+    "codex": "SessionStart, UserPromptSubmit and PreCompact hooks",
 }
 COMMANDS = [f".claude/commands/{name}.md" for name in ("remember", "recall", "team")]
 

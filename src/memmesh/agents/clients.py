@@ -102,14 +102,16 @@ RULES: dict[Installable, ClientRules] = {
         hooks_version=1,
         program="cursor",
     ),
-    # ~/.codex/config.toml: [mcp_servers]; ~/.codex/hooks.json: hooks.SessionStart and
-    # hooks.UserPromptSubmit
+    # ~/.codex/config.toml: [mcp_servers]; ~/.codex/hooks.json: hooks.SessionStart,
+    # hooks.UserPromptSubmit and hooks.PreCompact (its input names transcript_path; Codex has
+    # no session-end event, only Stop at the end of every turn)
     "codex": ClientRules(
         folder=".codex",
         folder_env="CODEX_HOME",
         servers_file="config.toml",
         servers_format="toml",
         servers_key="mcp_servers",
+        capture_events=("PreCompact",),
         program="codex",
     ),
     # ~/.config/opencode/opencode.json: mcp; its hooks are JavaScript plugins, none is written

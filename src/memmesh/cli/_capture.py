@@ -1,4 +1,4 @@
-"""`mem hook capture --client claude`: the session's transcript proposed to the inbox.
+"""`mem hook capture --client claude|codex`: the session's transcript proposed to the inbox.
 
 Claude Code runs it before it compacts a conversation (``PreCompact``) and as a session ends
 (``SessionEnd``), with a JSON object on standard input naming ``transcript_path``,
@@ -65,7 +65,7 @@ def _capture(args: argparse.Namespace) -> tuple[str, str, str]:
         return session, "", "the hook's input names no transcript_path"
     with open_store(args) as store:
         report = propose_transcript(
-            store, "claude", Path(path).expanduser(), args.project, extract_timeout=EXTRACT_S
+            store, args.client, Path(path).expanduser(), args.project, extract_timeout=EXTRACT_S
         )
     return session, report.project, report.error or report.extract_error or ""
 

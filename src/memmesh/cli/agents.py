@@ -114,16 +114,19 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p = command(
         "capture",
         lazy("memmesh.cli._capture", "run_capture"),
-        "Propose the session's transcript to the inbox, as `mem ingest claude` does: run by "
-        "Claude Code before it compacts a conversation and as a session ends, with its JSON "
-        "input (transcript_path, session_id, cwd) on standard input. Prints nothing and exits "
-        "0 whatever happens; errors go to the hooks' journal. Nothing becomes an item until "
-        "accepted (`mem inbox`).",
+        "Propose the session's transcript to the inbox, as `mem ingest` does: run by Claude "
+        "Code before it compacts a conversation and as a session ends, and by Codex before it "
+        "compacts, with its JSON input (transcript_path, session_id, cwd) on standard input. "
+        "Prints nothing and exits 0 whatever happens; errors go to the hooks' journal (`mem "
+        "doctor` shows them). Nothing becomes an item until accepted (`mem inbox`).",
         "mem hook capture --client claude",
         json_output=False,
     )
     p.add_argument(
-        "--client", choices=("claude",), required=True, help="the client whose hook this is"
+        "--client",
+        choices=("claude", "codex"),
+        required=True,
+        help="the client whose hook this is (which transcript format it names)",
     )
     p.add_argument(
         "--project", metavar="P", type=nonempty,
