@@ -175,3 +175,22 @@ def test_another_local_user_cannot_ask_the_server(served: Path) -> None:
 
     assert done.stderr.strip().splitlines()[-1] == "PermissionError"
     assert done.stdout == ""
+
+
+def test_the_session_start_brief_starts_the_server_for_the_session_s_first_prompt(
+    mem: MemRunner, home: Path
+) -> None:
+    env = {"MEM_HOOK_WARM": "1", "MEM_HOOK_WARM_IDLE": "60"}
+    assert mem("remember", VPN, "--kind", "gotcha", "--project", "web").returncode == 0
+    hook_input = json.dumps({"session_id": "s1", "source": "startup"})
+
+    try:
+        brief = mem("hook", "brief", "--client", "claude", stdin=hook_input, env=env)
+        deadline = time.monotonic() + 30
+        while _ask(home) is None:
+            assert time.monotonic() < deadline, "the brief started no server"
+            time.sleep(0.1)
+    finally:
+        warm.stop(home)
+
+    assert (brief.returncode, brief.stderr) == (0, "")

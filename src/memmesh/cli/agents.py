@@ -1,6 +1,7 @@
 """`mem mcp` and `mem hook ...`: connect memmesh to coding agents."""
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -210,7 +211,19 @@ def _brief(args: argparse.Namespace) -> int:
     output = hook_output(args.client, text)
     emit(args, {"project": project, "brief": text, "team_note": note}, output)
     _journal_brief(home, raw, project, local.items, team, text)
+    if args.client:
+        _warm_up(home)
     return ExitCode.OK
+
+
+def _warm_up(home: Path) -> None:
+    """As a client's session starts, start the warm prompt server (one already serving this
+    home makes it exit at once), so that the session's first prompt meets it warm."""
+    from memmesh.agents import warm
+
+    if warm.enabled() and (home / "memory.db").is_file():
+        with contextlib.suppress(OSError):
+            warm.start(home)
 
 
 def _team_part(home: Path, project: str, started: float) -> "tuple[list[CachedItem], str]":
