@@ -194,3 +194,25 @@ def test_the_session_start_brief_starts_the_server_for_the_session_s_first_promp
         warm.stop(home)
 
     assert (brief.returncode, brief.stderr) == (0, "")
+
+
+def test_a_server_whose_store_was_switched_to_another_embedder_stops_for_a_fresh_one(
+    home: Path,
+) -> None:
+    with Store(home) as store:
+        store.remember(VPN, kind="gotcha", project="web")
+    for server in _serving(home):
+        assert _ask(home) is not None
+        with Store(home) as store:
+            store.reindex("hashing")
+
+        assert _ask(home) is None  # the hook answers by itself
+        server.join(10)
+        assert not server.is_alive()
+
+    for _ in _serving(home):  # the next one serves the store as it is now
+        answer = _ask(home)
+        assert answer is not None
+        lines = answer["lines"]
+        assert isinstance(lines, list)
+        assert [line["text"] for line in lines] == [VPN]

@@ -12,8 +12,9 @@ for Python's start and one round trip. The server reads the store as the peer da
   user can enter), and is the owner's alone (0600); on Linux the server also refuses a
   connection from another user id.
 * One server per home (an ``flock`` on ``prompt.sock.lock``); it stops after
-  :data:`IDLE_S` seconds without a prompt, when the store file is replaced or removed, and
-  when a hook of another memmesh version asks (the hook then answers by itself).
+  :data:`IDLE_S` seconds without a prompt, when the store file is replaced or removed, when a
+  hook of another memmesh version asks, and when it fails to answer (a reindex switched the
+  store to another embedder, say): the hook then answers by itself and starts a new one.
 * A request and an answer are one line of JSON each, at most :data:`MAX_LINE` bytes; a
   server that does not answer within the hook's time counts as none.
 * ``MEM_HOOK_WARM=0`` turns it off (every hook answers by itself).
@@ -160,8 +161,12 @@ def serve(home: Path) -> bool:
                             home, str(request["prompt"]), str(request["project"]), store=store
                         )
                         reply = {"lines": [msgspec.structs.asdict(x) for x in lines], "note": note}
-                    except Exception as exc:  # the hook answers by itself instead
+                    except Exception as exc:
+                        # The hook answers by itself instead, and the next one starts a
+                        # server afresh: one that failed (a store switched to another
+                        # embedder, say) would fail every prompt after.
                         reply = {"error": f"{type(exc).__name__}: {exc}"}
+                        stop.set()
                     with contextlib.suppress(OSError):
                         conn.sendall(_line(reply))
                     last[0] = time.monotonic()
