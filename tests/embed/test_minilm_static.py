@@ -21,7 +21,9 @@ socket.socket.connect = refuse
 socket.create_connection = refuse
 socket.getaddrinfo = refuse
 from memmesh.embed import get_embedder
-sys.stdout.write(get_embedder("minilm-static").embed(sys.argv[1:]).tobytes().hex())
+model = get_embedder("minilm-static")
+sys.stdout.write(model.embed(sys.argv[1:]).tobytes().hex())
+sys.stdout.write(" " + model.embed_query(sys.argv[1]).tobytes().hex())
 """
 
 
@@ -59,9 +61,49 @@ def test_a_paraphrase_is_closer_than_an_unrelated_text(embedder: MiniLMStaticEmb
     assert near > 2.0 > far
 
 
-def test_a_query_is_embedded_as_a_stored_text_is(embedder: MiniLMStaticEmbedder) -> None:
+def test_a_query_is_a_unit_row_in_the_stored_texts_space(embedder: MiniLMStaticEmbedder) -> None:
     text = "Retry the deploy with --force only after the lock expired"
-    assert np.array_equal(embedder.embed_query(text), embedder.embed([text])[0])
+    query = embedder.embed_query(text)
+    assert query.shape == (256,)
+    assert query.dtype == np.float32
+    assert float(np.linalg.norm(query)) == pytest.approx(1.0, rel=1e-5)
+    # Read by the encoder, not summed, yet in the same space: the text asked for finds itself.
+    assert not np.array_equal(query, embedder.embed([text])[0])
+    assert closeness(float(query @ embedder.embed([text])[0]), embedder.unrelated) > 4.0
+
+
+_CAUSES = [
+    "Run cargo sqlx prepare after changing a query, or the offline build in CI fails",
+    "SSH to production goes through the bastion host in the ops VPC",
+    "The staging database is wiped every Sunday night, so keep no test data there",
+    "Pods are refused when the namespace ResourceQuota for memory is used up",
+    "Release builds are signed with the key in the vault path mobile/signing",
+    "Flaky UI tests usually mean animations were left on in the emulator",
+]
+_SYMPTOMS = [
+    "I edited a SQL statement and now the pipeline breaks, though it builds locally",
+    "How do I reach the prod servers? Is there a jump host?",
+    "My test records on the pre-production DB disappeared after the weekend",
+    "New workloads can't start in our cluster namespace, what limit did we hit?",
+    "Where does the certificate for signing the app live?",
+    "Why do the interface tests pass sometimes and fail other times on the virtual device?",
+]
+
+
+def test_a_question_in_other_words_finds_the_text_that_answers_it(
+    embedder: MiniLMStaticEmbedder,
+) -> None:
+    stored = embedder.embed(_CAUSES)
+    for index, question in enumerate(_SYMPTOMS):
+        assert int(np.argmax(stored @ embedder.embed_query(question))) == index, question
+
+
+def test_an_empty_query_is_a_zero_row_and_a_long_one_is_read(
+    embedder: MiniLMStaticEmbedder,
+) -> None:
+    assert not embedder.embed_query("   ").any()
+    long = embedder.embed_query("the deploy lock expired again " * 400)
+    assert float(np.linalg.norm(long)) == pytest.approx(1.0, rel=1e-5)
 
 
 def test_vectors_are_the_same_in_another_process_with_no_network() -> None:
@@ -69,8 +111,10 @@ def test_vectors_are_the_same_in_another_process_with_no_network() -> None:
     child = subprocess.run(
         [sys.executable, "-c", _OFFLINE_CHILD, *texts], capture_output=True, text=True, check=True
     )
-    here = get_embedder("minilm-static").embed(texts)
-    assert bytes.fromhex(child.stdout) == here.tobytes()
+    model = get_embedder("minilm-static")
+    stored, query = child.stdout.split()
+    assert bytes.fromhex(stored) == model.embed(texts).tobytes()
+    assert bytes.fromhex(query) == model.embed_query(texts[0]).tobytes()
 
 
 def test_the_weights_are_the_version_the_fingerprint_names() -> None:
@@ -83,3 +127,12 @@ def test_the_weights_are_the_version_the_fingerprint_names() -> None:
     }
     assert digests == minilm_static.WEIGHTS_SHA256
     assert MiniLMStaticEmbedder.fingerprint == "minilm-static-v1-d256"
+
+
+def test_the_query_encoder_is_the_one_its_calibration_was_measured_on() -> None:
+    folder = resources.files("memmesh.embed") / "weights"
+    digests = {
+        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        for name in minilm_static.QUERY_WEIGHTS_SHA256
+    }
+    assert digests == minilm_static.QUERY_WEIGHTS_SHA256

@@ -1,0 +1,140 @@
+"""The MiniLM sentence encoder (all-MiniLM-L6-v2's six BERT layers) in plain numpy.
+
+``minilm-static`` stores every text as a sum of static token rows, which is what makes a
+reindex of 100k items take seconds. A question is one text, embedded once per recall, so it
+can afford the encoder itself: read in context, "the pipeline build breaks" points where the
+encoder puts CI failures, which a sum of rows only guesses. :func:`forward` is the encoder's
+arithmetic; ``scripts/pack_query_encoder.py`` runs it on the teacher's float weights to pack
+``weights/minilm-query.npz`` (each matrix int8 with a scale per row, and the projection into
+the static table's 256 dimensions fitted on docstring sentences), and :class:`Encoder` runs it
+on those packed weights for one query at a time.
+"""
+
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+
+import numpy as np
+import numpy.typing as npt
+
+from memmesh.embed.errors import EmbedderDamaged
+
+__all__ = ["CLS", "MAX_TOKENS", "SEP", "Encoder", "encoder", "forward", "gelu"]
+
+F32 = npt.NDArray[np.float32]
+Weights = Mapping[str, F32]
+
+HIDDEN, HEADS, LAYERS = 384, 12, 6
+_EPS = np.float32(1e-12)
+CLS, SEP = 101, 102
+# The encoder reads a question's first 64 word pieces (a long prompt is read that far): the
+# cost grows with the length, and a question is rarely longer.
+MAX_TOKENS = 64
+_FILE = "minilm-query.npz"
+
+
+def gelu(x: F32) -> F32:
+    """GELU with erf from Abramowitz and Stegun 7.1.26 (error below 1.5e-7)."""
+    z = np.abs(x) * np.float32(1 / np.sqrt(2.0))
+    t = 1.0 / (1.0 + np.float32(0.3275911) * z)
+    poly = (
+        (((np.float32(1.061405429) * t - np.float32(1.453152027)) * t + np.float32(1.421413741))
+         * t - np.float32(0.284496736)) * t + np.float32(0.254829592)
+    ) * t  # fmt: skip
+    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
+    out: F32 = 0.5 * x * (1.0 + erf)
+    return out
+
+
+def _norm(w: Weights, x: F32, name: str) -> F32:
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    out: F32 = (x - mu) / np.sqrt(var + _EPS) * w[name + ".weight"] + w[name + ".bias"]
+    return out
+
+
+def _linear(w: Weights, x: F32, name: str) -> F32:
+    out: F32 = x @ w[name + ".weight"] + w[name + ".bias"]
+    return out
+
+
+def forward(w: Weights, embedded: F32, mask: F32) -> F32:
+    """The last hidden states, ``(batch, tokens, 384)``, of word-piece rows already looked up
+    (``embedded``: ``(batch, tokens, 384)``) where ``mask`` is 1 for a real token.
+
+    ``w`` holds the checkpoint's tensors under their names, except that each layer's weight
+    matrix is transposed to ``(inputs, outputs)`` and contiguous: the product then reads it
+    in order, which halves its time on one core.
+    """
+    batch, length, _ = embedded.shape
+    x = embedded + w["embeddings.position_embeddings.weight"][:length][None]
+    x = _norm(w, x + w["embeddings.token_type_embeddings.weight"][0], "embeddings.LayerNorm")
+    bias = ((1.0 - mask[:, None, None, :]) * -1e9).astype(np.float32)
+    head = HIDDEN // HEADS
+    scale = np.float32(1 / np.sqrt(head))
+
+    def split(t: F32) -> F32:
+        return t.reshape(batch, length, HEADS, head).transpose(0, 2, 1, 3)
+
+    for layer in range(LAYERS):
+        p = f"encoder.layer.{layer}."
+        q = split(_linear(w, x, p + "attention.self.query"))
+        k = split(_linear(w, x, p + "attention.self.key"))
+        v = split(_linear(w, x, p + "attention.self.value"))
+        att = q @ k.transpose(0, 1, 3, 2) * scale + bias
+        att = np.exp(att - att.max(-1, keepdims=True))
+        att /= att.sum(-1, keepdims=True)
+        ctx = (att @ v).transpose(0, 2, 1, 3).reshape(batch, length, HIDDEN)
+        x = _norm(w, x + _linear(w, ctx, p + "attention.output.dense"),
+                  p + "attention.output.LayerNorm")  # fmt: skip
+        inner = gelu(_linear(w, x, p + "intermediate.dense"))
+        x = _norm(w, x + _linear(w, inner, p + "output.dense"), p + "output.LayerNorm")
+    return x
+
+
+class Encoder:
+    """The packed encoder: word-piece ids in, a unit vector in the static table's space out."""
+
+    def __init__(self, arrays: Mapping[str, npt.NDArray[np.generic]]) -> None:
+        self._words = np.asarray(arrays["words.codes"], np.int8)
+        self._word_scales = np.asarray(arrays["words.scales"], np.float32)
+        self.projection = np.asarray(arrays["projection"], np.float32)
+        weights: dict[str, F32] = {}
+        for name in arrays:
+            if name.endswith(".codes") and name != "words.codes":
+                base = name.removesuffix(".codes")
+                # Stored (inputs, outputs), with a scale per output: one pass unpacks it.
+                matrix = np.asarray(arrays[name], np.float32)
+                matrix *= np.asarray(arrays[base + ".scales"], np.float32)
+                weights[base] = matrix
+            elif not name.endswith(".scales") and name not in ("projection", "words.codes"):
+                weights[name] = np.asarray(arrays[name], np.float32)
+        self.weights: Weights = weights
+
+    def rows(self, ids: npt.NDArray[np.intp]) -> F32:
+        """The word-piece rows of ``ids`` (any shape; an id beyond the table reads its last row)."""
+        ids = np.clip(ids, 0, self._words.shape[0] - 1)
+        out: F32 = self._words[ids].astype(np.float32) * self._word_scales[ids][..., None]
+        return out
+
+    def __call__(self, ids: list[int]) -> F32:
+        """The query of word pieces ``ids`` (no special tokens), read up to MAX_TOKENS."""
+        pieces = np.array([[CLS, *ids[: MAX_TOKENS - 2], SEP]], dtype=np.intp)
+        mask = np.ones(pieces.shape, np.float32)
+        pooled = forward(self.weights, self.rows(pieces), mask)[0].mean(0)
+        out: F32 = (pooled @ self.projection).astype(np.float32)
+        norm = float(np.linalg.norm(out))
+        return out / norm if norm > 0 else out
+
+
+@cache
+def encoder() -> Encoder:
+    """The packed encoder, read from the package once per process, on the first query."""
+    try:
+        with (
+            resources.as_file(resources.files("memmesh.embed") / "weights" / _FILE) as path,
+            np.load(path) as arrays,
+        ):
+            return Encoder({name: arrays[name] for name in arrays.files})
+    except (OSError, ValueError, KeyError) as error:
+        raise EmbedderDamaged("minilm-static", f"{_FILE}: {error}") from None
