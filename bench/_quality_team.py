@@ -209,6 +209,15 @@ def run_team_path(
     noise = [q["q"] for q in data["queries"] if not q["expect"]]
     project = {fact["id"]: fact["project"] for fact in data["facts"]}
     queries = [q for q in data["queries"] if half in ("all", half_of(q["q"]))]
+    # A question nothing answers is asked from every project in turn, as a teammate at work in
+    # any of them might ask it; each ask counts. (From global alone it would see only the
+    # global facts, where a near neighbour is rarer, and abstain more easily.)
+    projects = sorted({fact["project"] for fact in data["facts"]} - {GLOBAL})
+    asks = [
+        (query, where)
+        for query in queries
+        for where in ([project[query["expect"][0]]] if query["expect"] else projects)
+    ]
     ranks: list[int | None] = []
     abstained: list[bool] = []
     leaked: list[set[str]] = []
@@ -223,8 +232,9 @@ def run_team_path(
             environment(secrets.token_hex(16)) as env,
             team(Path(folder), env, data, embedder, tags=tags) as (homes, setup),
         ):
-            log(f"[team] {len(queries)} queries, k={K}, each a recall_team call of its own")
-            for query in queries:
+            log(f"[team] {len(asks)} asks of {len(queries)} queries, k={K}, each a recall_team"
+                " call of its own")  # fmt: skip
+            for query, where in asks:
                 name = asker_of(query, noise, owner, roster)
                 home = homes[name]
                 asked_by[name] += 1
@@ -233,7 +243,7 @@ def run_team_path(
                 try:
                     answer: TeamAnswer | None = recall_team(
                         home.store, home.policy, query["q"], k=K, identity=home.identity,
-                        project=project[query["expect"][0]] if wanted else GLOBAL,
+                        project=where,
                     )  # fmt: skip
                 except MemmeshError:
                     answer = None
@@ -248,7 +258,7 @@ def run_team_path(
                     answers.append(answer)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    types = [q["type"] for q in queries]
+    types = [query["type"] for query, _ in asks]
     rows = _rows(RANKING, types, ranks, abstained, [bool(s) for s in leaked])
     mixed = sum(
         sum(fact in private for fact in held)
@@ -279,7 +289,7 @@ def run_team_path(
             for kind in TYPES
         },
         asked_by=dict(asked_by),
-        errors=len(queries) - len(answers),
+        errors=len(asks) - len(answers),
         sources_asked=mean([len(a.sources) for a in answers]),
         sources_answered=mean([a.answered for a in answers]),
         dropped=dict(dropped),

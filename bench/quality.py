@@ -32,10 +32,12 @@ are published (as team.yaml, which shares every kind, allows) and synced, the ``
 ones never. Once the coordinator lists all 5 peers, each query is asked in this process with
 :func:`memmesh.team.recall.recall_team` (k=10, fresh clients per call as one ``mem team
 recall-team`` makes them), with the asking member's Store, Policy and identity, from the
-expected fact's project (noise: global): asked by the first member in roster order who owns
-none of its expected facts (a private probe: never its owner), the noise queries going round
-the roster. A hit holding several facts (an item its author's novelty gate merged, or the
-items recall-team lists in ``also`` as corroborating it) counts for each. Printed per query
+expected fact's project: asked by the first member in roster order who owns none of its
+expected facts (a private probe: never its owner). A noise query is asked from each of the
+four projects in turn (each ask a row of its own; from global alone it would see only the
+global facts), the noise queries going round the roster. A hit holding several facts (an
+item its author's novelty gate merged, or the items recall-team lists in ``also`` as
+corroborating it) counts for each. Printed per query
 type: hit@1, hit@5, MRR@10, abstained, the queries whose answer held a ``share: false`` fact
 and how many such facts it returned in all (leaks; the target is 0), and recall_team's
 latency p50/p95 (all of it wall time: fan-out, verification, merge).
