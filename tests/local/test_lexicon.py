@@ -187,6 +187,15 @@ def test_warm_loads_both_indexes_before_any_search(home: Path) -> None:
         assert store.index.lexicon.view().rows == 2
 
 
+def test_warm_reads_the_query_encoder_in_as_well(home: Path) -> None:
+    from memmesh.embed import _encoder
+
+    _encoder.encoder.cache_clear()
+    with Store(home, author="tester", embedder="minilm-static") as store:
+        store.warm()
+    assert _encoder.encoder.cache_info().currsize == 1
+
+
 def test_a_forked_worker_tokenizes_with_a_connection_of_its_own(home: Path) -> None:
     from memmesh.local import _fts5_tokens
 

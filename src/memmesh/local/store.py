@@ -444,7 +444,7 @@ class Store:
             yield conn
 
     def warm(self) -> None:
-        """Load the in-memory indexes now instead of at the first search (a server calls it
-        before it answers: about 0.7 s per 10,000 items with the lexicon)."""
+        """Load the in-memory indexes and the query encoder now instead of at the first search
+        (a server calls it before it answers: about 0.7 s per 10,000 items with the lexicon)."""
         with self.searching():
-            pass
+            self.embedder.embed_query("warm")
