@@ -32,7 +32,7 @@ import concurrent.futures
 import sqlite3
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memmesh import text as _text
-from memmesh.embed import closeness, unit_vector
+from memmesh.embed import Vectors, closeness, unit_vector
 from memmesh.local import journal, outcomes
 from memmesh.local._explain import Explanation, Miss, Parts, Reason, left_out
 from memmesh.local._fulltext import bm25, scope_token, seqs_of
@@ -212,11 +212,13 @@ class _Query(NamedTuple):
 
 
 class _Found(NamedTuple):
-    """The candidates of one search: row numbers, and each one's cosine and raw BM25."""
+    """The candidates of one search: row numbers, each one's cosine and raw BM25, and the
+    query's vector."""
 
     seqs: list[int]
     cosines: dict[int, float]
     bm25: dict[int, float]
+    vector: "npt.NDArray[np.floating[Any]] | None" = None
 
 
 # (-score, id, seq, cosine, lexical): sorting these ranks by score, then by id.
@@ -277,8 +279,6 @@ def _ranked(
     pool = max(_POOL, 4 * k)
     if query_vector is not None:
         query_vector = unit_vector(query_vector, store.embedder.dim)
-    if query_vector is None:
-        query_vector = store.embedder.embed_query(query)
     wide, elsewhere = _Found([], {}, {}), []
     with _running, store.searching() as conn:
         only = seqs_of(conn, restrict) if restrict is not None else None
@@ -287,11 +287,13 @@ def _ranked(
         with store.index.lock:
             vectors = store.index.vectors.view()
             words = store.index.lexicon.view() if store.index.lexicon is not None else None
-        found = _search(conn, vectors, words, query, query_vector, projects, pool, mode, only)
+        embed = store.embedder.embed_query if query_vector is None else query_vector
+        found = _search(conn, vectors, words, query, embed, projects, pool, mode, only)
         if explain is not None:
             # What would match in any project, without the restriction: only when explaining.
-            wide = _search(conn, vectors, words, query, query_vector, [*vectors.blocks], pool,
-                           mode, None, parallel=False)  # fmt: skip
+            read = embed if found.vector is None else found.vector
+            wide = _search(conn, vectors, words, query, read, [*vectors.blocks], pool, mode,
+                           None, parallel=False)  # fmt: skip
             seen = set(found.seqs)
             elsewhere = [seq for seq in wide.seqs if seq not in seen]
         rows = store.index.rows_by_seq(conn, found.seqs + elsewhere, vectors.revs)
@@ -338,7 +340,7 @@ def _search(
     vectors: "View",
     words: "LexiconView | None",
     query: str,
-    query_vector: npt.NDArray[np.floating[Any]],
+    query_vector: "npt.NDArray[np.floating[Any]] | Callable[[str], Vectors]",
     projects: list[str],
     pool: int,
     mode: Mode,
@@ -346,7 +348,8 @@ def _search(
     *,
     parallel: bool = True,
 ) -> _Found:
-    """The candidates of both halves among active items of ``projects`` (and ``only``)."""
+    """The candidates of both halves among active items of ``projects`` (and ``only``);
+    ``query_vector`` is the query's, or what embeds it (while BM25 runs on its worker)."""
     # The two halves run at once when FTS5 ranks: SQLite and numpy both release the GIL,
     # so BM25 on a worker thread overlaps the matrix product here (see
     # docs/benchmarks.md). Only when no other recall is running, though: then the cores
@@ -358,6 +361,8 @@ def _search(
         else None
     )
     try:
+        if callable(query_vector):  # the encoder reads the query while BM25 runs
+            query_vector = query_vector(query)
         vector_hits = (
             vectors.search(query_vector, projects, pool, only) if mode != "lexical" else []
         )
@@ -369,7 +374,7 @@ def _search(
     cosines = dict(vector_hits)
     seqs = list(dict.fromkeys([*cosines, *lexical]))
     cosines.update(vectors.cosine(query_vector, [s for s in lexical if s not in cosines]))
-    return _Found(seqs, cosines, lexical)
+    return _Found(seqs, cosines, lexical, query_vector)
 
 
 def _judge(
