@@ -10,16 +10,18 @@ the static table's 256 dimensions fitted on docstring sentences), and :class:`En
 on those packed weights for one query at a time.
 """
 
+import zipfile
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from memmesh.embed.errors import EmbedderDamaged
 
-__all__ = ["CLS", "MAX_TOKENS", "SEP", "Encoder", "encoder", "forward", "gelu"]
+__all__ = ["CLS", "MAX_TOKENS", "SEP", "Encoder", "encoder", "forward", "gelu", "load"]
 
 F32 = npt.NDArray[np.float32]
 Weights = Mapping[str, F32]
@@ -127,14 +129,23 @@ class Encoder:
         return out / norm if norm > 0 else out
 
 
+def load(path: Path) -> Encoder:
+    """The encoder packed in ``path``, tried on one query before it is trusted: a damaged or
+    foreign file is :class:`EmbedderDamaged`, never an error in the middle of a recall."""
+    try:
+        with path.open("rb") as file, np.load(file) as arrays:
+            packed = Encoder({name: arrays[name] for name in arrays.files})
+        if packed.projection.shape != (HIDDEN, 256):
+            raise ValueError(f"a projection of shape {packed.projection.shape}")
+        if not np.isfinite(packed([CLS])).all():
+            raise ValueError("it reads a query as numbers that are not finite")
+    except (OSError, ValueError, KeyError, IndexError, zipfile.BadZipFile) as error:
+        raise EmbedderDamaged("minilm-static", f"{path.name}: {error}") from None
+    return packed
+
+
 @cache
 def encoder() -> Encoder:
-    """The packed encoder, read from the package once per process, on the first query."""
-    try:
-        with (
-            resources.as_file(resources.files("memmesh.embed") / "weights" / _FILE) as path,
-            np.load(path) as arrays,
-        ):
-            return Encoder({name: arrays[name] for name in arrays.files})
-    except (OSError, ValueError, KeyError) as error:
-        raise EmbedderDamaged("minilm-static", f"{_FILE}: {error}") from None
+    """The packed encoder of the package, read once per process, on the first query."""
+    with resources.as_file(resources.files("memmesh.embed") / "weights" / _FILE) as path:
+        return load(path)
