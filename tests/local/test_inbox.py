@@ -1,6 +1,8 @@
 """The inbox: candidates kept apart from items until accepted, redacted before they are
 stored, proposed once per text and project, bounded, and found by id prefix like items."""
 
+from pathlib import Path
+
 import pytest
 
 from memmesh.local import inbox
@@ -114,3 +116,24 @@ def test_a_decided_candidate_cannot_be_decided_again(store: Store) -> None:
 
     assert str(refused.value) == f"inbox candidate {rejected.id} was rejected already"
     assert store.items() == []
+
+
+def test_a_candidate_another_process_decided_first_leaves_no_item_behind(
+    store: Store, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (proposed,) = _propose(store, "Staging deploys run from main")
+    read_as_pending = inbox._pending_one
+
+    def rejected_meanwhile(store_: Store, candidate_id: str) -> inbox.Candidate:
+        candidate = read_as_pending(store_, candidate_id)
+        monkeypatch.setattr(inbox, "_pending_one", read_as_pending)
+        with Store(home, author="tester") as other:  # a second process, deciding first
+            inbox.reject(other, candidate_id)
+        return candidate
+
+    monkeypatch.setattr(inbox, "_pending_one", rejected_meanwhile)
+    with pytest.raises(NotPending):
+        inbox.accept(store, proposed.candidate.id, project="billing")
+
+    assert store.items() == []
+    assert inbox.find(store, proposed.candidate.id).status == "rejected"

@@ -14,6 +14,7 @@ pending one, or the decision taken on it. At most :data:`MAX_PENDING` candidates
 (:class:`InboxFull` beyond), and the newest :data:`MAX_DECIDED` decided ones are kept.
 """
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import msgspec
 
 from memmesh.local import _lookup
-from memmesh.local._db import connection_of
+from memmesh.local._db import Transaction, connection_of
 from memmesh.local._lookup import duplicate_of, first_words, id_range
 from memmesh.local._rows import content_hash
 from memmesh.local.errors import (
@@ -284,15 +285,25 @@ def accept(
     ``kind``, else the proposed one), through the novelty gate: a fact the store knows is
     reinforced. The candidate is marked accepted with the item's id."""
     candidate = _pending_one(store, candidate_id)
-    item, remembered = store.remember(
-        candidate.text, kind=kind or candidate.kind, project=check_name(project, "project")
-    )
-    return _decide(store, candidate, "accepted", item.id), item, remembered
-
-
-def _decide(store: "Store", candidate: Candidate, status: str, item_id: str | None) -> Candidate:
-    now = store.clock()
+    # One transaction: a kill, or another process deciding first, leaves no item behind for a
+    # candidate still pending, so a retry remembers it once.
     with store.transaction() as tx:
+        item, remembered = store.remember(
+            candidate.text, kind=kind or candidate.kind, project=check_name(project, "project"),
+            tx=tx,
+        )  # fmt: skip
+        return _decide(store, candidate, "accepted", item.id, tx), item, remembered
+
+
+def _decide(
+    store: "Store",
+    candidate: Candidate,
+    status: str,
+    item_id: str | None,
+    within: Transaction | None = None,
+) -> Candidate:
+    now = store.clock()
+    with contextlib.nullcontext(within) if within is not None else store.transaction() as tx:
         conn = connection_of(tx, write=True)
         row = conn.execute(
             f"UPDATE inbox SET status = ?, item_id = ?, decided_at = ? "

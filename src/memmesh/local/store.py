@@ -159,13 +159,14 @@ class Store:
         kind: str = "fact",
         project: str = GLOBAL,
         tags: list[str] | tuple[str, ...] = (),
+        tx: Transaction | None = None,
     ) -> tuple[Item, Remembered]:
-        """Store a new item, or reinforce the one that already says the same thing.
+        """Store a new item, or reinforce the one that already says the same thing (inside the
+        caller's transaction ``tx`` when it passes one).
 
         The same text in the same project (any author), or a near-duplicate by the same author
-        (cosine at least the embedder's ``duplicate_cosine`` - 0.9 for the hashing embedder -
-        with the same numbers, exact tokens and negations), reinforces the
-        existing item instead of adding a copy.
+        (cosine at least the embedder's ``duplicate_cosine``, with the same numbers, exact
+        tokens and negations), reinforces the existing item instead of adding a copy.
         """
         clean = check_text(text)
         kind = check_kind(kind)
@@ -173,7 +174,7 @@ class Store:
         tag_list = check_tags(tags)
         vector = self.embedder.embed([clean])[0]
         now = self.clock()
-        with self._writing() as conn:
+        with self._within(tx) as conn:
             # Only the novelty gate needs the vectors: the other writes never load them.
             self.index.load_vectors(conn)
             seq = _lookup.duplicate_of(
@@ -444,7 +445,6 @@ class Store:
             yield conn
 
     def warm(self) -> None:
-        """Load the in-memory indexes and the query encoder now instead of at the first search
-        (a server calls it before it answers: about 0.7 s per 10,000 items with the lexicon)."""
+        """Load the indexes and the query encoder now, not at the first search (for servers)."""
         with self.searching():
             self.embedder.embed_query("warm")
