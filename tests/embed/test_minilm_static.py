@@ -117,22 +117,17 @@ def test_vectors_are_the_same_in_another_process_with_no_network() -> None:
     assert bytes.fromhex(query) == model.embed_query(texts[0]).tobytes()
 
 
+def _digests(names: dict[str, str]) -> dict[str, str]:
+    folder = resources.files("memmesh.embed") / "weights"
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in names}
+
+
 def test_the_weights_are_the_version_the_fingerprint_names() -> None:
     # Changing the files without raising the version would put new vectors in a space named
     # like the old one: the module names the digest of the weights its version stands for.
-    folder = resources.files("memmesh.embed") / "weights"
-    digests = {
-        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
-        for name in minilm_static.WEIGHTS_SHA256
-    }
-    assert digests == minilm_static.WEIGHTS_SHA256
+    assert _digests(minilm_static.WEIGHTS_SHA256) == minilm_static.WEIGHTS_SHA256
     assert MiniLMStaticEmbedder.fingerprint == "minilm-static-v1-d256"
 
 
 def test_the_query_encoder_is_the_one_its_calibration_was_measured_on() -> None:
-    folder = resources.files("memmesh.embed") / "weights"
-    digests = {
-        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
-        for name in minilm_static.QUERY_WEIGHTS_SHA256
-    }
-    assert digests == minilm_static.QUERY_WEIGHTS_SHA256
+    assert _digests(minilm_static.QUERY_WEIGHTS_SHA256) == minilm_static.QUERY_WEIGHTS_SHA256
