@@ -4,12 +4,13 @@ import json
 import shutil
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from memmesh.embed import EmbedderDamaged
-from memmesh.embed._encoder import CLS, FILES, MAX_TOKENS, SEP, encoder, load, save
+from memmesh.embed._encoder import CLS, FILES, MAX_TOKENS, SEP, encoder, forward, load, save
 
 
 @pytest.fixture
@@ -34,9 +35,23 @@ def test_a_query_is_read_only_as_far_as_max_tokens() -> None:
     assert not np.array_equal(encoder()(ids), encoder()(ids[: MAX_TOKENS - 3]))
 
 
-def test_special_tokens_frame_every_query() -> None:
-    # [CLS] and [SEP] are added by the encoder: a query given them again reads differently.
-    assert not np.array_equal(encoder()([2129]), encoder()([CLS, 2129, SEP]))
+def test_a_query_is_read_between_cls_and_sep_and_mean_pooled() -> None:
+    packed = encoder()
+    ids = [2129, 2079, 1045, 21296]
+    framed = packed.rows(np.array([[CLS, *ids, SEP]]))
+    hidden = forward(packed.weights, framed, np.ones((1, 6), np.float32))
+    by_hand = hidden[0].mean(0) @ packed.projection
+    np.testing.assert_allclose(packed(ids), by_hand / np.linalg.norm(by_hand), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "case", json.loads(Path(__file__).with_name("encoder_reference.json").read_text("utf-8"))
+)
+def test_the_packed_encoder_reads_a_query_as_the_float_teacher_does(case: dict[str, Any]) -> None:
+    # The reference is the teacher's own reading in float32 (scripts/pack_query_encoder.py):
+    # int8 weights may move it a little, never turn it.
+    cosine = float(encoder()(case["ids"]) @ np.array(case["vector"]))
+    assert cosine > 0.995, case["query"]
 
 
 def test_saved_weights_load_back_as_the_same_encoder(packed: Path, tmp_path: Path) -> None:
@@ -52,6 +67,32 @@ def test_saved_weights_load_back_as_the_same_encoder(packed: Path, tmp_path: Pat
     again.mkdir()
     save(arrays, again)
     assert np.array_equal(load(again)([2129, 2079]), encoder()([2129, 2079]))
+
+
+def test_an_index_of_the_wrong_shape_is_refused(packed: Path) -> None:
+    (packed / FILES[0]).write_text(json.dumps({"int8": [], "float32": {}}), encoding="utf-8")
+    with pytest.raises(EmbedderDamaged, match="the query encoder"):
+        load(packed)
+
+
+def test_a_number_that_is_not_finite_is_refused(packed: Path) -> None:
+    floats = np.load(packed / FILES[2])
+    floats[len(floats) // 2] = np.nan
+    np.save(packed / FILES[2], floats)
+    with pytest.raises(EmbedderDamaged, match="not finite"):
+        load(packed)
+
+
+def test_threads_asking_at_once_load_the_encoder_once() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memmesh.embed import _encoder
+
+    _encoder._packaged.cache_clear()
+    with ThreadPoolExecutor(8) as pool:
+        loaded = list(pool.map(lambda _: _encoder.encoder(), range(8)))
+    assert all(one is loaded[0] for one in loaded)
+    assert _encoder._packaged.cache_info().misses == 1
 
 
 def test_a_missing_tensor_is_refused(packed: Path) -> None:

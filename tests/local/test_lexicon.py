@@ -190,10 +190,10 @@ def test_warm_loads_both_indexes_before_any_search(home: Path) -> None:
 def test_warm_reads_the_query_encoder_in_as_well(home: Path) -> None:
     from memmesh.embed import _encoder
 
-    _encoder.encoder.cache_clear()
+    _encoder._packaged.cache_clear()
     with Store(home, author="tester", embedder="minilm-static") as store:
         store.warm()
-    assert _encoder.encoder.cache_info().currsize == 1
+    assert _encoder._packaged.cache_info().currsize == 1
 
 
 def test_a_forked_worker_tokenizes_with_a_connection_of_its_own(home: Path) -> None:

@@ -15,7 +15,9 @@ The packed weights are two flat arrays, ``weights/minilm-query-int8.npy`` and
 pieces' rows it looks up and unpacks the layers, about 25 ms, instead of reading 23 MB.
 """
 
+import contextlib
 import json
+import threading
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -163,7 +165,9 @@ def load(folder: Path) -> Encoder:
             flat = np.load(folder / f"minilm-query-{kind}.npy", mmap_mode="r")
             if flat.dtype != dtype or flat.ndim != 1:
                 raise ValueError(f"the {kind} file holds {flat.dtype} in {flat.ndim} dimensions")
-            for name, (start, shape) in index[kind].items():
+            if kind == "float32" and not np.isfinite(flat).all():
+                raise ValueError("the float32 file holds numbers that are not finite")
+            for name, (start, shape) in dict(index[kind]).items():
                 size = int(np.prod(shape))
                 if start < 0 or start + size > flat.size:
                     raise ValueError(f"{name} lies beyond the end of its file")
@@ -173,13 +177,26 @@ def load(folder: Path) -> Encoder:
             raise ValueError(f"a projection of shape {packed.projection.shape}")
         if not np.isfinite(packed([CLS])).all():
             raise ValueError("it reads a query as numbers that are not finite")
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
         raise EmbedderDamaged("minilm-static", f"the query encoder: {error}") from None
     return packed
 
 
-@cache
 def encoder() -> Encoder:
-    """The packed encoder of the package, mapped once per process, on the first query."""
-    with resources.as_file(resources.files("memmesh.embed") / "weights" / _INDEX) as index:
-        return load(index.parent)
+    """The packed encoder of the package, mapped once per process, on the first query (one
+    thread loads it; the others wait for it rather than each unpacking 40 MB)."""
+    with _loading:
+        return _packaged()
+
+
+_loading = threading.Lock()
+
+
+@cache
+def _packaged() -> Encoder:
+    folder = resources.files("memmesh.embed") / "weights"
+    with contextlib.ExitStack() as files:
+        paths = [files.enter_context(resources.as_file(folder / name)) for name in FILES]
+        if len({path.parent for path in paths}) != 1:  # a package read from a zip file
+            raise EmbedderDamaged("minilm-static", "the query encoder is not installed as files")
+        return load(paths[0].parent)

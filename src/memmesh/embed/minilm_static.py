@@ -42,9 +42,9 @@ WEIGHTS_SHA256 = {
 # The query encoder's packed weights: they embed questions only, never a stored vector, so a
 # change to them moves no store and raises no version, but recalibrates ``_UNRELATED``.
 QUERY_WEIGHTS_SHA256 = {
-    "minilm-query.json": "ce22d5bda7c3ba8b73ac21c84d0753d667d5aa608231fc9859277a53f1b0a403",
+    "minilm-query.json": "5b0518f5926b8f00985ec9adcee4a0c7570a352089cbed26f22b473f673b6bbf",
     "minilm-query-int8.npy": "778c32a07cfbd09da362d9ca56651fa9765e2f9fb0385d1d2c1ca99f2625b8ee",
-    "minilm-query-float32.npy": "6ddcca09c2e4269f7e57145f26e8e479261fc2a30287e5db49ae4e0f407f2f1d",
+    "minilm-query-float32.npy": "a416ae383692c35d5b6e027e21820fe4cd7cdef562a68046547f0af7ae2794ea",
 }
 _DIM = 256
 # Median and spread of the cosine of an unrelated question and text (bench/calibrate.py).

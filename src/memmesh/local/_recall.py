@@ -367,9 +367,11 @@ def _search(
             vectors.search(query_vector, projects, pool, only) if mode != "lexical" else []
         )
     finally:
-        if pending is not None:
-            lexical = pending.result()
-    if pending is None:
+        if pending is not None:  # the worker is done with the connection before this goes on
+            concurrent.futures.wait([pending])
+    if pending is not None:
+        lexical = pending.result()
+    else:
         lexical = bm25(conn, words, query, projects, pool, only) if mode != "vector" else {}
     cosines = dict(vector_hits)
     seqs = list(dict.fromkeys([*cosines, *lexical]))
