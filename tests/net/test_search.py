@@ -1,5 +1,6 @@
 """One vector space per answer: a peer or the coordinator ranks every query in its own store's
-space, whatever the asker's embedder, and never compares vectors of two spaces.
+space, whatever the asker's embedder, and never compares vectors of two spaces. And a source
+answers with what passes recall's gate, leaving the answer's floor and cut to the asker.
 
 Two real stores of different embedders (hashing and the static WordLlama one) answer, served
 by real uvicorn servers on 127.0.0.1; askers with either embedder, or none, ask the same
@@ -14,6 +15,7 @@ import pytest
 
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.embed import Embedder, get_embedder
+from memmesh.local import recall
 from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search, usable_vector
@@ -133,3 +135,26 @@ def test_a_foreign_vector_is_never_compared_the_store_embeds_the_query_itself(
             [hit] = answer.hits
             assert hit.envelope.payload == item.id.encode()
             assert hit.cosine == pytest.approx(own_cosine, abs=1e-5)
+
+
+def test_a_source_returns_what_its_own_answer_would_cut_for_the_asker_to_judge(
+    tmp_path: Path,
+) -> None:
+    # A store's answer keeps what reaches half its best score, in units of its own BM25; the
+    # asker scores every source's hits again in units that hold across sources and cuts
+    # itself. Cut here as well, a hit the team's ranking would keep never reached it.
+    query = "node-gyp E1234 on the build host: what do I install?"
+    weaker = "The deploy script needs python3 on the build host; the docs job installs it first."
+    unrelated = "Commit messages follow Conventional Commits; the squash title lands on main."
+    with Store(tmp_path / "source") as store:
+        ids = [store.remember(text, kind="fact")[0].id for text in (OTHER, weaker, unrelated)]
+        answered = recall(store, query, k=10, record=False)
+        assert [hit.item.id for hit in answered.hits] == ids[:1]  # the weaker one is cut
+
+        def envelopes(item_ids: list[str]) -> dict[str, Envelope]:
+            return {i: Envelope(payload=i.encode(), signature=bytes(64)) for i in item_ids}
+
+        found = answer_search(store, SearchRequest(query=query, k=10), envelopes)
+    # Both pass the gate, best first; the commit convention, which shares nothing, does not.
+    assert [hit.envelope.payload.decode() for hit in found.hits] == ids[:2]
+    assert found.abstained is False

@@ -18,7 +18,8 @@
    out; the rest are multiplied by :func:`memmesh.local.outcomes.rank_factor`.
 6. The answer (:func:`_answer`): recall abstains when even the best score is under
    ``MIN_RELEVANCE``, the one setting of abstention; otherwise it keeps the items scoring at
-   least ``MIN_SHARE_OF_BEST`` of the best.
+   least ``MIN_SHARE_OF_BEST`` of the best. A source that recall-team asks skips this step
+   (``answer=False``): the asker scores its hits again in other units and answers itself.
 
 The weights and the two answer settings were chosen on the tuning half of teamdev (see
 ``bench/quality.py`` and docs/benchmarks.md, which quotes the other half).
@@ -30,7 +31,6 @@ outside the scope or the restriction.
 
 import concurrent.futures
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -45,6 +45,7 @@ from memmesh.local import journal, outcomes
 from memmesh.local._explain import Explanation, Miss, Parts, Reason, left_out
 from memmesh.local._fulltext import bm25, scope_token, seqs_of
 from memmesh.local._rows import ItemRow, item_of, outcome_score_of
+from memmesh.local._running import Running
 from memmesh.local.items import GLOBAL, MAX_K, Item, check_name, check_query
 
 if TYPE_CHECKING:
@@ -87,27 +88,7 @@ _LEXICAL_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_n
 PARALLEL_HALVES = True
 
 
-class _Running:
-    """How many recalls this process is running: ``with`` it around one."""
-
-    def __init__(self) -> None:
-        self._count = 0
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        with self._lock:
-            self._count += 1
-
-    def __exit__(self, *exc_info: object) -> None:
-        with self._lock:
-            self._count -= 1
-
-    def alone(self) -> bool:
-        """Whether the calling recall is the only one running."""
-        return self._count <= 1
-
-
-_running = _Running()
+_running = Running()
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):
@@ -155,6 +136,7 @@ def recall(
     restrict: Collection[str] | None = None,
     explain: bool = False,
     also_explain: Collection[str] = (),
+    answer: bool = True,
 ) -> Recall:
     """The ``k`` most relevant active items for ``query`` in ``project`` plus global.
 
@@ -165,7 +147,8 @@ def recall(
     that embedded once for several stores passes it). ``restrict`` limits the candidates to
     those item ids (a peer answers only from its published items). ``explain`` gives each hit
     its :class:`Parts` and adds the best near misses (:mod:`memmesh.local._explain`), and
-    those of ``also_explain`` past that cap.
+    those of ``also_explain`` past that cap. ``answer=False`` returns the best ``k`` that pass
+    the gate, without the answer's floor and cut (step 6).
     """
     started = time.perf_counter()
     clean = check_query(query, k)
@@ -176,7 +159,7 @@ def recall(
     if query_tokens:
         hits, explained = _ranked(
             store, clean, query_tokens, projects, k, mode, query_vector, restrict,
-            also_explain if explain else None,
+            also_explain if explain else None, answer,
         )  # fmt: skip
     if explain and explained is None:  # a query of stopwords and punctuation only
         nothing = _Query(set(), set(), store.embedder.unrelated, store.embedder.vector_weight, mode)
@@ -245,15 +228,15 @@ def _passes_gate(close: float, exact: bool, coverage: float) -> bool:
     return close >= MIN_CLOSENESS or exact or coverage >= MIN_COVERAGE
 
 
-def _answer(kept: list["_Kept"], mode: Mode) -> tuple[list["_Kept"], list["_Kept"], Reason]:
+def _answer(kept: list["_Kept"], final: bool) -> tuple[list["_Kept"], list["_Kept"], Reason]:
     """The ranked candidates an answer keeps, those it leaves out, and why it left them.
 
     A hybrid answer abstains (keeps nothing: ``below_floor``) when its best score is under
     ``MIN_RELEVANCE``, and otherwise drops what scores under ``MIN_SHARE_OF_BEST`` of the best
-    (``far_below_best``). A one-half ranking (a benchmark's, or a source's that cannot use the
-    query's vector) keeps them all: its scores are in other units.
+    (``far_below_best``). An answer that is not ``final`` keeps them all: a one-half ranking's
+    scores are in other units, and recall-team scores a source's hits again in its own.
     """
-    if mode != "hybrid" or not kept:
+    if not final or not kept:
         return kept, [], "far_below_best"
     best = -kept[0][0]
     if best < MIN_RELEVANCE:
@@ -274,6 +257,7 @@ def _ranked(
     query_vector: npt.NDArray[np.floating[Any]] | None,
     restrict: Collection[str] | None,
     explain: Collection[str] | None,
+    answer: bool,
 ) -> tuple[list[Hit], Explanation | None]:
     """The hits; with ``explain`` (the item ids always to explain), their explanation too."""
     pool = max(_POOL, 4 * k)
@@ -307,7 +291,7 @@ def _ranked(
     judged: _Judged | None = {} if explain is not None else None
     kept = _judge(store, judge, found, found.seqs, rows, now, judged)
     kept.sort()
-    kept, dropped, dropped_why = _answer(kept, mode)
+    kept, dropped, dropped_why = _answer(kept, answer and mode == "hybrid")
     hits = [
         Hit(item=item_of(rows[seq], now), score=-negative, cosine=cosine, lexical=lex,
             parts=judged[seq][1] if judged is not None else None)

@@ -71,8 +71,10 @@ class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """Ranked hits, in the vector space ``embedder`` names; ``lexical_only`` when the source
-    could not rank by vectors at all (its store's embedder cannot be loaded where it runs)."""
+    """Ranked hits, in the vector space ``embedder`` names: the best ``k`` that pass recall's
+    gate, which the asker scores and cuts itself (``abstained``: none passed); ``lexical_only``
+    when the source could not rank by vectors at all (its store's embedder cannot be loaded
+    where it runs)."""
 
     hits: list[SearchHit]
     abstained: bool
@@ -107,6 +109,11 @@ def answer_search(
     :data:`MAX_QUERY_CHARS`, as every query is). Only a store whose embedder is missing here
     (:attr:`~memmesh.local.store.Store.words_only`) ranks by words alone, unless the request's
     vector lies in its space.
+
+    The hits are the best ``k`` candidates that pass recall's gate, without the floor and cut
+    of a local answer: those are in units of this store's own BM25, and the asker scores every
+    hit again in units that hold across sources, then answers (:mod:`memmesh.team.rank`). A
+    floor here would drop what the asker would have kept.
     """
     from memmesh.local import recall  # the store's search stack, only where one answers
 
@@ -128,6 +135,7 @@ def answer_search(
             record=False,
             query_vector=vector,
             restrict=restrict,
+            answer=False,  # the asker scores these again and answers (memmesh.team.rank)
         )
         authors = set(request.authors)
         chosen = [hit for hit in answer.hits if not authors or hit.item.author in authors]
