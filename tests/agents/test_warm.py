@@ -216,3 +216,24 @@ def test_a_server_whose_store_was_switched_to_another_embedder_stops_for_a_fresh
         lines = answer["lines"]
         assert isinstance(lines, list)
         assert [line["text"] for line in lines] == [VPN]
+
+
+def test_a_prompt_the_server_answers_starts_without_msgspec_or_numpy(
+    served: Path, mem: MemRunner
+) -> None:
+    # The hook runs before every prompt: what the server answers costs only Python's start,
+    # the hook's own modules and one round trip (docs/benchmarks.md, "the prompt hook").
+    hook_input = json.dumps({"prompt": PROMPT, "session_id": "s1"})
+    env = {"MEM_HOOK_WARM": "1", "MEM_PROJECT": "web"}
+
+    # The first hook of a home makes the hooks' journal file, with every table it holds.
+    assert mem("hook", "prompt", "--client", "claude", stdin=hook_input, env=env).returncode == 0
+    timed = env | {"PYTHONPROFILEIMPORTTIME": "1"}
+    result = mem("hook", "prompt", "--client", "claude", stdin=hook_input, env=timed)
+
+    assert result.returncode == 0
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"- [gotcha] {VPN}" in context.splitlines()
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
+    assert "memmesh.agents.prompt" in imported  # the import times were written
+    assert sorted({"msgspec", "numpy", "memmesh.local.store"} & imported) == []

@@ -18,9 +18,7 @@ import contextlib
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import msgspec
+from typing import TYPE_CHECKING, NamedTuple
 
 from memmesh.text import printable, tokens
 
@@ -34,6 +32,7 @@ __all__ = [
     "answer",
     "block",
     "is_trivial",
+    "lines_of",
     "read_input",
 ]
 
@@ -53,24 +52,48 @@ _EDGES = re.compile(r"^[\W_]+|[\W_]+$")
 MIN_WORDS = 2
 
 
-class PromptInput(msgspec.Struct, frozen=True, kw_only=True):
+class PromptInput(NamedTuple):
     """What a client's hook input says: the prompt, the working folder (``None`` when it names
-    no usable one) and the session (empty when it names none)."""
+    no usable one) and the session (empty when it names none).
+
+    This and :class:`Line` are named tuples, not msgspec structs: the hook's process, which
+    the warm server answers, starts without msgspec (about 17 ms of every prompt;
+    docs/benchmarks.md)."""
 
     prompt: str
     folder: Path | None = None
     session: str = ""
 
 
-class Line(msgspec.Struct, frozen=True, kw_only=True):
+class Line(NamedTuple):
     """One item of the block: its score (local and team scores are in the same units), the
-    text shown after its kind, and the id the journal records."""
+    text shown after its kind, the id the journal records, and the teammate who wrote it
+    (empty: the member's own)."""
 
     score: float
     kind: str
     text: str
-    author: str = ""
     ref: str
+    author: str = ""
+
+
+def lines_of(value: object) -> list[Line]:
+    """The lines in the warm server's answer (each a JSON object of :class:`Line`'s fields);
+    ``ValueError`` when it is anything else."""
+    if not isinstance(value, list):
+        raise ValueError("the warm server's lines are not a list")
+    lines = []
+    for entry in value:
+        if not isinstance(entry, dict) or set(entry) - set(Line._fields):
+            raise ValueError("a line of the warm server's answer is not a line")
+        score = entry.get("score")
+        strings = [entry.get(name, "") for name in ("kind", "text", "ref", "author")]
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            raise ValueError("a line of the warm server's answer has no score")
+        if not all(isinstance(field, str) for field in strings):
+            raise ValueError("a line of the warm server's answer is not text")
+        lines.append(Line(float(score), *strings))
+    return lines
 
 
 def read_input(stdin_text: str) -> PromptInput | None:

@@ -127,8 +127,6 @@ def serve(home: Path) -> bool:
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    import msgspec
-
     from memmesh.agents.prompt import recall_lines
     from memmesh.local.store import Store
 
@@ -160,7 +158,7 @@ def serve(home: Path) -> bool:
                         lines, note = recall_lines(
                             home, str(request["prompt"]), str(request["project"]), store=store
                         )
-                        reply = {"lines": [msgspec.structs.asdict(x) for x in lines], "note": note}
+                        reply = {"lines": [line._asdict() for line in lines], "note": note}
                     except Exception as exc:
                         # The hook answers by itself instead, and the next one starts a
                         # server afresh: one that failed (a store switched to another

@@ -171,11 +171,9 @@ def _warm(home: Path, prompt: str, project: str) -> "tuple[list[Line], str] | No
         with contextlib.suppress(OSError):
             warm.start(home)
         return None
-    import msgspec
+    from memmesh.agents.prompt import lines_of
 
-    from memmesh.agents.prompt import Line
-
-    return msgspec.convert(answer["lines"], list[Line]), str(answer.get("note", ""))
+    return lines_of(answer.get("lines")), str(answer.get("note", ""))
 
 
 def _budget(args: argparse.Namespace) -> int:

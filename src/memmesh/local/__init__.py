@@ -18,12 +18,12 @@ from memmesh.local.errors import (
     StoreError,
     TraceNotFound,
 )
-from memmesh.local.items import GLOBAL, KINDS, MAX_K, Item
-from memmesh.local.schema import Schema
+from memmesh.local.items import GLOBAL, KINDS, MAX_K
 
 if TYPE_CHECKING:
     from memmesh.local._db import Transaction
     from memmesh.local._explain import Explanation, LeftOut, Parts, Reason
+    from memmesh.local._item import Item
     from memmesh.local._recall import (
         MIN_CLOSENESS,
         MIN_COVERAGE,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         scope_of,
     )
     from memmesh.local._replay import Replay, Then, last_trace, replay
+    from memmesh.local.schema import Schema
     from memmesh.local.store import Store
 
 __all__ = [
@@ -80,9 +81,11 @@ __all__ = [
     "scope_of",
 ]
 
-# The store and recall need numpy; they are imported when first asked for, so that light
-# modules of this package (items, project, digest) start without it.
+# The store and recall need numpy, and the item msgspec; they are imported when first asked
+# for, so that light modules of this package (items, project, digest) start without them.
 _LAZY = {
+    "Item": "memmesh.local._item",
+    "Schema": "memmesh.local.schema",
     "MIN_CLOSENESS": "memmesh.local._recall",
     "MIN_COVERAGE": "memmesh.local._recall",
     "MIN_RELEVANCE": "memmesh.local._recall",

@@ -10,9 +10,7 @@ answer of a session is what a later `mem outcome --last` reports on. The newest
 import json
 from contextlib import closing
 from pathlib import Path
-from typing import Any
-
-import msgspec
+from typing import Any, NamedTuple
 
 from memmesh.local._agentsfile import connect, reading
 
@@ -27,13 +25,16 @@ TABLES = [
 ]
 
 
-class HookRun(msgspec.Struct, frozen=True, kw_only=True):
+class HookRun(NamedTuple):
     """One hook run: ``team_ids`` name teammates' items as ``member_id/item_id``; ``session``
-    is empty when the client named none; ``error`` is empty unless the run failed."""
+    is empty when the client named none; ``error`` is empty unless the run failed.
+
+    A named tuple, not a msgspec struct: the prompt hook writes one on every prompt, and its
+    process starts without msgspec (docs/benchmarks.md). Give the fields by name."""
 
     hook: str
-    session: str = ""
     at: float
+    session: str = ""
     project: str = ""
     local_ids: tuple[str, ...] = ()
     team_ids: tuple[str, ...] = ()

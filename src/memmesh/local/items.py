@@ -1,14 +1,20 @@
-"""The item: one remembered fact, decision, gotcha or command, and the rules for its fields."""
+"""The item: one remembered fact, decision, gotcha or command, and the rules for its fields.
+
+:class:`Item` itself is a msgspec struct, defined in :mod:`memmesh.local._item` and imported
+from here when first asked for: the rules are what the prompt hook's client needs, and it
+starts without msgspec (about 17 ms of every prompt; docs/benchmarks.md).
+"""
 
 import getpass
 import os
 import re
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
-
-import msgspec
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from memmesh.local.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from memmesh.local._item import Item
 
 __all__ = [
     "GLOBAL",
@@ -38,37 +44,6 @@ MAX_TEXT_BYTES = 8 * 1024
 MAX_TAGS = 16
 MAX_K = 100  # the most hits one recall returns
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-class Item(msgspec.Struct, frozen=True, kw_only=True):
-    """A remembered item as the store holds it. Times are Unix seconds (UTC)."""
-
-    id: str
-    text: str
-    kind: Kind
-    project: str
-    tags: tuple[str, ...]
-    author: str
-    created_at: float
-    updated_at: float
-    reinforcements: int
-    worked: float
-    failed: float
-    partial: float
-    outcome_score: float
-    status: Status
-    superseded_by: str | None = None
-    supersedes: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready mapping with ISO 8601 times; the ``--json`` shape of an item."""
-        data = msgspec.structs.asdict(self)
-        data["tags"] = list(self.tags)
-        data["created_at"] = iso(self.created_at)
-        data["updated_at"] = iso(self.updated_at)
-        for key in ("worked", "failed", "partial", "outcome_score"):
-            data[key] = round(data[key], 4)
-        return data
 
 
 def iso(timestamp: float) -> str:
@@ -147,3 +122,11 @@ def _login_name() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "me"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Item":
+        from memmesh.local._item import Item
+
+        return Item
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
