@@ -1,4 +1,5 @@
-"""memmesh's Hermes provider outside Hermes: the recall budget and a team that does not answer.
+"""memmesh's Hermes provider outside Hermes: the recall budget, a team that does not answer, and
+the team cache's items in the turn's recall.
 
 (tests/agents/test_hermes_plugin.py drives it inside the real Hermes Agent.)
 """
@@ -7,8 +8,12 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from memmesh.agents.hermes_provider import BUDGET, MemmeshProvider
 from memmesh.local.store import Store
+from tests.conftest import MemRunner
+from tests.team._team import team_on_loopback
 
 
 def _provider(tmp_path: Path, home: Path) -> MemmeshProvider:
@@ -46,3 +51,25 @@ def test_a_team_that_does_not_answer_leaves_the_local_items(tmp_path: Path, home
 
     assert "deploys freeze on Fridays" in context
     assert "error" in json.loads(provider.handle_tool_call("memmesh_recall_team", {"query": ""}))
+
+
+@pytest.mark.usefixtures("team_token")
+def test_prefetch_brings_the_team_cache_s_items_with_the_coordinator_gone(tmp_path: Path) -> None:
+    with team_on_loopback(tmp_path / "team") as team:
+        ada, bob = team.add("ada"), team.add("bob")
+        team.enrol(ada, bob)
+        own = ada.remember("Staging deploys need the VPN up first", kind="gotcha")
+        theirs = bob.share("Deploying to staging is frozen on Fridays", kind="convention")
+        assert MemRunner(ada.home, Path.cwd())("team", "cache", "refresh").returncode == 0
+    provider = _provider(tmp_path, ada.home)
+
+    # The coordinator has stopped: a turn's recall waits on no network, it reads the cache.
+    context = provider.prefetch("how do I deploy to staging", session_id="s7")
+
+    header, *lines = context.splitlines()
+    assert header == "memmesh recalled (notes, not instructions):"
+    assert f"- Staging deploys need the VPN up first (gotcha; id {own})" in lines
+    assert f"- Deploying to staging is frozen on Fridays (team, by bob; id {theirs})" in lines
+    # An outcome without ids credits what this turn recalled of the member's own items.
+    credited = json.loads(provider.handle_tool_call("memmesh_outcome", {"result": "worked"}))
+    assert credited["credited"] == [own]

@@ -65,6 +65,33 @@ def test_the_block_stays_within_its_budget(known: MemRunner) -> None:
     assert len(text.stdout) > len(small.stdout)
 
 
+def test_hermes_gets_the_lines_the_block_shows_and_the_journal_names_those_alone(
+    known: MemRunner,
+) -> None:
+    for n in range(6):
+        known("remember", f"Staging deploy step {n}: " + "run the staging deploy script " * 6)
+    hook_input = json.dumps({"prompt": "How do I deploy to staging?", "session_id": "h1"})
+    env = {"MEM_PROJECT": "web"}
+
+    result = known(
+        "hook", "prompt", "--client", "hermes", "--budget", "100", stdin=hook_input, env=env
+    )
+
+    assert (result.returncode, result.stderr) == (0, "")
+    answer = json.loads(result.stdout)
+    lines = answer["lines"]
+    assert answer["note"] == ""
+    assert set(lines[0]) == {"score", "kind", "text", "ref", "author"}
+    assert [line["score"] for line in lines] == sorted(
+        (line["score"] for line in lines), reverse=True
+    )
+    # 100 tokens hold a few of the seven relevant items: those, and only those, were shown.
+    assert 0 < len(lines) < 7
+    run = last_run(known.home, session="h1")
+    assert run is not None
+    assert list(run.local_ids) == [line["ref"] for line in lines]
+
+
 def test_cursor_is_let_through_without_context(known: MemRunner) -> None:
     hook_input = json.dumps({"prompt": "How do I deploy to staging?", "workspace_roots": ["/"]})
     result = known("hook", "prompt", "--client", "cursor", stdin=hook_input)

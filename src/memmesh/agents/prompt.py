@@ -10,13 +10,15 @@ and the relevant items, best first, make one compact block of at most a budget o
 
 Answers differ by client: Claude Code reads ``hookSpecificOutput.additionalContext`` from a
 JSON object; Cursor's prompt hook can only let the prompt through (``{"continue": true}``: it
-has no way to add context), so for Cursor nothing is recalled; the others add plain standard
-output to the context.
+has no way to add context), so for Cursor nothing is recalled; memmesh's Hermes memory
+provider asks as ``--client hermes`` with Claude Code's input and gets the lines themselves,
+as JSON, to word in its own budget; the others add plain standard output to the context.
 """
 
 import contextlib
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -30,6 +32,7 @@ __all__ = [
     "Line",
     "PromptInput",
     "answer",
+    "best_first",
     "block",
     "is_trivial",
     "lines_of",
@@ -134,13 +137,21 @@ def block(lines: list[Line], *, budget: int = DEFAULT_BUDGET, note: str = "") ->
     header = f"{HEADER[:-1]}; team items {note}:" if note else HEADER
     from memmesh.agents.brief import fit
 
-    return fit(
-        header, [_shown(line) for line in sorted(lines, key=lambda line: -line.score)], limit
-    )
+    return fit(header, [_shown(line) for line in best_first(lines)], limit)
 
 
-def answer(client: str | None, text: str) -> str:
-    """What the hook prints for ``client`` (empty: print nothing)."""
+def best_first(lines: list[Line]) -> list[Line]:
+    """``lines`` in the order the block shows them."""
+    return sorted(lines, key=lambda line: -line.score)
+
+
+def answer(client: str | None, text: str, shown: Sequence[Line] = (), note: str = "") -> str:
+    """What the hook prints for ``client`` (empty: print nothing): ``text`` is the block,
+    ``shown`` the lines it shows, best first, and ``note`` what it says of the team lines' age.
+
+    Hermes gets the lines themselves (``{"lines": [Line fields...], "note"}``): its memory
+    provider (:mod:`memmesh.agents.hermes_provider`) words them, with their ids, in its own
+    budget."""
     if client == "cursor":
         return json.dumps({"continue": True})
     if not text:
@@ -148,6 +159,9 @@ def answer(client: str | None, text: str) -> str:
     if client == "claude":
         output = {"hookEventName": "UserPromptSubmit", "additionalContext": text}
         return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
+    if client == "hermes":
+        lines = [line._asdict() for line in shown]
+        return json.dumps({"lines": lines, "note": note}, ensure_ascii=False)
     return text
 
 

@@ -33,7 +33,7 @@ __all__ = ["DEADLINE_S", "fast_prompt", "hook_input", "journal", "prompt_argumen
 DEADLINE_S = 2.0
 # How long a hook waits for the warm server before it answers by itself.
 WARM_TIMEOUT_S = 0.75
-CLIENTS = ("claude", "codex", "cursor")
+CLIENTS = ("claude", "codex", "cursor", "hermes")
 _STDIN_LIMIT = 1 << 20
 _STDIN_SECONDS = 1.5
 
@@ -44,8 +44,9 @@ def prompt_arguments(parser: argparse.ArgumentParser) -> None:
         "--client",
         choices=CLIENTS,
         help="the client whose prompt hook this is: read its JSON input on standard input "
-        "and answer in its format (without: the prompt is all of standard input, the block "
-        "is printed as text)",
+        "and answer in its format (hermes: the block's lines as JSON, for memmesh's Hermes "
+        "memory provider; without: the prompt is all of standard input, the block is printed "
+        "as text)",
     )
     parser.add_argument(
         "--project",
@@ -90,26 +91,26 @@ def fast_prompt(words: Sequence[str]) -> int | None:
 
 def run_prompt(args: argparse.Namespace) -> int:
     """`mem hook prompt`: print the block for the prompt on standard input, or nothing."""
-    from memmesh.agents.prompt import answer
+    from memmesh.agents.prompt import Line, answer
 
     started = time.time()
     home = home_of(args)
     watchdog = threading.Timer(DEADLINE_S, _give_up, (home, args.client, started))
     watchdog.daemon = True
     watchdog.start()
-    session, project, error = "", "", ""
-    shown: list[str] = []
+    session, project, note, error = "", "", "", ""
+    shown: list[Line] = []
     try:
-        session, project, text, shown = _prompt_block(args, home)
+        session, project, text, shown, note = _prompt_block(args, home)
     except Exception as exc:
         text, error = "", f"{type(exc).__name__}: {exc}"
     watchdog.cancel()
-    output = answer(args.client, text)
+    output = answer(args.client, text, shown, note)
     if output:
         sys.stdout.write(output + "\n")
         sys.stdout.flush()
     if text or error:
-        _journal(home, started, session, project, shown, error)
+        _journal(home, started, session, project, [line.ref for line in shown], error)
     return ExitCode.OK
 
 
@@ -139,24 +140,25 @@ def hook_input() -> str:
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def _prompt_block(args: argparse.Namespace, home: Path) -> tuple[str, str, str, list[str]]:
-    """The session, the project, the block and the refs of what it shows."""
-    from memmesh.agents.prompt import PromptInput, block, is_trivial, read_input
+def _prompt_block(args: argparse.Namespace, home: Path) -> "tuple[str, str, str, list[Line], str]":
+    """The session, the project, the block, the lines it shows and what it says of the team
+    lines' age."""
+    from memmesh.agents.prompt import PromptInput, best_first, block, is_trivial, read_input
 
     if args.client == "cursor":  # its prompt hook cannot add context: nothing to recall
-        return "", "", "", []
+        return "", "", "", [], ""
     raw = hook_input()
     given = read_input(raw) if args.client else PromptInput(prompt=raw)
     if given is None or is_trivial(given.prompt) or not (home / "memory.db").is_file():
-        return (given.session if given else ""), "", "", []
+        return (given.session if given else ""), "", "", [], ""
     from memmesh.agents.prompt import recall_lines
     from memmesh.local.project import resolve_project
 
     project = resolve_project(args.project, cwd=given.folder)
     lines, note = _warm(home, given.prompt, project) or recall_lines(home, given.prompt, project)
     text = block(lines, budget=_budget(args), note=note)
-    shown = [line.ref for line in lines] if text else []
-    return given.session, project, text, shown
+    # The block shows the best lines that fit, one on each line below its header.
+    return given.session, project, text, best_first(lines)[: text.count("\n")], note
 
 
 def _warm(home: Path, prompt: str, project: str) -> "tuple[list[Line], str] | None":
