@@ -19,7 +19,11 @@ choices to make. Timed:
   vectors from the store's embedder, fresh so that no refresh starts). Each prompt hook runs
   cold (``MEM_HOOK_WARM=0``: the hook loads the store itself) and then, for the relevant
   prompt, against a warm server (`mem hook warm`, started and waited for first), which is
-  what every prompt after a session's first one meets.
+  what every prompt after a session's first one meets;
+* Hermes' prefetch (``MemmeshProvider.prefetch``, which runs ``mem hook prompt --client
+  hermes``) against the warm server with the team cache, beside ``mem --json recall -k 5``
+  as a subprocess, the local half of what it ran before (with ``mem team recall-team`` after
+  it, bounded at 1.5 s a source).
 """
 
 import argparse
@@ -114,6 +118,7 @@ def main() -> int:
         fill_team(home, args.team_items, rng)
         hooks += [_brief_hook(mem, home, args.commands, ", team cache")]
         hooks += _prompt_hooks(mem, home, args.commands, ", team cache")
+        hooks += _hermes(mem, home, Path(folder), args.commands)
 
     print(
         f"session brief, {args.items:,} items; {cpu_model()}, {cpu_count()}; "
@@ -178,6 +183,40 @@ def _prompt_hooks(mem: str, home: Path, runs: int, label: str) -> list[Latency]:
     finally:
         warm.stop(home)
     return out
+
+
+def _hermes(mem: str, home: Path, folder: Path, runs: int) -> list[Latency]:
+    """Hermes' prefetch against a warm server, and the cold local recall it ran before."""
+    from memmesh.agents.hermes_provider import MemmeshProvider
+
+    config = folder / "memmesh.json"
+    config.write_text(json.dumps({"argv": [mem, "--home", str(home)], "home": str(home)}))
+    provider = MemmeshProvider(config)
+    provider.initialize("bench", platform="cli", agent_context="primary")
+    before = Latency.of(
+        "mem --json recall -k 5 (the prefetch's first call before)",
+        [
+            _command(mem, "--home", str(home), "--json", "recall", "-k", "5", "--", RELEVANT)
+            for _ in range(runs)
+        ],
+    )
+    warm.start(home)
+    deadline = time.monotonic() + 120
+    while warm.ask(home, {"prompt": RELEVANT, "project": PROJECTS[0]}, timeout=5) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit("the warm server did not start")
+        time.sleep(0.2)
+    samples = []
+    os.environ["MEM_HOOK_WARM"] = "1"
+    try:
+        for _ in range(runs):
+            began = time.perf_counter()
+            if not provider.prefetch(RELEVANT):
+                raise SystemExit("the prefetch recalled nothing")
+            samples.append((time.perf_counter() - began) * 1000)
+    finally:
+        warm.stop(home)
+    return [before, Latency.of("Hermes prefetch, warm server, team cache", samples)]
 
 
 def _prompt_series(
