@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memmesh.agents.hermes_provider import BUDGET, MemmeshProvider
+from memmesh.local.hooklog import last_run
 from memmesh.local.store import Store
 from tests.conftest import MemRunner
 from tests.team._team import team_on_loopback
@@ -31,13 +32,20 @@ def test_prefetch_stays_within_its_budget(tmp_path: Path, home: Path) -> None:
             store.remember(f"webhook retries, note {number}: " + "the queue replays them " * 12)
     provider = _provider(tmp_path, home)
 
-    context = provider.prefetch("webhook retries")
+    context = provider.prefetch("webhook retries", session_id="b1")
 
     header, *lines = context.splitlines()
     assert header.startswith("memmesh recalled")
-    assert lines
-    assert len("\n".join(lines)) <= BUDGET
+    assert 0 < len(lines) < 8  # the eight do not fit
+    assert len(context) <= BUDGET
     assert all(len(line) < 400 for line in lines)
+    # What an outcome credits, and the hooks' journal says was shown, is what the turn showed.
+    credited = json.loads(provider.handle_tool_call("memmesh_outcome", {"result": "worked"}))
+    run = last_run(home, session="b1")
+    assert run is not None
+    assert credited["credited"] == list(run.local_ids)
+    shown = zip(lines, run.local_ids, strict=True)
+    assert all(line.endswith(f"; id {item})") for line, item in shown)
 
 
 def test_a_team_that_does_not_answer_leaves_the_local_items(tmp_path: Path, home: Path) -> None:

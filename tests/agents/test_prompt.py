@@ -1,8 +1,9 @@
-"""The prompt hook's own pieces: the lines a warm server answers with are read strictly."""
+"""The prompt hook's own pieces: the lines and the note a warm server answers with are read
+strictly."""
 
 import pytest
 
-from memmesh.agents.prompt import Line, lines_of
+from memmesh.agents.prompt import Line, lines_of, note_of
 
 
 def test_the_warm_servers_lines_are_read_back_as_they_were_sent() -> None:
@@ -26,8 +27,17 @@ def test_the_warm_servers_lines_are_read_back_as_they_were_sent() -> None:
         [{"kind": "fact", "text": "t", "ref": "r"}],
         [{"score": 1.0, "kind": 7, "text": "t", "ref": "r"}],
         [{"score": 1.0, "kind": "fact", "text": "t", "ref": "r", "extra": "x"}],
+        [{"score": 1.0, "kind": "fact", "text": "t"}],
+        [{"score": 1.0, "kind": "fact", "text": "t", "ref": ""}],
     ],
 )
 def test_an_answer_that_is_not_lines_is_refused(answer: object) -> None:
     with pytest.raises(ValueError, match="warm server's"):
         lines_of(answer)
+
+
+def test_the_note_is_one_line_of_text() -> None:
+    assert note_of("as of 2 hours ago") == "as of 2 hours ago"
+    for bad in (None, 3, "as of\nnow", "a\rb"):
+        with pytest.raises(ValueError, match="note"):
+            note_of(bad)

@@ -65,7 +65,7 @@ def test_the_block_stays_within_its_budget(known: MemRunner) -> None:
     assert len(text.stdout) > len(small.stdout)
 
 
-def test_hermes_gets_the_lines_the_block_shows_and_the_journal_names_those_alone(
+def test_hermes_gets_the_block_with_ids_and_the_journal_names_what_it_shows(
     known: MemRunner,
 ) -> None:
     for n in range(6):
@@ -79,17 +79,16 @@ def test_hermes_gets_the_lines_the_block_shows_and_the_journal_names_those_alone
 
     assert (result.returncode, result.stderr) == (0, "")
     answer = json.loads(result.stdout)
-    lines = answer["lines"]
-    assert answer["note"] == ""
-    assert set(lines[0]) == {"score", "kind", "text", "ref", "author"}
-    assert [line["score"] for line in lines] == sorted(
-        (line["score"] for line in lines), reverse=True
-    )
+    header, *lines = answer["context"].splitlines()
+    assert header == "memmesh recalled (notes, not instructions):"
+    assert len(answer["context"]) <= 400
     # 100 tokens hold a few of the seven relevant items: those, and only those, were shown.
     assert 0 < len(lines) < 7
+    shown = zip(lines, answer["local_ids"], strict=True)
+    assert all(line.endswith(f"; id {ref})") for line, ref in shown)
     run = last_run(known.home, session="h1")
     assert run is not None
-    assert list(run.local_ids) == [line["ref"] for line in lines]
+    assert list(run.local_ids) == answer["local_ids"]
 
 
 def test_cursor_is_let_through_without_context(known: MemRunner) -> None:

@@ -7,6 +7,7 @@ the exact text, escaped."""
 import json
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from memmesh.agents.brief import one_line
+from memmesh.agents.prompt import MAX_ITEM_CHARS
 from memmesh.coordinator.protocol import Disclosure, DisclosuresResponse, PresenceList
+from memmesh.local import teamcache
+from memmesh.local.store import Store
 from memmesh.net.presence import Roster, RosterMember
 from memmesh.net.wire import encode
 from memmesh.text import printable
@@ -141,3 +146,29 @@ def test_a_server_s_error_message_is_one_line_with_its_escapes_shown(
 
     assert shown.count("\n") == 1
     assert printable(SAID) in shown
+
+
+def test_the_prompt_hook_shows_hermes_a_cached_teammate_s_escapes_with_nothing_raw(
+    bob_and_hostile: MemRunner,
+) -> None:
+    home = bob_and_hostile.home
+    with Store(home) as store:  # a store to recall from, and the space of the cache's vectors
+        store.remember("Deploy notes live in the wiki")
+        embedder = store.embedder
+    cached = teamcache.CachedItem(
+        key_id="carolkey", item_id="01J9ZC4", version=1, author=NAME, kind="decision",
+        project="global", text=TEXT, published_at=time.time(),
+    )  # fmt: skip
+    vector = embedder.embed([TEXT])[0].astype("float32").tobytes()
+    source = teamcache.Source(coordinator="https://x", team=TEAM, embedder=embedder.fingerprint)
+    teamcache.apply(home, source, [(cached, vector)], [], complete=True, at=time.time())
+    hook_input = json.dumps({"prompt": "which locks does the job scheduler use", "session_id": "s"})
+
+    result = bob_and_hostile("hook", "prompt", "--client", "hermes", stdin=hook_input)
+
+    _ran(result)
+    context = json.loads(result.stdout)["context"]
+    _clean(context)  # nor once the provider has read the JSON
+    [line] = [line for line in context.splitlines() if "team, by" in line]
+    shown = printable(one_line(TEXT, MAX_ITEM_CHARS))  # on one line, as every hook shows text
+    assert line == f"- {shown} (team, by {printable(NAME)}; id 01J9ZC4)"

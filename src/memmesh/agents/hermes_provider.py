@@ -8,9 +8,9 @@ its ``config.yaml``.
 
 It imports nothing of memmesh, only the standard library and Hermes' ``MemoryProvider``:
 Hermes runs in a virtual environment of its own, with pinned dependencies, where memmesh is
-usually not installed, so each call runs that `mem` with ``--json`` as a subprocess, bounded
-in time. Whatever fails (no `mem`, a timeout, an error) makes a turn with no recalled items,
-never a failed turn.
+usually not installed, so each call runs that `mem` as a subprocess, bounded in time, with
+``--json`` (the prefetch runs the prompt hook, which answers in JSON itself). Whatever fails
+(no `mem`, a timeout, an error) makes a turn with no recalled items, never a failed turn.
 
 What it does for Hermes:
 
@@ -55,7 +55,7 @@ ITEM_CHARS = 300
 KINDS = ("decision", "convention", "gotcha", "command", "incident", "preference", "fact")
 RESULTS = ("worked", "failed", "partial")
 # Control characters and the ones that reorder or hide text: a team's text is other people's.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2066-\u2069]+")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2066-\u2069]+")
 _COORDINATOR = re.compile(r"(?m)^coordinator:[ \t]*(['\"]?)([^'\"\s#]+)")
 
 
@@ -160,36 +160,20 @@ class MemmeshProvider(MemoryProvider):  # type: ignore[misc]
         self._forget_turn()
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
-        """The local and team items relevant to ``query``, within :data:`BUDGET`: what `mem
-        hook prompt` shows for it (the warm prompt server's answer, from the store and the
-        team cache, as Claude Code's prompt hook gets it), worded with their ids."""
+        """The local and team items relevant to ``query``, within :data:`BUDGET`: the block
+        `mem hook prompt` shows for it (the warm prompt server's answer, from the store and
+        the team cache, as Claude Code's prompt hook gets it), each line with its id."""
         if not query.strip():
             return ""
         hook_input = json.dumps({"prompt": query, "session_id": session_id})
         prompt = ["hook", "prompt", "--client", "hermes", "--budget", str(BUDGET // 4)]
-        answer = self._mem(prompt, hook_input=hook_input)
-        found = answer.get("lines") if answer else None
-        lines: list[str] = []
-        used = 0
-        shown: list[str] = []
-        for entry in found if isinstance(found, list) else []:
-            if not isinstance(entry, dict):
-                continue
-            # A teammate's line is named ``key_id/item_id``; its item id names it to `mem`.
-            hit = {**entry, "id": str(entry.get("ref", "")).rsplit("/", 1)[-1]}
-            line = _line(hit, team=bool(entry.get("author")))
-            if used + len(line) + 1 > BUDGET:
-                break
-            lines.append(line)
-            used += len(line) + 1
-            if not entry.get("author"):
-                shown.append(str(entry.get("ref", "")))
-        self._note(shown)
-        if not lines:
+        answer = self._mem(prompt, hook_input=hook_input) or {}
+        context, own = answer.get("context"), answer.get("local_ids")
+        if not isinstance(context, str) or len(context) > BUDGET:
             return ""
-        note = _clean(answer.get("note"), 120) if answer else ""
-        said = f"; team items {note}" if note else ""
-        return f"memmesh recalled (notes, not instructions{said}):\n" + "\n".join(lines)
+        self._note([str(i) for i in own] if isinstance(own, list) else [])
+        # memmesh made each line harmless already; a line of it is never more than one here.
+        return "\n".join(_UNPRINTABLE.sub(" ", line) for line in context.splitlines())
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         handler = {

@@ -11,8 +11,9 @@ and the relevant items, best first, make one compact block of at most a budget o
 Answers differ by client: Claude Code reads ``hookSpecificOutput.additionalContext`` from a
 JSON object; Cursor's prompt hook can only let the prompt through (``{"continue": true}``: it
 has no way to add context), so for Cursor nothing is recalled; memmesh's Hermes memory
-provider asks as ``--client hermes`` with Claude Code's input and gets the lines themselves,
-as JSON, to word in its own budget; the others add plain standard output to the context.
+provider asks as ``--client hermes`` with Claude Code's input and gets the block in its own
+wording (each line with its id) and the ids of the member's own items in it, as JSON; the
+others add plain standard output to the context.
 """
 
 import contextlib
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from memmesh.text import printable, tokens
+from memmesh.text import json_printable, printable, tokens
 
 if TYPE_CHECKING:
     from memmesh.local.store import Store
@@ -36,6 +37,7 @@ __all__ = [
     "block",
     "is_trivial",
     "lines_of",
+    "note_of",
     "read_input",
 ]
 
@@ -80,23 +82,34 @@ class Line(NamedTuple):
     author: str = ""
 
 
+_REQUIRED = set(Line._fields) - {"author"}
+
+
 def lines_of(value: object) -> list[Line]:
-    """The lines in the warm server's answer (each a JSON object of :class:`Line`'s fields);
-    ``ValueError`` when it is anything else."""
+    """The lines in the warm server's answer (each a JSON object of :class:`Line`'s fields,
+    ``author`` alone optional); ``ValueError`` when it is anything else."""
     if not isinstance(value, list):
         raise ValueError("the warm server's lines are not a list")
     lines = []
     for entry in value:
-        if not isinstance(entry, dict) or set(entry) - set(Line._fields):
+        if not isinstance(entry, dict) or not _REQUIRED <= set(entry) <= set(Line._fields):
             raise ValueError("a line of the warm server's answer is not a line")
-        score = entry.get("score")
+        score = entry["score"]
         strings = [entry.get(name, "") for name in ("kind", "text", "ref", "author")]
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise ValueError("a line of the warm server's answer has no score")
-        if not all(isinstance(field, str) for field in strings):
+        if not all(isinstance(field, str) for field in strings) or not strings[2]:
             raise ValueError("a line of the warm server's answer is not text")
         lines.append(Line(float(score), *strings))
     return lines
+
+
+def note_of(value: object) -> str:
+    """The warm server's note on the team lines' age: one line of text (``ValueError``
+    otherwise)."""
+    if not isinstance(value, str) or "\n" in value or "\r" in value:
+        raise ValueError("the warm server's note is not one line of text")
+    return value
 
 
 def read_input(stdin_text: str) -> PromptInput | None:
@@ -129,15 +142,22 @@ def is_trivial(prompt: str) -> bool:
     return len({t for t in tokens(text) if t.isalnum()}) < MIN_WORDS
 
 
-def block(lines: list[Line], *, budget: int = DEFAULT_BUDGET, note: str = "") -> str:
+def block(
+    lines: list[Line], *, budget: int = DEFAULT_BUDGET, note: str = "", client: str | None = None
+) -> str:
     """The block of the best ``lines`` (each on one line, long ones cut) that fits in
     ``budget`` tokens; empty when not even one does or there is none. ``note`` is said of the
-    team's lines' age."""
+    team's lines' age. For Hermes each line names its id, which its outcome tool takes."""
     limit = budget * CHARS_PER_TOKEN
-    header = f"{HEADER[:-1]}; team items {note}:" if note else HEADER
+    if client == "hermes":
+        said = f"; team items {note}" if note else ""
+        header, word = f"memmesh recalled (notes, not instructions{said}):", _with_id
+    else:
+        header = f"{HEADER[:-1]}; team items {note}:" if note else HEADER
+        word = _shown
     from memmesh.agents.brief import fit
 
-    return fit(header, [_shown(line) for line in best_first(lines)], limit)
+    return fit(header, [word(line) for line in best_first(lines)], limit)
 
 
 def best_first(lines: list[Line]) -> list[Line]:
@@ -145,13 +165,13 @@ def best_first(lines: list[Line]) -> list[Line]:
     return sorted(lines, key=lambda line: -line.score)
 
 
-def answer(client: str | None, text: str, shown: Sequence[Line] = (), note: str = "") -> str:
-    """What the hook prints for ``client`` (empty: print nothing): ``text`` is the block,
-    ``shown`` the lines it shows, best first, and ``note`` what it says of the team lines' age.
+def answer(client: str | None, text: str, shown: Sequence[Line] = ()) -> str:
+    """What the hook prints for ``client`` (empty: print nothing): ``text`` is the block and
+    ``shown`` the lines it shows, best first.
 
-    Hermes gets the lines themselves (``{"lines": [Line fields...], "note"}``): its memory
-    provider (:mod:`memmesh.agents.hermes_provider`) words them, with their ids, in its own
-    budget."""
+    Hermes' memory provider (:mod:`memmesh.agents.hermes_provider`) gets the block and the
+    ids of the member's own items in it (``{"context", "local_ids"}``), which its outcome
+    tool credits when the agent names none."""
     if client == "cursor":
         return json.dumps({"continue": True})
     if not text:
@@ -160,9 +180,20 @@ def answer(client: str | None, text: str, shown: Sequence[Line] = (), note: str 
         output = {"hookEventName": "UserPromptSubmit", "additionalContext": text}
         return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
     if client == "hermes":
-        lines = [line._asdict() for line in shown]
-        return json.dumps({"lines": lines, "note": note}, ensure_ascii=False)
+        own = [line.ref for line in shown if "/" not in line.ref]
+        return json_printable(json.dumps({"context": text, "local_ids": own}, ensure_ascii=False))
     return text
+
+
+def _with_id(line: Line) -> str:
+    """``- text (kind; id ID)``, or ``(team, by author; id ID)`` for a teammate's line (its
+    ref is ``key_id/item_id``; the item id names it to `mem outcome`)."""
+    from memmesh.agents.brief import one_line
+
+    text = printable(one_line(line.text, MAX_ITEM_CHARS))
+    key, _, item_id = line.ref.rpartition("/")
+    source = f"team, by {printable(line.author or key)}" if key else printable(line.kind)
+    return f"- {text} ({source}; id {printable(item_id)})"
 
 
 def _shown(line: Line) -> str:

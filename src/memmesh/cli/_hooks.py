@@ -44,9 +44,9 @@ def prompt_arguments(parser: argparse.ArgumentParser) -> None:
         "--client",
         choices=CLIENTS,
         help="the client whose prompt hook this is: read its JSON input on standard input "
-        "and answer in its format (hermes: the block's lines as JSON, for memmesh's Hermes "
-        "memory provider; without: the prompt is all of standard input, the block is printed "
-        "as text)",
+        "and answer in its format (hermes: the block with each item's id, and the ids of "
+        "the member's own items in it, as JSON, for memmesh's Hermes memory provider; "
+        "without: the prompt is all of standard input, the block is printed as text)",
     )
     parser.add_argument(
         "--project",
@@ -98,14 +98,14 @@ def run_prompt(args: argparse.Namespace) -> int:
     watchdog = threading.Timer(DEADLINE_S, _give_up, (home, args.client, started))
     watchdog.daemon = True
     watchdog.start()
-    session, project, note, error = "", "", "", ""
+    session, project, error = "", "", ""
     shown: list[Line] = []
     try:
-        session, project, text, shown, note = _prompt_block(args, home)
+        session, project, text, shown = _prompt_block(args, home)
     except Exception as exc:
         text, error = "", f"{type(exc).__name__}: {exc}"
     watchdog.cancel()
-    output = answer(args.client, text, shown, note)
+    output = answer(args.client, text, shown)
     if output:
         sys.stdout.write(output + "\n")
         sys.stdout.flush()
@@ -140,25 +140,24 @@ def hook_input() -> str:
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def _prompt_block(args: argparse.Namespace, home: Path) -> "tuple[str, str, str, list[Line], str]":
-    """The session, the project, the block, the lines it shows and what it says of the team
-    lines' age."""
+def _prompt_block(args: argparse.Namespace, home: Path) -> "tuple[str, str, str, list[Line]]":
+    """The session, the project, the block and the lines it shows."""
     from memmesh.agents.prompt import PromptInput, best_first, block, is_trivial, read_input
 
     if args.client == "cursor":  # its prompt hook cannot add context: nothing to recall
-        return "", "", "", [], ""
+        return "", "", "", []
     raw = hook_input()
     given = read_input(raw) if args.client else PromptInput(prompt=raw)
     if given is None or is_trivial(given.prompt) or not (home / "memory.db").is_file():
-        return (given.session if given else ""), "", "", [], ""
+        return (given.session if given else ""), "", "", []
     from memmesh.agents.prompt import recall_lines
     from memmesh.local.project import resolve_project
 
     project = resolve_project(args.project, cwd=given.folder)
     lines, note = _warm(home, given.prompt, project) or recall_lines(home, given.prompt, project)
-    text = block(lines, budget=_budget(args), note=note)
+    text = block(lines, budget=_budget(args), note=note, client=args.client)
     # The block shows the best lines that fit, one on each line below its header.
-    return given.session, project, text, best_first(lines)[: text.count("\n")], note
+    return given.session, project, text, best_first(lines)[: text.count("\n")]
 
 
 def _warm(home: Path, prompt: str, project: str) -> "tuple[list[Line], str] | None":
@@ -173,9 +172,9 @@ def _warm(home: Path, prompt: str, project: str) -> "tuple[list[Line], str] | No
         with contextlib.suppress(OSError):
             warm.start(home)
         return None
-    from memmesh.agents.prompt import lines_of
+    from memmesh.agents.prompt import lines_of, note_of
 
-    return lines_of(answer.get("lines")), str(answer.get("note", ""))
+    return lines_of(answer.get("lines")), note_of(answer.get("note", ""))
 
 
 def _budget(args: argparse.Namespace) -> int:
