@@ -171,12 +171,7 @@ def _prompt_hooks(mem: str, home: Path, runs: int, label: str) -> list[Latency]:
         ("trivial prompt", "yes"),
     ):
         out.append(_prompt_series(mem, home, runs, prompt, cold, f"{what}, cold{label}"))
-    warm.start(home)
-    deadline = time.monotonic() + 120
-    while warm.ask(home, {"prompt": RELEVANT, "project": PROJECTS[0]}, timeout=5) is None:
-        if time.monotonic() > deadline:
-            raise SystemExit("the warm server did not start")
-        time.sleep(0.2)
+    _start_warm(home)
     try:
         on = {**os.environ, "MEM_HOOK_WARM": "1"}
         out.append(_prompt_series(mem, home, runs, RELEVANT, on, f"prompt, warm server{label}"))
@@ -200,12 +195,7 @@ def _hermes(mem: str, home: Path, folder: Path, runs: int) -> list[Latency]:
             for _ in range(runs)
         ],
     )
-    warm.start(home)
-    deadline = time.monotonic() + 120
-    while warm.ask(home, {"prompt": RELEVANT, "project": PROJECTS[0]}, timeout=5) is None:
-        if time.monotonic() > deadline:
-            raise SystemExit("the warm server did not start")
-        time.sleep(0.2)
+    _start_warm(home)
     samples = []
     os.environ["MEM_HOOK_WARM"] = "1"
     try:
@@ -217,6 +207,16 @@ def _hermes(mem: str, home: Path, folder: Path, runs: int) -> list[Latency]:
     finally:
         warm.stop(home)
     return [before, Latency.of("Hermes prefetch, warm server, team cache", samples)]
+
+
+def _start_warm(home: Path) -> None:
+    """Start `mem hook warm` for ``home`` and wait until it answers."""
+    warm.start(home)
+    deadline = time.monotonic() + 120
+    while warm.ask(home, {"prompt": RELEVANT, "project": PROJECTS[0]}, timeout=5) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit("the warm server did not start")
+        time.sleep(0.2)
 
 
 def _prompt_series(
