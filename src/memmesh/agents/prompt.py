@@ -81,6 +81,11 @@ class Line(NamedTuple):
     ref: str
     author: str = ""
 
+    @property
+    def of_team(self) -> bool:
+        """Whether it is a teammate's item (its ref is ``key_id/item_id``)."""
+        return "/" in self.ref
+
 
 _REQUIRED = set(Line._fields) - {"author"}
 
@@ -180,7 +185,7 @@ def answer(client: str | None, text: str, shown: Sequence[Line] = ()) -> str:
         output = {"hookEventName": "UserPromptSubmit", "additionalContext": text}
         return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
     if client == "hermes":
-        own = [line.ref for line in shown if "/" not in line.ref]
+        own = [line.ref for line in shown if not line.of_team]
         return json_printable(json.dumps({"context": text, "local_ids": own}, ensure_ascii=False))
     return text
 
@@ -192,7 +197,7 @@ def _with_id(line: Line) -> str:
 
     text = printable(one_line(line.text, MAX_ITEM_CHARS))
     key, _, item_id = line.ref.rpartition("/")
-    source = f"team, by {printable(line.author or key)}" if key else printable(line.kind)
+    source = f"team, by {printable(line.author or key)}" if line.of_team else printable(line.kind)
     return f"- {text} ({source}; id {printable(item_id)})"
 
 

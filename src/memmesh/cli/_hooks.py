@@ -110,7 +110,7 @@ def run_prompt(args: argparse.Namespace) -> int:
         sys.stdout.write(output + "\n")
         sys.stdout.flush()
     if text or error:
-        _journal(home, started, session, project, [line.ref for line in shown], error)
+        _journal(home, started, session, project, shown, error)
     return ExitCode.OK
 
 
@@ -189,7 +189,7 @@ def _budget(args: argparse.Namespace) -> int:
 
 
 def _journal(
-    home: Path, started: float, session: str, project: str, shown: list[str], error: str
+    home: Path, started: float, session: str, project: str, shown: "list[Line]", error: str
 ) -> None:
     """Keep what the hook showed (or the error it swallowed) in the hooks' journal; a journal
     that cannot be written is left be."""
@@ -197,8 +197,8 @@ def _journal(
 
     run = HookRun(
         hook="prompt", session=session, at=started, project=project,
-        local_ids=tuple(r for r in shown if "/" not in r),
-        team_ids=tuple(r for r in shown if "/" in r),
+        local_ids=tuple(line.ref for line in shown if not line.of_team),
+        team_ids=tuple(line.ref for line in shown if line.of_team),
         ms=(time.time() - started) * 1000, error=error,
     )  # fmt: skip
     journal(home, run)
