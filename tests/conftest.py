@@ -35,6 +35,8 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
         if name.startswith("MEM_") or name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
             monkeypatch.delenv(name)
+    # A user's shell does not set PYTHONUNBUFFERED; with it, a closed pipe went unnoticed.
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
     monkeypatch.setenv("MEM_AUTHOR", "tester")
     # A prompt hook would start a warm server that outlives the test by half an hour: only
     # the tests of that server turn it on (tests/agents/test_warm.py).

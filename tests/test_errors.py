@@ -113,6 +113,7 @@ def test_exit_codes_are_the_designed_ones() -> None:
         "REFUSED": 3,
         "UNREACHABLE": 4,
         "INTERRUPTED": 130,
+        "CLOSED_PIPE": 141,
     }
     for error in _every_error():
         assert isinstance(error.exit_code, ExitCode), error.__qualname__

@@ -111,6 +111,7 @@ class ExitCode(IntEnum):
     REFUSED = 3  # by the team policy
     UNREACHABLE = 4  # no source answered
     INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+    CLOSED_PIPE = 141  # the reader went away (`mem list | head`), as shells report SIGPIPE
 
 
 class MemmeshError(Exception):

@@ -259,6 +259,21 @@ def nonempty(value: str) -> str:
     return value
 
 
+def member_name(value: str) -> str:
+    """An argparse type: a member's name as the team knows it, refused at once with the rule
+    (a name is a label in commands such as `mem team revoke NAME`, so it holds no spaces)."""
+    from memmesh.local.errors import InvalidInput
+    from memmesh.local.items import check_name
+
+    try:
+        return check_name(value, "member name")
+    except InvalidInput:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a member name: 1-64 letters, digits, '.', '-' or '_', starting "
+            "with a letter or digit, no spaces (for \"Alice Smith\", say alice-smith)"
+        ) from None
+
+
 def positive_int(value: str) -> int:
     """An argparse type: an integer of 1 or more."""
     try:

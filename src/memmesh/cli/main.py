@@ -104,7 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
     try:
-        return int(handler(args))
+        code = int(handler(args))
+        # Flush here, not at exit: a reader gone by then would make Python print "Exception
+        # ignored" and exit 120, since stdout is block-buffered on a pipe.
+        sys.stdout.flush()
+        return code
     except _BadArguments as exc:  # a handler checking options that go together
         return exc.report(as_json)
     except MemmeshError as exc:
@@ -113,9 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = "mem: interrupted"
         return failure("interrupted", INTERRUPTED, ExitCode.INTERRUPTED, as_json, line)
     except BrokenPipeError:
-        # The reader went away (`mem list | head`); say nothing more.
-        sys.stderr.close()
-        return ExitCode.ERROR
+        return _reader_gone()
     except Exception as exc:
         if os.environ.get("MEM_DEBUG"):
             raise
@@ -124,6 +126,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(set MEM_DEBUG=1 for a traceback, and please report it)"
         )
         return failure(message, INTERNAL_ERROR, ExitCode.ERROR, as_json, f"mem: {message}")
+
+
+def _reader_gone() -> int:
+    """End quietly when the reader of stdout went away (`mem list | head -0`): what is still
+    buffered goes nowhere, and the status is the one shells give a command SIGPIPE ended."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is no real file (a test's capture): nothing to do
+        pass
+    return ExitCode.CLOSED_PIPE
 
 
 def _wants_json(words: list[str]) -> bool:
