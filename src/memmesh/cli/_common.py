@@ -270,7 +270,7 @@ def member_name(value: str) -> str:
     except InvalidInput:
         raise argparse.ArgumentTypeError(
             f"{value!r} is not a member name: 1-64 letters, digits, '.', '-' or '_', starting "
-            "with a letter or digit, no spaces (for \"Alice Smith\", say alice-smith)"
+            'with a letter or digit, no spaces (for "Alice Smith", say alice-smith)'
         ) from None
 
 
