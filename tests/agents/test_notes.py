@@ -1,10 +1,13 @@
 """Notes files cut into inbox candidates: exactly the bullets, short paragraphs and code blocks
 of a CLAUDE.md, an AGENTS.md and a .cursorrules, each with its heading path, line and guessed
-kind; and files that cannot be read, each named while the others still go in."""
+kind (the heading it is filed under first); and files that cannot be read, each named while
+the others still go in."""
 
 from pathlib import Path
 
-from memmesh.agents.notes import Report, propose_notes
+import pytest
+
+from memmesh.agents.notes import Report, filed_as, propose_notes
 from memmesh.local import inbox
 from memmesh.local.store import Store
 
@@ -50,11 +53,12 @@ def test_an_agents_md_cuts_a_long_paragraph_into_sentences_and_leaves_out_a_long
         (4, "gotcha", "Agent guide", "Beware: the fixtures share one database. Reset it with "
          "the reset script."),
         (8, "convention", style, "Do not add dependencies without asking."),
-        (9, "fact", style, "Line length is 100."),
-        (11, "fact", style, "This paragraph is far too long to be one memory, so it is cut "
-         "into its sentences."),
-        (11, "fact", style, "The first sentence says what it is about and stays short enough."),
-        (11, "fact", style, "The third sentence is short again."),
+        (9, "convention", style, "Line length is 100."),
+        (11, "convention", style, "This paragraph is far too long to be one memory, so it is "
+         "cut into its sentences."),
+        (11, "convention", style, "The first sentence says what it is about and stays short "
+         "enough."),
+        (11, "convention", style, "The third sentence is short again."),
     ]  # fmt: skip
     report = propose_notes(store, NOTES / "AGENTS.md", "other")
     assert [(s.line, s.reason) for s in report.skipped] == [
@@ -137,3 +141,99 @@ def test_files_that_cannot_be_read_are_each_named_and_add_nothing(
         f"{tmp_path}: a folder, not a notes file; nothing of it was added to the inbox",
     ]
     assert inbox.pending(store) == []
+
+
+def _kinds(store: Store, tmp_path: Path, text: str) -> list[tuple[str, str]]:
+    notes = tmp_path / "CLAUDE.md"
+    notes.write_text(text, encoding="utf-8")
+    report = propose_notes(store, notes, "")
+    assert report.error is None
+    return [(c.kind, c.text) for c in report.proposed]
+
+
+def test_bullets_nested_under_a_gotchas_heading_are_all_gotchas(
+    store: Store, tmp_path: Path
+) -> None:
+    notes = (
+        "## Gotchas\n- Webhook retries:\n  - the first waits 30 seconds\n"
+        "    - then it doubles\n- Always use `--no-cache` for the worker image.\n"
+        "  - `make worker` does it for you\n"
+    )
+    assert _kinds(store, tmp_path, notes) == [
+        ("gotcha", "the first waits 30 seconds"),
+        ("gotcha", "then it doubles"),
+        ("gotcha", "Always use `--no-cache` for the worker image."),
+        ("gotcha", "`make worker` does it for you"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "### Known pitfalls",
+        "## ⚠️ Gotchas",
+        "## Caveats:",
+        "## 🐛 Known issues:",
+        "## **Pitfalls**",
+        "Gotchas\n=======",
+        "## Deploys\n### Gotchas\n#### Staging",
+        "## Conventions\n### Known pitfalls",
+    ],
+)
+def test_a_heading_naming_gotchas_in_any_dress_files_a_rule_under_it_as_a_gotcha(
+    store: Store, tmp_path: Path, heading: str
+) -> None:
+    notes = f"{heading}\n\n- Always use UTC in the reports.\n- The cache is per region.\n"
+    assert _kinds(store, tmp_path, notes) == [
+        ("gotcha", "Always use UTC in the reports."),
+        ("gotcha", "The cache is per region."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("heading", "kind"),
+    [
+        ("Decisions", "decision"),
+        ("Architecture decision records (ADR)", "decision"),
+        ("Conventions", "convention"),
+        ("Code style", "convention"),
+        ("Rules", "convention"),
+        ("Useful commands", "command"),
+        ("Scripts", "command"),
+        ("Incidents", "incident"),
+        ("Post-mortems", "incident"),
+        ("Postmortems", "incident"),
+        ("Preferences", "preference"),
+    ],
+)
+def test_each_kind_a_heading_names_is_the_kind_of_the_bullets_under_it(
+    store: Store, tmp_path: Path, heading: str, kind: str
+) -> None:
+    notes = f"# Billing\n## {heading}\n- Always use UTC in the reports.\n"
+    assert _kinds(store, tmp_path, notes) == [(kind, "Always use UTC in the reports.")]
+
+
+def test_a_piece_s_own_label_or_bare_code_wins_and_a_heading_ends_with_its_section(
+    store: Store, tmp_path: Path
+) -> None:
+    notes = (
+        "## Conventions\n```sh\nmake lint\n```\n- Gotcha: the linter skips generated files.\n"
+        "- **Decision:** money is stored in cents.\n\n"
+        "## Commands and conventions\n- We chose uv because pip is slow.\n"
+        "## Architecture\n- The ledger is append-only.\n- Never call the provider inline.\n"
+    )
+    assert _kinds(store, tmp_path, notes) == [
+        ("command", "```sh\nmake lint\n```"),
+        ("gotcha", "Gotcha: the linter skips generated files."),
+        ("decision", "**Decision:** money is stored in cents."),
+        ("decision", "We chose uv because pip is slow."),
+        ("fact", "The ledger is append-only."),
+        ("convention", "Never call the provider inline."),
+    ]
+
+
+@pytest.mark.parametrize(
+    "heading", ["Deploys", "Scriptorium", "Rulesets", "Styleguide notes", "Lifestyle"]
+)
+def test_a_heading_that_names_no_kind_as_a_word_files_nothing(heading: str) -> None:
+    assert filed_as("The cache is per region.", ("Billing", heading)) is None

@@ -7,7 +7,8 @@ It reads the Markdown that notes files are written in (``notes.md``, ``CLAUDE.md
 * front matter (``---`` or ``+++`` on the first line, to the same line again), HTML comments,
   headings, rules (``---``) and blank lines are never pieces themselves;
 * a heading (``#`` to ``######``, or a line underlined with ``===``/``---``) sets the context
-  of what follows it, as ``Deploys > Staging``;
+  of what follows it, as ``Deploys > Staging`` (each piece keeps its headings apart too, as
+  ``headings``: they may name its kind);
 * each bullet (``-``, ``*``, ``+``, ``1.``, ``1)``; a task box ``[ ]`` is dropped) is one
   piece, with the lines indented under it; a nested bullet is a piece of its own, with its
   parent's text in its context; a bullet ending in ``:`` whose nested bullets say the rest is
@@ -42,13 +43,15 @@ class Malformed(ValueError):
 
 class Piece(NamedTuple):
     """One piece of a notes file: its prose (whitespace joined), the code block under it
-    (``info``: its language), its first line (1-based) and its context."""
+    (``info``: its language), its first line (1-based), its context, and the titles of the
+    headings it sits under (its context without parent bullets), outermost first."""
 
     text: str
     line: int
     context: str
     code: str | None = None
     info: str = ""
+    headings: tuple[str, ...] = ()
 
 
 class Skipped(NamedTuple):
@@ -59,8 +62,16 @@ class Skipped(NamedTuple):
 
 
 class _Block:
-    def __init__(self, line: int, text: str, context: tuple[str, ...], indent: int = -1):
-        self.line, self.lines, self.context, self.indent = line, [text], context, indent
+    def __init__(
+        self,
+        line: int,
+        text: str,
+        headings: tuple[str, ...],
+        parents: tuple[str, ...] = (),
+        indent: int = -1,
+    ):
+        self.line, self.lines, self.indent = line, [text], indent
+        self.headings, self.context = headings, headings + parents
         self.children = 0
         self.code: str | None = None
         self.info = ""
@@ -159,7 +170,7 @@ def pieces(text: str, *, markdown: bool = True) -> tuple[list[Piece], list[Skipp
             parents = tuple(_shortened(b.text.rstrip(":")) for b in bullets)
             if bullets:
                 bullets[-1].children += 1
-            current = attach = _Block(number, bullet.group(2), context() + parents, indent)
+            current = attach = _Block(number, bullet.group(2), context(), parents, indent)
             blocks.append(current)
             bullets.append(current)
             continue
@@ -201,5 +212,6 @@ def _pieces(blocks: list[_Block], skipped: list[Skipped]) -> tuple[list[Piece], 
             continue
         if not text and block.code is None:
             continue
-        out.append(Piece(text, block.line, " > ".join(block.context), block.code, block.info))
+        context = " > ".join(block.context)
+        out.append(Piece(text, block.line, context, block.code, block.info, block.headings))
     return out, sorted(skipped)

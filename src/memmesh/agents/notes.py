@@ -6,13 +6,16 @@ on its own, and nothing is published from the inbox.
 How a file is cut is :mod:`memmesh.agents._markdown`. Each piece is one candidate, with the
 heading path as its context and its line; a piece longer than :data:`MAX_CHARS` characters
 (its prose, without its code block) is cut into its sentences, and a sentence still longer is
-left out with the reason. Its kind is guessed by the first of these rules that holds
-(:func:`guess_kind`): a code block alone, or prose that is mostly a shell command → command;
-"never", "always", "don't", "do not", "must", "avoid" → convention; "because", "we chose",
-"decided", "instead of", "rather than" → decision; "beware", "careful", "watch out",
-"gotcha" → gotcha; else fact. Prose with a code block under it that would be a fact is a
-command. Secrets in the text are redacted before it is stored (the detectors of
-``mem remember``).
+left out with the reason. Its kind is the first of these that holds (:func:`guess_kind`): a
+code block alone → command; the kind the piece files itself under, with a label such as
+``Gotcha:`` opening it, or else the innermost heading above it that names exactly one kind
+(``Gotchas``, ``Known pitfalls``, ``Decisions``, ``Code style``: see ``_FILED_UNDER``);
+otherwise its wording: prose that is mostly a shell command → command; "never", "always",
+"don't", "do not", "must", "avoid" → convention; "because", "we chose", "decided", "instead
+of", "rather than" → decision; "beware", "careful", "watch out", "gotcha" → gotcha; else fact
+(command when a code block is under it). The author filed it under that heading, so it wins
+over the wording: "always use X" under ``Gotchas`` is a gotcha. Secrets in the text are
+redacted before it is stored (the detectors of ``mem remember``).
 """
 
 import re
@@ -31,7 +34,15 @@ from memmesh.policy.redaction import redact_text
 if TYPE_CHECKING:
     from memmesh.local.store import Store
 
-__all__ = ["MAX_CHARS", "MAX_FILE_BYTES", "Report", "guess_kind", "propose_notes", "read_notes"]
+__all__ = [
+    "MAX_CHARS",
+    "MAX_FILE_BYTES",
+    "Report",
+    "filed_as",
+    "guess_kind",
+    "propose_notes",
+    "read_notes",
+]
 
 MAX_CHARS = 400  # the longest piece proposed whole; a longer one is cut into sentences
 MAX_FILE_BYTES = 1024 * 1024
@@ -49,6 +60,20 @@ _DECISION = re.compile(
     r"\b(because|we chose|we decided|decided|instead of|rather than)\b", re.IGNORECASE
 )
 _GOTCHA = re.compile(r"\b(beware|careful|watch out|gotcha)\b", re.IGNORECASE)
+# The words of a heading (or of a label opening a piece, ``Gotcha:``) that file what is under
+# it as one kind; the singular or the plural, case ignored.
+_FILED_UNDER: dict[str, str] = {
+    "gotcha": r"gotchas?|pitfalls?|caveats?|known issues?|footguns?",
+    "decision": r"decisions?|adrs?",
+    "convention": r"conventions?|styles?|rules?|guidelines?",
+    "command": r"commands?|scripts?",
+    "incident": r"incidents?|post-?mortems?|outages?",
+    "preference": r"preferences?",
+}
+_HEADING_WORDS = {k: re.compile(rf"\b(?:{w})\b", re.IGNORECASE) for k, w in _FILED_UNDER.items()}
+_LABEL_WORDS = {
+    k: re.compile(rf"[\W_]*(?:{w})[*_]*\s*:", re.IGNORECASE) for k, w in _FILED_UNDER.items()
+}
 
 
 class Report(NamedTuple):
@@ -93,10 +118,27 @@ def read_notes(path: Path) -> tuple[list[Piece], list[Skipped]]:
         raise NotesUnreadable(str(path), f"malformed: {exc}") from None
 
 
-def guess_kind(text: str, code: str | None = None) -> str:
-    """The kind a piece's prose (and the code block under it) proposes; see the module."""
+def filed_as(text: str, headings: tuple[str, ...] = ()) -> str | None:
+    """The kind a piece files itself under: the one its opening label names (``Gotcha: ...``),
+    else the one the innermost of its ``headings`` naming exactly one kind names; a heading
+    naming two kinds (``Commands and conventions``) names none."""
+    for kind, label in _LABEL_WORDS.items():
+        if label.match(text):
+            return kind
+    for heading in reversed(headings):
+        named = [kind for kind, words in _HEADING_WORDS.items() if words.search(heading)]
+        if len(named) == 1:
+            return named[0]
+    return None
+
+
+def guess_kind(text: str, code: str | None = None, filed: str | None = None) -> str:
+    """The kind a piece's prose (and the code block under it) proposes, ``filed`` being the
+    kind it is filed under (:func:`filed_as`), if any; see the module."""
     if not text:
         return "command"
+    if filed is not None:
+        return filed
     if _mostly_command(text):
         return "command"
     for kind, words in (("convention", _CONVENTION), ("decision", _DECISION), ("gotcha", _GOTCHA)):
@@ -119,6 +161,7 @@ def _mostly_command(text: str) -> bool:
 def _candidate_texts(piece: Piece) -> list[tuple[str, str] | Skipped]:
     """Each (text, kind) ``piece`` proposes, or why a part of it is left out."""
     parts = [piece.text]
+    filed = filed_as(piece.text, piece.headings)
     if len(piece.text) > MAX_CHARS:
         parts = _SENTENCE_END.split(piece.text)
     out: list[tuple[str, str] | Skipped] = []
@@ -131,7 +174,7 @@ def _candidate_texts(piece: Piece) -> list[tuple[str, str] | Skipped]:
         if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
             out.append(Skipped(piece.line, f"longer than {MAX_TEXT_BYTES // 1024} KiB"))
             continue
-        out.append((text, guess_kind(part, code)))
+        out.append((text, guess_kind(part, code, filed)))
     return out
 
 

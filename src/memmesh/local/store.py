@@ -11,7 +11,7 @@ import numpy as np
 
 from memmesh._files import private_folder, reason
 from memmesh.embed import Embedder, get_embedder, unit_vector
-from memmesh.local import _changes, _embedding, _lookup, _rows, _scrub, journal, outcomes
+from memmesh.local import _changes, _embedding, _lookup, _revise, _rows, _scrub, journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of, scoped
 from memmesh.local._index import SearchIndex
 from memmesh.local._rows import ItemRow, content_hash, item_of, rows_in
@@ -285,22 +285,14 @@ class Store:
     def revise(self, item_id: str, text: str) -> tuple[Item, Item]:
         """Replace an active item's text: a new item supersedes the old, which is kept.
 
-        Returns ``(old, new)``. The new item keeps kind, project, tags and author; its track
-        record starts afresh, because the revision is what the old record was about.
+        Returns ``(old, new)``. The new item keeps kind, project, tags, author and the track
+        record (reinforcements, outcome counts) the old one earned (:mod:`memmesh.local._revise`).
         """
         clean = check_text(text)
         vector = self.embedder.embed([clean])[0]
         now = self.clock()
         with self._writing() as conn:
-            old = _lookup.active(conn, item_id, now)
-            if clean == old.text:
-                raise InvalidInput(f"the new text of {old.id} is the same as the old one")
-            new = new_id(now)
-            content = _rows.Content(new, clean, old.kind, old.project, old.tags, old.author, vector)
-            _rows.insert(conn, content, now, supersedes=old.id)
-            _rows.change(conn, old.id, now, status="superseded", superseded_by=new)
-            journal.log(conn, now, "revise", old.id, new_id=new)
-            return _rows.one(conn, "id = ?", old.id, now), _rows.one(conn, "id = ?", new, now)
+            return _revise.revise(conn, item_id, clean, vector, now)
 
     def outcome(self, item_id: str, result: str) -> Item:
         """Record that using an item worked, failed or partly worked."""

@@ -31,7 +31,8 @@ class Forgotten(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Revised(msgspec.Struct, frozen=True, kw_only=True):
-    """An item superseded by :func:`revise`: ``old`` is kept as history, ``new`` replaces it.
+    """An item superseded by :func:`revise`: ``old`` is kept as history, ``new`` replaces it
+    with the track record ``old`` earned (see :meth:`memmesh.local.store.Store.revise`).
 
     ``retracted`` and ``warning`` are as in :class:`Forgotten`; ``unshared`` says, when the old
     item was published, that the revision is not shared until it is published itself.
