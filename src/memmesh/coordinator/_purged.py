@@ -1,10 +1,12 @@
 """Items the coordinator's operator purged, in its store file: they never come back.
 
-A purge (``mem coordinator purge``) erases every live publication of a key and its searchable
-copy; the key signed them, so the coordinator cannot make their tombstones. ``coord_purged``
-keeps, for each item purged, the version it had: a publication of that item at that version
-or an older one (a replay, or a member resending what it still holds) is refused as stale,
-and only a newer version, which the member published since, is taken.
+A purge (``mem coordinator purge``, ``mem team revoke --purge``) erases every row of a key:
+its live publications with their searchable copies, and its tombstones; the key signed them,
+so the coordinator cannot make tombstones of its own. ``coord_purged`` keeps, for each item
+purged, the version it had: a publication of that item at that version or an older one (a
+replay, or a member resending what it still holds) is refused as stale, and so is a
+retraction of it (the mark does the tombstone's work, and takes no place in the quotas); only
+a newer version, which the member published since, is taken.
 
 Every function runs on the transaction or read the caller holds.
 """

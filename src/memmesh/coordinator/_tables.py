@@ -18,13 +18,14 @@ from memmesh.registry.identity import key_id, public_key_from_text
 
 __all__ = [
     "COORDINATOR_SCHEMA",
+    "Dropped",
     "Live",
     "Stored",
     "changes_after",
     "copy_id",
     "counts",
     "drop_presence",
-    "drop_publications",
+    "drop_rows",
     "live_author",
     "live_publications",
     "presence",
@@ -97,6 +98,15 @@ class Stored(NamedTuple):
     payload: bytes
     copy_id: str
     applied_at: float
+
+
+class Dropped(NamedTuple):
+    """A row deleted for good: its item id, kind, version and searchable copy."""
+
+    item_id: str
+    kind: Kind
+    version: int
+    copy_id: str
 
 
 class Live(NamedTuple):
@@ -180,15 +190,18 @@ def live_author(tx: Transaction, member_id: str, item_id: str) -> tuple[str, int
     return None
 
 
-def drop_publications(tx: Transaction, author_key: str) -> list[str]:
-    """Delete every live publication of ``author_key`` (its tombstones stay); returns the ids
-    of their searchable copies, which the caller purges in the same transaction."""
+def drop_rows(tx: Transaction, author_key: str) -> list[Dropped]:
+    """Delete every row of ``author_key``, its live publications and its tombstones alike;
+    returns what each was, for the caller to purge their searchable copies in the same
+    transaction."""
     rows = tx.execute(
-        "DELETE FROM coord_envelopes WHERE author_key = ? AND kind = 'publication' "
-        "RETURNING copy_id",
+        "DELETE FROM coord_envelopes WHERE author_key = ? "
+        "RETURNING item_id, kind, version, copy_id",
         (author_key,),
     ).fetchall()
-    return sorted(str(copy) for (copy,) in rows)
+    return sorted(
+        Dropped(str(item), kind, int(version), str(copy)) for item, kind, version, copy in rows
+    )
 
 
 def changes_after(

@@ -6,10 +6,13 @@ one on the data folder, whether the coordinator runs or not. A purge is one writ
 under the store's lock, like a publish: a running coordinator's in-memory indexes drop the
 purged items at their next search, since every row a purge erases gets a new ``rev``.
 
-A purge erases every live publication of a key (its text, tags and vector leave the store,
-search and the changes feed) and remembers the version each had (``coord_purged``): the key
-can never bring one back by sending it again, only publish a newer version. Its tombstones
-stay. The key itself is not refused: revoke it on the roster for that (``mem team revoke``).
+A purge erases every item of a key, live or retracted (a live one's text, tags and vector
+leave the store, search and the changes feed; a tombstone leaves the feed), so that nothing
+of the key counts towards the quotas any more, and remembers the version each had
+(``coord_purged``), which does a tombstone's work from then on: the key can never bring an
+item back by sending it again (nor take a place by retracting it again), only publish a newer
+version. The key itself is not refused: revoke it on the roster for that (``mem team
+revoke``), which refuses everything it ever signed.
 """
 
 import time
@@ -23,7 +26,7 @@ from memmesh.coordinator._usage import Usage
 from memmesh.local import Transaction
 from memmesh.local.store import Store
 from memmesh.net.errors import NotFound
-from memmesh.registry.envelopes import Envelope, Publication, open_envelope
+from memmesh.registry.envelopes import Envelope, Publication, Retraction, open_envelope
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import key_id, public_key_from_text
 
@@ -106,20 +109,16 @@ class Holdings:
         return [_item(row) for row in rows]
 
     def purge(self, key: str) -> int:
-        """Erase every live publication of ``key`` for good; returns how many there were."""
-        now = self._clock()
+        """Erase every live publication and every tombstone of ``key`` for good; returns how
+        many live publications there were."""
         with self.store.transaction() as tx:
-            live = [row for row in _usage.held(tx, key) if row.kind == "publication"]
-            for row in live:
-                _purged.mark(tx, key, row.item_id, row.version, now)
-            erased = erase_publications(self.store, tx, key)
-        assert erased == len(live)
+            erased = erase_publications(self.store, tx, key, now=self._clock())
         if erased:
             self.store.scrub()  # what is left of their texts on disk, once for all of them
         return erased
 
-    def purged(self, tx: Transaction, body: Publication) -> bool:
-        """Whether the operator purged this version of the body's item (or a newer one)."""
+    def purged(self, tx: Transaction, body: Publication | Retraction) -> bool:
+        """Whether a purge took this version of the body's item (or a newer one)."""
         version = _purged.version(tx, body.author_key, body.item_id)
         return version is not None and body.version <= version
 
@@ -128,13 +127,19 @@ class Holdings:
         return _usage.of(tx, key), _usage.total(tx)
 
 
-def erase_publications(store: Store, tx: Transaction, key: str) -> int:
-    """Delete every live publication of ``key`` and purge its searchable copy, in ``tx``:
-    they leave the feed and search, the copies lose text and vector; tombstones stay."""
-    copies = _tables.drop_publications(tx, key)
-    for copy in copies:
-        store.purge(copy, tx=tx)
-    return len(copies)
+def erase_publications(store: Store, tx: Transaction, key: str, *, now: float | None = None) -> int:
+    """Delete every envelope ``key`` published, in ``tx``: its live publications (their
+    searchable copies lose text and vector) and its tombstones. They leave the feed and the
+    key's figures; ``coord_purged`` keeps each item's version (at ``now``), so that no
+    publication of it up to that version is taken again. Returns how many were live."""
+    when = time.time() if now is None else now
+    live = 0
+    for row in _tables.drop_rows(tx, key):
+        _purged.mark(tx, key, row.item_id, row.version, when)
+        store.purge(row.copy_id, tx=tx)  # a tombstone's copy is blank already: no change
+        if row.kind == "publication":
+            live += 1
+    return live
 
 
 def _key_id(key: str) -> str:

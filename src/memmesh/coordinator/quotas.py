@@ -3,11 +3,13 @@
 Each item a key publishes costs the coordinator memory for as long as it is kept: its vector
 and row in the vector index, and its words in the lexicon (about 9 bytes per byte of text
 when every word is new, docs/operations.md "Memory and quotas"). A key's items are its live
-publications and its tombstones (a retracted item keeps its place for good, so that it never
-comes back); its bytes are the UTF-8 bytes of its live publications' text. A publish that
-would take the key or the team past a limit is refused whole before anything is stored
+publications and its tombstones (a retracted item keeps its place until a purge, so that it
+never comes back); its bytes are the UTF-8 bytes of its live publications' text. A publish
+that would take the key or the team past a limit is refused whole before anything is stored
 (:class:`~memmesh.coordinator.errors.QuotaExceeded`, 413); one that adds nothing (a new
-version no longer than the last, a duplicate) always goes through. The limits are
+version no longer than the last, a duplicate) always goes through. A retraction adds an item
+only for an id the key never published here, and then only where there is room (else that
+one retraction is ``stale``: see ``Coordinator._unkept``). The limits are
 :class:`memmesh.net.quotas.Quotas`, `mem coordinator serve`'s ``--member-items`` and so on.
 """
 

@@ -25,9 +25,11 @@ import numpy as np
 from memmesh import __version__
 from memmesh.coordinator import _tables
 from memmesh.coordinator._disclosures import DisclosureLog
+from memmesh.coordinator._outcomes import rejected, settled, stale
 from memmesh.coordinator._space import Space
 from memmesh.coordinator._tallies import TallyBook, drop
 from memmesh.coordinator._usage import Usage
+from memmesh.coordinator.errors import QuotaExceeded
 from memmesh.coordinator.holdings import Holdings
 from memmesh.coordinator.membership import Membership
 from memmesh.coordinator.protocol import (
@@ -171,8 +173,10 @@ class Coordinator:
 
     def retract(self, caller: Caller, request: RetractRequest) -> RetractResponse:
         """Verify and apply each retraction, purging the item's text and vector; each one
-        applied (or applied before) carries the coordinator's signed receipt. Once they are
-        applied, one scrub takes what is left of their texts off the disk (:meth:`Store.scrub`)."""
+        applied (or applied before) carries the coordinator's signed receipt. A retraction of an
+        id the key never published here is kept only where its share has room (:meth:`_unkept`).
+        Once they are applied, one scrub takes what is left of their texts off the disk
+        (:meth:`Store.scrub`)."""
         results = [self._retract_one(caller, env) for env in request.envelopes]
         if any(outcome.status == "accepted" for outcome in results):
             self.store.scrub()
@@ -186,15 +190,15 @@ class Coordinator:
         except BadSignature as exc:
             return Outcome(item_id="", version=0, status="rejected", reason=exc.message)
         if not isinstance(body, kind):
-            return _rejected(body.item_id, body.version, f"not a {kind.__name__.lower()}")
+            return rejected(body.item_id, body.version, f"not a {kind.__name__.lower()}")
         refusal = self._refusal(caller, body)
-        return body if refusal is None else _rejected(body.item_id, body.version, refusal)
+        return body if refusal is None else rejected(body.item_id, body.version, refusal)
 
     def _adding(self, tx: Transaction, body: Publication, envelope: Envelope) -> Usage:
         """What storing ``body`` would add to its author's share: an item if it is new, and
         the growth of its text; nothing if it would not be stored."""
         current = _tables.stored(tx, body.author_key, body.item_id)
-        if _settled(current, body, envelope) is not None or self.holdings.purged(tx, body):
+        if settled(current, body, envelope) is not None or self.holdings.purged(tx, body):
             return Usage()
         return added(current, body)
 
@@ -208,11 +212,11 @@ class Coordinator:
             # The envelope and the searchable copy commit together, or not at all.
             with self.store.transaction() as tx:
                 current = _tables.stored(tx, body.author_key, body.item_id)
-                settled = _settled(current, body, item.envelope)
-                if settled is not None:
-                    return settled
+                outcome = settled(current, body, item.envelope)
+                if outcome is not None:
+                    return outcome
                 if self.holdings.purged(tx, body):
-                    return _stale(body.item_id, body.version, "purged by the coordinator")
+                    return stale(body.item_id, body.version, "purged by the coordinator")
                 # Again, in the write lock: a request racing this one may have filled a quota.
                 check(self.quotas, *self.holdings.usage(tx, body.author_key), added(current, body))
                 copy = _copy(current, body)
@@ -226,7 +230,7 @@ class Coordinator:
             raise  # the coordinator's own trouble (507, 503, 500), not the item's
         except StoreError as exc:
             # The envelope verified but does not make a valid item; nothing was written.
-            return _rejected(body.item_id, body.version, exc.message)
+            return rejected(body.item_id, body.version, exc.message)
         return Outcome(item_id=body.item_id, version=body.version, status="accepted")
 
     def _retract_one(self, caller: Caller, envelope: Envelope) -> Outcome:
@@ -236,14 +240,17 @@ class Coordinator:
         # The tombstone and the purge commit together.
         with self.store.transaction() as tx:
             current = _tables.stored(tx, body.author_key, body.item_id)
-            settled = _settled(current, body, envelope)
-            if settled is not None:
-                if settled.status != "duplicate" or current is None:
-                    return settled
+            outcome = settled(current, body, envelope)
+            if outcome is not None:
+                if outcome.status != "duplicate" or current is None:
+                    return outcome
                 # Applied before: the same receipt, with the time it was applied then.
                 return msgspec.structs.replace(
-                    settled, receipt=self._receipt(body, current.applied_at)
+                    outcome, receipt=self._receipt(body, current.applied_at)
                 )
+            unkept = self._unkept(tx, body) if current is None else None
+            if unkept is not None:
+                return unkept
             # An id this key never published binds a tombstone to this key alone: the copy
             # it names does not exist yet, and another key's item of the same id is untouched.
             copy = _copy(current, body)
@@ -255,6 +262,29 @@ class Coordinator:
             item_id=body.item_id, version=body.version, status="accepted",
             receipt=self._receipt(body, applied_at),
         )  # fmt: skip
+
+    def _unkept(self, tx: Transaction, body: Retraction) -> Outcome | None:
+        """Why no tombstone is kept for an item the key holds nothing of here, else ``None``.
+
+        Such a tombstone is a new row, counted like an item, so it is kept only while the
+        key's share and the team's have room: a key's tombstones never outnumber its item
+        limit. While there is room it is kept, so that a publication of the item reaching the
+        coordinator after it (another sync of the same member) stays retracted. Past it, or
+        once a purge took the item (whose mark does a tombstone's work), it is ``stale``:
+        final, so the member's sync takes it as done and never sends it again.
+        """
+        if self.holdings.purged(tx, body):
+            return stale(body.item_id, body.version, "purged by the coordinator")
+        try:
+            check(self.quotas, *self.holdings.usage(tx, body.author_key), Usage(items=1))
+        except QuotaExceeded as exc:
+            whose = (
+                "this member's share of the coordinator"
+                if exc.scope == "member"
+                else "the coordinator"
+            )
+            return stale(body.item_id, body.version, f"never published here, and {whose} is full")
+        return None
 
     def _receipt(self, body: Retraction, purged_at: float) -> Envelope:
         """The coordinator's signed word that ``body`` was applied at ``purged_at``."""
@@ -394,45 +424,9 @@ class Coordinator:
         )
 
 
-def _settled(
-    current: _tables.Stored | None, body: Publication | Retraction, envelope: Envelope
-) -> Outcome | None:
-    """What becomes of an incoming envelope given what is stored for its author's item
-    (``current``): ``None`` when it moves the item forward, else the outcome (nothing is
-    written).
-
-    Versions only move forward: a retraction beats every publication up to its version; a
-    replay is a duplicate.
-    """
-    if current is None:
-        return None
-    kind, version, payload = current.kind, current.version, current.payload
-    item_id, incoming = body.item_id, body.version
-    retracting = isinstance(body, Retraction)
-    if kind == "retraction" and incoming <= version:
-        if retracting:
-            return Outcome(item_id=item_id, version=incoming, status="duplicate")
-        return _stale(item_id, incoming, "retracted")
-    if kind == "publication" and incoming < version:
-        return _stale(item_id, incoming, "a newer version is published")
-    if kind == "publication" and incoming == version and not retracting:
-        if payload == envelope.payload:
-            return Outcome(item_id=item_id, version=incoming, status="duplicate")
-        return _rejected(item_id, incoming, "a different envelope has this version")
-    return None
-
-
 def _copy(current: _tables.Stored | None, body: Publication | Retraction) -> str:
     """The store id of the searchable copy of the body's (author key, item id)."""
     return _tables.copy_id(body) if current is None else current.copy_id
-
-
-def _rejected(item_id: str, version: int, reason: str) -> Outcome:
-    return Outcome(item_id=item_id, version=version, status="rejected", reason=reason)
-
-
-def _stale(item_id: str, version: int, reason: str) -> Outcome:
-    return Outcome(item_id=item_id, version=version, status="stale", reason=reason)
 
 
 def _own_identity(data: Path) -> Identity:
