@@ -29,7 +29,14 @@ that this tree is the real one):
     │   ├── TeamRefused                    3     500  team_refused
     │   └── UsageError                     2     500  usage_error
     ├── CoordinatorError (coordinator)     1     500  coordinator_error
+    │   ├── AlreadyAdmin                   1     409  already_admin
     │   ├── BadJoinCode                    2     400  bad_join_code
+    │   ├── BadMemberName                  2     400  bad_member_name
+    │   ├── LastAdmin                      1     409  last_admin
+    │   ├── MemberRevoked                  1     409  member_revoked
+    │   ├── NoAdminToDemote                1     409  no_admin_to_demote
+    │   ├── NoSuchMember                   1     404  no_such_member
+    │   ├── NotAnAdmin                     3     403  not_an_admin
     │   └── QuotaExceeded                  1     413  quota_exceeded
     ├── EmbedError (embed)                 1     500  embed_error
     │   ├── EmbedderDamaged                1     500  embedder_damaged

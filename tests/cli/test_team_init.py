@@ -38,8 +38,8 @@ def test_init_with_a_name_holding_a_space_is_refused_and_writes_nothing(home: Pa
     refused = _run(home, "team", "init", "--name", "Ada Lovelace")
     assert refused.returncode == ExitCode.USAGE
     line = error_line(refused)
-    assert line.startswith("mem: error: --name 'Ada Lovelace': ")
-    assert "Ada-Lovelace" in line
+    assert line.startswith("mem team init: error: argument --name: 'Ada Lovelace' is not a")
+    assert "no spaces (say Ada-Lovelace)" in line
     assert line.endswith("(see `mem team init --help`)")
     assert not home.exists()
 

@@ -71,7 +71,14 @@ POST_PATHS = [
     "/v1/tallies/mine",
 ]
 # The roster's routes refuse much on purpose (the fuzzer is the team's only admin); never 5xx.
-ROSTER_PATHS = ["/v1/members/add", "/v1/members/revoke", "/v1/invites", "/v1/join"]
+ROSTER_PATHS = [
+    "/v1/members/add",
+    "/v1/members/revoke",
+    "/v1/members/promote",
+    "/v1/members/demote",
+    "/v1/invites",
+    "/v1/join",
+]
 ROSTER_ALLOWED = ALLOWED | {403, 404, 409}
 # numpy warns when a huge vector overflows its float32 cast; in production that is a warning and
 # the vector is then refused as not finite, but the suite turns warnings into errors, which the
@@ -158,6 +165,8 @@ def seeds(embedder: str, dim: int) -> dict[str, dict[str, Any]]:
         "/v1/tallies/mine": {"cursor": 0, "limit": 10},
         "/v1/members/add": {"name": "newcomer", "key": NEWCOMER.public_key_text},
         "/v1/members/revoke": {"member": "newcomer", "purge": True},
+        "/v1/members/promote": {"member": "newcomer"},
+        "/v1/members/demote": {"member": "newcomer"},
         "/v1/invites": {
             "name": "invited",
             "digest": secret_digest(new_secret()),

@@ -287,6 +287,8 @@ def test_openapi_document_lists_every_route(coordinator: Coordinator, client: Cl
         "/v1/members",
         "/v1/members/add",
         "/v1/members/revoke",
+        "/v1/members/promote",
+        "/v1/members/demote",
         "/v1/invites",
         "/v1/join",
         "/v1/disclosures",

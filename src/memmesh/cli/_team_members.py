@@ -1,5 +1,5 @@
-"""`mem team invite`, `join`, `members`, `revoke` and `disclosures`: the roster the coordinator
-holds, registered in :mod:`memmesh.cli.team`.
+"""`mem team invite`, `join`, `members` (`list`, `add`, `promote`, `demote`), `revoke` and
+`disclosures`: the roster the coordinator holds, registered in :mod:`memmesh.cli.team`.
 
 The commands' work is in :mod:`memmesh.cli._team_roster`, imported when one of them runs.
 """
@@ -7,9 +7,16 @@ The commands' work is in :mod:`memmesh.cli._team_roster`, imported when one of t
 import argparse
 import re
 
-from memmesh.cli._common import Command, Handler, command_adder, lazy, positive_int
+from memmesh.cli._common import (
+    Command,
+    Handler,
+    command_adder,
+    lazy,
+    member_name,
+    positive_int,
+)
 
-__all__ = ["duration", "member_name", "register"]
+__all__ = ["duration", "member", "register"]
 
 _MEMBER = '{"name", "key", "key_id", "admin", "added_at", "revoked_at"}'
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -25,8 +32,11 @@ def register(command: Command) -> None:
         description="Make a join code for a new member (admins only): one line holding the "
         "coordinator's URL and certificate pin, the team, the name and a secret. It works "
         "once, until it expires; only the secret's SHA-256 reaches the coordinator. Send it "
-        "privately: whoever holds it can join as NAME.",
-        json_shape='{"code", "name", "team", "expires_at", "admin"}; times are ISO 8601 UTC',
+        "privately: whoever holds it can join as NAME. Inviting a revoked member again: their "
+        "old key stays refused, so the code admits a new key only, and they join from a new "
+        "home (mem --home NEW_HOME team join CODE), as it says.",
+        json_shape='{"code", "name", "team", "expires_at", "admin", "revoked_at"}; times are '
+        'ISO 8601 UTC, "revoked_at" is null unless a member of that name was revoked',
     )
     p.add_argument("name", metavar="NAME", type=member_name, help="the new member's name")
     p.add_argument(
@@ -88,6 +98,7 @@ def register(command: Command) -> None:
     )
     p.add_argument("--admin", action="store_true", help="they may invite and revoke too")
     p.add_argument("--from-policy", action="store_true", help="add team.yaml's members: list")
+    _roles(listing)
 
     p = command(
         "revoke",
@@ -100,7 +111,9 @@ def register(command: Command) -> None:
         "ask on, or with --json, it revokes only with --yes.",
         json_shape=f'{{"member": {_MEMBER}, "purged"}}',
     )
-    p.add_argument("member", metavar="MEMBER", help="their name, public key or member id")
+    p.add_argument(
+        "member", metavar="MEMBER", type=member, help="their name, public key or member id"
+    )
     p.add_argument("--purge", action="store_true", help="also remove their published items")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -115,6 +128,31 @@ def register(command: Command) -> None:
     )
     p.add_argument("item", nargs="?", metavar="ID", help="only this item (an id or prefix)")
     p.add_argument("--limit", type=_limit, default=100, metavar="N", help="at most N (100)")
+
+
+def _roles(listing: Command) -> None:
+    """`mem team members promote` and `demote`."""
+    p = listing(
+        "promote",
+        _run("promote"),
+        "Make a member an admin (admins only): they may invite, add, promote and revoke too.",
+        "mem team members promote bob",
+        description="Make a member an admin (admins only): from now on they may invite, "
+        "add, promote, demote and revoke members. A team needs a second admin before its "
+        "last one can be revoked or demoted. A revoked member cannot be promoted: their key "
+        "stays refused (invite them again; they join with a new key).",
+        json_shape=f'{{"member": {_MEMBER}}}, the member as the roster now has them',
+    )
+    p.add_argument("member", metavar="MEMBER", type=member, help="their name or member id")
+    p = listing(
+        "demote",
+        _run("demote"),
+        "Make an admin a member who is no admin (admins only, yourself included); never the "
+        "team's last admin.",
+        "mem team members demote bob",
+        json_shape=f'{{"member": {_MEMBER}}}, the member as the roster now has them',
+    )
+    p.add_argument("member", metavar="MEMBER", type=member, help="their name or member id")
 
 
 def _members(command: Command) -> argparse.ArgumentParser:
@@ -146,12 +184,21 @@ def _limit(value: str) -> int:
     return number
 
 
-def member_name(value: str) -> str:
-    """An argparse type: a member's name, 1 to 64 characters."""
-    name = value.strip()
-    if not name or len(name) > 64:
-        raise argparse.ArgumentTypeError("a member's name is 1 to 64 characters")
-    return name
+def member(value: str) -> str:
+    """An argparse type: a member as `revoke` and `members promote` take one: a name (refused
+    with the rule of :func:`~memmesh.cli._common.member_name`), a member id, or a public key
+    (which may start with '-' or '_', where a name may not)."""
+    try:
+        return member_name(value)
+    except argparse.ArgumentTypeError as not_a_name:
+        from memmesh.registry.errors import BadSignature
+        from memmesh.registry.identity import public_key_from_text
+
+        try:
+            public_key_from_text(value)
+        except BadSignature:
+            raise not_a_name from None  # the name's rule: a name is what was meant
+        return value
 
 
 def duration(value: str) -> float:

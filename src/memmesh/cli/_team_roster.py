@@ -12,6 +12,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
@@ -28,17 +29,19 @@ from memmesh.net.presence import RosterMember
 from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
 from memmesh.team import roster
-from memmesh.team.access import explained
+from memmesh.team.access import explained, revoked_on
 from memmesh.team.disclosures import my_disclosures
 from memmesh.team.setup import TeamEmbedder, use_team_embedder
 from memmesh.text import counted, printable
 
 __all__ = [
     "run_add",
+    "run_demote",
     "run_disclosures",
     "run_invite",
     "run_join",
     "run_members",
+    "run_promote",
     "run_revoke",
 ]
 
@@ -50,21 +53,43 @@ _REFUSES_THE_KEY = re.compile(r"is not a member of team|was revoked on")
 
 @contextmanager
 def _asking(
-    asked: Asked, what: str, policy: Policy | None = None, identity: Identity | None = None
+    asked: Asked,
+    what: str,
+    policy: Policy | None = None,
+    identity: Identity | None = None,
+    *,
+    home: Path | None = None,
 ) -> Iterator[None]:
-    """Turn the coordinator's refusal of ``what`` into what it means for this key."""
+    """Turn the coordinator's refusal of ``what`` into what it means for this key (``home``:
+    where a joining key lives)."""
     try:
         yield
     except Refused as refused:
-        raise _explained(refused, asked, what, policy, identity) from None
+        raise _explained(refused, asked, what, policy, identity, home) from None
 
 
 def _explained(
-    refused: Refused, asked: Asked, what: str, policy: Policy | None, identity: Identity | None
+    refused: Refused,
+    asked: Asked,
+    what: str,
+    policy: Policy | None,
+    identity: Identity | None,
+    home: Path | None = None,
 ) -> MemmeshError:
     status, said = refused.http_status, refused.message
     if status == 404 and "no route" in said:
         return refused  # a coordinator that does not serve this yet says so itself
+    revoked = revoked_on(refused)
+    if asked == "join" and revoked is not None and home is not None:
+        # The invite is not spent: it admits a new key, which a new home makes.
+        new = f"{home}-new"
+        return TeamRefused(
+            f"this home's key was revoked from the team on {revoked} and stays refused; the "
+            "join code was not used. It admits a new key: join from a new home, "
+            f"`mem --home {new} team join CODE` (bring your private items along with "
+            f"`mem export -o items.jsonl` here and `mem --home {new} import items.jsonl` there)",
+            status,
+        )
     if asked == "join" and status in (403, 404, 409, 410):
         return TeamRefused(
             f"the coordinator did not accept this join code ({said}): a code works once, "
@@ -112,12 +137,14 @@ def run_invite(args: argparse.Namespace) -> int:
     policy, identity = _member(args)
     with _asking("admin", "invite members", policy, identity):
         invited = roster.invite(policy, identity, args.name, ttl=args.ttl, admin=args.admin)
+    revoked = invited.revoked_at
     data = {
         "code": invited.code,
         "name": invited.name,
         "team": invited.team,
         "expires_at": iso(invited.expires_at),
         "admin": invited.admin,
+        "revoked_at": iso(revoked) if revoked is not None else None,
     }
     emit(args, data, invited.code)
     if not getattr(args, "json", False):
@@ -127,13 +154,21 @@ def run_invite(args: argparse.Namespace) -> int:
             f"until {iso(invited.expires_at)}. Send it privately: whoever holds it can join. "
             "On the new laptop: mem team join CODE"
         )
+        if revoked is not None:
+            note(
+                f"{invited.name} was revoked from team {invited.team} on {iso(revoked)}, and "
+                "their old key stays refused: this code admits a new key only. Where their old "
+                "home is, they join from a new one, which makes a new key: "
+                "mem --home NEW_HOME team join CODE"
+            )
     return ExitCode.OK
 
 
 def run_join(args: argparse.Namespace) -> int:
     code = sys.stdin.read() if args.code == "-" else args.code
-    with _asking("join", "join"):
-        joined = roster.join(home_of(args), code, name=args.name)
+    home = home_of(args)
+    with _asking("join", "join", home=home):
+        joined = roster.join(home, code, name=args.name)
     member = joined.member
     embedder = _team_embedder(args)
     data = {
@@ -234,6 +269,24 @@ def run_revoke(args: argparse.Namespace) -> int:
         {"member": _member_json(revoked.member), "purged": revoked.purged},
         f"revoked {_labelled(revoked.member)} from team {policy.team}{purged}",
     )
+    return ExitCode.OK
+
+
+def run_promote(args: argparse.Namespace) -> int:
+    policy, identity = _member(args)
+    with _asking("admin", "promote members", policy, identity):
+        promoted = roster.promote(policy, identity, args.member)
+    said = f"{_labelled(promoted)} is now an admin of team {policy.team}"
+    emit(args, {"member": _member_json(promoted)}, said)
+    return ExitCode.OK
+
+
+def run_demote(args: argparse.Namespace) -> int:
+    policy, identity = _member(args)
+    with _asking("admin", "demote members", policy, identity):
+        demoted = roster.demote(policy, identity, args.member)
+    said = f"{_labelled(demoted)} is no longer an admin of team {policy.team}"
+    emit(args, {"member": _member_json(demoted)}, said)
     return ExitCode.OK
 
 

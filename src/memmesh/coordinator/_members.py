@@ -29,6 +29,8 @@ __all__ = [
     "members",
     "open_invites",
     "revoke",
+    "revoked_named",
+    "set_admin",
     "use_invite",
 ]
 
@@ -103,6 +105,15 @@ def active_named(tx: Transaction, name: str) -> RosterMember | None:
     return None if row is None else _member(row)
 
 
+def revoked_named(tx: Transaction, name: str) -> RosterMember | None:
+    """The member called ``name`` who was revoked last, if one was."""
+    row = tx.execute(
+        f"{_MEMBER} WHERE name = ? AND revoked_at IS NOT NULL ORDER BY revoked_at DESC LIMIT 1",
+        (name,),
+    ).fetchone()
+    return None if row is None else _member(row)
+
+
 def find(tx: Transaction, text: str) -> RosterMember | None:
     """The member ``text`` names: a key, a member id, or a name (the active member of that
     name, else the one of that name revoked last)."""
@@ -137,6 +148,11 @@ def revoke(tx: Transaction, key: str, at: float) -> None:
     tx.execute(
         "UPDATE coord_members SET revoked_at = ? WHERE key = ? AND revoked_at IS NULL", (at, key)
     )
+
+
+def set_admin(tx: Transaction, key: str, admin: bool) -> None:
+    """Make ``key``'s member an admin (``admin``) or no longer one."""
+    tx.execute("UPDATE coord_members SET admin = ? WHERE key = ?", (int(admin), key))
 
 
 def invite(tx: Transaction, digest: str) -> InviteRow | None:

@@ -124,7 +124,27 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             limit=small,
             caller=True,
             summary="(An admin) refuse a member's key from now on; with purge, erase its live "
-            "publications; 409 for the last admin.",
+            "publications; 409 last_admin for the last admin.",
+        ),
+        Endpoint(
+            path="/v1/members/promote",
+            handler=members.promote,
+            request=p.MemberAdmin,
+            response=p.RosterMember,
+            limit=small,
+            caller=True,
+            summary="(An admin) make a member an admin; 404 no_such_member, 409 already_admin "
+            "or member_revoked.",
+        ),
+        Endpoint(
+            path="/v1/members/demote",
+            handler=members.demote,
+            request=p.MemberAdmin,
+            response=p.RosterMember,
+            limit=small,
+            caller=True,
+            summary="(An admin) make an admin a member who is no admin; 404 no_such_member, 409 "
+            "no_admin_to_demote, member_revoked or last_admin (never the last admin).",
         ),
         Endpoint(
             path="/v1/invites",
@@ -133,7 +153,9 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             response=p.Invite,
             limit=small,
             caller=True,
-            summary="(An admin) a single-use invite: the SHA-256 of its secret, a name, an expiry.",
+            summary="(An admin) a single-use invite: the SHA-256 of its secret, a name, an "
+            "expiry; says when a revoked member of that name was revoked (their key stays "
+            "refused).",
         ),
         Endpoint(
             path="/v1/join",

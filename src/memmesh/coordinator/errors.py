@@ -2,14 +2,38 @@
 
 MemmeshError
 └── CoordinatorError
+    ├── AlreadyAdmin          exit 1, 409: the member to promote is an admin already
     ├── BadJoinCode           exit 2, 400: a join code is malformed or expired
+    ├── BadMemberName         exit 2, 400: a member's name breaks the rule (the error says it)
+    ├── LastAdmin             exit 1, 409: the change would leave the team without an admin
+    ├── MemberRevoked         exit 1, 409: the member named was revoked; their key stays so
+    ├── NoAdminToDemote       exit 1, 409: the member to demote is no admin
+    ├── NoSuchMember          exit 1, 404: the roster has no member of that name, id or key
+    ├── NotAnAdmin            exit 3, 403: the caller is no admin, and only admins may do this
     └── QuotaExceeded         exit 1, 413: a publish would take a member (or the team) past
                               what the coordinator stores; nothing of it was stored
+
+The roster's refusals carry what they refer to: ``team`` and ``member`` (as the request named
+them), so that a client acts on the code and its fields, never on the sentence.
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["BadJoinCode", "CoordinatorError", "QuotaExceeded"]
+__all__ = [
+    "AlreadyAdmin",
+    "BadJoinCode",
+    "BadMemberName",
+    "CoordinatorError",
+    "LastAdmin",
+    "MemberRevoked",
+    "NoAdminToDemote",
+    "NoSuchMember",
+    "NotAnAdmin",
+    "QuotaExceeded",
+]
+
+# What a member's name may be, in words (the pattern is memmesh.coordinator.protocol's).
+_NAME_RULE = "1-64 letters, digits, '.', '-' or '_', starting with a letter or digit, no spaces"
 
 
 class CoordinatorError(MemmeshError):
@@ -25,6 +49,90 @@ class BadJoinCode(CoordinatorError):
     def __init__(self, problem: str) -> None:
         super().__init__(f"this join code cannot be used: {problem}")
         self.problem = problem
+
+
+class BadMemberName(CoordinatorError):
+    """A member's name that breaks the rule ; ``name`` is what was sent."""
+
+    exit_code = ExitCode.USAGE
+    status = 400
+
+    def __init__(self, name: str) -> None:
+        # Hostile text may be long or hold control characters: a short, escaped excerpt.
+        shown = name if len(name) <= 70 else name[:64] + "..."
+        super().__init__(f"{shown!r} is not a member name: {_NAME_RULE}")
+        self.name = name
+
+
+class NotAnAdmin(CoordinatorError):
+    """The caller asked for an admin's change of ``team``'s roster, and is no admin."""
+
+    exit_code = ExitCode.REFUSED
+    status = 403
+
+    def __init__(self, team: str) -> None:
+        super().__init__(f"only an admin of team {team!r} may do this")
+        self.team = team
+
+
+class NoSuchMember(CoordinatorError):
+    """``team``'s roster has no member that ``member`` (a name, member id or key) names."""
+
+    status = 404
+
+    def __init__(self, team: str, member: str) -> None:
+        super().__init__(f"team {team!r} has no member {member!r}")
+        self.team = team
+        self.member = member
+
+
+class AlreadyAdmin(CoordinatorError):
+    """The member ``member`` (their name) to promote is an admin of ``team`` already."""
+
+    status = 409
+
+    def __init__(self, team: str, member: str) -> None:
+        super().__init__(f"{member} is an admin of team {team!r} already")
+        self.team = team
+        self.member = member
+
+
+class NoAdminToDemote(CoordinatorError):
+    """The member ``member`` (their name) to demote is no admin of ``team``."""
+
+    status = 409
+
+    def __init__(self, team: str, member: str) -> None:
+        super().__init__(f"{member} is not an admin of team {team!r}: nothing to demote")
+        self.team = team
+        self.member = member
+
+
+class MemberRevoked(CoordinatorError):
+    """The member ``member`` (their name) was revoked from ``team`` at ``revoked_at`` (shown as
+    ``when``): their key is refused for good, so their role no longer changes."""
+
+    status = 409
+
+    def __init__(self, team: str, member: str, revoked_at: float, when: str) -> None:
+        super().__init__(
+            f"{member} was revoked from team {team!r} on {when}: their key stays refused (to "
+            "take them back, invite them again: they join with a new key)"
+        )
+        self.team = team
+        self.member = member
+        self.revoked_at = revoked_at
+
+
+class LastAdmin(CoordinatorError):
+    """``member`` (their name) is ``team``'s last admin, whom the change would take away."""
+
+    status = 409
+
+    def __init__(self, team: str, member: str) -> None:
+        super().__init__(f"{member} is the team's last admin; make another admin first")
+        self.team = team
+        self.member = member
 
 
 class QuotaExceeded(CoordinatorError):

@@ -10,28 +10,45 @@ Admins put keys on the roster directly or with invites: an invite is the SHA-256
 for one name, until a time; whoever presents the secret first, with a signed request, joins
 under that name, and nobody after. Revoking a member keeps its entry (with the time), refuses
 its key from then on and, with ``purge``, erases its live publications from search and storage;
-the last admin cannot be revoked.
+the last admin cannot be revoked. Admins promote members to admins and demote them; the last
+admin cannot be demoted, and a revoked member's role no longer changes.
+
+A name is checked here, against :data:`~memmesh.coordinator.protocol.MEMBER_NAME`, so that
+one breaking the rule is refused as :class:`BadMemberName` (400, the rule in words). Every
+refusal of an admin's change has its own code (:mod:`memmesh.coordinator.errors`).
 """
 
 import datetime
+import re
 import time
 from collections.abc import Callable
 
 from memmesh.coordinator import _members, _tables
+from memmesh.coordinator.errors import (
+    AlreadyAdmin,
+    BadMemberName,
+    LastAdmin,
+    MemberRevoked,
+    NoAdminToDemote,
+    NoSuchMember,
+    NotAnAdmin,
+)
 from memmesh.coordinator.holdings import erase_publications
 from memmesh.coordinator.invites import new_secret, secret_digest
 from memmesh.coordinator.protocol import (
+    MEMBER_NAME,
     Invite,
     InviteRequest,
     JoinRequest,
     JoinResponse,
     MemberAdd,
+    MemberAdmin,
     MemberRevoke,
     RevokeResponse,
 )
 from memmesh.local import Transaction
 from memmesh.local.store import Store
-from memmesh.net.errors import BadRequest, Conflict, Forbidden, NotFound
+from memmesh.net.errors import BadRequest, Conflict, Forbidden
 from memmesh.net.presence import Roster, RosterMember
 from memmesh.net.signing import Caller
 from memmesh.registry.errors import BadSignature
@@ -44,6 +61,7 @@ BOOTSTRAP_TTL = 7 * 24 * 3600.0
 # The longest an invite may last from when it is made: a code leaked in a chat log stops
 # joining anyone within a month.
 MAX_INVITE_TTL = 30 * 24 * 3600.0
+_NAME = re.compile(MEMBER_NAME)
 
 
 def when(moment: float) -> str:
@@ -104,13 +122,21 @@ class Membership:
     def _admin(self, tx: Transaction, caller: Caller) -> RosterMember:
         entry = _members.member(tx, caller.key)
         if entry is None or entry.revoked_at is not None or not entry.admin:
-            raise Forbidden(f"only an admin of team {self.team!r} may do this")
+            raise NotAnAdmin(self.team)
+        return entry
+
+    def _found(self, tx: Transaction, member: str) -> RosterMember:
+        """The member ``member`` names (see :func:`_members.find`); :class:`NoSuchMember`."""
+        entry = _members.find(tx, member)
+        if entry is None:
+            raise NoSuchMember(self.team, member)
         return entry
 
     # -- the admins' routes ----------------------------------------------------------------
 
     def add(self, caller: Caller, request: MemberAdd) -> RosterMember:
         """Put ``request.key`` on the roster under ``request.name`` (an admin only)."""
+        _check_name(request.name)
         try:
             raw = public_key_from_text(request.key)
         except BadSignature as exc:
@@ -132,11 +158,9 @@ class Membership:
         now = self._clock()
         with self.store.transaction() as tx:
             self._admin(tx, caller)
-            entry = _members.find(tx, request.member)
-            if entry is None:
-                raise NotFound(f"team {self.team!r} has no member {request.member!r}")
+            entry = self._found(tx, request.member)
             if entry.revoked_at is None and entry.admin and _members.active_admins(tx) == 1:
-                raise Conflict(f"{entry.name} is the team's last admin; make another admin first")
+                raise LastAdmin(self.team, entry.name)
             _members.revoke(tx, entry.key, now)
             _tables.drop_presence(tx, entry.key_id)
             purged = 0
@@ -148,10 +172,37 @@ class Membership:
         assert revoked is not None
         return RevokeResponse(member=revoked, purged=purged)
 
+    def promote(self, caller: Caller, request: MemberAdmin) -> RosterMember:
+        """Make the member ``request.member`` names an admin (an admin only)."""
+        return self._set_admin(caller, request.member, admin=True)
+
+    def demote(self, caller: Caller, request: MemberAdmin) -> RosterMember:
+        """Make the admin ``request.member`` names a member who is no admin (an admin only,
+        themselves included); never the last admin."""
+        return self._set_admin(caller, request.member, admin=False)
+
+    def _set_admin(self, caller: Caller, member: str, *, admin: bool) -> RosterMember:
+        with self.store.transaction() as tx:
+            self._admin(tx, caller)
+            entry = self._found(tx, member)
+            if entry.revoked_at is not None:
+                raise MemberRevoked(self.team, entry.name, entry.revoked_at, when(entry.revoked_at))
+            if admin and entry.admin:
+                raise AlreadyAdmin(self.team, entry.name)
+            if not admin and not entry.admin:
+                raise NoAdminToDemote(self.team, entry.name)
+            if not admin and _members.active_admins(tx) == 1:
+                raise LastAdmin(self.team, entry.name)
+            _members.set_admin(tx, entry.key, admin)
+            changed = _members.member(tx, entry.key)
+        assert changed is not None
+        return changed
+
     def invite(self, caller: Caller, request: InviteRequest) -> Invite:
         """Store a single-use invite for ``request.name`` (an admin only), lasting at most
         :data:`MAX_INVITE_TTL`."""
         now = self._clock()
+        _check_name(request.name)
         if request.expires_at <= now:
             raise BadRequest(
                 f"the invite would expire before it is made ({when(request.expires_at)})"
@@ -174,7 +225,12 @@ class Membership:
                     admin.key_id, None,
                 ),
             )  # fmt: skip
-        return Invite(name=request.name, expires_at=request.expires_at, admin=request.admin)
+            # A revoked member's key stays refused: the admin is told the code admits a new key.
+            revoked = _members.revoked_named(tx, request.name)
+        return Invite(
+            name=request.name, expires_at=request.expires_at, admin=request.admin,
+            revoked_at=revoked.revoked_at if revoked is not None else None,
+        )  # fmt: skip
 
     # -- joining ---------------------------------------------------------------------------
 
@@ -260,3 +316,9 @@ class Membership:
             )
         if _members.active_named(tx, name) is not None:
             raise Conflict(f"team {self.team!r} already has a member named {name!r}")
+
+
+def _check_name(name: str) -> None:
+    """:class:`BadMemberName` unless ``name`` keeps the rule."""
+    if not _NAME.fullmatch(name):
+        raise BadMemberName(name)

@@ -16,6 +16,7 @@ from memmesh.net.wire import Request as _Request
 from memmesh.registry.envelopes import MAX_TIMESTAMP, Envelope, Timestamp
 
 __all__ = [
+    "MEMBER_NAME",
     "TALLY_NOT_LIVE",
     "Change",
     "ChangesRequest",
@@ -29,6 +30,7 @@ __all__ = [
     "JoinRequest",
     "JoinResponse",
     "MemberAdd",
+    "MemberAdmin",
     "MemberRevoke",
     "MyTalliesRequest",
     "MyTalliesResponse",
@@ -105,8 +107,19 @@ class PresenceList(msgspec.Struct, frozen=True, kw_only=True):
 # A member's name is printed on every member's terminal and becomes the author of its items:
 # the store's name rule (ASCII letters, digits, '.', '-', '_'), so that no name holds control,
 # invisible or direction-flipping characters, or letters of another script that look alike.
-_MEMBER_NAME = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=_MEMBER_NAME)]
+# The route checks the rule (MEMBER_NAME) itself, so that a name breaking it is refused with
+# its own code and the rule in words (bad_member_name), not the decoder's regular expression;
+# the decoder bounds only the length of what it reads.
+MEMBER_NAME = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+Name = Annotated[
+    str,
+    msgspec.Meta(
+        max_length=1024,
+        description="1-64 letters, digits, '.', '-' or '_', starting with a letter or digit "
+        "(else 400 bad_member_name)",
+        extra_json_schema={"pattern": MEMBER_NAME},
+    ),
+]
 KeyText = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
@@ -124,6 +137,15 @@ class MemberRevoke(_Request, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
     member: KeyText
     purge: bool = False
+
+
+class MemberAdmin(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/members/promote`` and ``/v1/members/demote`` (an admin): make ``member`` (a
+    name, key or member id) an admin, or no longer one. Refusals: ``not_an_admin`` (403, the
+    caller), ``no_such_member`` (404), ``already_admin``, ``no_admin_to_demote``,
+    ``member_revoked`` and ``last_admin`` (409)."""
+
+    member: KeyText
 
 
 class RevokeResponse(msgspec.Struct, frozen=True, kw_only=True):
@@ -145,11 +167,15 @@ class InviteRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 
 class Invite(msgspec.Struct, frozen=True, kw_only=True):
-    """The invite as stored: whom it is for, until when, and whether it makes an admin."""
+    """The invite as stored: whom it is for, until when, and whether it makes an admin.
+
+    ``revoked_at`` is when the last member of that name was revoked, if one was: their key
+    stays refused, so the invite admits only a new key (absent from older coordinators)."""
 
     name: str
     expires_at: Timestamp
     admin: bool
+    revoked_at: Timestamp | None = None
 
 
 class JoinRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):

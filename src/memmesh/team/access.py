@@ -31,7 +31,7 @@ from memmesh.team.errors import (
     TokenRejected,
 )
 
-__all__ = ["PROBE_TIMEOUT", "accepted", "explained", "signature_accepted"]
+__all__ = ["PROBE_TIMEOUT", "accepted", "explained", "revoked_on", "signature_accepted"]
 
 # Seconds the request telling a token problem from a signature problem may take.
 PROBE_TIMEOUT = 3.0
@@ -59,12 +59,21 @@ def explained(refused: Refused, policy: Policy, identity: Identity) -> MemmeshEr
             return TokenMissing(policy.token_env)
         return TokenRejected(policy.token_env)
     if refused.http_status == 403:
-        revoked = _REVOKED.search(refused.message)
+        revoked = revoked_on(refused)
         if revoked is not None:
-            return KeyRevoked(identity.key_id, policy.team, revoked.group(1))
+            return KeyRevoked(identity.key_id, policy.team, revoked)
         if "is not a member of team" in refused.message:
             return NotOnRoster(identity.key_id, policy.team)
     return refused
+
+
+def revoked_on(refused: Refused) -> str | None:
+    """When the coordinator says the key that asked was revoked (as it shows the time), if
+    ``refused`` is that 403; ``None`` for any other refusal."""
+    if refused.http_status != 403:
+        return None
+    found = _REVOKED.search(refused.message)
+    return None if found is None else found.group(1)
 
 
 def signature_accepted(policy: Policy, identity: Identity) -> bool | None:

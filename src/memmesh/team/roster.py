@@ -9,8 +9,13 @@ revocation.
   presented once to the pinned coordinator, signed by that key, and team.yaml written with the
   team, the name and the coordinator's URL, pin and key (in an existing team.yaml only those
   keys change). Until the coordinator has accepted the key, team.yaml is not touched.
-* :func:`members`, :func:`add_member`, :func:`add_from_policy` and :func:`revoke` read and
-  change the roster; the coordinator lets only admins change it.
+* :func:`members`, :func:`add_member`, :func:`add_from_policy`, :func:`revoke`,
+  :func:`promote` and :func:`demote` read and change the roster; the coordinator lets only
+  admins change it.
+* A revoked member's key stays refused. Inviting their name again makes a code that admits a
+  new key only (:attr:`Invited.revoked_at` says so); presented by the revoked key, the
+  coordinator refuses it (403, "this key was revoked on ...") and the invite stays unused, for
+  the same member joining from a new home, whose new key it admits.
 
 Every request is signed by the member's key (:func:`~memmesh.net.connect.coordinator_client`).
 A refusal arrives as :class:`~memmesh.net.errors.Refused` with the coordinator's status.
@@ -30,6 +35,7 @@ from memmesh.coordinator.protocol import (
     JoinRequest,
     JoinResponse,
     MemberAdd,
+    MemberAdmin,
     MemberRevoke,
     RevokeResponse,
 )
@@ -54,9 +60,11 @@ __all__ = [
     "NotAddable",
     "add_from_policy",
     "add_member",
+    "demote",
     "invite",
     "join",
     "members",
+    "promote",
     "revoke",
 ]
 
@@ -66,13 +74,17 @@ _SOME_KEY = "A" * 43
 
 
 class Invited(msgspec.Struct, frozen=True, kw_only=True):
-    """An invite the coordinator has registered, and its join code (a secret)."""
+    """An invite the coordinator has registered, and its join code (a secret).
+
+    ``revoked_at`` is when a member of that name was revoked (``None`` if none was): their key
+    stays refused, so the code admits only a new key, made in a new home."""
 
     code: str
     name: str
     team: str
     expires_at: float
     admin: bool
+    revoked_at: float | None = None
 
 
 class JoinedTeam(msgspec.Struct, frozen=True, kw_only=True):
@@ -147,6 +159,7 @@ def invite(
         team=policy.team,
         expires_at=registered.expires_at,
         admin=registered.admin,
+        revoked_at=registered.revoked_at,
     )
 
 
@@ -296,3 +309,16 @@ def revoke(
         return client.post(
             "/v1/members/revoke", MemberRevoke(member=member, purge=purge), RevokeResponse
         )
+
+
+def promote(policy: Policy, identity: Identity, member: str) -> RosterMember:
+    """Make ``member`` (a name, public key or member id) an admin (an admin's request)."""
+    with coordinator_client(policy, identity) as client:
+        return client.post("/v1/members/promote", MemberAdmin(member=member), RosterMember)
+
+
+def demote(policy: Policy, identity: Identity, member: str) -> RosterMember:
+    """Make the admin ``member`` names a member who is no admin (an admin's request; the
+    coordinator never demotes its last admin)."""
+    with coordinator_client(policy, identity) as client:
+        return client.post("/v1/members/demote", MemberAdmin(member=member), RosterMember)
