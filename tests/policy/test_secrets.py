@@ -20,10 +20,12 @@ from tests.policy._corpus_notes import GITHUB_TOKEN, JWT_HS256, PYPI_TOKEN
 from tests.policy._corpus_notes import HARMLESS as NOTES_HARMLESS
 from tests.policy._corpus_notes import SECRETS as NOTES
 from tests.policy._corpus_saas import SAAS
+from tests.policy._corpus_words import HARMLESS as WORDS_HARMLESS
+from tests.policy._corpus_words import SECRETS as WORDS
 
 DETECTOR_NAMES = {detector.name for detector in DETECTORS}
-SECRETS: list[Secret] = NOTES + KEYS + CLOUD + CODE + SAAS + GENERIC
-HARMLESS: list[str] = NOTES_HARMLESS + HARMLESS_MORE
+SECRETS: list[Secret] = NOTES + KEYS + CLOUD + CODE + SAAS + GENERIC + WORDS
+HARMLESS: list[str] = NOTES_HARMLESS + HARMLESS_MORE + WORDS_HARMLESS
 
 
 def _found(secret: Secret) -> list[Finding]:

@@ -61,6 +61,16 @@ HOSTILE = {
     "ghp": "ghp_",
     "sig": "&sig=",
     "mixed": "token=" + "Ab1" * 20 + " ",
+    "aws-key-ids": "AKIAIOSFODNN7QZXWVYT ",
+    "secret-key-words": "secret key ",
+    "account-key-words": "storage account key ",
+    "handed-passwords": "with the admin password ",
+    "handed-tokens": ", token ",
+    "login-pairs": "login as a/",
+    "redis-auth": "redis AUTH a ",
+    "prompt-auth": "> AUTH ",
+    "key-body-lines": "QUJD" * 16 + "\n",
+    "quoted-key-body-lines": '  "' + "QUJD" * 16 + '\\n"\n',
 }
 
 

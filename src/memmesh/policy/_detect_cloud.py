@@ -1,9 +1,22 @@
 """Detectors for cloud and hosting credentials: AWS, Google, Azure, and the platforms."""
 
-from memmesh.policy._detector import UUID, Detector, detector, token, token_value
+import re
+
+from memmesh.policy._detector import UUID, Detector, detector, form, token, token_value, value
 from memmesh.policy._secret_values import is_placeholder
 
 __all__ = ["CLOUD_DETECTORS"]
+
+# A secret access key: 40 characters of base64, a run of its own.
+_AWS_SECRET = r"(?<![A-Za-z0-9/+=])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+
+
+def _aws_secret(match: re.Match[str]) -> bool:
+    """Random base64 with both cases: a commit SHA next to a key id is not its secret."""
+    found = value(match)
+    if match.groupdict().get("v") is None and (found.lower() == found or found.upper() == found):
+        return False
+    return token_value(match)
 
 
 CLOUD_DETECTORS: tuple[Detector, ...] = (
@@ -15,12 +28,30 @@ CLOUD_DETECTORS: tuple[Detector, ...] = (
     ),
     detector(
         "aws-secret-access-key",
-        r"(?i:(?<![A-Za-z0-9])(?:aws_?)?secret_?(?:access_?)?key)[\"']?[ \t]{0,8}+(?:=|:|=>)"
-        r"[ \t]{0,8}+[\"']?(?P<v>[A-Za-z0-9/+=]{40}+)(?![A-Za-z0-9/+=])",
-        token_value,
+        (
+            form(
+                r"(?i:(?<![A-Za-z0-9])(?:aws_?)?secret_?(?:access_?)?key)[\"']?[ \t]{0,8}+"
+                r"(?:=|:|=>)[ \t]{0,8}+[\"']?(?P<v>[A-Za-z0-9/+=]{40}+)(?![A-Za-z0-9/+=])",
+                "secret",
+                casefold=True,
+            ),
+            # Named in words: "the aws secret access key is …", "secret key …".
+            form(
+                r"(?i:(?<![A-Za-z0-9])(?:aws[ _-]?)?secret[ _-]?(?:access[ _-]?)?key)"
+                r"[^\n\[\]{}]{0,40}?" + _AWS_SECRET.replace("(?P<v>", "(?P<v_w>"),
+                "secret",
+                casefold=True,
+            ),
+            # Next to its key id: "AKIA… with secret …", "AKIA…:…", "AKIA… / …".
+            form(
+                r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}+(?![A-Za-z0-9])[^\n\[\]{}]{0,60}?"
+                + _AWS_SECRET.replace("(?P<v>", "(?P<v_p>"),
+                "AKIA",
+                "ASIA",
+            ),
+        ),
+        _aws_secret,
         value_only=True,
-        hints=("secret",),
-        casefold=True,
     ),
     # STS session tokens begin with the same few bytes, so with the same base64.
     token(

@@ -21,6 +21,7 @@ from memmesh.policy._secret_values import (
     is_type_name,
     is_words,
     password_value,
+    punctuated_secret,
     random_looking,
     url_password,
 )
@@ -75,6 +76,8 @@ def _password_assignment(match: re.Match[str]) -> bool:
     if not is_password_name(_name(match)) or _in_colon_chain(match):
         return False
     found = unquoted_value(match)
+    if quoted(match) and punctuated_secret(found):
+        return True  # spelled out in quotes, symbols and all: ``'Xy(7)!@#$%^&*z'``
     # ``password: SecretStr`` is a type annotation.
     if not quoted(match) and match["op"] == ":" and found.isalpha() and is_type_name(found):
         return False
@@ -86,7 +89,7 @@ def _secret_assignment(match: re.Match[str]) -> bool:
     if not is_secret_name(name) or _in_colon_chain(match):
         return False
     found = unquoted_value(match)
-    if random_looking(found):
+    if random_looking(found) or (quoted(match) and punctuated_secret(found)):
         return True
     # A ``.env`` line (``SECRET_KEY=…`` on a line of its own) holds a secret whatever it looks
     # like, unless it is a placeholder, a path, a URL or a word.
@@ -158,7 +161,7 @@ GENERIC_DETECTORS: tuple[Detector, ...] = (
         _secret_assignment,
         rank=GENERIC,
         value_only=True,
-        hints=("secret", "token", "credential", "key", "bearer", "auth"),
+        hints=("secret", "token", "cred", "key", "bearer", "auth"),
         casefold=True,
     ),
     detector(

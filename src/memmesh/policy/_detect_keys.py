@@ -4,7 +4,7 @@ import base64
 import binascii
 import re
 
-from memmesh.policy._detector import BROAD, Detector, detector
+from memmesh.policy._detector import BROAD, Detector, detector, form
 
 __all__ = ["KEY_DETECTORS"]
 
@@ -42,6 +42,46 @@ def _private_body(match: re.Match[str]) -> bool:
     return b"PRIVATE KEY" in decoded.split(b"\n", 1)[0]
 
 
+# A key's body lines, quoted without its BEGIN line and from anywhere in it: lines of exactly
+# 64 (PEM) or 70 (OpenSSH) base64 characters, each perhaps indented, quoted or ``>``-quoted.
+_BODY_LINE = r"[ \t>\"']{0,8}+[A-Za-z0-9+/]{64}(?:[A-Za-z0-9+/]{6})?(?![A-Za-z0-9+/=])[^\n]{0,8}+\n"
+_BODY_LINES = (
+    r"(?<![^\n])(?P<lines>" + _BODY_LINE + r"){2,400}+"
+    r"(?:[ \t>\"']{0,8}+[A-Za-z0-9+/]{4,70}+={0,2})?"
+)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{4,70}={0,2}")
+# Bodies of what is not a private key: certificates, public keys, images and archives.
+_NOT_KEY_BODY = re.compile(
+    r"MII[A-Za-z0-9+/]{3}CC|MII[A-Za-z0-9+/]{3}ANBgkqhkiG9w0BAQEFAAOC|MFkwEwYHKoZIzj0CAQY"
+    r"|MCowBQYDK2VwAyEA|MHYwEAYHKoZIzj0CAQYFK4EEACID|AAAA|iVBORw0KGgo|/9j/|R0lGOD|JVBERi0"
+    r"|UEsDB|H4sI"
+)
+
+
+def _headerless_lines(match: re.Match[str]) -> bool:
+    """Lines of random bytes, not a public block's body nor base64 of text or of a file."""
+    lines = _BASE64_RUN.findall(match.group())
+    if len(lines) < 3:
+        return False
+    if _NOT_KEY_BODY.match(lines[0]):
+        return False
+    before = match.string[: match.start()]
+    header = before.rfind("-----BEGIN ")
+    inside = header >= 0 and "-----END" not in before[header:]
+    if inside and "PRIVATE KEY" not in before[header : header + 60]:
+        return False  # inside a certificate or a public key
+    try:
+        decoded = base64.b64decode("".join(lines[:3])[:192])
+    except binascii.Error:
+        return False
+    printable = sum(32 <= byte < 127 for byte in decoded)
+    return printable < 0.8 * len(decoded)
+
+
+def _key_body(match: re.Match[str]) -> bool:
+    return _headerless_lines(match) if match.groupdict().get("lines") else _private_body(match)
+
+
 KEY_DETECTORS: tuple[Detector, ...] = (
     detector(
         "private-key-block",
@@ -53,12 +93,17 @@ KEY_DETECTORS: tuple[Detector, ...] = (
     ),
     detector(
         "private-key-body",
-        # A key pasted without its BEGIN line: a known start, then a run of base64 lines.
-        r"(?:(?<![A-Za-z0-9+/])|(?<=\\n))(?:" + "|".join(_BODY_STARTS) + r")"
-        r"(?:[A-Za-z0-9+/=]|\r?\n|\\n){24,16384}+",
-        _private_body,
+        (
+            # A key pasted without its BEGIN line: a known start, then a run of base64 lines.
+            form(
+                r"(?:(?<![A-Za-z0-9+/])|(?<=\\n))(?:" + "|".join(_BODY_STARTS) + r")"
+                r"(?:[A-Za-z0-9+/=]|\r?\n|\\n){24,16384}+",
+                *("b3BlbnNzaC1rZXktdjE", "MII", "MIG", "MC4CAQAw", "MHcCAQEEI", "LS0tLS1CRUdJTi"),
+            ),
+            form(_BODY_LINES, "\n"),
+        ),
+        _key_body,
         rank=BROAD,
-        hints=("b3BlbnNzaC1rZXktdjE", "MII", "MIG", "MC4CAQAw", "MHcCAQEEI", "LS0tLS1CRUdJTi"),
     ),
     detector(
         "putty-private-key",

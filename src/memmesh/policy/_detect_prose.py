@@ -8,7 +8,9 @@ from memmesh.policy._detector import GENERIC, Detector, detector, form, quoted, 
 from memmesh.policy._secret_names import is_secret_name
 from memmesh.policy._secret_values import (
     base64_of_text,
+    is_path,
     is_words,
+    looks_like_words,
     password_value,
     random_looking,
 )
@@ -51,6 +53,19 @@ _COMMANDS = (
         "login",
     ),
     form(r"redis-cli" + _GAP + r"-a[ \t]{1,8}+" + value_pattern("r"), "redis-cli"),
+    # Redis's ``AUTH [user] password`` after "redis" or a prompt; ``requirepass`` in its config.
+    form(
+        r"(?:(?i:redis)[^\n]{0,60}?(?<![A-Za-z0-9_-])|(?<=>)[ \t]{0,4}+)(?i:auth)[ \t]{1,8}+"
+        r"(?:[a-z][a-z0-9_.-]{0,31}+[ \t]{1,8}+(?=[^\s]*[^a-z\s]))?+" + value_pattern("ra"),
+        "auth",
+        casefold=True,
+    ),
+    form(
+        r"(?i:\b(?:requirepass|masterauth))[ \t]{1,8}+" + value_pattern("rp"),
+        "requirepass",
+        "masterauth",
+        casefold=True,
+    ),
     form(
         r"ldap(?:search|add|modify|delete|whoami|passwd|compare)"
         + _GAP
@@ -103,11 +118,42 @@ _STATED = (
 )
 # What is said about it comes between: "the password for ops@db-2 is …".
 _ABOUT = r"(?P<about>(?:[ \t,(][^\n\"'`:=]{0,59}?)??)"
-_PASSWORD_WORD = r"(?i:\b(?:password|passwd|passphrase|passcode)\b)"
+# "pass" and "pw" only after what they open: "the ssh pass for the jump host is …".
+_PASSWORD_WORD = (
+    r"(?i:\b(?:password|passwd|passphrase|passcode|pword|(?:ssh|sftp|ftp|db|database|root"
+    r"|admin|sudo|user|login|wifi|wi-fi|vpn|mysql|postgres|redis|account|jump|bastion|server"
+    r"|host|vm|box|router|rdp|vnc|console|portal)[ _-]?(?:pass|pwd|pw))\b)"
+)
 _SECRET_WORD = (
-    r"(?i:\b(?:(?:api|access|secret|license|signing|encryption|master|app)[ _-]?key"
-    r"|client[ _-]?secret|(?:auth|access|api|bearer|bot|session|refresh|personal access)"
+    r"(?i:\b(?:(?:api|access|secret|license|signing|encryption|master|app|unseal|recovery"
+    r"|root|(?:storage[ _-]?)?account|storage|webhook|deploy|service|shared|private|hmac|jwt"
+    r"|admin|vault|ssh|client|subscription|primary|secondary|integration|ingest)[ _-]?key"
+    r"|(?:client|webhook|signing|shared|jwt|hmac|app)[ _-]?secret"
+    r"|(?:auth|access|api|bearer|bot|session|refresh|personal access)"
     r"[ _-]?token|token|secret)\b)"
+)
+# What hands a secret over without a verb: "log in with password …", "use token … for the
+# webhook", "AKIA…, secret …"; a word may qualify it ("with the admin password …").
+_HANDED = (
+    r"(?i:\b(?:with|using|use|via|try|enter|type|and|or)[ \t]{1,4}+|[,;][ \t]{0,4}+)"
+    r"(?i:(?:the|a|an|its|their|our|my|your)[ \t]{1,4}+)?"
+    r"(?:(?P<q>(?i:[a-z][a-z0-9-]{0,19}+))[ \t]{1,4}+)?"
+)
+# A user and a password after a word for logging in: "login to grafana with admin / …".
+_LOGIN_PAIR = (
+    r"(?i:\b(?:log[ -]?in|logon|sign[ -]?in|credentials|creds)\b)[^\n/]{0,40}?"
+    r"(?<![A-Za-z0-9_.@+-])[A-Za-z0-9_.@+-]{1,64}+(?P<pair>[ \t]{0,4}+/[ \t]{0,4}+|:)"
+)
+# A user named before the password: "username admin password …", "user ops pw …".
+_USER_THEN = (
+    r"(?i:\b(?:user(?:name)?|login|account))[ \t]{0,4}+[:=]?[ \t]{0,4}+[A-Za-z0-9_.@+-]{1,64}+"
+    r"[ \t]{0,4}+[,;/]?[ \t]{0,4}+"
+)
+# An Azure storage account key: 64 random bytes in base64, named in words nearby.
+_ACCOUNT_KEY = (
+    r"(?i:\b(?:(?:storage[ _-]?)?account[ _-]?key[12s]?|storage[ _-]?(?:access[ _-]?)?key[12s]?"
+    r"|accountkey|primary[ _-]?key|secondary[ _-]?key|key[12s]?)\b)[^\n\[\]{}]{0,60}?"
+    r"(?<![A-Za-z0-9+/=])(?<!sha512-)(?P<v_z>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])"
 )
 # Words and word-like values are what a sentence goes on to say about a password: "is
 # case-sensitive", "is Argon2id-hashed", "is SHA-256 hashed", "is 16 characters long".
@@ -119,14 +165,35 @@ _DESCRIBED = re.compile(rf".*-(?:{_DESCRIBING})", re.IGNORECASE)
 _DESCRIBED_NEXT = re.compile(rf"[ \t]{{1,4}}(?:{_DESCRIBING})\b", re.IGNORECASE)
 
 
+# A scheme's name, not a password, after "with password": "hashed with password PBKDF2".
+_ACRONYM = re.compile(r"[A-Z]{2,8}+-?[0-9]{1,4}+")
+
+
 def _prose_password(match: re.Match[str]) -> bool:
     found = unquoted_value(match)
     if not quoted(match):
         if is_words(found) or _DESCRIBED.fullmatch(found):
             return False
+        if "q" in match.re.groupindex and _ACRONYM.fullmatch(found):
+            return False
         if _DESCRIBED_NEXT.match(match.string, match.end()):
             return False
+    # After "login", a path, an address or a name is no password: ``/auth/callback``,
+    # ``host:22``, "sign in with Google / Microsoft365".
+    pair = match.groupdict().get("pair") is not None
+    if pair and ("/" in found or ":" in found or (not quoted(match) and looks_like_words(found))):
+        return False
     return password_value(found, literal=True)
+
+
+def _prose_secret(match: re.Match[str]) -> bool:
+    found = unquoted_value(match)
+    qualifier, word = match.groupdict().get("q"), match.groupdict().get("w")
+    # "with the next token …" pages, "use the csrf token …" guards a form.
+    token = word is not None and word.lower().endswith("token")
+    if qualifier and token and not is_secret_name(qualifier + "_token"):
+        return False
+    return random_looking(found) and not base64_of_text(found) and not is_path(found)
 
 
 COMMAND_DETECTORS: tuple[Detector, ...] = (
@@ -137,20 +204,57 @@ COMMAND_DETECTORS: tuple[Detector, ...] = (
 PROSE_DETECTORS: tuple[Detector, ...] = (
     detector(
         "password-in-prose",
-        _PASSWORD_WORD + _ABOUT + _STATED + value_pattern("p"),
+        (
+            form(
+                _PASSWORD_WORD + _ABOUT + _STATED + value_pattern("p"), "pass", "pw", casefold=True
+            ),
+            form(
+                _HANDED + _PASSWORD_WORD + r"[ \t]{1,4}+" + value_pattern("h"),
+                "pass",
+                "pw",
+                casefold=True,
+            ),
+            # Quoted right after the word: "PASSWORD 'Kx7!mQ2pLz' for the box".
+            form(
+                _PASSWORD_WORD
+                + r"[ \t]{1,4}+(?:\"(?P<vq_qd>[^\"\n]{1,512}+)\"|'(?P<vq_qs>[^'\n]{1,512}+)')",
+                "pass",
+                "pw",
+                casefold=True,
+            ),
+            form(_LOGIN_PAIR + value_pattern("l"), "log", "sign", "cred", casefold=True),
+            form(
+                _USER_THEN + _PASSWORD_WORD + r"[ \t]{1,4}+" + value_pattern("n"),
+                "pass",
+                "pw",
+                casefold=True,
+            ),
+        ),
         _prose_password,
         rank=GENERIC,
         value_only=True,
-        hints=("pass",),
-        casefold=True,
     ),
     detector(
         "secret-in-prose",
-        _SECRET_WORD + _ABOUT + _STATED + value_pattern("s"),
-        lambda m: random_looking(unquoted_value(m)) and not base64_of_text(unquoted_value(m)),
+        (
+            form(
+                _SECRET_WORD + _ABOUT + _STATED + value_pattern("s"),
+                "key",
+                "secret",
+                "token",
+                casefold=True,
+            ),
+            form(
+                _HANDED + "(?P<w>" + _SECRET_WORD + r")[ \t]{1,4}+" + value_pattern("u"),
+                "key",
+                "secret",
+                "token",
+                casefold=True,
+            ),
+            form(_ACCOUNT_KEY, "key", casefold=True),
+        ),
+        _prose_secret,
         rank=GENERIC,
         value_only=True,
-        hints=("key", "secret", "token"),
-        casefold=True,
     ),
 )

@@ -9,7 +9,9 @@ from memmesh.policy._secret_values import NAME_WORD
 __all__ = ["is_password_name", "is_secret_name"]
 
 _PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pass", "pwd", "pw"})
-_SECRET_WORDS = frozenset({"secret", "token", "credential", "credentials", "apikey", "bearer"})
+_SECRET_WORDS = frozenset(
+    {"secret", "token", "credential", "credentials", "creds", "apikey", "bearer"}
+)
 _SECRET_ENDINGS = ("token", "secret", "apikey", "secretkey", "privatekey", "accesskey")
 _KEY_QUALIFIERS = frozenset(
     {

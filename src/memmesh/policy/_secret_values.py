@@ -16,12 +16,15 @@ from urllib.parse import unquote
 __all__ = [
     "NAME_WORD",
     "base64_of_text",
+    "is_path",
     "is_placeholder",
     "is_type_name",
     "is_words",
     "looks_like_words",
     "password_value",
+    "punctuated_secret",
     "random_looking",
+    "stands_alone",
     "token_body",
     "url_password",
 ]
@@ -288,3 +291,32 @@ _WORDS = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
 def is_words(value: str) -> bool:
     """Letters, or words joined by hyphens (``case-sensitive``, ``see-vault``)."""
     return _WORDS.fullmatch(value) is not None
+
+
+def stands_alone(value: str) -> bool:
+    """A value that is a secret without the words around it: random-looking, or a password
+    that is neither words nor a path (what a detector matched beyond another's secret)."""
+    if random_looking(value):
+        return True
+    return (
+        password_value(value, literal=True) and not is_words(value) and not looks_like_words(value)
+    )
+
+
+# Punctuation a generated secret is spelled with, and code or templates rarely are.
+_SYMBOLS = frozenset("!@#$%^&*()+=?~|<>[]{}")
+
+
+def punctuated_secret(value: str) -> bool:
+    """A quoted value such as ``'a!b@c#d$e%f^g&h*i(j)k'``: no spaces, 8 or more characters,
+    three or more kinds of symbol, and not a placeholder, a path or a URL."""
+    if not 8 <= len(value) <= 512 or _SPACE.search(value) or is_placeholder(value):
+        return False
+    if _PATH.fullmatch(value) or _is_reference(value):
+        return False
+    return len(_SYMBOLS & set(value)) >= 3
+
+
+def is_path(value: str) -> bool:
+    """A file path (``~/.ssh/id_ed25519``, ``/run/secrets/db``)."""
+    return _PATH.fullmatch(value) is not None

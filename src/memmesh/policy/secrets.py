@@ -16,7 +16,6 @@ bounded, and runs followed by a character outside their class are possessive.
 """
 
 import bisect
-import itertools
 
 import msgspec
 
@@ -27,6 +26,7 @@ from memmesh.policy._detect_keys import KEY_DETECTORS
 from memmesh.policy._detect_prose import COMMAND_DETECTORS, PROSE_DETECTORS
 from memmesh.policy._detect_saas import SAAS_DETECTORS
 from memmesh.policy._detector import Detector, secret_span
+from memmesh.policy._secret_values import stands_alone
 
 __all__ = ["DETECTORS", "Finding", "find_secrets"]
 
@@ -54,11 +54,13 @@ DETECTORS: tuple[Detector, ...] = (
 
 
 def find_secrets(text: str) -> list[Finding]:
-    """Every secret the built-in detectors find in ``text``, in order of position.
+    """Every secret the built-in detectors find in ``text``, in order of position; no two
+    findings overlap.
 
     Where several detectors find the same secret, only the most specific one is named: a
     provider's (``github-token``) rather than a generic one that saw a secret-looking
-    assignment around it, and one finding per place.
+    assignment around it, and one finding per place. What a less specific finding holds
+    beyond a more specific one is judged on its own (``KEY=AKIA…:wJalr…`` holds two secrets).
     """
     found: list[tuple[int, Finding]] = []
     lowered = text.lower()
@@ -67,26 +69,46 @@ def find_secrets(text: str) -> list[Finding]:
             if detector.accept is None or detector.accept(match):
                 start, end = secret_span(detector, match)
                 found.append((detector.rank, Finding(detector=detector.name, start=start, end=end)))
-    kept = _most_specific(found)
+    kept = _most_specific(text, found)
     kept.sort(key=lambda f: (f.start, f.detector))
     return kept
 
 
-def _most_specific(found: list[tuple[int, Finding]]) -> list[Finding]:
-    """The findings no more specific finding overlaps, one per place (the first detector's)."""
+def _most_specific(text: str, found: list[tuple[int, Finding]]) -> list[Finding]:
+    """The findings by rank, each cut where a more specific (or earlier) one already is."""
     kept: list[Finding] = []
-    places: set[tuple[int, int]] = set()
-    starts: list[int] = []
-    max_ends: list[int] = []  # the furthest end among the intervals starting up to each one
-    for rank in sorted({rank for rank, _ in found}):
-        for finding in (f for r, f in found if r == rank):
-            before = bisect.bisect_left(starts, finding.end)
-            if before and max_ends[before - 1] > finding.start:
-                continue  # a more specific finding overlaps it
-            if (finding.start, finding.end) not in places:
-                places.add((finding.start, finding.end))
-                kept.append(finding)
-        spans = sorted((f.start, f.end) for f in kept)
-        starts = [start for start, _ in spans]
-        max_ends = list(itertools.accumulate((end for _, end in spans), max))
+    starts: list[int] = []  # the kept findings' places, which never overlap, in order
+    ends: list[int] = []
+    for _, finding in sorted(found, key=lambda pair: pair[0]):
+        first = bisect.bisect_right(ends, finding.start)
+        last = bisect.bisect_left(starts, finding.end)
+        if first == last:
+            pieces = [(finding.start, finding.end)]
+        else:
+            pieces = _uncovered(text, finding, starts[first:last], ends[first:last])
+        for start, end in pieces:
+            at = bisect.bisect_left(starts, start)
+            starts.insert(at, start)
+            ends.insert(at, end)
+            kept.append(Finding(detector=finding.detector, start=start, end=end))
     return kept
+
+
+# What separates two secrets written together: ``AKIA…:wJalr…``, ``user/password``.
+_SEPARATORS = " \t\r\n:/@=,;|\"'`()[]{}<>.-"
+
+
+def _uncovered(
+    text: str, finding: Finding, starts: list[int], ends: list[int]
+) -> list[tuple[int, int]]:
+    """The parts of ``finding`` outside the places already kept that are a secret alone."""
+    pieces = []
+    cursor = finding.start
+    for start, end in [*zip(starts, ends, strict=True), (finding.end, finding.end)]:
+        piece = text[cursor:start]
+        trimmed = piece.strip(_SEPARATORS)
+        if trimmed and stands_alone(trimmed):
+            offset = cursor + piece.index(trimmed)
+            pieces.append((offset, offset + len(trimmed)))
+        cursor = max(cursor, end)
+    return pieces
