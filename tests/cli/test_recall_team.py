@@ -101,7 +101,12 @@ def test_answer_json_has_the_documented_shape(team: Team) -> None:
 
     data = _ask(bob, LOCKS_QUERY, "--project", "shop", "-k", "3")
 
-    assert set(data) == {"query", "hits", "abstained", "sources", "dropped", "warnings"}
+    assert set(data) == {
+        "query", "hits", "abstained", "sources", "dropped", "warnings", "scope",
+    }  # fmt: skip
+    assert data["scope"] == {
+        "projects": ["shop", "global"], "all_projects": False, "project_from": "--project",
+    }  # fmt: skip
     assert data["abstained"] is False
     assert (data["dropped"], data["warnings"]) == ({}, [])
     [hit] = data["hits"]

@@ -3,8 +3,11 @@
 An id names one of the member's own items, or else a teammate's item this member was given
 (by recall-team, or shown from the team cache): that one is credited as a tally, whose counts
 (never text) reach its author with the next `mem team sync`. ``--last`` credits every item the
-newest answer showed, whichever gave it: a recall (its trace in the journal) or a session hook
-(its row in the hooks' journal, with the teammates' items it showed).
+newest answer showed, whichever gave it: a recall (its trace in the journal), a recall-team
+(:mod:`memmesh.team.last`: the member's own items it showed, and teammates' as tallies) or a
+session hook (its row in the hooks' journal, with the teammates' items it showed). When the
+newest showed nothing, nothing is credited, and the error says which answer that was: never
+an older answer's items.
 """
 
 import argparse
@@ -55,15 +58,29 @@ def run_outcome(args: argparse.Namespace) -> int:
 def _last_answer(
     args: argparse.Namespace, store: "Store"
 ) -> tuple[dict[str, Any], tuple[str, ...], tuple[str, ...], str]:
-    """The newest answer that showed items: a recall's (its trace), or a session hook's (the
-    brief's or the prompt hook's); what it was, the member's item ids, the teammates' items it
-    showed (``member id/item id``), and its name."""
+    """The newest answer: a recall's (its trace), a recall-team's, or a session hook's that
+    showed items (the brief's or the prompt hook's); what it was, the member's item ids, the
+    teammates' items it showed (``member id/item id``), and its name."""
     from memmesh.local import last_trace
     from memmesh.local.hooklog import last_run
+    from memmesh.team.last import last_team_recall
 
     trace = last_trace(store)
     run = last_run(home_of(args), shown=True)
-    if run is not None and (trace is None or run.at > trace.at):
+    team = last_team_recall(store)
+    newest = max(
+        (trace.at if trace else None, run.at if run else None, team.at if team else None),
+        key=lambda at: -1.0 if at is None else at,
+    )
+    if team is not None and team.at == newest:
+        what = f"recall-team `{team.query}`"
+        if not team.showed:
+            raise InvalidInput(
+                f"the newest recall, {what}, returned nothing to credit; give the item's id instead"
+            )
+        answered = {"from": "recall-team", "query": team.query, "at": iso(team.at)}
+        return answered, team.own, team.team, what
+    if run is not None and run.at == newest:
         answered = {"from": run.hook, "at": iso(run.at)}
         return answered, run.local_ids, run.team_ids, f"the {run.hook} hook"
     if trace is None or not trace.item_ids:

@@ -16,6 +16,7 @@ from memmesh.net.wire import Request
 from memmesh.registry.envelopes import Envelope
 
 if TYPE_CHECKING:
+    from memmesh.local import Hit
     from memmesh.local.store import Store
 
 __all__ = [
@@ -41,7 +42,9 @@ Fingerprint = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 Vector = Annotated[list[float], msgspec.Meta(min_length=1, max_length=MAX_DIM)]
 
 
-class SearchRequest(Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class SearchRequest(
+    Request, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     """``POST /v1/search`` (coordinator) and ``POST /v1/recall`` (peer): hybrid search over
     published items.
 
@@ -49,6 +52,11 @@ class SearchRequest(Request, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     when that is the answering store's embedder. Otherwise (or without one) the answering
     store embeds ``query`` itself, so that the answer never depends on the asker's embedder
     and vectors of two spaces are never compared.
+
+    The search covers ``project`` plus ``global``, or, with ``all_projects``, every project
+    the answering store holds (``project`` is then ignored). A field left at its default is
+    not sent: a request without ``all_projects`` is one that daemons older than it accept,
+    and one with it is refused by them (an unknown field, 400), never answered narrower.
     """
 
     query: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
@@ -59,6 +67,7 @@ class SearchRequest(Request, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     )
     vector: Vector | None = None
     embedder: Fingerprint | None = None
+    all_projects: bool = False
 
 
 class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,6 +89,17 @@ class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
     abstained: bool
     lexical_only: bool
     embedder: str
+
+
+def _projects(store: "Store", request: SearchRequest) -> list[str]:
+    """The projects searched, each with global: the request's own, or with ``all_projects``
+    every project holding an active item in ``store`` (global alone when none does)."""
+    from memmesh.local.items import GLOBAL
+
+    if not request.all_projects:
+        return [request.project]
+    held: dict[str, int] = store.counts()["by_project"]
+    return sorted(project for project in held if project != GLOBAL) or [GLOBAL]
 
 
 def usable_vector(request: SearchRequest, fingerprint: str, dim: int) -> Vectors | None:
@@ -110,6 +130,9 @@ def answer_search(
     (:attr:`~memmesh.local.store.Store.words_only`) ranks by words alone, unless the request's
     vector lies in its space.
 
+    The request's project is searched with global; with ``all_projects``, every project the
+    store holds, one recall each (a global item counts once, at its best score).
+
     The hits are the best ``k`` candidates that pass recall's gate, without the floor and cut
     of a local answer: those are in units of this store's own BM25, and the asker scores every
     hit again in units that hold across sources, then answers (:mod:`memmesh.team.rank`). A
@@ -125,20 +148,26 @@ def answer_search(
     hits: list[SearchHit] = []
     if restrict is None or restrict:
         # Asking for a few authors only leaves out the others' hits: ask for more to keep k.
-        wanted = request.k * 3 if request.authors else request.k
-        answer = recall(
-            store,
-            request.query,
-            k=min(wanted, MAX_K),
-            project=request.project,
-            mode="lexical" if lexical_only else "hybrid",
-            record=False,
-            query_vector=vector,
-            restrict=restrict,
-            answer=False,  # the asker scores these again and answers (memmesh.team.rank)
-        )
+        wanted = min(request.k * 3 if request.authors else request.k, MAX_K)
+        found: dict[str, Hit] = {}
+        for project in _projects(store, request):
+            answer = recall(
+                store,
+                request.query,
+                k=wanted,
+                project=project,
+                mode="lexical" if lexical_only else "hybrid",
+                record=False,
+                query_vector=vector,
+                restrict=restrict,
+                answer=False,  # the asker scores these again and answers (memmesh.team.rank)
+            )
+            for hit in answer.hits:  # a global item is found in every project's search
+                if hit.item.id not in found or hit.score > found[hit.item.id].score:
+                    found[hit.item.id] = hit
         authors = set(request.authors)
-        chosen = [hit for hit in answer.hits if not authors or hit.item.author in authors]
+        best = sorted(found.values(), key=lambda hit: (-hit.score, hit.item.id))
+        chosen = [hit for hit in best if not authors or hit.item.author in authors]
         signed = envelopes([hit.item.id for hit in chosen])
         hits = [
             SearchHit(

@@ -25,6 +25,12 @@
    lists the others in ``also``. ``k`` counts these hits: facts, not items.
 9. An author is shown, and matched by ``author``, by the roster's name for their key (or their
    member id when the roster names none), never by the label inside the envelope.
+
+Every source is asked about ``project`` plus global, or with ``all_projects`` about every
+project it holds; the answer says which (``projects``, ``all_projects``). Its ``explanation``
+says what each answering source returned and what became of each hit
+(:mod:`memmesh.team._explain`). With ``record``, the answer is kept as the member's newest team
+recall, for ``mem outcome --last`` (:mod:`memmesh.team.last`).
 """
 
 import time
@@ -35,7 +41,7 @@ from functools import partial
 import msgspec
 
 from memmesh.embed import Embedder
-from memmesh.local import recall
+from memmesh.local import GLOBAL, MIN_RELEVANCE, MIN_SHARE_OF_BEST, recall
 from memmesh.local.store import Store
 from memmesh.net.errors import Unreachable
 from memmesh.net.search import MAX_K, SearchRequest
@@ -51,8 +57,10 @@ from memmesh.team._calls import (
 )
 from memmesh.team._checks import Candidate, ItemKey, PeerSeen, verified_hit
 from memmesh.team._corroborate import corroborating_groups
+from memmesh.team._explain import Fate, TeamExplanation, Trail
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
+from memmesh.team.last import note_last
 from memmesh.team.rank import QueryTerms, answered, merge, ranked
 
 __all__ = [
@@ -63,6 +71,7 @@ __all__ = [
     "PeerSeen",
     "SourceReport",
     "TeamAnswer",
+    "TeamExplanation",
     "TeamHit",
     "list_peers",
     "member_clients",
@@ -105,7 +114,9 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TeamAnswer(msgspec.Struct, kw_only=True):
-    """The merged answer with each source's outcome."""
+    """The merged answer with each source's outcome, the projects asked about (``projects``,
+    empty with ``all_projects``: every project the sources hold) and, in ``explanation``, what
+    each answering source returned and what became of it."""
 
     query: str
     hits: list[TeamHit]
@@ -113,6 +124,9 @@ class TeamAnswer(msgspec.Struct, kw_only=True):
     sources: list[SourceReport]
     dropped: dict[str, int]
     warnings: list[str]
+    projects: list[str] = msgspec.field(default_factory=list)
+    all_projects: bool = False
+    explanation: TeamExplanation | None = None
 
     @property
     def answered(self) -> int:
@@ -128,12 +142,14 @@ def recall_team(
     identity: Identity,
     k: int = 5,
     project: str = "global",
+    all_projects: bool = False,
     author: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     deadline: float = DEFAULT_DEADLINE,
     interfaces: list[str] | None = None,
     client_factory: ClientFactory | None = None,
     calls: Calls | None = None,
+    record: bool = True,
 ) -> TeamAnswer:
     """Ask the whole team as ``identity`` (who signs every request, and whose own peer is
     never asked); see the module docstring.
@@ -142,7 +158,9 @@ def recall_team(
     blocks, in an event loop of its own (on a thread of its own when the caller is itself
     inside a running loop). ``calls`` lets the caller keep clients and their connections across
     many asks (and close them); otherwise they are made for this one (with ``client_factory``,
-    the product's own by default) and closed at its end.
+    the product's own by default) and closed at its end. ``all_projects`` asks every project
+    the sources hold, instead of ``project`` and global. ``record`` keeps the answer as the
+    member's newest team recall (:func:`memmesh.team.last.note_last`).
 
     Raises :class:`~memmesh.local.errors.InvalidInput` (exit 2) for a query the local recall
     refuses (empty, or longer than it takes), before anything is sent;
@@ -163,6 +181,7 @@ def recall_team(
         project=project,
         vector=vector.tolist(),
         embedder=store.embedder.fingerprint,
+        all_projects=all_projects,
     )
     own_calls = calls is None
     if calls is None:
@@ -175,41 +194,55 @@ def recall_team(
         listen_seconds=min(DISCOVERY_SECONDS, deadline / 2), home=store.home,
     )  # fmt: skip
     fanout = Fanout(request, discovery, end=end)
+    trail = Trail()
 
     def merged() -> dict[ItemKey, Candidate]:
-        return _merge_answers(fanout, policy, discovery.roster, dropped, warnings)
+        return _merge_answers(fanout, policy, discovery.roster, dropped, warnings, trail)
 
     try:
-        candidates = run_blocking(partial(_gather, fanout, merged))
+        first, candidates = run_blocking(partial(_gather, fanout, merged))
     finally:
         # Whatever still runs after the deadline is abandoned, never waited for: closing its
         # client under it ends it within the client's timeout.
         if own_calls:
             calls.close()
-    hits = _hits(candidates, query, discovery.roster, author, store.embedder, k)
-    return TeamAnswer(
+    roster = discovery.roster
+    hits = _hits(candidates, query, roster, author, store.embedder, k, trail)
+    answered_by = [report.name for report in fanout.reports if report.status == "ok"]
+    answer = TeamAnswer(
         query=query,
         hits=hits,
         abstained=not hits,
         sources=fanout.reports,
         dropped=dict(dropped),
         warnings=warnings,
-    )
+        projects=[] if all_projects else list(dict.fromkeys([project, GLOBAL])),
+        all_projects=all_projects,
+        explanation=trail.explanation(
+            answered_by, first, candidates, roster, k=k, min_relevance=MIN_RELEVANCE,
+            min_share_of_best=MIN_SHARE_OF_BEST,
+        ),
+    )  # fmt: skip
+    if record:
+        note_last(store, answer, identity.key_id)
+    return answer
 
 
 async def _gather(
     fanout: Fanout, merged: Callable[[], dict[ItemKey, Candidate]]
-) -> dict[ItemKey, Candidate]:
-    """Ask everyone, merge what answered, then let live authors confirm the coordinator's copies."""
+) -> tuple[dict[ItemKey, Candidate], dict[ItemKey, Candidate]]:
+    """Ask everyone, merge what answered, then let live authors confirm the coordinator's
+    copies: the merged candidates, and those the live authors let stand."""
     await fanout.ask_everyone()
     if not any(r.status == "ok" for r in fanout.reports):
         if not fanout.reports:
             raise Unreachable("no team source is configured: set coordinator or peers in team.yaml")
         reasons = "; ".join(f"{r.name}: {r.error or r.status}" for r in fanout.reports)
         raise Unreachable(f"no team source answered ({reasons})")
-    candidates = merged()
+    first = merged()
+    candidates = dict(first)
     await fanout.defer_to_live_authors(candidates)
-    return candidates
+    return first, candidates
 
 
 def _merge_answers(
@@ -218,9 +251,10 @@ def _merge_answers(
     roster: TrustedRoster,
     dropped: Counter[str],
     warnings: list[str],
+    trail: Trail,
 ) -> dict[ItemKey, Candidate]:
     """Every answer's verified hits, one per author and item; a peer may only serve its own
-    key's items (the key of its verified presence)."""
+    key's items (the key of its verified presence). ``trail`` hears what became of each."""
     fingerprint = fanout.request.embedder
     comparable = all(
         a.embedder == fingerprint and not a.lexical_only for a in fanout.answers.values()
@@ -233,18 +267,20 @@ def _merge_answers(
     candidates: dict[ItemKey, Candidate] = {}
     for name, answer in fanout.answers.items():
         key = name.removeprefix("peer:") if name.startswith("peer:") else None
-        label = "coordinator" if key is None else f"peer {fanout.peer_reports[key].name}"
+        source = "coordinator" if key is None else fanout.peer_reports[key].name
+        label = "coordinator" if key is None else f"peer {source}"
         for hit in answer.hits:
+            why: Counter[str] = Counter()
             candidate = verified_hit(
-                hit, policy, roster, dropped, comparable=comparable, source=label,
+                hit, policy, roster, why, comparable=comparable, source=label,
                 from_peer=key is not None,
             )  # fmt: skip
-            if candidate is None:
-                continue
-            if key is not None and candidate.publication.key_id != key:
-                dropped["peer_served_another_key"] += 1
-                continue
-            merge(candidates, candidate)
+            if candidate is not None and key is not None and candidate.publication.key_id != key:
+                candidate, why["peer_served_another_key"] = None, 1
+            dropped.update(why)
+            trail.checked(source, hit, candidate if candidate is not None else next(iter(why)))
+            if candidate is not None:
+                merge(candidates, candidate)
     return candidates
 
 
@@ -255,24 +291,40 @@ def _hits(
     author: str | None,
     embedder: Embedder,
     k: int,
+    trail: Trail,
 ) -> list[TeamHit]:
     """The first ``k`` facts among the candidates by ``author`` (a roster name or a member id,
-    if given), ranked, attributed by roster name, each with its corroborating items."""
-    wanted = [
-        candidate
-        for candidate in candidates.values()
-        if author is None
-        or author in (roster.name_of(candidate.publication.key_id), candidate.publication.key_id)
-    ]
-    scored = answered(ranked(wanted, QueryTerms(query), embedder))
+    if given), ranked, attributed by roster name, each with its corroborating items;
+    ``trail`` hears the verdict on each candidate."""
+    wanted = []
+    for item, candidate in candidates.items():
+        key_id = candidate.publication.key_id
+        if author is None or author in (roster.name_of(key_id), key_id):
+            wanted.append(candidate)
+        else:
+            trail.judged(item, "not_by_author", None, None)
+    every = ranked(wanted, QueryTerms(query), embedder)
+    scored = answered(every)
+    relevant = {candidate.item_key for _, candidate in every}
+    for candidate in wanted:
+        if candidate.item_key not in relevant:
+            trail.judged(candidate.item_key, "below_gate", None, None)
+    cut: Fate = "far_below_best" if scored else "below_floor"
+    for score, candidate in every[len(scored) :]:  # answered() keeps a prefix
+        trail.judged(candidate.item_key, cut, score, None)
     groups = corroborating_groups(
         [candidate.publication.text for _, candidate in scored],
         [candidate.publication.key_id for _, candidate in scored],
         embedder,
         limit=k,
     )
+    for place, (score, candidate) in enumerate(scored, start=1):  # beyond k, unless grouped
+        trail.judged(candidate.item_key, "ranked_below_k", score, place)
     hits: list[TeamHit] = []
-    for first, *rest in groups:
+    for rank, (first, *rest) in enumerate(groups, start=1):
+        for i in (first, *rest):
+            trail.judged(scored[i][1].item_key, "returned" if i == first else "also",
+                         scored[i][0], rank)  # fmt: skip
         also = tuple(_hit(*scored[i], roster) for i in rest)
         hits.append(_hit(*scored[first], roster, also))
     return hits

@@ -1,0 +1,140 @@
+"""What `mem team recall-team` says about itself: the scope it searched, and with --explain
+what each answering source returned and what became of each hit.
+
+The scope is one line after the sources (``searched: project web + global (the git
+repository's name)``), and ``scope`` in --json: the projects searched (empty with
+``all_projects``) and where the project came from (``--project``, ``MEM_PROJECT``, ``git
+repository``, ``default``; empty with ``all_projects``). The explanation lists, per answering
+source, each hit it returned, then ``kept`` or ``cut`` and why, in the words `mem recall
+--explain` uses where the reason is the same (:mod:`memmesh.cli._why`).
+"""
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from memmesh.local.ids import SHOWN_LENGTH
+from memmesh.local.items import GLOBAL
+from memmesh.local.project import git_repository_name
+from memmesh.text import printable
+
+if TYPE_CHECKING:
+    from memmesh.team._explain import Returned, TeamExplanation
+    from memmesh.team.recall import TeamAnswer
+
+__all__ = ["explanation_json", "explanation_lines", "scope_json", "scope_line"]
+
+# Why each project a recall-team searched was chosen, in its `searched:` line.
+_WHY_PROJECT = {
+    "--project": "",
+    "MEM_PROJECT": " (MEM_PROJECT)",
+    "git repository": " (the git repository's name)",
+    "default": " (not in a git repository)",
+}
+# What each fate of a dropped hit is called (the others need numbers: see _fate_text).
+_CUT = {
+    "bad_signature": "unverifiable: its signature does not hold",
+    "other_team": "signed for another team",
+    "outside_roster": "its author's key is not on the team's roster",
+    "revoked": "its author's key was revoked",
+    "peer_served_another_key": "a peer serves only its owner's items, and this is another key's",
+    "withdrawn_by_author": "withdrawn: its author's live peer no longer publishes this version "
+    "(retracted or revised since)",
+    "below_gate": "below the relevance gate: not close enough to the query, without an exact "
+    "token of it and with too few of its words",
+}
+
+
+def _project_from(args: argparse.Namespace) -> str:
+    """Where the project searched came from, in resolve_project's order."""
+    if args.all_projects:
+        return ""
+    if args.project:
+        return "--project"
+    if os.environ.get("MEM_PROJECT"):
+        return "MEM_PROJECT"
+    return "git repository" if git_repository_name(Path.cwd()) else "default"
+
+
+def scope_json(args: argparse.Namespace, answer: "TeamAnswer") -> dict[str, Any]:
+    """The ``scope`` of recall-team's --json."""
+    return {
+        "projects": answer.projects,
+        "all_projects": answer.all_projects,
+        "project_from": _project_from(args),
+    }
+
+
+def scope_line(args: argparse.Namespace, answer: "TeamAnswer") -> str:
+    """``searched: ...``: what the team was asked about, and, when it found nothing, where
+    else to ask."""
+    if answer.all_projects:
+        return "searched: every project"
+    why = _WHY_PROJECT[_project_from(args)]
+    [*named, _] = answer.projects  # the project, then global (alone when it is global)
+    where = f"project {named[0]} + {GLOBAL}" if named else f"{GLOBAL} only"
+    line = f"searched: {where}{why}"
+    if answer.abstained:
+        line += "; --project P or --all-projects asks elsewhere"
+    return printable(line)
+
+
+def explanation_json(explanation: "TeamExplanation") -> dict[str, Any]:
+    """The ``explanation`` of recall-team's --json, scores rounded as every score shown is."""
+    data: dict[str, Any] = msgspec.to_builtins(explanation)
+    for source in data["sources"]:
+        for each in source["returned"]:
+            for field in ("source_score", "cosine", "score"):
+                if each[field] is not None:
+                    each[field] = round(each[field], 4)
+    return data
+
+
+def explanation_lines(explanation: "TeamExplanation", author: str | None) -> list[str]:
+    """Per answering source, each hit it returned and what became of it."""
+    lines = ["explain: what each source returned, and what became of it"]
+    for source in explanation.sources:
+        name = printable(source.name)
+        if not source.returned:
+            lines.append(f"  {name} returned nothing")
+            continue
+        lines.append(f"  {name} returned {len(source.returned)}:")
+        for each in source.returned:
+            shown = printable(each.id[:SHOWN_LENGTH]) or "?"
+            who = f"{printable(each.author)}  v{each.version}" if each.author else "?"
+            lines.append(
+                f"    {shown}  {who}  source score {each.source_score:.3f}: "
+                + _fate_text(each, explanation, author)
+            )
+    return lines
+
+
+def _fate_text(each: "Returned", explanation: "TeamExplanation", author: str | None) -> str:
+    """What became of a hit, with the numbers that decided it."""
+    score = f"score {each.score:.3f}" if each.score is not None else "not scored"
+    if each.fate == "returned":
+        return f"kept, hit #{each.rank}, {score}"
+    if each.fate == "also":
+        return f"kept, states the fact of hit #{each.rank} (listed in its also), {score}"
+    if each.fate == "duplicate":
+        return f"cut, a duplicate of the copy kept (from {printable(each.kept_from)})"
+    if each.fate == "replaced_by_author":
+        return f"cut, replaced by its live author's own copy (from {printable(each.kept_from)})"
+    if each.fate == "not_by_author":
+        return f"cut, not by --author {printable(author or '')}"
+    if each.fate == "below_floor":
+        return (
+            f"cut, nothing reached the relevance floor {explanation.min_relevance:.2f}, so the "
+            f"answer abstained ({score})"
+        )
+    if each.fate == "far_below_best":
+        return (
+            f"cut, {score}, under {explanation.min_share_of_best:.0%} of the best hit's: too "
+            "far behind to be worth showing"
+        )
+    if each.fate == "ranked_below_k":
+        return f"cut, ranked #{each.rank}, below -k {explanation.k} ({score})"
+    return f"cut, {_CUT[each.fate]}"
