@@ -2,11 +2,15 @@
 
 The README's conventions, which this module reads and nothing else:
 
-* A block's first line says where it runs: ``# on the team host`` or ``# on NAME's laptop``.
-  Each machine is a fresh home folder (``HOME``, so ``~/.memmesh`` is its memmesh home).
+* A block's first line says where it runs: ``# on the team host``, ``# on NAME's laptop`` or
+  ``# on one machine`` (where members are homes of their own, ``--home DIR``). Each machine is
+  a fresh home folder (``HOME``, so ``~/.memmesh`` is its memmesh home).
 * Every other line that is not a comment is a command, run by bash with the venv's ``mem``
-  first on the PATH; it must exit 0. A command ending in ``&``, or a coordinator, is a daemon:
-  it is started, waited for until it answers, and stopped at the end.
+  first on the PATH; it must exit 0. Like a shell, a machine keeps the folder a ``cd`` went
+  to for its next commands. A command ending in ``&``, or a coordinator, is a daemon: it is
+  started, waited for until it answers, and stopped at the end.
+* Each step knows the section (``##`` or ``###`` heading) it is under, so that a test can run
+  one section's commands on their own (:func:`in_section`).
 * ``#>`` lines show what the command above them prints on stdout: the whole of it, line by
   line. Placeholder ids (:data:`ITEM_PLACEHOLDER`) stand for the ids commands print, bound
   the first time shown output holds one; ``…`` stands for any text, a decimal number for any
@@ -42,7 +46,11 @@ ALLOWED = {
     ".venv/bin/python -m pytest": "installs from the network, then runs this very suite",
     ".venv/bin/pip install -e '.[mcp]'": "installs from the network (the tests have the extra)",
 }
-MACHINE = re.compile(r"# on (?:the (team host)|(\w+)'s laptop)\b")
+MACHINE = re.compile(r"# on (?:the (team host)|(\w+)'s laptop|(one machine))\b")
+HEADING = re.compile(r"^#{2,3} (.+)$", re.MULTILINE)
+ONE_MACHINE = "Try a team on one machine"
+# The fixed port of the one-machine trial, which the walk replaces with a free one.
+ONE_MACHINE_RULES = ("--port 8400", "https://127.0.0.1:8400")
 ITEM_PLACEHOLDER = re.compile(r"\b01J[0-9A-HJKMNP-TV-Z]{7}\b")  # 2024 ids: no real one now
 ITEM_ID = "[0-9A-HJKMNP-TV-Z]{10,26}"
 JOIN_PLACEHOLDER = "memmesh-join:eyJ1cmwi…"
@@ -77,6 +85,7 @@ class Step:
     command: str
     comment: str
     shown: list[str] = field(default_factory=list)
+    section: str = ""
 
     def where(self) -> str:
         return f"README.md:{self.line} ({self.machine}): {self.command}"
@@ -102,6 +111,8 @@ def steps_of(text: str) -> tuple[list[Step], set[str]]:
     allowed: set[str] = set()
     for block in re.finditer(r"```sh\n(.*?)```", text, re.DOTALL):
         first = text.count("\n", 0, block.start(1)) + 1
+        headings = HEADING.findall(text, 0, block.start())
+        section = headings[-1] if headings else ""
         machine = ""
         for offset, raw in enumerate(block.group(1).splitlines()):
             number, line = first + offset, raw.strip()
@@ -109,7 +120,7 @@ def steps_of(text: str) -> tuple[list[Step], set[str]]:
             if placed := MACHINE.match(line):
                 if offset:
                     raise WalkthroughError(f"README.md:{number}: a machine named mid-block")
-                machine = placed.group(1) or placed.group(2)
+                machine = placed.group(1) or placed.group(2) or placed.group(3)
             elif line.startswith("#>"):
                 if not steps or steps[-1].line < first:
                     raise WalkthroughError(f"README.md:{number}: output shown under no command")
@@ -122,8 +133,16 @@ def steps_of(text: str) -> tuple[list[Step], set[str]]:
                         f"README.md:{number}: its block names no machine (`# on NAME's "
                         f"laptop` first): {command}"
                     )
-                steps.append(Step(number, machine, command, comment))
+                steps.append(Step(number, machine, command, comment, section=section))
     return steps, allowed
+
+
+def in_section(steps: list[Step], section: str) -> list[Step]:
+    """The steps under the heading ``section``; fails when there are none."""
+    chosen = [step for step in steps if step.section == section]
+    if not chosen:
+        raise WalkthroughError(f"README.md: no commands under the heading {section!r}")
+    return chosen
 
 
 def shown_pattern(shown: list[str], bound: dict[str, str]) -> tuple[re.Pattern[str], list[str]]:
@@ -175,14 +194,19 @@ class Walk:
         self.editor = root / "editor.py"
         self.editor.write_text(_EDITOR, encoding="utf-8")
         port = free_port()
-        # Explicit rewrites, each used at least once: the team host is this machine's loopback
-        # on a free port (with the https it would serve beyond loopback), daemons listen on
-        # free ports, and the coordinator's data folder is under the test's folder.
+        # Explicit rewrites, applied in this order, each used at least once by the walk it
+        # belongs to. The team host is this machine's loopback on a free port (serving https,
+        # as its https --url says), a peer daemon listens on loopback on a free port, and the
+        # coordinator's data folder is under the test's folder. The one-machine trial's
+        # coordinator, on 127.0.0.1:8400 as written, is on the free port.
+        one_port, one_url = ONE_MACHINE_RULES
         self.rules: dict[str, Callable[[Step], str]] = {
+            one_port: lambda _: f"--port {port}",
+            one_url: lambda _: f"https://127.0.0.1:{port}",
             "/var/lib/memmesh": lambda step: str(self.machine(step).home / "data"),
-            "--host 0.0.0.0": lambda _: f"--host 127.0.0.1 --port {port} --tls",
+            "mem team serve --host 0.0.0.0": lambda _: f"mem team serve --port {free_port()}",
+            "--host 0.0.0.0": lambda _: f"--host 127.0.0.1 --port {port}",
             "https://team-host:8400": lambda _: f"https://127.0.0.1:{port}",
-            "mem team serve": lambda _: f"mem team serve --port {free_port()}",
             JOIN_PLACEHOLDER: lambda step: self.join_code or self.fail(step, "no join code yet"),
         }
         self.used: set[str] = set()
@@ -225,10 +249,16 @@ class Walk:
             self.start(step, command.removesuffix("&").rstrip())
             return
         machine = self.machine(step)
+        # The folder the command ends in is where the machine's next command starts.
+        where = self.root / "last-cwd.txt"
+        where.unlink(missing_ok=True)
+        script = f'set -o pipefail; {command}\nstatus=$?; pwd > "{where}"; exit $status'
         result = subprocess.run(
-            ["bash", "-c", f"set -o pipefail; {command}"], cwd=machine.cwd, env=self.env(step),
+            ["bash", "-c", script], cwd=machine.cwd, env=self.env(step),
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
+        if where.is_file():
+            machine.cwd = Path(where.read_text(encoding="utf-8").strip())
         printed = f"exit {result.returncode}\nstdout:\n{result.stdout}stderr:\n{result.stderr}"
         if result.returncode != 0 or "Traceback" in result.stdout + result.stderr:
             self.fail(step, printed)
@@ -262,7 +292,7 @@ class Walk:
         self.daemons.append((step, process, log))
         url = self.wait(step, lambda: _ready(log, process, step))
         self.note_join_codes(log.read_text(encoding="utf-8"))
-        if step.command.startswith("mem team serve"):
+        if "team serve" in step.command:
             for name in self.machines.keys() - {step.machine, "team host"}:
                 other = Step(step.line, name, "mem team peers --json", "")
                 self.wait(step, partial(self.lists_peer, other, url))

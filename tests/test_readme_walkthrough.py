@@ -6,14 +6,24 @@ from pathlib import Path
 
 import pytest
 
-from tests._walkthrough import ALLOWED, Step, Walk, WalkthroughError, shown_pattern, steps_of
+from tests._walkthrough import (
+    ALLOWED,
+    ONE_MACHINE,
+    ONE_MACHINE_RULES,
+    Step,
+    Walk,
+    WalkthroughError,
+    in_section,
+    shown_pattern,
+    steps_of,
+)
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def _walk(text: str, root: Path) -> Walk:
-    """Run every step of ``text``; the walk, its daemons stopped."""
-    steps, _ = steps_of(text)
+def _walk(text: str, root: Path, steps: list[Step] | None = None) -> Walk:
+    """Run ``steps`` (default: every step of ``text``); the walk, its daemons stopped."""
+    steps = steps_of(text)[0] if steps is None else steps
     walk = Walk(root)
     try:
         for step in steps:
@@ -29,15 +39,53 @@ def test_every_command_of_the_readme_runs_as_written_and_prints_what_it_shows(
 ) -> None:
     text = README.read_text(encoding="utf-8")
     steps, allowed = steps_of(text)
+    # The one-machine trial runs on its own (below).
+    steps = [step for step in steps if step.section != ONE_MACHINE]
 
-    walk = _walk(text, tmp_path)
+    walk = _walk(text, tmp_path, steps)
 
     # Every allowed line is still in the README, every rewrite was needed, and the walk went
     # through the three machines.
     assert allowed == set(ALLOWED)
-    assert walk.used == set(walk.rules)
+    assert walk.used == set(walk.rules) - set(ONE_MACHINE_RULES)
     assert set(walk.machines) == {"alice", "bob", "team host"}
     assert sum(bool(step.shown) for step in steps) >= 10
+
+
+def test_the_readme_s_team_on_one_machine_runs_as_written_and_prints_what_it_shows(
+    tmp_path: Path,
+) -> None:
+    # A coordinator and two homes on loopback: the whole team a new user tries first, with
+    # nothing rewritten but the coordinator's fixed port (8400) for a free one.
+    text = README.read_text(encoding="utf-8")
+    steps = in_section(steps_of(text)[0], ONE_MACHINE)
+
+    walk = _walk(text, tmp_path, steps)
+
+    assert walk.used == set(ONE_MACHINE_RULES)
+    assert set(walk.machines) == {"one machine"}
+    commands = [step.command for step in steps]
+    assert commands[0].startswith("mem coordinator serve ")
+    assert "--tls" not in commands[0]
+    for asked in ("team join", "team invite bob", "team publish", "team sync", "recall-team",
+                  "team retract"):  # fmt: skip
+        assert any(asked in command for command in commands), asked
+    assert [step.shown[-2] for step in steps if "recall-team" in step.command] == [
+        "sources: coordinator ok, 1 hit",
+        "sources: coordinator ok, 0 hits",
+    ]
+
+
+def test_a_section_without_commands_fails_the_walkthrough() -> None:
+    steps, _ = steps_of("## Here\n\n```sh\n# on alice's laptop\nmem stats\n```\n")
+    assert [step.section for step in steps] == ["Here"]
+    with pytest.raises(WalkthroughError, match="no commands under the heading 'Elsewhere'"):
+        in_section(steps, "Elsewhere")
+
+
+def test_a_cd_holds_for_the_machine_s_next_commands(tmp_path: Path) -> None:
+    block = "mkdir -p ~/trial && cd ~/trial\npwd\n#> …/alice/trial\n"
+    _walk(f"```sh\n# on alice's laptop\n{block}```\n", tmp_path)
 
 
 def test_a_block_that_names_no_machine_fails_the_walkthrough() -> None:

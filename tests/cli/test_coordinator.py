@@ -1,6 +1,7 @@
 """`mem coordinator serve` through the real command line: where it agrees to listen, and
 that it serves one named team."""
 
+import argparse
 import os
 import socket
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memmesh.cli._common import member_name
 from memmesh.coordinator.invites import JOIN_PREFIX, JoinCode
 from memmesh.coordinator.protocol import (
     Info,
@@ -39,6 +41,7 @@ from memmesh.registry.envelopes import open_envelope, seal
 from tests._servers import CoordinatorProcess
 from tests._signed import signed_client
 from tests.cli._output import error_line
+from tests.conftest import MemRunner
 from tests.registry._helpers import publication
 
 # Asking to listen on every interface is what these tests are about: each is refused before
@@ -150,23 +153,26 @@ def _pinned(url: str, pin: str, identity: Identity, *, token: str | None = None)
 
 
 @pytest.mark.parametrize(
-    ("host", "tls", "insecure_http", "https"),
+    ("host", "tls", "insecure_http", "url", "https"),
     [
-        ("127.0.0.1", False, False, False),
-        ("::1", False, False, False),
-        ("127.0.0.1", True, False, True),
-        (ALL_INTERFACES, False, False, True),
-        ("192.0.2.7", False, False, True),
-        ("team-host.example", False, False, True),
-        (ALL_INTERFACES, False, True, False),
+        ("127.0.0.1", False, False, None, False),
+        ("::1", False, False, None, False),
+        ("127.0.0.1", True, False, None, True),
+        (ALL_INTERFACES, False, False, None, True),
+        ("192.0.2.7", False, False, None, True),
+        ("team-host.example", False, False, None, True),
+        (ALL_INTERFACES, False, True, None, False),
+        ("127.0.0.1", False, False, "https://127.0.0.1:8400", True),
+        ("127.0.0.1", False, False, "http://127.0.0.1:8400", False),
+        ("127.0.0.1", False, True, "https://memmesh.example.com", False),
     ],
 )
 def test_a_daemon_serves_https_beyond_loopback_unless_told_to_serve_plain_http(
-    host: str, tls: bool, insecure_http: bool, https: bool
+    host: str, tls: bool, insecure_http: bool, url: str | None, https: bool
 ) -> None:
-    # The one rule both daemons follow (the coordinator's --tls/--insecure-http, the peer's
-    # --tls); tests never listen beyond loopback, so the rule is checked as the function.
-    assert serves_tls(host, tls=tls, insecure_http=insecure_http) is https
+    # The one rule both daemons follow (the coordinator's --tls/--insecure-http/--url, the
+    # peer's --tls); tests never listen beyond loopback, so the rule is checked as the function.
+    assert serves_tls(host, tls=tls, insecure_http=insecure_http, url=url) is https
 
 
 def test_serve_over_tls_demands_a_signed_key_and_the_token_when_one_is_set(
@@ -409,3 +415,149 @@ def test_serve_on_every_interface_without_url_while_the_roster_is_empty_is_a_usa
     )
     assert not _listening(port)
     assert not (data / "admin-join-code").exists()
+
+
+def test_serve_on_loopback_with_an_https_url_serves_https_and_its_join_code_makes_a_member(
+    tmp_path: Path, mem: MemRunner
+) -> None:
+    # The README's one-machine team: no --tls, the https in --url is what it must serve.
+    data = tmp_path / "data"
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+
+    with _serve(data, port, "--url", url, "--admin-name", "alice", env={}) as process:
+        _wait_until_healthy(url, process)
+        code = (data / "admin-join-code").read_text(encoding="utf-8").strip()
+        joined = mem("team", "join", code)
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+
+    assert joined.returncode == 0, joined.stderr
+    assert (_code_in(stderr).url, _code_in(stderr).pin) == (url, _pin_in(stderr))
+    assert _pin_in(stderr) == pin_of((data / "tls" / "tls.crt").read_bytes())
+    assert f"memmesh coordinator on {url} " in stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        pytest.param(
+            ("--url", "https://127.0.0.1:{port}", "--insecure-http"),
+            "--url https://127.0.0.1:{port} is this coordinator itself, which --insecure-http "
+            "serves over plain http: drop --insecure-http to serve https, or give the https "
+            "address of the reverse proxy in front of it",
+            id="https-url-of-itself-over-http",
+        ),
+        pytest.param(
+            ("--url", "https://localhost:{port}", "--insecure-http"),
+            "--url https://localhost:{port} is this coordinator itself, which --insecure-http "
+            "serves over plain http: drop --insecure-http to serve https, or give the https "
+            "address of the reverse proxy in front of it",
+            id="https-url-of-itself-by-name",
+        ),
+        pytest.param(
+            ("--url", "http://127.0.0.1:{port}", "--tls"),
+            "--url http://127.0.0.1:{port} says plain http, but it serves https (--tls): give "
+            "--url https://…",
+            id="http-url-with-tls",
+        ),
+        pytest.param(
+            ("--url", "http://team-host:8400", "--host", ALL_INTERFACES),
+            "--url http://team-host:8400 says plain http, but it serves https (the default "
+            "beyond loopback): give --url https://…, or serve plain http with --insecure-http",
+            id="http-url-beyond-loopback",
+        ),
+    ],
+)
+def test_serve_with_a_url_whose_scheme_contradicts_what_it_serves_is_a_usage_error(
+    tmp_path: Path, args: tuple[str, ...], why: str
+) -> None:
+    data = tmp_path / "data"
+    port = free_port()
+
+    result = _refused(data, port, *(a.format(port=port) for a in args), env={})
+
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"mem coordinator serve: error: {why.format(port=port)} "
+        "(see `mem coordinator serve --help`)"
+    )
+    assert not _listening(port)
+    assert not data.exists()
+
+
+def test_serve_over_http_behind_a_reverse_proxy_gives_a_join_code_without_a_pin(
+    tmp_path: Path,
+) -> None:
+    # --insecure-http with the https URL of a proxy in front: the proxy's certificate is one
+    # the members' systems trust, so the code pins nothing.
+    process = CoordinatorProcess(
+        tmp_path / "data", team="acme", token=None,
+        args=["--insecure-http", "--url", "https://memmesh.example.com"],
+    )  # fmt: skip
+    try:
+        process.start()
+        output = process.output()
+    finally:
+        process.stop()
+
+    code = _code_in(output)
+    assert (code.url, code.pin) == ("https://memmesh.example.com", None)
+    assert process.url.startswith("http://")
+    assert "TLS pin" not in output
+    assert not (tmp_path / "data" / "tls").exists()
+
+
+def test_an_admin_name_that_is_no_member_name_is_a_usage_error_with_the_rule(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    port = free_port()
+
+    result = _refused(data, port, "--admin-name", "Alice Smith", env={})
+
+    # The rule of every command that takes a member's name, word for word.
+    with pytest.raises(argparse.ArgumentTypeError) as rule:
+        member_name("Alice Smith")
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"mem coordinator serve: error: argument --admin-name: {rule.value} "
+        "(see `mem coordinator serve --help`)"
+    )
+    assert "no spaces" in str(rule.value)
+    assert not _listening(port)
+    assert not data.exists()
+
+
+def test_serve_without_a_token_says_so_and_never_that_it_is_held_to_loopback(
+    tmp_path: Path,
+) -> None:
+    process = CoordinatorProcess(tmp_path / "data", team="acme", token=None)
+    try:
+        process.start()
+        banner = process.output().splitlines()[0]
+    finally:
+        process.stop()
+    help_text = subprocess.run(
+        [sys.executable, "-m", "memmesh", "coordinator", "serve", "--help"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+
+    assert banner.endswith(", no team token: every request is signed)")
+    assert "loopback only" not in banner
+    assert "refuses to listen beyond loopback without a team token" not in help_text
+    assert "--insecure-http" in help_text.split("options:")[0]
+
+
+def test_serve_over_plain_http_beyond_loopback_takes_an_http_url(tmp_path: Path) -> None:
+    # 192.0.2.7 is not this machine's: past the checks of its flags, it cannot listen (exit 1),
+    # so nothing here listens beyond loopback.
+    data = tmp_path / "data"
+    port = free_port()
+    result = _refused(
+        data, port, "--host", "192.0.2.7", "--insecure-http", "--url",
+        f"http://192.0.2.7:{port}", env={"MEM_TEAM_TOKEN": "s3cret"},
+    )  # fmt: skip
+
+    assert result.returncode == 1
+    assert error_line(result).startswith(f"mem: error: cannot listen on 192.0.2.7:{port}: ")

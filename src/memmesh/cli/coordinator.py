@@ -8,12 +8,14 @@ import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
+from memmesh._policy_names import DEFAULT_TOKEN_ENV
 from memmesh.cli._common import (
     command_adder,
     command_group,
     lazy,
+    member_name,
     nonempty,
     port,
     positive_float,
@@ -38,7 +40,6 @@ from memmesh.net.settings import (
     DEFAULT_IDLE_CONNECTIONS,
     ServeSettings,
 )
-from memmesh.policy.config import DEFAULT_TOKEN_ENV
 
 if TYPE_CHECKING:
     import socket
@@ -68,12 +69,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--host 0.0.0.0 --team acme --url https://team-host:8400",
         description="Serve the coordinator until interrupted. It stores only published, "
         "signed envelopes (with their vectors), tombstones and short-lived presence. "
-        "It serves one team, named by --team, and refuses every other team's envelopes; "
-        "it refuses to listen beyond loopback without a team token. Every request must be "
-        "signed by a member's key; once the roster has a member, only members are served. "
-        "Beyond loopback it serves https with a self-signed certificate kept in DATA/tls "
-        "(its pin is printed). While the roster is empty it prints the join code that "
-        "makes the first admin (also kept in DATA/admin-join-code).",
+        "It serves one team, named by --team, and refuses every other team's envelopes. "
+        "Every request must be signed by a member's key; once the roster has a member, only "
+        "members are served. A team token is optional (an outer gate), except over plain "
+        "http beyond loopback (--insecure-http), which it refuses to serve without one. "
+        "It serves https beyond loopback, and on loopback too when --url says https or with "
+        "--tls, with a self-signed certificate kept in DATA/tls (its pin is printed, and "
+        "goes into the join code). An https --url with --insecure-http means a reverse proxy "
+        "in front of it serves the https; a --url whose scheme contradicts what it serves is "
+        "refused. While the roster is empty it prints the join code that makes the first "
+        "admin (also kept in DATA/admin-join-code).",
         json_output=False,
     )
     p.set_defaults(parser=p)
@@ -137,13 +142,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         type=url,
         metavar="URL",
         help="where members reach it, for the join code (default: scheme://host:port; "
-        "needed on 0.0.0.0 or :: while the roster is empty)",
+        "needed on 0.0.0.0 or :: while the roster is empty); an https URL is served over "
+        "https, on loopback too",
     )
     transport = p.add_mutually_exclusive_group()
     transport.add_argument(
         "--tls",
         action="store_true",
-        help="serve https on loopback too (beyond loopback it is the default)",
+        help="serve https on loopback too (the default beyond loopback, or with an https --url)",
     )
     transport.add_argument(
         "--tls-cert",
@@ -153,15 +159,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     transport.add_argument(
         "--insecure-http",
         action="store_true",
-        help="serve plain http beyond loopback (a team token is still required)",
+        help="serve plain http: beyond loopback (a team token is then required), or behind a "
+        "reverse proxy that serves the https --url",
     )
     p.add_argument("--tls-key", metavar="FILE", help="the private key (PEM) of --tls-cert")
     p.add_argument(
         "--admin-name",
-        type=nonempty,
+        type=member_name,
         default="admin",
         metavar="NAME",
-        help="the name the first admin joins under (admin)",
+        help="the name the first admin joins under, such as alice (admin)",
     )
     _quota_flags(p)
     register_items(command)
@@ -241,6 +248,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     if bool(args.tls_cert) != bool(args.tls_key):
         args.parser.error("--tls-cert and --tls-key go together")
+    _check_url_scheme(args)
     token = os.environ.get(args.token_env) or None
     data = Path(args.data).expanduser()
     certificate, pin = _certificate(args, data)
@@ -319,7 +327,7 @@ def _run(
     lines = [
         f"memmesh coordinator on {served} "
         f"(data {args.data}, embedder {fingerprint}{workers}"
-        f"{', no token: loopback only' if not token else ''})"
+        f"{', no team token: every request is signed' if not token else ''})"
     ]
     if certificate is not None:
         lines.append(f"TLS pin: {certificate.pin}")
@@ -346,6 +354,46 @@ def _run(
     finally:
         for coordinator in opened:
             coordinator.close()
+
+
+def _check_url_scheme(args: argparse.Namespace) -> None:
+    """Refuse (exit 2, before anything is written) a --url whose scheme contradicts what the
+    coordinator serves: its join code would send members to a port that never answers them."""
+    from memmesh.net.urls import is_loopback, serves_tls
+
+    if args.url is None:
+        return
+    parts = urlsplit(args.url)
+    if parts.scheme == "https" and args.insecure_http and _names_listener(args, parts):
+        args.parser.error(
+            f"--url {args.url} is this coordinator itself, which --insecure-http serves over "
+            "plain http: drop --insecure-http to serve https, or give the https address of "
+            "the reverse proxy in front of it"
+        )
+    https = serves_tls(args.host, tls=args.tls, insecure_http=args.insecure_http)
+    if parts.scheme == "http" and (args.tls_cert or https):
+        why = "--tls-cert" if args.tls_cert else "--tls" if args.tls else ""
+        plain = is_loopback(args.host) or why
+        args.parser.error(
+            f"--url {args.url} says plain http, but it serves https "
+            f"({why or 'the default beyond loopback'}): give --url https://…"
+            f"{'' if plain else ', or serve plain http with --insecure-http'}"
+        )
+
+
+def _names_listener(args: argparse.Namespace, parts: SplitResult) -> bool:
+    """Whether the URL ``parts`` reaches the address and port it listens on itself (rather
+    than a reverse proxy in front of it)."""
+    from memmesh.net.urls import is_loopback
+
+    listened_port: int = args.port
+    listened: str = args.host.strip("[]")
+    if (parts.port or 443) != listened_port:
+        return False
+    host = parts.hostname or ""
+    if is_loopback(host):
+        return is_loopback(listened) or _every_interface(listened)
+    return host == listened
 
 
 def _every_interface(host: str) -> bool:
@@ -375,7 +423,7 @@ def _certificate(args: argparse.Namespace, data: Path) -> "tuple[Certificate | N
 
     if args.tls_cert:
         return load_certificate(Path(args.tls_cert), Path(args.tls_key)), None
-    if serves_tls(args.host, tls=args.tls, insecure_http=args.insecure_http):
+    if serves_tls(args.host, tls=args.tls, insecure_http=args.insecure_http, url=args.url):
         hosts = [args.host] + ([urlsplit(args.url).hostname or ""] if args.url else [])
         certificate = ensure_certificate(data / "tls", [h for h in hosts if h])
         return certificate, certificate.pin

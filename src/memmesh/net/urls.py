@@ -23,10 +23,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def serves_tls(host: str, *, tls: bool = False, insecure_http: bool = False) -> bool:
-    """Whether a daemon listening on ``host`` serves https: when asked (``tls``), and beyond
-    loopback unless told to serve plain http there (``insecure_http``)."""
-    return tls or not (insecure_http or is_loopback(host))
+def serves_tls(
+    host: str, *, tls: bool = False, insecure_http: bool = False, url: str | None = None
+) -> bool:
+    """Whether a daemon listening on ``host`` serves https: when asked (``tls``); otherwise
+    unless told to serve plain http (``insecure_http``: a reverse proxy in front of it serves
+    the https), when the ``url`` it is reached at says https, and beyond loopback."""
+    if tls or insecure_http:
+        return tls
+    return (url is not None and url.startswith("https:")) or not is_loopback(host)
 
 
 def check_transport(url: SoundUrl, *, insecure_http: bool) -> None:
