@@ -51,6 +51,7 @@ that this tree is the real one):
     │   ├── CertificateUnusable            1     500  certificate_unusable
     │   ├── Conflict                       1     409  conflict
     │   ├── Forbidden                      1     403  forbidden
+    │   │   └── Revoked                    1     403  revoked
     │   ├── InsecureBind                   1     500  insecure_bind
     │   ├── InsecureUrl                    3     500  insecure_url
     │   ├── NotFound                       1     404  not_found

@@ -3,12 +3,14 @@
 into; every problem line is followed by what to do about it, and the exit code is 1."""
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from memmesh.net.server import free_port
+from memmesh.peer.lock import peer_lock
 from tests.conftest import MemRunner
 from tests.team._team import Team
 
@@ -150,4 +152,72 @@ def test_a_hook_that_failed_in_the_last_day_is_a_problem_with_its_error(
     assert str(missing) in failed
     assert fix == (
         "       fix: the hooks say nothing to the agent when they fail: mend what the error names"
+    )
+
+
+# -- this member's peer daemon ----------------------------------------------------------------
+
+
+def test_a_peer_daemon_not_running_is_said_with_how_to_start_it(mem: MemRunner) -> None:
+    assert mem("team", "init", "--name", "alice").returncode == 0
+
+    result = mem("doctor", "--offline")
+
+    assert result.returncode == 0, result.stdout
+    assert (
+        "[ok] peer daemon: not running: teammates get your published items from the "
+        "coordinator's copy only (`mem team serve --host 0.0.0.0` answers them live)"
+    ) in _checks(result)
+
+
+def test_a_peer_daemon_on_loopback_with_a_coordinator_elsewhere_fails_with_the_flag(
+    tmp_path: Path, team_token: None
+) -> None:
+    team = Team(tmp_path, "https://team-host.invalid:8400")
+    ada = team.add("ada")
+    (daemon,) = team.serve(ada)
+    assert daemon.process is not None
+    try:
+        result = MemRunner(ada.home, Path.cwd())("doctor", "--offline")
+        daemon.kill()  # SIGKILL: the lock goes with it
+        after = MemRunner(ada.home, Path.cwd())("doctor", "--offline")
+    finally:
+        team.close()
+
+    assert result.returncode == 1, result.stdout
+    assert _after(_checks(result), "[FAIL] peer daemon") == [
+        f"[FAIL] peer daemon: runs (pid {daemon.process.pid}) at {daemon.url}, but teammates "
+        "on other machines cannot reach this peer daemon: it listens on 127.0.0.1 only",
+        "       fix: stop it and start it again: `mem team serve --host 0.0.0.0` listens on "
+        "every interface (over https) and tells them this machine's address",
+    ]
+    assert any(line.startswith("[ok] peer daemon: not running") for line in _checks(after))
+
+
+def test_a_peer_daemon_is_asked_at_the_url_it_gives_teammates(loopback_team: Team) -> None:
+    ada = loopback_team.add("ada")
+    (daemon,) = loopback_team.serve(ada)
+    assert daemon.process is not None
+    mem = MemRunner(ada.home, Path.cwd())
+
+    result = mem("doctor")
+    daemon.stop()
+    # One that gives teammates a URL where nothing answers (a firewall, a wrong address).
+    port = free_port()
+    with peer_lock(ada.home, host="127.0.0.1", port=port) as lock:
+        lock.record(url=f"http://127.0.0.1:{port}")
+        silent = mem("doctor")
+
+    assert (
+        f"[ok] peer daemon: runs (pid {daemon.process.pid}) at {daemon.url}, which answers"
+    ) in _checks(result)
+    assert silent.returncode == 1, silent.stdout
+    failed, fix = _after(_checks(silent), "[FAIL] peer daemon")
+    assert failed.startswith(
+        f"[FAIL] peer daemon: runs (pid {os.getpid()}) at http://127.0.0.1:{port}, which does "
+        f"not answer: http://127.0.0.1:{port} is unreachable: "
+    )
+    assert fix == (
+        f"       fix: let teammates reach port {port} through this machine's firewall, "
+        "or give the address they reach it at (`mem team serve --advertise https://NAME:PORT`)"
     )

@@ -2,7 +2,8 @@
 
 Three parts, in the order a problem in one explains the next: the store
 (:func:`memmesh.local.doctor.diagnose`), the team (team.yaml, this member's key, whether the
-coordinator answers and accepts this member, the store's embedder against the team's), and
+coordinator answers and accepts this member, the store's embedder against the team's, whether
+this member's peer daemon runs and teammates can reach it), and
 each coding agent client memmesh was installed into (its entries as `mem hook install` would
 write them now, and whether the command they name starts). A client memmesh was never
 installed into is not a problem, and neither is a laptop with no team: both are said once.
@@ -120,6 +121,7 @@ def _team_checks(home: Path, store: "Store", *, offline: bool) -> list[Check]:
         )
     else:
         checks.append(_coordinator_check(policy, identity))
+    checks.append(_peer_check(home, policy, offline=offline))
     return checks
 
 
@@ -145,6 +147,41 @@ def _coordinator_check(policy: "Policy", identity: "Identity") -> Check:
         detail=f"{found.url}: {found.state}: {found.problem}",
         fix=fixes.get(found.state, "`mem team status --check` says more"),
     )
+
+
+def _peer_check(home: Path, policy: "Policy", *, offline: bool) -> Check:
+    """Whether this member's peer daemon runs, and whether teammates can reach it."""
+    from memmesh.peer.reach import LAN_HOST, peer_reach
+
+    found = peer_reach(home, policy, offline=offline)
+    name = "peer daemon"
+    if found.record is None:
+        return Check(
+            name=name,
+            ok=True,
+            detail="not running: teammates get your published items from the coordinator's "
+            f"copy only (`mem team serve --host {LAN_HOST}` answers them live)",
+        )
+    runs = f"runs (pid {found.record.pid}) at {found.record.url or 'an address not said yet'}"
+    if found.unreachable is not None:
+        return Check(
+            name=name,
+            ok=False,
+            detail=f"{runs}, but {found.unreachable.why}",
+            fix=f"stop it and start it again: {found.unreachable.fix}",
+        )
+    if found.state == "silent":
+        return Check(
+            name=name,
+            ok=False,
+            detail=f"{runs}, which does not answer: {found.problem}",
+            fix=f"let teammates reach port {found.record.port} through this machine's "
+            "firewall, or give the address they reach it at "
+            "(`mem team serve --advertise https://NAME:PORT`)",
+        )
+    if found.state == "not_asked":
+        return Check(name=name, ok=True, detail=f"{runs}: not asked (--offline)")
+    return Check(name=name, ok=True, detail=f"{runs}, which answers")
 
 
 def _agent_checks(args: argparse.Namespace) -> list[Check]:

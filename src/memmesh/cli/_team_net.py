@@ -9,12 +9,11 @@ import msgspec
 
 from memmesh.cli._common import emit, home_of, note, open_store, shown_ids, warn
 from memmesh.errors import ExitCode
-from memmesh.local.items import check_query, iso
+from memmesh.local.items import GLOBAL, check_query, iso
 from memmesh.local.project import resolve_project
 from memmesh.net.settings import ServeSettings
 from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
-from memmesh.team.member import Member
 from memmesh.team.status import embedder_mismatch
 from memmesh.text import counted, printable
 
@@ -30,28 +29,47 @@ _EXCERPT = 100
 
 def run_serve(args: argparse.Namespace) -> int:
     # The server stack is imported only by the commands that use it.
-    from memmesh.net.server import listen, serve
+    from memmesh.net.server import listen
+    from memmesh.peer.lock import peer_lock
     from memmesh.peer.serve import peer_daemon
 
-    # Bound before anything starts (heartbeats announce this address) or is said: a port in
-    # use is one line, and exit 1.
-    sock = listen(ServeSettings(host=args.host, port=args.port))
-    with (
-        contextlib.closing(sock),
-        peer_daemon(
-            home_of(args),
-            lambda: open_store(args, serving=True),
-            host=args.host,
-            port=args.port,
-            advertise=args.advertise,
-            interfaces=args.interface,
-            heartbeat=args.heartbeat,
-            tls=args.tls,
-        ) as daemon,
-    ):
-        heartbeats = f" (heartbeat to {daemon.coordinator})" if daemon.coordinator else ""
-        note(f"memmesh peer {daemon.key_id} on {daemon.url}{heartbeats}")
-        serve(daemon.app, daemon.settings, token=daemon.token, sock=sock)
+    home = home_of(args)
+    team = load_policy(home).team  # missing or invalid: nothing starts, and no lock is taken
+    # One daemon per home, refused at once naming the running one; then bound before
+    # anything starts (heartbeats announce this address) or is said: a port in use is one
+    # line, and exit 1.
+    with peer_lock(home, host=args.host, port=args.port) as lock:
+        sock = listen(ServeSettings(host=args.host, port=args.port))
+        with (
+            contextlib.closing(sock),
+            peer_daemon(
+                home,
+                lambda: open_store(args, serving=True),
+                host=args.host,
+                port=args.port,
+                advertise=args.advertise,
+                interfaces=args.interface,
+                heartbeat=args.heartbeat,
+                tls=args.tls,
+            ) as daemon,
+        ):
+            lock.record(url=daemon.url, pin=daemon.certificate.pin if daemon.certificate else "")
+            heartbeats = f" (heartbeat to {daemon.coordinator})" if daemon.coordinator else ""
+            note(f"memmesh peer {daemon.key_id} on {daemon.url}{heartbeats}")
+            unreachable = daemon.reach_problem
+            warn(unreachable.line if unreachable else None, "peer_unreachable")
+            daemon.run(sock)
+            revoked = daemon.revoked
+    if revoked is not None:
+        from memmesh.cli.errors import TeamRefused
+
+        raise TeamRefused(
+            f"this peer daemon stopped: an admin of team {team} revoked "
+            f"this member's key {daemon.key_id} (the coordinator says: {revoked.message}), and "
+            "a revoked key stays refused; to take part again, ask an admin for a new join code "
+            "and join with a new key, from a new home: `mem --home NEW_HOME team join CODE`",
+            revoked.http_status,
+        )
     return ExitCode.OK
 
 
@@ -192,23 +210,36 @@ def _feed_line(entry: "FeedEntry", shown: str | None) -> str:
 
 
 def run_recall_team(args: argparse.Namespace) -> int:
+    from memmesh.cli._team_explain import (
+        explanation_json,
+        explanation_lines,
+        scope_json,
+        scope_line,
+    )
+    from memmesh.team.recall import recall_team
+    from memmesh.team.tallies import note_answer
+
     check_query(args.query, args.k)  # a query no recall takes is refused before the policy
     home = home_of(args)
     policy = load_policy(home)
     identity = load_identity(home)
-    project = resolve_project(args.project)
+    project = GLOBAL if args.all_projects else resolve_project(args.project)
     with open_store(args) as store:
         warn(embedder_mismatch(store, policy), "embedder_mismatch")
-        member = Member(store, identity, policy, reconcile_first=False)
-        answer = member.ask_team(
-            args.query,
-            k=args.k,
-            project=project,
-            author=args.author,
-            timeout=args.timeout,
-            interfaces=args.interface,
-        )
-    emit(args, answer_json(answer), _answer_text(answer))
+        # As Member.ask_team asks (every source gets the timeout, the whole ask a second
+        # more), with the scope it does not take.
+        answer = recall_team(
+            store, policy, args.query, identity=identity, k=args.k, project=project,
+            all_projects=args.all_projects, author=args.author, timeout=args.timeout,
+            deadline=args.timeout + 1.0, interfaces=args.interface,
+        )  # fmt: skip
+        note_answer(store, identity, answer)  # so that `mem outcome` can credit them
+    data = {**answer_json(answer), "scope": scope_json(args, answer)}
+    lines = [_answer_text(answer, scope_line(args, answer))]
+    if args.explain and answer.explanation is not None:
+        data["explanation"] = explanation_json(answer.explanation)
+        lines += explanation_lines(answer.explanation, args.author)
+    emit(args, data, "\n".join(lines))
     for warning in answer.warnings:
         warn(warning, "lexical_ranking")
     return ExitCode.OK
@@ -243,7 +274,7 @@ def _hit_json(hit: "TeamHit") -> dict[str, Any]:
     return data
 
 
-def _answer_text(answer: "TeamAnswer") -> str:
+def _answer_text(answer: "TeamAnswer", searched: str) -> str:
     # Every field but the score comes from the network: each is shown on the hit's one line.
     lines = [
         f"{hit.score:.3f}  {printable(hit.author):<10} {printable(hit.id)}  "
@@ -257,7 +288,7 @@ def _answer_text(answer: "TeamAnswer") -> str:
         outcome = f"{source.status}, {counted(source.hits, 'hit')}" if ok else source.status
         detail = f": {source.error}" if source.error else ""
         parts.append(printable(f"{source.name} {outcome}{detail}"))
-    lines.append("sources: " + "; ".join(parts))
+    lines += ["sources: " + "; ".join(parts), searched]
     if answer.dropped:
         lines.append("dropped: " + ", ".join(f"{n} {why}" for why, n in answer.dropped.items()))
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from memmesh.cli._common import (
     command_group,
     hits,
     lazy,
+    member_name,
     nonempty,
     port,
     positive_float,
@@ -51,7 +52,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     p.add_argument(
         "--name",
         required=True,
-        type=nonempty,
+        type=member_name,
         help="your name in the team, as the author of your items (letters, digits, '.', '-', '_')",
     )
     p.add_argument("--team", default="default", type=nonempty, help="the team's name")
@@ -117,8 +118,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "blocked (by which rule); what awaits sync. With --check, also whether the coordinator "
         "answers and accepts you, and which teammates' peers answer.",
         "mem team status --check",
-        description="Your member id and public key (what teammates list under members: in "
-        "team.yaml); per project: private, eligible, published, withheld, blocked (by which "
+        description="Your member id and public key (joining with an invite code (mem team "
+        "join CODE) puts it on the team's roster; an admin may also add it: mem team members "
+        "add NAME KEY); per project: private, eligible, published, withheld, blocked (by which "
         "rule); what awaits sync, and how many published items the policy now withholds. "
         "Works offline: nothing is contacted unless you give --check, which asks the "
         "coordinator whether it accepts this member (exit 3 if it does not, saying why: no "
@@ -171,13 +173,27 @@ def _network_commands(command: Command) -> None:
         lazy("memmesh.cli._team_net", "run_serve"),
         "Run this member's peer daemon: it answers teammates from your currently published "
         "items that still pass the policy, heartbeats to the coordinator and (with "
-        "discovery) announces itself on the LAN. Refuses to start while team.yaml is invalid.",
-        "mem team serve --port 8410",
+        "discovery) announces itself on the LAN. By default it listens on 127.0.0.1, which "
+        "only this machine reaches: --host 0.0.0.0 makes it reachable by teammates on other "
+        "machines (over https, telling them this machine's address; it warns at start when "
+        "teammates cannot reach it). One home runs one peer daemon: a second is refused, "
+        "naming the first. It stops, exiting 3, once the coordinator says this member's key "
+        "was revoked. Refuses to start while team.yaml is invalid.",
+        "mem team serve --host 0.0.0.0",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface, "
+        "so that teammates reach it)",
+    )
     p.add_argument("--port", type=port, default=8410, help="port to listen on (8410)")
     p.add_argument(
-        "--advertise", metavar="URL", type=url, help="URL teammates reach this daemon at"
+        "--advertise",
+        metavar="URL",
+        type=url,
+        help="URL teammates reach this daemon at (default: its own address and --port; with "
+        "--host 0.0.0.0, this machine's address facing the coordinator)",
     )
     p.add_argument(
         "--interface",
@@ -237,14 +253,40 @@ def _network_commands(command: Command) -> None:
         "recall-team",
         lazy("memmesh.cli._team_net", "run_recall_team"),
         "Ask the whole team: the coordinator and every live peer at once. Answers are "
-        "verified, attributed and ranked on one score; each source's outcome is reported. "
+        "verified, attributed and ranked on one score; each source's outcome is reported, "
+        "and the projects searched. Exits 4 only when no source answered.",
+        'mem team recall-team "how do we run database migrations" -k 5\n'
+        '  mem team recall-team "when are invoices sent" --all-projects --explain',
+        description="Ask the whole team: the coordinator and every live peer at once. Answers "
+        "are verified, attributed and ranked on one score; each source's outcome is reported. "
+        "The search covers one project plus global: --project, else MEM_PROJECT, else the "
+        "enclosing git repository's name (global alone outside one); every answer says which "
+        "(`searched:`). --all-projects asks every project the sources hold (daemons older "
+        "than it refuse it, each reported as failed). --explain adds, per answering source, "
+        "each hit it returned and what became of it: kept (hit #N), or cut and why (does not "
+        "verify, not on the roster, a duplicate, replaced by or withdrawn by its live author, "
+        "not by --author, below the relevance gate or floor, far below the best, beyond -k). "
         "Exits 4 only when no source answered.",
-        'mem team recall-team "how do we run database migrations" -k 5',
+        json_shape='{"query", "hits": [{"id", "text", "score", "author", "key_id", "source", '
+        '"authors", "also", ...}], "abstained", "sources": [{"name", "status", "hits", '
+        '...}], "dropped", "warnings", "scope": {"projects", "all_projects", '
+        '"project_from"}};\n  with --explain "explanation": {"k", "min_relevance", '
+        '"min_share_of_best", "sources": [{"name", "returned": [{"id", "author", '
+        '"source_score", "fate", "score", "rank", ...}]}]}',
     )
     p.add_argument("query", help="what you want to know")
     p.add_argument("-k", type=hits, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
-    p.add_argument("--author", metavar="NAME", help="only items by this member")
-    p.add_argument("--project", metavar="P", help="project to ask about (plus global)")
+    p.add_argument("--author", metavar="NAME", type=member_name, help="only items by this member")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("--project", metavar="P", help="project to ask about (plus global)")
+    scope.add_argument(
+        "--all-projects", action="store_true", help="ask about every project the team holds"
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="per source, each hit it returned and what became of it (kept, or cut and why)",
+    )
     _timeout(p, 2.0, "per-source seconds")
     p.add_argument("--interface", action="append", metavar="IP", help="zeroconf interface")
 

@@ -48,7 +48,7 @@ from memmesh.coordinator.protocol import (
 )
 from memmesh.local import Transaction
 from memmesh.local.store import Store
-from memmesh.net.errors import BadRequest, Conflict, Forbidden
+from memmesh.net.errors import BadRequest, Conflict, Forbidden, Revoked
 from memmesh.net.presence import Roster, RosterMember
 from memmesh.net.signing import Caller
 from memmesh.registry.errors import BadSignature
@@ -105,7 +105,7 @@ class Membership:
         if entry is None:
             raise Forbidden(f"this key is not a member of team {self.team!r}")
         if entry.revoked_at is not None:
-            raise Forbidden(f"this key was revoked on {when(entry.revoked_at)}")
+            raise Revoked(when(entry.revoked_at))
 
     def roster(self) -> Roster:
         """Every member ever admitted (revoked ones with their time), and whether the roster
@@ -245,7 +245,7 @@ class Membership:
         with self.store.transaction() as tx:
             existing = _members.member(tx, caller.key)
             if existing is not None and existing.revoked_at is not None:
-                raise Forbidden(f"this key was revoked on {when(existing.revoked_at)}")
+                raise Revoked(when(existing.revoked_at))
             if existing is not None:
                 raise Conflict(
                     f"this key is a member of team {self.team!r} already, as {existing.name}"

@@ -116,10 +116,10 @@ class Client:
             raise BadUrl(self.base_url, str(exc)) from None
         if status != 200:
             try:
-                detail = msgspec.json.decode(body, type=_ErrorBody).error.message
+                error = msgspec.json.decode(body, type=_ErrorBody).error
             except msgspec.MsgspecError:
-                detail = "an error without a readable explanation"
-            raise Refused(status, detail[:300])
+                error = _ErrorDetail("", "an error without a readable explanation")
+            raise Refused(status, error.message[:300], error.code[:64])
         try:
             return msgspec.json.decode(body, type=response, strict=True)
         except msgspec.MsgspecError as exc:

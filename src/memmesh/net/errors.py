@@ -80,6 +80,17 @@ class Forbidden(NetError):
     status = 403
 
 
+class Revoked(Forbidden):
+    """The signer's key was revoked from the team, and stays refused from then on.
+
+    ``when`` is the time of the revocation, as the service words it.
+    """
+
+    def __init__(self, when: str) -> None:
+        super().__init__(f"this key was revoked on {when}")
+        self.when = when
+
+
 class NotFound(NetError):
     """No such route or object."""
 
@@ -151,11 +162,13 @@ class BadUrl(NetError):
 
 
 class Refused(NetError):
-    """The service answered with an error status and message."""
+    """The service answered with an error status, its error's ``error_code`` (the ``code`` of
+    its error body, ``""`` when it had none) and message: act on the code, not the words."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, error_code: str = "") -> None:
         super().__init__(f"{message} (HTTP {status})")
         self.http_status = status
+        self.error_code = error_code
 
 
 class InsecureBind(NetError):

@@ -6,14 +6,13 @@ asks the peer only once the presence verifies and its key is an active member of
 """
 
 import ipaddress
-import socket
 import threading
 import time
 
 import msgspec
 from zeroconf import ServiceBrowser, ServiceInfo, ServiceListener, Zeroconf
 
-__all__ = ["SERVICE_TYPE", "Advertiser", "Hint", "browse", "local_address"]
+__all__ = ["SERVICE_TYPE", "Advertiser", "Hint", "browse"]
 
 SERVICE_TYPE = "_memmesh._tcp.local."
 
@@ -100,13 +99,3 @@ def browse(interfaces: list[str], seconds: float = 1.0) -> list[Hint]:
         zeroconf.close()
     with collector.lock:
         return list(collector.hints.values())
-
-
-def local_address(host: str) -> str:
-    """The address to announce for a daemon bound to ``host``."""
-    if host in ("0.0.0.0", "::", ""):  # noqa: S104 (recognising it, not binding)
-        try:
-            return socket.gethostbyname(socket.gethostname())
-        except OSError:
-            return "127.0.0.1"
-    return host

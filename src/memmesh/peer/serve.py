@@ -8,10 +8,17 @@ stops them again.
 A peer that listens or is reached beyond loopback, or is asked to (``tls``), serves https with a
 certificate of its own (:func:`~memmesh.net.tls.ensure_certificate` in ``home/tls``, made once
 and kept), whose pin goes into its signed presence: teammates pin it from there.
+
+Listening on every interface (``--host 0.0.0.0``), it tells teammates the address of this
+machine that faces the coordinator (:func:`~memmesh.peer.reach.lan_address`). Once the
+coordinator refuses its heartbeat because this member's key was revoked, :meth:`PeerDaemon.run`
+stops answering and returns, with :attr:`PeerDaemon.revoked` saying so.
 """
 
+import socket
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,14 +26,15 @@ from starlette.types import ASGIApp
 
 from memmesh.local.store import Store
 from memmesh.net.connect import coordinator_client, team_token
-from memmesh.net.errors import BadUrl
-from memmesh.net.server import check_bind, serve
+from memmesh.net.errors import BadUrl, Refused
+from memmesh.net.server import Server, check_bind, listen
 from memmesh.net.settings import ServeSettings
 from memmesh.net.tls import Certificate, ensure_certificate
 from memmesh.net.urls import peer_url, serves_tls
 from memmesh.peer.app import peer_app
-from memmesh.peer.discovery import Advertiser, local_address
+from memmesh.peer.discovery import Advertiser
 from memmesh.peer.heartbeat import HEARTBEAT_INTERVAL, Heartbeat
+from memmesh.peer.reach import ReachProblem, lan_address, reach_problem
 from memmesh.peer.service import Peer
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
@@ -65,6 +73,10 @@ class PeerDaemon:
         self.advertiser = advertiser
         self.certificate = certificate
         self.app: ASGIApp = peer_app(peer)
+        self._server: Server | None = None
+        self._halted = threading.Event()
+        if heartbeat is not None:
+            heartbeat.on_revoked = self.halt
 
     @property
     def key_id(self) -> str:
@@ -76,12 +88,36 @@ class PeerDaemon:
         """Where teammates reach the daemon."""
         return self.peer.url
 
-    def run(self) -> None:
-        """Answer teammates in this process until interrupted."""
-        serve(self.app, self.settings, token=self.token)
+    @property
+    def revoked(self) -> Refused | None:
+        """The coordinator's refusal of this member's revoked key, once it said so."""
+        return self.heartbeat.revoked if self.heartbeat is not None else None
+
+    @property
+    def reach_problem(self) -> ReachProblem | None:
+        """Why teammates on other machines cannot reach it, and what fixes it (``None``: they
+        can, or the team is on this machine)."""
+        return reach_problem(self.settings.host, self.settings.port, self.url, self.coordinator)
+
+    def run(self, sock: socket.socket | None = None) -> None:
+        """Answer teammates in this process, on ``sock`` (from :func:`listen`) or a socket
+        bound here, until interrupted or :meth:`halt`-ed (the coordinator revoked this member:
+        see :attr:`revoked`). The socket is closed after."""
+        check_bind(self.settings.host, self.token, tls=self.settings.tls_cert is not None)
+        with closing(sock or listen(self.settings)) as listening:
+            self._server = Server(self.app, self.settings)
+            if self._halted.is_set():  # revoked before it could start
+                return
+            self._server.run(sockets=[listening])
+
+    def halt(self) -> None:
+        """Stop answering (from any thread); :meth:`run` returns."""
+        self._halted.set()
+        if self._server is not None:
+            self._server.should_exit = True
 
 
-def _reached_at(host: str, port: int, advertise: str | None, tls: bool) -> str:
+def _reached_at(host: str, address: str, port: int, advertise: str | None, tls: bool) -> str:
     """The sound URL teammates reach the daemon at: https whenever it serves TLS, which it
     does when asked, when told to be reached at https, or beyond loopback."""
     advertised = peer_url(advertise) if advertise else None
@@ -90,7 +126,6 @@ def _reached_at(host: str, port: int, advertise: str | None, tls: bool) -> str:
         reached = urlsplit(advertised).hostname or ""
         secure = secure or advertised.startswith("https:") or serves_tls(reached)
     if advertised is None:
-        address = local_address(host)
         shown = f"[{address}]" if ":" in address else address
         return peer_url(f"{'https' if secure else 'http'}://{shown}:{port}")
     if secure and not advertised.startswith("https:"):
@@ -131,11 +166,13 @@ def peer_daemon(
     identity = load_identity(home)
     token = team_token(policy)
     # A sound URL before anything starts: it goes into the signed presence teammates contact.
-    url = _reached_at(host, port, advertise, tls)
+    # Listening on every interface, the address of this machine that faces the coordinator.
+    address = lan_address(host, toward=urlsplit(policy.coordinator or "").hostname)
+    url = _reached_at(host, address, port, advertise, tls)
     check_bind(host, token, tls=url.startswith("https:"))
     certificate = None
     if url.startswith("https:"):
-        names = [urlsplit(url).hostname or "", local_address(host)]
+        names = [urlsplit(url).hostname or "", address]
         certificate = ensure_certificate(home / TLS_FOLDER, [n for n in names if n])
     store = open_store()
     beats = None
@@ -155,7 +192,7 @@ def peer_daemon(
         if policy.discovery:
             name = policy.identity.name if policy.identity else store.author
             advertiser = Advertiser(
-                interfaces=interfaces or [local_address(host)],
+                interfaces=interfaces or [address],
                 name=name,
                 key_id=identity.key_id,
                 port=port,

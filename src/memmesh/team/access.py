@@ -20,7 +20,7 @@ from memmesh.coordinator.invites import new_secret
 from memmesh.coordinator.protocol import JoinRequest, JoinResponse
 from memmesh.errors import MemmeshError
 from memmesh.net.connect import coordinator_client, team_token
-from memmesh.net.errors import Refused
+from memmesh.net.errors import Refused, Revoked
 from memmesh.policy.config import Policy
 from memmesh.registry.identity import Identity
 from memmesh.team.errors import (
@@ -70,10 +70,11 @@ def explained(refused: Refused, policy: Policy, identity: Identity) -> MemmeshEr
 def revoked_on(refused: Refused) -> str | None:
     """When the coordinator says the key that asked was revoked (as it shows the time), if
     ``refused`` is that 403; ``None`` for any other refusal."""
-    if refused.http_status != 403:
+    if refused.http_status != 403 or refused.error_code != Revoked.code:
         return None
+    # The code says what happened; the words only carry the time, as the coordinator shows it.
     found = _REVOKED.search(refused.message)
-    return None if found is None else found.group(1)
+    return "an unstated time" if found is None else found.group(1)
 
 
 def signature_accepted(policy: Policy, identity: Identity) -> bool | None:
