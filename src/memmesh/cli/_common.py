@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memmesh._policy_names import POLICY_FILENAME
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K
@@ -211,10 +212,10 @@ def open_store(args: argparse.Namespace, *, repair: bool = False, serving: bool 
 
 def _team_name(home: Path) -> str | None:
     """``identity.name`` from a valid team.yaml; ``MEM_AUTHOR`` wins over it."""
-    from memmesh.policy import POLICY_FILENAME, PolicyError, load_policy
-
     if os.environ.get("MEM_AUTHOR") or not (home / POLICY_FILENAME).exists():
         return None
+    from memmesh.policy import PolicyError, load_policy  # PyYAML: only with a team.yaml
+
     try:
         policy = load_policy(home)
     except PolicyError:
@@ -268,10 +269,14 @@ def member_name(value: str) -> str:
     try:
         return check_name(value, "member name")
     except InvalidInput:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a member name: 1-64 letters, digits, '.', '-' or '_', starting "
-            'with a letter or digit, no spaces (for "Alice Smith", say alice-smith)'
-        ) from None
+        pass
+    rule = "1-64 letters, digits, '.', '-' or '_', starting with a letter or digit, no spaces"
+    hyphenated = "-".join(value.split())
+    try:
+        hint = f" (say {check_name(hyphenated, 'member name')})"
+    except InvalidInput:
+        hint = ""
+    raise argparse.ArgumentTypeError(f"{value!r} is not a member name: {rule}{hint}")
 
 
 def positive_int(value: str) -> int:

@@ -7,20 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memmesh.agents.clients import RULES, detected
-from memmesh.agents.created import created_files, note_changes
-from memmesh.agents.errors import McpUnavailable
-from memmesh.agents.install import (
-    CLIENTS,
-    INSTALLABLE,
-    FileChange,
-    Installable,
-    Launch,
-    apply,
-    mcp_installed,
-    plan_install,
-    plan_uninstall,
-)
+from memmesh.agents.clients import HOOK_CLIENTS, INSTALLABLE
 from memmesh.cli._common import (
     DEFAULT_HOME,
     command_adder,
@@ -38,6 +25,7 @@ from memmesh.errors import ExitCode
 from memmesh.local.project import resolve_project
 
 if TYPE_CHECKING:
+    from memmesh.agents.install import FileChange, Installable, Launch
     from memmesh.local.digest import Useful
     from memmesh.local.teamcache import CachedItem
 
@@ -94,7 +82,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.add_argument(
         "--client",
-        choices=CLIENTS,
+        choices=HOOK_CLIENTS,
         help="run as this client's session-start hook: read its JSON input on standard input "
         "and answer in its format",
     )
@@ -284,6 +272,10 @@ def _warm(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
+    from memmesh.agents.clients import RULES
+    from memmesh.agents.errors import McpUnavailable
+    from memmesh.agents.install import mcp_installed, plan_install
+
     clients = _clients(args, "install")
     if any(RULES[client].servers_file for client in clients) and not mcp_installed():
         if not (args.force or args.dry_run):
@@ -297,6 +289,9 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _uninstall(args: argparse.Namespace) -> int:
+    from memmesh.agents.created import created_files
+    from memmesh.agents.install import plan_uninstall
+
     created = created_files(home_of(args))
     return _report(
         args,
@@ -307,16 +302,21 @@ def _uninstall(args: argparse.Namespace) -> int:
     )
 
 
-def _clients(args: argparse.Namespace, verb: str) -> list[Installable]:
+def _clients(args: argparse.Namespace, verb: str) -> "list[Installable]":
     """The client named, or with --detected those found here; a usage error without either."""
+    from memmesh.agents.clients import detected
+
     if args.detected == (args.client is not None):
         raise UsageError(f"hook {verb}", "name one client, or --detected")
     return detected() if args.detected else [args.client]
 
 
-def _report(args: argparse.Namespace, plans: list[tuple[Installable, list[FileChange]]]) -> int:
+def _report(args: argparse.Namespace, plans: "list[tuple[Installable, list[FileChange]]]") -> int:
     """Apply (unless a dry run) and print what changed, where, and the backups. Every client's
     changes are planned before any is applied, so a file that cannot be edited stops them all."""
+    from memmesh.agents.created import note_changes
+    from memmesh.agents.install import apply
+
     done = []
     for client, changes in plans:
         if not args.dry_run:
@@ -340,7 +340,7 @@ def _report(args: argparse.Namespace, plans: list[tuple[Installable, list[FileCh
 
 
 def _client_report(
-    args: argparse.Namespace, client: str, changes: list[FileChange], backups: list[Path]
+    args: argparse.Namespace, client: str, changes: "list[FileChange]", backups: list[Path]
 ) -> tuple[dict[str, Any], str]:
     data = {
         "client": client,
@@ -367,7 +367,7 @@ def _client_report(
     return data, text
 
 
-def _done(change: FileChange) -> str:
+def _done(change: "FileChange") -> str:
     """One line saying what became of a file."""
     if change.folder:
         return f"removed  {change.path}  ({change.what}; nothing else was in it)"
@@ -376,8 +376,10 @@ def _done(change: FileChange) -> str:
     return f"{'wrote' if change.changed else 'unchanged'}  {change.path}  ({change.what})"
 
 
-def launch_of(args: argparse.Namespace) -> Launch:
+def launch_of(args: argparse.Namespace) -> "Launch":
     """How the client should start this `mem`: by absolute path, with the same home."""
+    from memmesh.agents.install import Launch
+
     program = Path(sys.argv[0])
     # Run as `python -m memmesh`, argv[0] is the package's __main__.py.
     by_path = program.name == "mem"

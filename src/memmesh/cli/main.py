@@ -1,18 +1,40 @@
-"""The `mem` entry point: parse, dispatch, and turn errors into one line and an exit code."""
+"""The `mem` entry point: parse, dispatch, and turn errors into one line and an exit code.
+
+A command pays only for what it needs (docs/benchmarks.md, "Start-up"): `mem --version` is
+answered before anything else is imported; a command named on the line builds only its own
+module's part of the parser (:data:`_MODULES`), the whole tree being built for everything else
+(`mem --help`, a mistyped command); and registering a command imports nothing heavy: each
+command imports what it needs when it runs (``cli/_common.lazy``, imports inside handlers).
+"""
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from memmesh import __version__
-from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, json_output, nonempty
-from memmesh.cli.errors import UsageError
-from memmesh.errors import ExitCode, MemmeshError
-from memmesh.text import printable
+from memmesh.errors import ExitCode
 
 __all__ = ["build_parser", "main"]
+
+# The module (``memmesh.cli.<name>``, its ``register``) that adds each command, in the order
+# `mem --help` lists them; tests/cli/test_startup.py holds it to the tree.
+_LOCAL = (
+    "remember", "recall", "why", "show", "list", "forget", "unforget", "revise", "edit",
+    "ingest", "inbox", "outcome", "stats", "doctor", "reindex", "export", "import", "backup",
+    "restore",
+)  # fmt: skip
+_MODULES = {
+    **dict.fromkeys(_LOCAL, "local"),
+    "team": "team",
+    "mcp": "agents",
+    "hook": "agents",
+    "coordinator": "coordinator",
+    "demo": "demo",
+    "completion": "completion",
+}
 
 
 class _BadArguments(Exception):
@@ -25,6 +47,9 @@ class _BadArguments(Exception):
 
     def report(self, as_json: bool) -> int:
         """Say so as :func:`main` reports every failure (``usage_error``, exit 2)."""
+        from memmesh.cli._common import failure
+        from memmesh.cli.errors import UsageError
+
         problem = f"{self.message} (see `{self.prog} --help`)"
         line = f"{self.prog}: error: {problem}"
         return failure(f"{self.prog}: {problem}", UsageError.code, ExitCode.USAGE, as_json, line)
@@ -38,9 +63,10 @@ class _Parser(argparse.ArgumentParser):
         raise _BadArguments(self.prog, message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole `mem` command line."""
-    from memmesh.cli import agents, completion, coordinator, demo, local, team
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole `mem` command line; with ``command`` (one of its commands), only the part
+    that command's module adds, which parses that command as the whole tree does."""
+    from memmesh.cli._common import nonempty
 
     parser = _Parser(
         prog="mem",
@@ -63,12 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         "argparse._SubParsersAction[argparse.ArgumentParser]",
         parser.add_subparsers(title="commands", metavar="COMMAND"),
     )
-    local.register(commands)
-    team.register(commands)
-    agents.register(commands)
-    coordinator.register(commands)
-    demo.register(commands)
-    completion.register(commands)
+    wanted = [_MODULES[command]] if command else dict.fromkeys(_MODULES.values())
+    for module in wanted:
+        importlib.import_module(f"memmesh.cli.{module}").register(commands)
     return parser
 
 
@@ -80,14 +103,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``usage_error`` for arguments argparse refused, ``interrupted`` or ``internal_error``.
     """
     words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:  # as argparse says it, without building the parser
+        sys.stdout.write(f"memmesh {__version__}\n")
+        sys.stdout.flush()
+        return ExitCode.OK
     if "prompt" in words[:4]:  # the prompt hook starts without the parser's imports
         from memmesh.cli._hooks import fast_prompt
 
         done = fast_prompt(words)
         if done is not None:
             return done
+    from memmesh.cli._common import INTERNAL_ERROR, INTERRUPTED, failure, json_output
+    from memmesh.cli.errors import UsageError
+    from memmesh.errors import MemmeshError
+    from memmesh.text import printable
+
     as_json = _wants_json(words)
-    parser = build_parser()
+    parser = build_parser(_command_of(words))
     try:
         args = parser.parse_args(words)
     except _BadArguments as exc:
@@ -138,6 +170,18 @@ def _reader_gone() -> int:
     except (OSError, ValueError):  # stdout is no real file (a test's capture): nothing to do
         pass
     return ExitCode.CLOSED_PIPE
+
+
+def _command_of(words: list[str]) -> str | None:
+    """The command ``words`` run, when only options the parser surely takes the same way come
+    before it (``--home DIR``, ``--home=DIR``, ``--json``); else ``None`` (the whole tree)."""
+    rest = iter(words)
+    for word in rest:
+        if word == "--home":
+            next(rest, None)
+        elif word != "--json" and not word.startswith("--home="):
+            return word if word in _MODULES else None
+    return None
 
 
 def _wants_json(words: list[str]) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from memmesh._files import FILE_MODE, private_folder, reason, write_atomically
+from memmesh._policy_names import DEFAULT_TOKEN_ENV, POLICY_FILENAME
 from memmesh._urls import UnsoundUrl, normalised_url
 from memmesh.local.errors import InvalidInput
 from memmesh.local.items import KINDS, Kind, check_name
@@ -43,8 +44,6 @@ __all__ = [
     "write_policy_source",
 ]
 
-POLICY_FILENAME = "team.yaml"
-DEFAULT_TOKEN_ENV = "MEM_TEAM_TOKEN"
 # Absent means nothing: a kind is shared only once team.yaml lists it.
 DEFAULT_SHARE_KINDS: tuple[Kind, ...] = ()
 # The team's embedder when team.yaml has no ``embedder`` key: the default of the release that
