@@ -7,6 +7,10 @@ author. Each line is one item; long items are cut with an ellipsis; the least us
 dropped until the whole fits. The team's lines get what the local part leaves, and at least
 :data:`TEAM_CHARS` of the 600 when the local part would take more.
 
+Teammates' lines come under :data:`~memmesh.text.TEAMMATES_NOTE`, their tag-shaped text made
+inert (:func:`memmesh.text.inert`), and in turns (:func:`by_turns`): each teammate's first
+line, then each one's second, so that one teammate's items never push the others' out.
+
 Clients read a session-start hook's answer differently: Claude Code and Codex add plain
 standard output to the context, Cursor reads ``additional_context`` from a JSON object. Each
 client gives the hook a JSON object on standard input naming the working folder, which decides
@@ -14,10 +18,12 @@ the project.
 """
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memmesh.local.items import GLOBAL
+from memmesh.text import TEAMMATES_NOTE
 
 if TYPE_CHECKING:  # the prompt hook reads this module, and must start lean
     from memmesh.local.digest import Digest, Useful
@@ -26,6 +32,7 @@ if TYPE_CHECKING:  # the prompt hook reads this module, and must start lean
 __all__ = [
     "MAX_CHARS",
     "TEAM_CHARS",
+    "by_turns",
     "fit",
     "hook_output",
     "one_line",
@@ -36,10 +43,11 @@ __all__ = [
 
 MAX_CHARS = 600
 # What the team's lines may always take of the brief, however much the local part has.
-TEAM_CHARS = 220
+TEAM_CHARS = 240
 MAX_ITEM_CHARS = 150
 MAX_PREFERENCES = 3
 TEAM_HEADER = "From your team"
+_T = TypeVar("_T")
 
 
 def render(
@@ -67,12 +75,29 @@ def render(
 def render_team(
     team: "list[CachedItem]", note: str = "", *, limit: int = MAX_CHARS, title: str = TEAM_HEADER
 ) -> str:
-    """The team's lines under their header, in at most ``limit`` characters (the last lines
-    dropped until they fit); empty when not even one fits."""
+    """The team's lines under the notice and their header, each teammate's in turn
+    (:func:`by_turns`), in at most ``limit`` characters (the last lines dropped until they
+    fit); empty when not even one fits."""
     from memmesh.agents.teampart import author_line
 
-    header = f"{title} ({note}):" if note else f"{title}:"
-    return fit(header, [author_line(item, limit=MAX_ITEM_CHARS) for item in team], limit)
+    header = f"{TEAMMATES_NOTE} {title} ({note}):" if note else f"{TEAMMATES_NOTE} {title}:"
+    fair = by_turns(team, lambda item: item.key_id)
+    return fit(header, [author_line(item, limit=MAX_ITEM_CHARS) for item in fair], limit)
+
+
+def by_turns(items: Sequence[_T], author: Callable[[_T], str]) -> list[_T]:
+    """``items`` (best first) in turns: each author's best, then each one's second, and so
+    on, in their order within a turn. Items whose ``author`` is empty (the member's own) are
+    all in the first turn: they are not teammates', and keep their place."""
+    seen: dict[str, int] = {}
+    turns: list[int] = []
+    for item in items:
+        who = author(item)
+        turns.append(seen.get(who, 0) if who else 0)
+        if who:
+            seen[who] = seen.get(who, 0) + 1
+    order = sorted(range(len(items)), key=lambda n: turns[n])  # stable: best first in a turn
+    return [items[n] for n in order]
 
 
 def fit(header: str, lines: list[str], limit: int) -> str:

@@ -14,6 +14,11 @@ has no way to add context), so for Cursor nothing is recalled; memmesh's Hermes 
 provider asks as ``--client hermes`` with Claude Code's input and gets the block in its own
 wording (each line with its id) and the ids of the member's own items in it, as JSON; the
 others add plain standard output to the context.
+
+Whatever the client, a block holding teammates' lines opens with
+:data:`~memmesh.text.TEAMMATES_NOTE` on its header's line, their tag-shaped text is made inert
+(:func:`memmesh.text.inert`), and they take turns (:func:`memmesh.agents.brief.by_turns`):
+each teammate's best line before anyone's second, the member's own lines in their place.
 """
 
 import contextlib
@@ -23,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from memmesh.text import json_printable, printable, tokens
+from memmesh.text import TEAMMATES_NOTE, inert, json_printable, printable, tokens
 
 if TYPE_CHECKING:
     from memmesh.local.store import Store
@@ -44,6 +49,7 @@ __all__ = [
 DEFAULT_BUDGET = 200
 CHARS_PER_TOKEN = 4
 MAX_ITEM_CHARS = 240
+TEAM_POOL = 3  # teammates' items weighed for each one shown, so that turns can be taken
 HEADER = "memmesh: what you and your team know that may bear on this (recall more with memmesh):"
 # Whole prompts that ask for nothing new: agreement, greetings, go-aheads.
 _TRIVIAL = {
@@ -152,7 +158,9 @@ def block(
 ) -> str:
     """The block of the best ``lines`` (each on one line, long ones cut) that fits in
     ``budget`` tokens; empty when not even one does or there is none. ``note`` is said of the
-    team's lines' age. For Hermes each line names its id, which its outcome tool takes."""
+    team's lines' age. For Hermes each line names its id, which its outcome tool takes. With
+    teammates' lines, the header's line opens with the notice that they are data (one line:
+    the hook counts the lines shown by the block's newlines)."""
     limit = budget * CHARS_PER_TOKEN
     if client == "hermes":
         said = f"; team items {note}" if note else ""
@@ -162,12 +170,23 @@ def block(
         word = _shown
     from memmesh.agents.brief import fit
 
-    return fit(header, [word(line) for line in best_first(lines)], limit)
+    ordered = best_first(lines)
+    if any(line.of_team for line in ordered):
+        header = f"{TEAMMATES_NOTE} {header}"
+    return fit(header, [word(line) for line in ordered], limit)
 
 
 def best_first(lines: list[Line]) -> list[Line]:
-    """``lines`` in the order the block shows them."""
-    return sorted(lines, key=lambda line: -line.score)
+    """``lines`` in the order the block shows them: best first, teammates' in turns (each
+    teammate's best before anyone's second)."""
+    from memmesh.agents.brief import by_turns
+
+    return by_turns(sorted(lines, key=lambda line: -line.score), _teammate)
+
+
+def _teammate(line: Line) -> str:
+    """Who wrote a teammate's line (the key id its ref starts with); empty for the member's."""
+    return line.ref.rpartition("/")[0]
 
 
 def answer(client: str | None, text: str, shown: Sequence[Line] = ()) -> str:
@@ -195,18 +214,25 @@ def _with_id(line: Line) -> str:
     ref is ``key_id/item_id``; the item id names it to `mem outcome`)."""
     from memmesh.agents.brief import one_line
 
-    text = printable(one_line(line.text, MAX_ITEM_CHARS))
+    text = _quoted(line, one_line(line.text, MAX_ITEM_CHARS))
     key, _, item_id = line.ref.rpartition("/")
-    source = f"team, by {printable(line.author or key)}" if line.of_team else printable(line.kind)
-    return f"- {text} ({source}; id {printable(item_id)})"
+    source = (
+        f"team, by {_quoted(line, line.author or key)}" if line.of_team else printable(line.kind)
+    )
+    return f"- {text} ({source}; id {_quoted(line, item_id)})"
 
 
 def _shown(line: Line) -> str:
     from memmesh.agents.brief import one_line
 
-    text = printable(one_line(line.text, MAX_ITEM_CHARS))
-    who = f"{printable(line.author)}: " if line.author else ""
-    return f"- [{printable(line.kind)}] {who}{text}"
+    text = _quoted(line, one_line(line.text, MAX_ITEM_CHARS))
+    who = f"{_quoted(line, line.author)}: " if line.author else ""
+    return f"- [{_quoted(line, line.kind)}] {who}{text}"
+
+
+def _quoted(line: Line, text: str) -> str:
+    """``text`` of ``line`` shown harmlessly: controls as escapes, and a teammate's tags inert."""
+    return printable(inert(text) if line.of_team else text)
 
 
 def recall_lines(
@@ -224,6 +250,7 @@ def recall_lines(
     when it is due (:mod:`memmesh.agents.teampart`). ``store`` is an open store of ``home``
     to read (the warm server's); without it one is opened for the call."""
     from memmesh.agents import teampart
+    from memmesh.agents.brief import by_turns
     from memmesh.local import recall, teamcache
     from memmesh.local.store import Store
     from memmesh.team.cached import for_query
@@ -238,9 +265,11 @@ def recall_lines(
         ]
         state = teamcache.state(home)
         if state.items:
-            team = for_query(
-                home, prompt, project, embedder=store.embedder, query_vector=vector, k=team_k
-            )
+            pool = for_query(
+                home, prompt, project, embedder=store.embedder, query_vector=vector,
+                k=team_k * TEAM_POOL,
+            )  # fmt: skip
+            team = by_turns(pool, lambda found: found[1].key_id)[:team_k]
             lines += [
                 Line(
                     score=score, kind=item.kind, text=item.text, author=item.author,

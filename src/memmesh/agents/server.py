@@ -10,6 +10,10 @@ The team tools (``recall_team``, ``publish``) are offered only when team.yaml na
 coordinator when the server starts; each call reads the policy again, so a policy that has
 since become invalid refuses the call instead of being bypassed.
 
+What a tool answers reaches the agent as compact JSON with every control character escaped
+(C0 by JSON, C1, DEL and the direction marks by :func:`memmesh.text.json_printable`, as the
+hooks' output): a teammate's text can neither drive a terminal nor reorder what is shown.
+
 A read-only server (``mem mcp --read-only``, for sub-agents and scheduled runs) offers only
 the tools that change nothing: ``recall``, ``why`` and ``recall_team``.
 """
@@ -30,7 +34,7 @@ from memmesh.errors import MemmeshError
 from memmesh.local.items import KINDS, MAX_K
 from memmesh.local.store import Store
 from memmesh.team.member import try_policy
-from memmesh.text import counted
+from memmesh.text import counted, json_printable, printable
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
@@ -351,7 +355,7 @@ def _answer(call: Callable[[], dict[str, Any]]) -> str:
     try:
         result = call()
     except MemmeshError as exc:
-        raise ToolError(exc.message) from None
+        raise ToolError(printable(exc.message)) from None
     except Exception as exc:
         if os.environ.get("MEM_DEBUG"):
             logger.exception("internal error")
@@ -360,4 +364,4 @@ def _answer(call: Callable[[], dict[str, Any]]) -> str:
         raise ToolError(
             f"internal error ({type(exc).__name__}); the server carries on, please report it"
         ) from None
-    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    return json_printable(json.dumps(result, ensure_ascii=False, separators=(",", ":")))

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from memmesh.local.teamcache import CachedItem, CacheState, refresh_running
-from memmesh.text import printable
+from memmesh.text import inert, printable
 
 __all__ = ["RETRY_S", "TTL_S", "age_note", "author_line", "needs_refresh", "start_refresh"]
 
@@ -68,11 +68,11 @@ def age_note(state: CacheState, *, now: float | None = None) -> str:
 
 def author_line(item: CachedItem, *, limit: int = MAX_ITEM_CHARS) -> str:
     """``- [kind] author: text``, the text on one line and cut to ``limit`` characters (what a
-    teammate wrote is shown harmlessly: control characters as escapes)."""
+    teammate wrote is shown harmlessly: control characters as escapes, tags made inert)."""
     from memmesh.agents.brief import one_line
 
-    text = printable(one_line(item.text, limit))
-    return f"- [{printable(item.kind)}] {printable(item.author)}: {text}"
+    text = printable(inert(one_line(item.text, limit)))
+    return f"- [{printable(inert(item.kind))}] {printable(inert(item.author))}: {text}"
 
 
 def _ago(seconds: float) -> str:

@@ -11,6 +11,11 @@ its track record in words (``has worked 3 times``; ``teammates: worked twice`` f
 teammates' tallies) once one was reported. The items the last recall returned are kept, so
 that :meth:`Tools.outcome` without an id credits them.
 
+Teammates' items (the team cache's in :meth:`Tools.recall`, every hit of
+:meth:`Tools.recall_team`) come with ``notice``, :data:`~memmesh.text.TEAMMATES_NOTE`, and their
+words (text, names, kinds, projects, what a source said) with tag-shaped sequences made inert
+(:func:`memmesh.text.inert`); the server escapes the controls (:mod:`memmesh.agents.server`).
+
 A read-only :class:`Tools` (``mem mcp --read-only``, for sub-agents and scheduled runs) recalls
 and explains but refuses every call that would change the store or the team's view of it.
 """
@@ -37,6 +42,7 @@ from memmesh.policy import load_policy, redact
 from memmesh.registry import load_identity
 from memmesh.team.changes import forget, revise
 from memmesh.team.member import Member, reported_action
+from memmesh.text import TEAMMATES_NOTE, inert
 
 __all__ = ["Tools"]
 
@@ -88,13 +94,15 @@ class Tools:
             self.home, query, project, embedder=self.store.embedder, query_vector=vector, k=k
         )
         team = [
-            {"id": item.item_id, "text": item.text, "author": item.author,
-             "author_id": item.key_id, "kind": item.kind, "project": item.project,
+            {"id": item.item_id, "text": inert(item.text), "author": inert(item.author),
+             "author_id": item.key_id, "kind": inert(item.kind), "project": inert(item.project),
              "score": round(score, 3), "source": "team cache"}
             for score, item in found
         ]  # fmt: skip
+        if not team:
+            return {"team": team}
         note = teampart.age_note(state)
-        return {"team": team} | ({"team_note": note} if note and team else {})
+        return {"notice": TEAMMATES_NOTE, "team": team} | ({"team_note": note} if note else {})
 
     def why(
         self,
@@ -229,7 +237,8 @@ class Tools:
         """Ask the whole team (coordinator and live peers); raises when no source answered.
 
         A hit is one fact: when other members published it too, ``also`` names each of them
-        and their item's id (their words are not repeated).
+        and their item's id (their words are not repeated). Teammates' words come under
+        ``notice``, with tag-shaped sequences made inert.
         """
         answer = self._member(reconcile_first=False).ask_team(
             query, k=k, project=resolve_project(project), author=author, timeout=timeout
@@ -238,28 +247,31 @@ class Tools:
         for hit in answer.hits:
             shown: dict[str, Any] = {
                 "id": hit.id,
-                "text": hit.text,
-                "author": hit.author,
+                "text": inert(hit.text),
+                "author": inert(hit.author),
                 "author_id": hit.key_id,
-                "kind": hit.kind,
-                "project": hit.project,
+                "kind": inert(hit.kind),
+                "project": inert(hit.project),
                 "score": round(hit.score, 3),
                 "source": hit.source,
             }
             if hit.also:
                 shown["also"] = [
-                    {"id": also.id, "author": also.author, "author_id": also.key_id}
+                    {"id": also.id, "author": inert(also.author), "author_id": also.key_id}
                     for also in hit.also
                 ]
             hits.append(shown)
         return {
+            "notice": TEAMMATES_NOTE,
             "hits": hits,
             "abstained": answer.abstained,
             "sources": {
-                source.name: source.status + (f": {source.error}" if source.error else "")
+                inert(source.name): inert(f"{source.status}: {source.error}")
+                if source.error
+                else source.status
                 for source in answer.sources
             },
-            "warnings": answer.warnings,
+            "warnings": [inert(warning) for warning in answer.warnings],
         }
 
     def _member(self, *, reconcile_first: bool = True) -> Member:
