@@ -8,6 +8,8 @@ these raise into its own typed error (:func:`reason` words it).
 
 import errno
 import os
+import pwd
+import stat
 import tempfile
 from pathlib import Path
 
@@ -17,6 +19,8 @@ __all__ = [
     "private_file",
     "private_folder",
     "reason",
+    "refuse_link",
+    "unsafe_folder",
     "write_atomically",
 ]
 
@@ -68,6 +72,35 @@ def write_atomically(path: Path, text: str, mode: int) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def refuse_link(path: Path) -> None:
+    """Raise ``OSError`` (``ELOOP``) when ``path`` is a symbolic link: memmesh writes its files
+    in place, never through a link, which may point anywhere (and a dangling one would have the
+    file created where it points)."""
+    if path.is_symlink():
+        problem = "it is a symbolic link, which memmesh does not write through"
+        raise OSError(errno.ELOOP, problem, str(path))
+
+
+def unsafe_folder(folder: Path, found: os.stat_result) -> str:
+    """What is wrong with ``folder`` (``found`` its ``lstat``), meant to be this user's alone,
+    and what to do about it: another user's, one others may enter, or no folder."""
+    if found.st_uid != os.getuid():
+        try:
+            owner = f"user {pwd.getpwuid(found.st_uid).pw_name} (id {found.st_uid})"
+        except KeyError:
+            owner = f"user id {found.st_uid}"
+        return (
+            f"{folder} belongs to {owner}, not to you; remove it (or set TMPDIR to a folder "
+            "of your own), then try again"
+        )
+    if not stat.S_ISDIR(found.st_mode):
+        return f"{folder} is not a folder; remove it, then try again"
+    return (
+        f"{folder} may be entered by other users; make it private (chmod 700 {folder}) or "
+        "remove it, then try again"
+    )
 
 
 def reason(exc: OSError) -> str:

@@ -28,3 +28,23 @@ def test_recall_team_lists_the_other_authors_of_a_fact_in_also(loopback_team: Te
     }
     assert (alone["id"], alone["author"]) == (signed, "dave")
     assert "also" not in alone  # short on purpose: only a corroborated hit carries it
+
+
+def test_outcome_without_an_id_after_recall_team_credits_its_hits_not_an_older_recall(
+    loopback_team: Team,
+) -> None:
+    ada = loopback_team.add("ada")
+    parked = ada.share(PARKED)
+    bob = loopback_team.add("bob")
+
+    with Store(bob.home, author="bob") as store:
+        own, _ = store.remember("Rotate the staging database password every quarter")
+        tools = Tools(bob.home, store)
+        assert [hit["id"] for hit in tools.recall("staging database password")["hits"]] == [own.id]
+        assert [hit["id"] for hit in tools.recall_team(PARKED_QUERY, k=1)["hits"]] == [parked]
+
+        answer = tools.outcome(None, "worked")
+
+        (credited,) = answer["credited"]
+        assert (credited["id"], credited["teammate"]) == (parked, True)
+        assert store.get(own.id).worked == 0  # the older local recall's item is left alone

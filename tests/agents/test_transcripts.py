@@ -166,3 +166,18 @@ def test_a_sub_agents_prompts_are_not_taken_for_the_users(store: Store, tmp_path
     ]  # fmt: skip
     side.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert _found(store, "claude", side) == [(2, "convention", "Never skip the migration review.")]
+
+
+def test_a_line_nested_deeper_than_the_bound_is_skipped_and_the_rest_proposed(
+    store: Store, tmp_path: Path
+) -> None:
+    from memmesh.agents._jsonl import MAX_DEPTH, Skipped
+
+    deep = tmp_path / "deep.jsonl"
+    whole = json.dumps({"type": "user", "sessionId": "s", "message": {"role": "user",
+                        "content": "Never force-push to main."}})  # fmt: skip
+    nested = '{"a": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}"
+    deep.write_text(f"{nested}\n{whole}\n")
+    report = propose_transcript(store, "claude", deep)
+    assert report.skipped == (Skipped(1, "nested too deeply"),)
+    assert [c.text for c in report.proposed] == ["Never force-push to main."]

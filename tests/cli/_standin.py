@@ -125,6 +125,12 @@ class StandIn:
             if author == caller.key and request.item_id in (None, entry.item_id)
         ]
         mine.sort(key=lambda entry: entry.served_at, reverse=True)
+        if request.per_asker is not None:  # each asker's newest, as the coordinator cuts
+            taken: dict[str, int] = {}
+            for entry in list(mine):
+                taken[entry.asker_key_id] = taken.get(entry.asker_key_id, 0) + 1
+                if taken[entry.asker_key_id] > request.per_asker:
+                    mine.remove(entry)
         return p.DisclosuresResponse(entries=mine[: request.limit])
 
     def info(self, caller: Caller) -> p.Info:

@@ -350,3 +350,22 @@ def test_a_new_laptop_joins_the_real_coordinator_in_two_commands(tmp_path: Path)
         process.wait(timeout=10)
         assert process.stderr is not None
         process.stderr.close()
+
+
+def test_disclosures_show_every_asker_by_default_however_often_one_searched(
+    standin: StandIn, admin: MemRunner
+) -> None:
+    mine = load_identity(admin.home).public_key_text
+    standin.disclosed += [
+        (mine, Disclosure(item_id="A1", asker_key_id="c" * 16, asker_name="cy", served_at=1.0))
+    ] + [
+        (mine, Disclosure(item_id="A2", asker_key_id="b" * 16, asker_name="bob", served_at=n))
+        for n in range(2, 202)
+    ]  # fmt: skip
+
+    shown = json_of(admin("team", "disclosures", "--json"))["entries"]
+    every = json_of(admin("team", "disclosures", "--per-asker", "0", "--json"))["entries"]
+
+    assert [e["asker_name"] for e in shown] == ["bob"] * 10 + ["cy"]
+    assert len(every) == 100
+    assert {e["asker_name"] for e in every} == {"bob"}

@@ -185,3 +185,82 @@ def test_a_markdown_export_imported_elsewhere_proposes_the_same_texts_kinds_and_
     # A text's line breaks come back as spaces: a bullet's lines are one paragraph.
     assert proposed == {(" ".join(t.split()), k, p) for t, k, p, _ in texts}
     assert _items(mem, other) == []
+
+
+def test_import_refuses_an_item_id_not_shaped_as_the_stores_naming_its_line(
+    mem: MemRunner, tmp_path: Path
+) -> None:
+    mem("remember", "Use uv, not pip")
+    mem("remember", "Deploys freeze on Fridays")
+    out = tmp_path / "memory.jsonl"
+    mem("export", "-o", str(out))
+    header, first, second = out.read_text("utf-8").splitlines()
+    record = json.loads(second)
+    record["id"] = "../../etc/passwd"
+    out.write_text(f"{header}\n{first}\n{json.dumps(record)}\n", "utf-8")
+    other = tmp_path / "other"
+
+    refused = mem("--home", str(other), "import", str(out), home=False)
+
+    assert refused.returncode == 2
+    assert error_line(refused) == (
+        f"mem: error: {out} line 3: item id '../../etc/passwd' is not an item id (26 "
+        "characters of Crockford base32, as memmesh makes them); nothing was imported"
+    )
+    assert _items(mem, other) == []
+
+
+def test_import_refuses_an_overlong_line_without_holding_it_in_memory(
+    mem: MemRunner, tmp_path: Path
+) -> None:
+    from tests._rss import peak_bytes
+
+    mem("remember", "Use uv, not pip")
+    small = tmp_path / "memory.jsonl"
+    mem("export", "-o", str(small))
+    header, item = small.read_text("utf-8").splitlines()
+    record = json.loads(item)
+    record["text"] = "x" * (40 << 20)
+    big = tmp_path / "big.jsonl"
+    big.write_text(f"{header}\n{json.dumps(record)}\n", "utf-8")
+
+    baseline = peak_bytes(tmp_path / "h1", mem.cwd, "import", str(small))
+    peak = peak_bytes(tmp_path / "h2", mem.cwd, "import", str(big))
+    refused = mem("--home", str(tmp_path / "h3"), "import", str(big), home=False)
+
+    assert peak - baseline < 16 << 20, f"{(peak - baseline) >> 20} MiB more than a small file"
+    assert refused.returncode == 2
+    assert error_line(refused) == (
+        f"mem: error: {big} line 2: longer than 64 KiB, more than any item takes; nothing "
+        "was imported"
+    )
+
+
+def test_restore_refuses_a_backup_holding_schema_objects_memmesh_does_not_define(
+    mem: MemRunner, home: Path, tmp_path: Path
+) -> None:
+    mem("remember", "Use uv, not pip")
+    copy = Path(json_of(mem("backup", str(tmp_path / "b"), "--json"))["backup"])
+    conn = sqlite3.connect(copy)
+    conn.executescript(
+        "CREATE TABLE loot (x);"
+        "CREATE VIEW peek AS SELECT text FROM items;"
+        "CREATE TRIGGER steal AFTER INSERT ON items BEGIN INSERT INTO loot VALUES (new.text);"
+        " END;"
+    )
+    conn.close()
+    before = (home / "memory.db").read_bytes()
+
+    refused = mem("restore", str(copy))
+    unchanged = (home / "memory.db").read_bytes() == before
+    after = mem("remember", "Deploys freeze on Fridays")
+
+    assert refused.returncode == 1
+    assert error_line(refused) == (
+        f"mem: error: {copy} was not restored: it holds schema objects memmesh does not define "
+        "(table loot, trigger steal, view peek); nothing was replaced"
+    )
+    assert unchanged
+    assert after.returncode == 0, after.stderr
+    assert sorted(p.name for p in home.iterdir() if "restor" in p.name) == []
+    assert len(_items(mem, home)) == 2

@@ -175,3 +175,21 @@ def test_disclosures_over_the_wire_are_the_signer_s_own(
 
     assert [(d.item_id, d.asker_name) for d in bobs.entries] == [(BOB_ITEM, "carol")]
     assert refused.value.http_status == 403
+
+
+def test_a_cap_per_asker_keeps_every_asker_in_view_whatever_one_searched(
+    coordinator: Coordinator, team: dict[str, Identity], clock: FakeClock
+) -> None:
+    _search(coordinator, team["carol"])
+    for n in range(1, 31):
+        clock.now = START + n
+        _search(coordinator, team["bob"])
+
+    capped = _disclosed(coordinator, team["ada"], limit=20, per_asker=5)
+    flooded = _disclosed(coordinator, team["ada"], limit=20)
+
+    assert [d.asker_name for d in capped[:5]] == ["bob"] * 5
+    assert {d.asker_name for d in capped[5:]} == {"carol"}
+    assert [d.served_at for d in capped] == sorted((d.served_at for d in capped), reverse=True)
+    assert min(d.served_at for d in capped[:5]) >= START + 28  # bob's newest
+    assert {d.asker_name for d in flooded} == {"bob"}  # without the cap, the newest 20

@@ -151,3 +151,24 @@ def test_restore_refuses_while_another_process_holds_the_store(kept: Path, tmp_p
         assert holder.stdout is not None
         holder.stdout.close()
     assert not held(kept / "memory.db")
+
+
+def test_restore_takes_the_tables_of_the_owners_it_is_given_and_refuses_others(
+    tmp_path: Path,
+) -> None:
+    from memmesh.peer._disclosures import DISCLOSURES_SCHEMA
+    from memmesh.registry._schema import REGISTRY_SCHEMA
+
+    home = tmp_path / "home"
+    with Store(home) as store:
+        store.remember("Use uv, not pip")
+        store.migrate(REGISTRY_SCHEMA)
+        store.migrate(DISCLOSURES_SCHEMA)
+        made = backup(store, tmp_path / "backups", keep=5, now=NOW)
+
+    with pytest.raises(RestoreRefused, match=r"does not define \(index peer_disclosures_asker, "):
+        restore(home, made.path, now=NOW, schemas=(REGISTRY_SCHEMA,))
+    done = restore(home, made.path, now=NOW, schemas=(REGISTRY_SCHEMA, DISCLOSURES_SCHEMA))
+
+    assert done.version == SCHEMA_VERSION
+    assert _texts(home) == ["Use uv, not pip"]

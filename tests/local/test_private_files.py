@@ -58,3 +58,23 @@ def test_a_backup_before_a_migration_is_0600(home: Path) -> None:
     (backup,) = home.glob(f"{DB_FILENAME}.v1-*.bak")
     assert mode_of(backup) == 0o600
     assert mode_of(home / DB_FILENAME) == 0o644
+
+
+def test_the_team_cache_refresh_lock_is_0600_and_never_followed_through_a_link(
+    home: Path, tmp_path: Path
+) -> None:
+    from memmesh.local import teamcache
+    from memmesh.local.errors import CorruptDatabase
+
+    home.mkdir()
+    with teamcache.refresh_lock(home) as held:
+        assert held
+    assert mode_of(home / "agents.db.refresh.lock") == 0o600
+    (home / "agents.db.refresh.lock").unlink()
+    (home / "agents.db.refresh.lock").symlink_to(tmp_path / "elsewhere")
+    with (
+        pytest.raises(CorruptDatabase, match="it is a symbolic link"),
+        teamcache.refresh_lock(home),
+    ):
+        pass
+    assert not (tmp_path / "elsewhere").exists()

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from memmesh.local import journal
 from memmesh.local.errors import BadExport
+from memmesh.local.ids import new_id
 from memmesh.local.items import KINDS
 from memmesh.local.store import Store
 from memmesh.local.transfer import FORMAT, export_lines, import_file
@@ -267,7 +268,7 @@ def test_an_import_reports_its_progress_through_the_embedding(tmp_path: Path) ->
     with Store(tmp_path / "a") as source:
         for n in range(600):
             source.put(
-                item_id=f"item-{n:04d}", text=f"note number {n}", kind="fact", project="global",
+                item_id=new_id(n), text=f"note number {n}", kind="fact", project="global",
                 tags=(), author="ana", created_at=1.0, vector=None,
             )  # fmt: skip
         path = _exported(source, tmp_path / "out.jsonl")

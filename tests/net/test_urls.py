@@ -111,3 +111,44 @@ def test_hostile_text_raises_nothing_but_bad_url_and_a_sound_url_builds_a_client
     assert peer_url(url) == url
     with httpx.Client(base_url=url) as client:
         assert str(client.base_url).rstrip("/") == url
+
+
+@pytest.mark.parametrize(
+    ("text", "loopback", "problem"),
+    [
+        ("http://169.254.169.254", True, "link-local"),
+        ("http://[::ffff:a9fe:a9fe]:8410", True, "link-local"),
+        ("http://METADATA.google.internal", True, "cloud metadata service"),
+        ("http://[fd00:ec2::254]", True, "cloud metadata service"),
+        ("http://0.0.0.0:8410", True, "unspecified"),
+        ("http://255.255.255.255:8410", True, "multicast or broadcast"),
+        ("http://127.0.0.1:22", False, "a peer on loopback is reachable by none"),
+        ("http://ada.localhost:8410", False, "a peer on loopback is reachable by none"),
+        ("http://[::ffff:127.0.0.1]:8410", False, "a peer on loopback is reachable by none"),
+    ],
+)
+def test_a_presence_url_no_teammate_may_be_sent_to_is_a_bad_url(
+    text: str, loopback: bool, problem: str
+) -> None:
+    from memmesh.net.urls import presence_url
+
+    with pytest.raises(BadUrl, match=problem):
+        presence_url(text, loopback=loopback)
+
+
+def test_a_presence_url_on_the_lan_by_name_or_on_loopback_with_the_coordinator_is_sound() -> None:
+    from memmesh.net.urls import presence_url
+
+    assert presence_url("https://ada.example.com:8410/", loopback=False) == (
+        "https://ada.example.com:8410"
+    )
+    assert presence_url("http://10.0.0.7:8410", loopback=False) == "http://10.0.0.7:8410"
+    assert presence_url("http://127.0.0.1:8410", loopback=True) == "http://127.0.0.1:8410"
+
+
+def test_loopback_peers_only_with_a_coordinator_on_loopback_or_none() -> None:
+    from memmesh.net.urls import loopback_peers
+
+    assert loopback_peers("http://127.0.0.1:8420") is True
+    assert loopback_peers(None) is True
+    assert loopback_peers("https://team.example.com:8420") is False

@@ -166,3 +166,21 @@ def test_a_client_factory_that_cannot_build_a_client_fails_only_that_call() -> N
         calls.close()
 
     assert outcome.error == "'http://127.0.0.1:8' is not a usable URL: Invalid port: '0'"
+
+
+@pytest.mark.parametrize(
+    "advertised", ["http://169.254.169.254", "http://0.0.0.0:8410", "http://[fe80::1]:8410"]
+)
+def test_a_listed_presence_at_a_metadata_or_unspecified_address_is_never_contacted(
+    tmp_path: Path, advertised: str
+) -> None:
+    # A coordinator that lists such a presence anyway (an older one, or a hostile operator):
+    # the asker checks the URL itself before it sends anything there.
+    carol = create_identity(tmp_path / "carol")
+    coordinator = FakeSource()
+    with serving(coordinator) as url:
+        coordinator.presences = [presence_for(carol, advertised, team=TEAM, name="carol")]
+        result = ask(Member("bob", tmp_path / "bob", team=TEAM, coordinator=url))
+
+    assert [s.name for s in result.sources] == ["coordinator"]
+    assert result.dropped == {"bad_peer_url": 1}

@@ -363,3 +363,12 @@ def test_disclosures_from_both_logs_come_newest_first_within_the_limit() -> None
 def test_disclosures_of_one_item_keep_only_that_item_whatever_a_log_sends() -> None:
     rows = merged([_disclosure("A", 1.0), _disclosure("B", 2.0)], [], item_id="A")
     assert [r.item_id for r in rows] == ["A"]
+
+
+def test_disclosures_cut_per_asker_across_both_logs_keep_every_asker() -> None:
+    coordinator = [_disclosure("A", float(n)) for n in range(50, 30, -1)]
+    peer = [_disclosure("B", 60.0), _disclosure("A", 1.0, "carol")]
+    rows = merged(coordinator, peer, limit=100, per_asker=3)
+    assert [(r.asker_name, r.served_at) for r in rows] == [
+        ("bob", 60.0), ("bob", 50.0), ("bob", 49.0), ("carol", 1.0),
+    ]  # fmt: skip

@@ -57,7 +57,7 @@ class Tools:
         self.store = store
         self.read_only = read_only
         self.team = team  # recall adds the team cache's items (a coordinator is set)
-        self.last: tuple[str, ...] = ()  # the ids the last recall returned
+        self.last: tuple[str, ...] = ()  # the ids the newest recall (or recall_team) returned
 
     def _writable(self, tool: str) -> None:
         if self.read_only:
@@ -190,16 +190,19 @@ class Tools:
         credited as a tally: its counts (never text) reach the author at the next sync."""
         self._writable("outcome")
         if item_id is not None:
-            try:
-                return _credited(self.store.outcome(item_id, result))
-            except ItemNotFound:
-                return self._teammate_outcome(item_id, result)
+            return self._one_outcome(item_id, result)
         if not self.last:
             raise InvalidInput(
                 "no recall has returned anything yet in this session; give the item's id"
             )
-        credited = [_credited(self.store.outcome(each, result)) for each in self.last]
-        return {"credited": credited}
+        return {"credited": [self._one_outcome(each, result) for each in self.last]}
+
+    def _one_outcome(self, item_id: str, result: str) -> dict[str, Any]:
+        """One item's outcome: the member's own item's, or a teammate's as a tally."""
+        try:
+            return _credited(self.store.outcome(item_id, result))
+        except ItemNotFound:
+            return self._teammate_outcome(item_id, result)
 
     def _teammate_outcome(self, item_id: str, result: str) -> dict[str, Any]:
         from memmesh.team.tallies import credit_teammate
@@ -243,6 +246,7 @@ class Tools:
         answer = self._member(reconcile_first=False).ask_team(
             query, k=k, project=resolve_project(project), author=author, timeout=timeout
         )
+        self.last = tuple(hit.id for hit in answer.hits)  # the newest recall, team or not
         hits: list[dict[str, Any]] = []
         for hit in answer.hits:
             shown: dict[str, Any] = {

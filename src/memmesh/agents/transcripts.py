@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memmesh.agents import _claude_log, _codex_log
-from memmesh.agents._jsonl import Record, Session, Step, read_records
+from memmesh.agents._jsonl import Record, Session, Skipped, Step, read_records
 from memmesh.agents.errors import TranscriptUnreadable
 from memmesh.local import inbox
 from memmesh.local.errors import InboxFull, InvalidInput
@@ -107,6 +107,7 @@ class Report(NamedTuple):
     error: str | None = None
     extract_error: str | None = None
     project: str = ""  # the project proposed
+    skipped: tuple[Skipped, ...] = ()  # lines passed over (too long or nested too deeply)
 
 
 def transcript_files(path: Path) -> list[Path]:
@@ -218,13 +219,13 @@ def _commands(steps: list[Step], cwd: str) -> list[Found]:
     return out
 
 
-def _parse(client: str, path: Path) -> tuple[list[Record], Session]:
-    records = read_records(path)
+def _parse(client: str, path: Path) -> tuple[list[Record], Session, list[Skipped]]:
+    records, skipped = read_records(path)
     reader = _claude_log if client == "claude" else _codex_log
     looks = _claude_log.is_claude if client == "claude" else _codex_log.is_codex
     if not looks(records):
         raise TranscriptUnreadable(str(path), f"not a {CLIENTS[client]} transcript")
-    return records, reader.session(records)
+    return records, reader.session(records), skipped
 
 
 def _extract(
@@ -291,10 +292,11 @@ def propose_transcript(
     inbox, for ``project`` (default: the session's working folder's name); the extract
     command has ``extract_timeout`` seconds (default :data:`EXTRACT_TIMEOUT_S`). A file that
     cannot be read, or that would overfill the inbox, is a report with its ``error``, and
-    adds nothing."""
+    adds nothing; a line passed over (see :mod:`memmesh.agents._jsonl`) is named in its
+    ``skipped``, and the rest of the file goes in."""
     shown = str(path)
     try:
-        records, session = _parse(client, path)
+        records, session, skipped = _parse(client, path)
     except TranscriptUnreadable as exc:
         return Report(shown, error=str(exc))
     found = found_in(session)
@@ -327,4 +329,5 @@ def propose_transcript(
         redacted=tuple(d for r in results for d in r.redacted),
         extract_error=extract_error,
         project=project,
+        skipped=tuple(skipped),
     )

@@ -78,7 +78,9 @@ def _private_folder() -> Path:
         folder.mkdir(mode=0o700)
     found = folder.lstat()
     if found.st_uid != os.getuid() or found.st_mode & 0o077 or not folder.is_dir():
-        raise OSError(f"{folder} is not a folder only this user can enter")
+        from memmesh._files import unsafe_folder
+
+        raise OSError(unsafe_folder(folder, found))
     return folder
 
 
@@ -130,7 +132,12 @@ def serve(home: Path) -> bool:
     from memmesh.agents.prompt import recall_lines
     from memmesh.local.store import Store
 
-    path = socket_path(home)
+    try:
+        path = socket_path(home)
+    except OSError as exc:
+        from memmesh.agents.errors import AgentError
+
+        raise AgentError(f"the warm prompt server cannot start: {exc}") from None
     with _only_one(path) as mine:
         if not mine:
             return False

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from memmesh.cli._common import command_adder, emit, lazy, nonempty, open_store, warn
 from memmesh.cli._input import secrets_named
 from memmesh.errors import ExitCode
-from memmesh.text import printable
+from memmesh.text import counted, printable
 
 if TYPE_CHECKING:
     from memmesh.agents.transcripts import Report
@@ -31,7 +31,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "worked after failures (command). Reads Claude Code's ~/.claude/projects/*/*.jsonl "
         "or Codex's ~/.codex/sessions/**/rollout-*.jsonl, never the assistant's prose; "
         "secrets are redacted first. Nothing becomes an item until accepted. A file that "
-        "cannot be read is named, and the others still go in (exit 1). With "
+        "cannot be read is named, and the others still go in (exit 1); a line of one longer "
+        "than 4 MiB or nested too deeply is skipped and named, and the rest goes in. With "
         "$MEM_EXTRACT_COMMAND, that program's candidates are added too.",
         "mem ingest claude ~/.claude/projects/-home-me-billing",
     )
@@ -48,10 +49,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
 def _report_line(report: "Report") -> str:
     decided = f", decided before {report.decided_before}" if report.decided_before else ""
+    skipped = f", skipped {counted(len(report.skipped), 'line')}" if report.skipped else ""
     return (
         f"{printable(report.path)}: proposed {len(report.proposed)}, already pending "
-        f"{report.already_pending}{decided}"
+        f"{report.already_pending}{decided}{skipped}"
     )
+
+
+def _skipped_line(report: "Report") -> str:
+    lines = ", ".join(f"line {s.line} ({s.reason})" for s in report.skipped)
+    return f"{report.path}: skipped {lines}; the other lines were read"
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -70,6 +77,8 @@ def run_ingest(args: argparse.Namespace) -> int:
     for report in reports:
         if report.error:
             warn(report.error, "transcript_unreadable")
+        if report.skipped:
+            warn(_skipped_line(report), "transcript_lines_skipped")
         if report.extract_error:
             warn(report.extract_error, "extract_failed")
         if report.redacted:
@@ -81,6 +90,7 @@ def run_ingest(args: argparse.Namespace) -> int:
                 "proposed": [c.to_dict() for c in report.proposed],
                 "already_pending": report.already_pending,
                 "decided_before": report.decided_before, "redacted": list(report.redacted),
+                "skipped": [{"line": s.line, "reason": s.reason} for s in report.skipped],
             }
         )  # fmt: skip
         if not report.error:

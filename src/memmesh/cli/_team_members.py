@@ -121,13 +121,18 @@ def register(command: Command) -> None:
         "disclosures",
         _run("disclosures"),
         "Who was served your published items: the coordinator's log and your peer's, newest "
-        "first (never what they asked).",
-        "mem team disclosures 01J9ZC4 --limit 20",
+        "first (never what they asked); at most --per-asker rows of one asker, so that one "
+        "who searched often hides no one else.",
+        "mem team disclosures 01J9ZC4 --limit 20 --per-asker 0",
         json_shape='{"entries": [{"item_id", "asker_key_id", "asker_name", "served_at", '
         '"source": "coordinator" | "peer"}]}, newest first; times are ISO 8601 UTC',
     )
     p.add_argument("item", nargs="?", metavar="ID", help="only this item (an id or prefix)")
     p.add_argument("--limit", type=_limit, default=100, metavar="N", help="at most N (100)")
+    p.add_argument(
+        "--per-asker", type=_per_asker, default=10, metavar="N",
+        help="at most N of one asker's (10; 0: no cap)",
+    )  # fmt: skip
 
 
 def _roles(listing: Command) -> None:
@@ -181,6 +186,12 @@ def _limit(value: str) -> int:
     number = positive_int(value)
     if number > 1000:
         raise argparse.ArgumentTypeError(f"must be at most 1000, not {number}")
+    return number
+
+
+def _per_asker(value: str) -> int:
+    """An argparse type: how many disclosures of one asker to show, 0 (no cap) to 1000."""
+    number = 0 if value.strip() == "0" else _limit(value)
     return number
 
 

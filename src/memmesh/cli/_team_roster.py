@@ -310,7 +310,10 @@ def run_disclosures(args: argparse.Namespace) -> int:
             except ItemNotFound:
                 item_id = args.item  # gone from this store, perhaps still in the logs
         with _asking("member", "see disclosures", policy, identity):
-            entries = my_disclosures(policy, identity, store, item_id=item_id, limit=args.limit)
+            entries = my_disclosures(
+                policy, identity, store, item_id=item_id, limit=args.limit,
+                per_asker=args.per_asker or None,
+            )  # fmt: skip
         shown = shown_ids(store, [e.item_id for e in entries])
     lines = [
         printable(f"{iso(e.served_at)}  {shown[e.item_id]}  to {e.asker_name} ({e.asker_key_id})")

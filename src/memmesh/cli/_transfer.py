@@ -103,7 +103,8 @@ def add_transfer(command: Command) -> None:
         "restore",
         lazy(_MODULE, "run_restore"),
         "Put a backup in place of the store. The file must be a memmesh store of a schema "
-        "this memmesh reads and pass SQLite's integrity check; the current store is kept as "
+        "this memmesh reads, pass SQLite's integrity check and hold no trigger, view or table "
+        "memmesh does not make; the current store is kept as "
         "memory.db.before-restore-<time>. Refused while another process (a peer daemon, "
         "an MCP server) holds the store; a warm prompt server is stopped first.",
         "mem restore ~/.memmesh/backups/memory-20261201T193552Z.db",
@@ -292,12 +293,16 @@ def run_restore(args: argparse.Namespace) -> int:
 
     from memmesh.agents import warm
     from memmesh.local.backup import check_restorable, restore
+    from memmesh.peer._disclosures import DISCLOSURES_SCHEMA
+    from memmesh.registry._schema import REGISTRY_SCHEMA
 
     home = home_of(args)
     source = Path(args.file).expanduser()
     check_restorable(source)  # before stopping anything
     warm.stop(home, timeout=2.0)  # a cache of the store: it starts again with the next prompt
-    done = restore(home, source, now=time.time())
+    # The tables a member's home keeps beside the store's own, which a backup may hold.
+    schemas = (REGISTRY_SCHEMA, DISCLOSURES_SCHEMA)
+    done = restore(home, source, now=time.time(), schemas=schemas)
     with open_store(args) as store:  # an older schema migrates here
         count = sum(store.counts()["by_status"].values())
     aside = None if done.aside is None else str(done.aside)

@@ -307,6 +307,8 @@ def _run(
             team=args.team,
             embedder=args.embedder,
             open_without_roster=bool(token) or is_loopback(args.host),
+            # Beyond loopback a presence on loopback would send teammates to their own machine.
+            loopback_peers=is_loopback(args.host),
             quotas=Quotas(
                 member_items=args.member_items, member_bytes=args.member_bytes,
                 total_items=args.total_items, total_bytes=args.total_bytes,

@@ -132,15 +132,20 @@ class DisclosureLog:
             with self._lock:
                 self._closed = True
 
-    def entries(self, author_key: str, item_id: str | None, limit: int) -> list[Row]:
+    def entries(
+        self, author_key: str, item_id: str | None, limit: int, per_asker: int | None = None
+    ) -> list[Row]:
         """Up to ``limit`` rows of ``author_key``'s items (``item_id``: that one only), newest
-        first, including this process's rows not yet written."""
+        first, at most ``per_asker`` of one asker's, including this process's rows not yet
+        written."""
         self.flush()
         with self._store.reader() as tx:
             rows = tx.execute(
-                "SELECT served_at, asker_key, author_key, item_id FROM coord_disclosures "
-                "WHERE author_key = ? AND (? IS NULL OR item_id = ?) ORDER BY id DESC LIMIT ?",
-                (author_key, item_id, item_id, limit),
+                "SELECT served_at, asker_key, author_key, item_id FROM (SELECT *, row_number() "
+                "OVER (PARTITION BY asker_key ORDER BY id DESC) AS nth FROM coord_disclosures "
+                "WHERE author_key = ? AND (? IS NULL OR item_id = ?)) "
+                "WHERE nth <= ? ORDER BY id DESC LIMIT ?",
+                (author_key, item_id, item_id, per_asker or limit, limit),
             ).fetchall()
         return [Row(float(r[0]), r[1], r[2], r[3]) for r in rows]
 

@@ -12,6 +12,9 @@ import hashlib
 import json
 from typing import Literal, NamedTuple
 
+import msgspec
+
+from memmesh.coordinator import _members
 from memmesh.local import Schema, Transaction
 from memmesh.registry.envelopes import Envelope, Publication, Retraction
 from memmesh.registry.identity import key_id, public_key_from_text
@@ -19,6 +22,7 @@ from memmesh.registry.identity import key_id, public_key_from_text
 __all__ = [
     "COORDINATOR_SCHEMA",
     "Dropped",
+    "FeedMarks",
     "Live",
     "Stored",
     "changes_after",
@@ -26,6 +30,7 @@ __all__ = [
     "counts",
     "drop_presence",
     "drop_rows",
+    "feed_marks",
     "live_author",
     "live_publications",
     "presence",
@@ -218,6 +223,30 @@ def changes_after(
         (row[0], row[1], row[2], row[3], Envelope(payload=bytes(row[4]), signature=bytes(row[5])))
         for row in rows
     ]
+
+
+class FeedMarks(NamedTuple):
+    """What a follower of the feed checks before trusting its copy: the last cursor, and
+    versions of the roster and of the purges (see ``ChangesResponse`` in the protocol)."""
+
+    head: int
+    roster: str
+    purges: str
+
+
+def feed_marks(tx: Transaction) -> FeedMarks:
+    """The feed's marks now: a few small reads, whatever the feed holds.
+
+    The roster's version is a digest of every member's entry (a team's roster is small);
+    the purges' is how many items were ever purged and when the last purge was, from
+    ``coord_purged`` (:mod:`memmesh.coordinator._purged`), which every purge writes.
+    """
+    (head,) = tx.execute("SELECT coalesce(max(cursor), 0) FROM coord_envelopes").fetchone()
+    roster = hashlib.sha256(msgspec.json.encode(_members.members(tx))).hexdigest()[:24]
+    purged, last = tx.execute(
+        "SELECT count(*), coalesce(max(purged_at), 0) FROM coord_purged"
+    ).fetchone()
+    return FeedMarks(int(head), roster, f"{purged}:{float(last)!r}")
 
 
 def record_presence(

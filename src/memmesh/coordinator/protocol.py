@@ -198,10 +198,13 @@ class JoinResponse(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class DisclosuresRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``POST /v1/disclosures``: who was served the signer's own items (``item_id``: one)."""
+    """``POST /v1/disclosures``: who was served the signer's own items (``item_id``: one);
+    ``per_asker``: at most that many of one asker's, so that one who searched often does not
+    push everyone else out of the ``limit``."""
 
     item_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+    per_asker: Annotated[int, msgspec.Meta(ge=1, le=1000)] | None = None
 
 
 class Disclosure(msgspec.Struct, frozen=True, kw_only=True):
@@ -238,11 +241,20 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ChangesResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """A page of the feed; ask again from ``next_cursor`` while ``more`` is true."""
+    """A page of the feed; ask again from ``next_cursor`` while ``more`` is true.
+
+    What a follower needs to keep a copy of the feed by asking only for what changed: ``head``
+    is the feed's last cursor now (one beyond it means the feed was replaced); ``roster``
+    changes whenever a member is added, revoked, renamed or changes role; ``purges`` whenever
+    an operator's purge took rows out of the feed (neither shows in ``changes``). Empty from
+    a coordinator older than them: the follower then reads the whole feed every time."""
 
     changes: list[Change]
     next_cursor: int
     more: bool
+    head: int = 0
+    roster: str = ""
+    purges: str = ""
 
 
 # Why a tally is refused when the coordinator holds no live item of its subject with its id:

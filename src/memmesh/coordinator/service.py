@@ -61,7 +61,7 @@ from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.quotas import Quotas
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.signing import Caller
-from memmesh.net.urls import peer_url
+from memmesh.net.urls import presence_url
 from memmesh.net.wire import PROTOCOL_VERSION
 from memmesh.registry.envelopes import (
     FORMAT_VERSION,
@@ -100,6 +100,7 @@ class Coordinator:
     * ``open_without_roster`` - while the roster is empty, admit any signer (a team set up
       before rosters, behind its token); ``False`` admits nobody but a joiner until then.
     * ``quotas`` - the most it stores for one member and for the team (:class:`Quotas`).
+    * ``loopback_peers`` - whether a presence may name a loopback URL (serving on loopback).
 
     The routes' handlers take the verified :class:`Caller` first; :meth:`admit` decides
     whether a caller may use the members' routes at all (see :attr:`membership`).
@@ -114,8 +115,10 @@ class Coordinator:
         open_without_roster: bool = True,
         quotas: Quotas | None = None,
         clock: Callable[[], float] = time.time,
+        loopback_peers: bool = True,
     ) -> None:
         self.team = team
+        self.loopback_peers = loopback_peers
         self.quotas = quotas or Quotas()
         self.store = Store(
             data, embedder=embedder, author="coordinator", durable=True, lexicon=True
@@ -334,7 +337,9 @@ class Coordinator:
 
     def disclosures(self, caller: Caller, request: DisclosuresRequest) -> DisclosuresResponse:
         """Who was served the caller's own items, newest first."""
-        rows = self._disclosed.entries(caller.key, request.item_id, request.limit)
+        rows = self._disclosed.entries(
+            caller.key, request.item_id, request.limit, request.per_asker
+        )
         names = {m.key: m.name for m in self.membership.roster().members}
         ids = {key: key_id(public_key_from_text(key)) for key in {r.asker_key for r in rows}}
         return DisclosuresResponse(
@@ -356,16 +361,19 @@ class Coordinator:
         answering with the roster as it is now.
 
         A presence whose ``peer_url`` is unsound (see :func:`~memmesh.net.urls.peer_url`) is
-        rejected: members would send the team token there.
+        rejected: members would send the team token there; so is one no teammate may be sent
+        to (:func:`~memmesh.net.urls.presence_url`), with the code ``bad_url``.
         """
         roster = self.membership.roster()
         body = self._opened(caller, request.envelope, Presence)
         if isinstance(body, Outcome):
             return PresenceResponse(status="rejected", reason=body.reason, roster=roster)
         try:
-            peer_url(body.peer_url)
+            presence_url(body.peer_url, loopback=self.loopback_peers)
         except BadUrl as exc:
-            return PresenceResponse(status="rejected", reason=exc.message, roster=roster)
+            return PresenceResponse(
+                status="rejected", reason=exc.message, roster=roster, code=exc.code
+            )
         now = self._clock()
         if body.expires_at <= now:
             return PresenceResponse(status="stale", reason="already expired", roster=roster)
@@ -397,6 +405,7 @@ class Coordinator:
     def changes(self, request: ChangesRequest) -> ChangesResponse:
         """Each item's current state changed after ``cursor``, oldest change first."""
         with self.store.read() as tx:
+            marks = _tables.feed_marks(tx)  # first: a follower re-reads what changes after
             rows = _tables.changes_after(tx, request.cursor, request.limit + 1)
         more = len(rows) > request.limit
         changes = [
@@ -404,7 +413,9 @@ class Coordinator:
             for cursor, kind, item_id, version, envelope in rows[: request.limit]
         ]
         next_cursor = changes[-1].cursor if changes else request.cursor
-        return ChangesResponse(changes=changes, next_cursor=next_cursor, more=more)
+        return ChangesResponse(
+            changes=changes, next_cursor=next_cursor, more=more, **marks._asdict()
+        )
 
     def info(self) -> Info:
         """Counts and identity of this coordinator."""

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from memmesh._files import private_file, reason
+from memmesh._files import private_file, reason, refuse_link
 from memmesh.local._fts5_tokens import register as register_tokens
 from memmesh.local._schema import APPLICATION_ID, SCHEMA_VERSION, STORE_SCHEMA
 from memmesh.local.errors import (
@@ -32,6 +32,7 @@ __all__ = ["DB_FILENAME", "Database", "Transaction", "connection_of", "scoped"]
 _SQLITE_HEADER = b"SQLite format 3\x00"
 DB_FILENAME = "memory.db"  # the store's file in the memmesh home
 BUSY_TIMEOUT_SECONDS = 30.0
+_BESIDE = ("-wal", "-shm", "-journal")  # the files SQLite keeps beside the store file
 READER_MMAP_BYTES = 1 << 30
 
 
@@ -279,7 +280,14 @@ def _enter_wal(conn: sqlite3.Connection) -> None:
 
 def _create_private(path: Path) -> None:
     """Make the store file ``0600`` before SQLite does (its ``-wal`` and ``-shm`` files take
-    the main file's mode); a file that exists keeps its own."""
+    the main file's mode); a file that exists keeps its own. The file, or a file SQLite keeps
+    beside it, that is a symbolic link is refused: SQLite would write where it points."""
+    for name in (path, *(Path(f"{path}{end}") for end in _BESIDE)):
+        try:
+            refuse_link(name)
+        except OSError as exc:
+            problem = f"{reason(exc)}; put the file itself there, or remove the link"
+            raise CorruptDatabase(str(name), problem) from None
     try:
         private_file(path)
     except OSError as exc:

@@ -8,7 +8,9 @@
 * :func:`restore` puts such a copy in place of a home's store. It first checks everything it
   can without touching the store: the file is SQLite, carries memmesh's ``application_id``,
   has a schema this memmesh reads (an older one migrates when the store next opens; a newer
-  one is refused), passes ``PRAGMA integrity_check``, and no other process holds the store
+  one is refused), passes ``PRAGMA integrity_check``, holds no schema object (trigger, view,
+  table, index) that memmesh's migrations do not make (:mod:`memmesh.local._defined`: a
+  trigger would run inside every later write), and no other process holds the store
   open (a peer daemon, an MCP server, a warm prompt server: a connection there would go on
   writing into the replaced file's WAL). Only then is the current store kept aside, as
   ``memory.db.before-restore-<time>``, and the copy renamed over ``memory.db`` in one step.
@@ -22,14 +24,17 @@ import re
 import shutil
 import sqlite3
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from memmesh._files import private_file, private_folder, reason
 from memmesh.local._db import DB_FILENAME, connection_of
+from memmesh.local._defined import foreign_objects
 from memmesh.local._schema import APPLICATION_ID, SCHEMA_VERSION
 from memmesh.local.errors import CorruptDatabase, RestoreRefused
+from memmesh.local.schema import Schema
 from memmesh.local.store import Store
 
 __all__ = ["BACKUP_NAME", "Backup", "Restored", "backup", "check_restorable", "held", "restore"]
@@ -152,17 +157,25 @@ def held(store_file: Path, *, wait: float = 0.0) -> bool:
         time.sleep(0.05)
 
 
-def restore(home: Path, source: Path, *, now: float, wait: float = 2.0) -> Restored:
+def restore(
+    home: Path,
+    source: Path,
+    *,
+    now: float,
+    wait: float = 2.0,
+    schemas: Sequence[Schema] = (),
+) -> Restored:
     """Put the store copy ``source`` in place of ``home``'s store (see the module's text);
     :class:`RestoreRefused`, with nothing replaced, for a copy it cannot use or a store
-    another process holds."""
+    another process holds. ``schemas`` are the owners of tables beside the store's own (the
+    registry's, ...) whose objects the copy may hold."""
     version = check_restorable(source)
     current = home / DB_FILENAME
     staged = home / f"{DB_FILENAME}.restoring-{os.getpid()}"
     try:
         private_folder(home)
         _stage(source, staged)
-        _check_copy(source, staged)
+        _check_copy(source, staged, schemas)
         if held(current, wait=wait):
             raise RestoreRefused(
                 str(source),
@@ -191,13 +204,14 @@ def _stage(source: Path, staged: Path) -> None:
         shutil.copyfile(wal, f"{staged}-wal")
 
 
-def _check_copy(source: Path, staged: Path) -> None:
+def _check_copy(source: Path, staged: Path, schemas: Sequence[Schema]) -> None:
     """Open the staged copy (taking in its WAL) and check it whole."""
     try:
         conn = sqlite3.connect(staged, isolation_level=None)
         try:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             found = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+            foreign = foreign_objects(conn, schemas) if found == ["ok"] else []
             conn.execute("PRAGMA journal_mode = DELETE")
         finally:
             conn.close()
@@ -206,6 +220,9 @@ def _check_copy(source: Path, staged: Path) -> None:
     if found != ["ok"]:
         raise RestoreRefused(str(source), f"its integrity check failed ({found[0]})")
     _check_version(source, version)  # its WAL may have moved it on
+    if foreign:
+        problem = f"it holds schema objects memmesh does not define ({', '.join(foreign)})"
+        raise RestoreRefused(str(source), problem)
     with open(staged, "rb") as handle:
         os.fsync(handle.fileno())
 

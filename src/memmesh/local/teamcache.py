@@ -16,8 +16,10 @@ longer holds (an operator's purge, a revoked author). A cache from another coord
 team or embedder is emptied before a refresh fills it.
 """
 
+import errno
 import fcntl
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -26,7 +28,9 @@ from typing import Any
 
 import msgspec
 
+from memmesh._files import FILE_MODE, reason
 from memmesh.local._agentsfile import AGENTS_FILENAME, connect, reading
+from memmesh.local.errors import CorruptDatabase
 
 __all__ = [
     "TABLES",
@@ -55,6 +59,10 @@ TABLES = [
     "CREATE TABLE team_cache_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 ]
 _COLUMNS = "key_id, item_id, version, author, kind, project, text, tags, published_at"
+# Seconds after the coordinator last confirmed the cache (its last refresh that succeeded)
+# past which the hooks withhold teammates' items: a laptop kept away from the coordinator stops
+# showing what may have been retracted since.
+OFFLINE_BOUND_S = 24 * 3600.0
 # Rows a scope's read takes at most, newest first: the hooks' time budget, whatever the team.
 MAX_SCOPE_ROWS = 5000
 
@@ -238,7 +246,15 @@ def refresh_lock(home: Path) -> Iterator[bool]:
     """Hold the refresh lock while the ``with`` runs: yields ``False`` at once (holding
     nothing) when another process holds it. The lock goes with the process that holds it."""
     path = home / f"{AGENTS_FILENAME}.refresh.lock"
-    with open(path, "a", encoding="utf-8") as handle:
+    try:
+        # 0600 like every file memmesh makes; never opened through a link, which could point
+        # anywhere.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as exc:
+        link = exc.errno == errno.ELOOP
+        problem = "it is a symbolic link, which memmesh does not write through" if link else ""
+        raise CorruptDatabase(str(path), problem or reason(exc)) from None
+    with os.fdopen(fd, "r+b") as handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -12,9 +12,12 @@ own embedder. Purged items (an erased text) are left out, having nothing left to
 
 An import (:func:`import_file`) reads and checks the whole file before it writes anything, then
 writes in one transaction: a malformed line stops it with its line number, and a kill leaves
-the store as it was. An id the store already holds is never overwritten: the same text there
-is already there, another text is a conflict; an active item whose text an active item of the
-project already says (another id) reinforces that one, once per imported id.
+the store as it was. An item id (and the ids it supersedes or is superseded by) must be shaped
+as the store makes them (:func:`memmesh.local.ids.is_valid_id`); a line longer than
+:data:`MAX_LINE_BYTES` is refused without being read whole. An id the store already holds is
+never overwritten: the same text there is already there, another text is a conflict; an active
+item whose text an active item of the project already says (another id) reinforces that one,
+once per imported id.
 """
 
 import json
@@ -25,16 +28,19 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from memmesh._lines import Line, bounded_lines
 from memmesh.local import _rows, journal
 from memmesh.local._db import connection_of
 from memmesh.local._rows import ItemRow, content_hash
 from memmesh.local.errors import BadExport, InvalidInput
+from memmesh.local.ids import is_valid_id
 from memmesh.local.items import STATUSES, check_kind, check_name, check_tags, check_text
 from memmesh.local.store import Store
 
 __all__ = [
     "FORMAT",
     "MARKDOWN_TITLE",
+    "MAX_LINE_BYTES",
     "VERSION",
     "Imported",
     "Progress",
@@ -50,6 +56,9 @@ FORMAT = "memmesh-export"
 # each item's project and kind (memmesh.agents.notes).
 MARKDOWN_TITLE = "memmesh notes"
 VERSION = 1
+# The longest item line read: a text is at most 8 KiB, which JSON's escapes may make 6 times
+# longer, and its tags. A longer line stops the import, passed over without being held whole.
+MAX_LINE_BYTES = 64 * 1024
 # Texts embedded at once while importing (the embedders batch well up to about this).
 _BATCH = 512
 _REINFORCED_EVENT = "import_reinforce"
@@ -134,9 +143,12 @@ def read_export(path: Path) -> list[Record]:
     seen: set[str] = set()
     decoder = msgspec.json.Decoder(Record)
     with handle:
-        first = handle.readline()
-        _check_header(path, first)
-        for number, line in enumerate(handle, 2):
+        lines = bounded_lines(handle, MAX_LINE_BYTES)
+        _check_header(path, next(lines, Line(1, b"")).data or b"")
+        for number, line in lines:
+            if line is None:
+                problem = f"longer than {MAX_LINE_BYTES >> 10} KiB, more than any item takes"
+                raise BadExport(str(path), number, problem)
             if not line.strip():
                 continue
             try:
@@ -181,8 +193,13 @@ def _check(record: Record) -> None:
     times = (record.outcomes_at,) if record.outcomes_at is not None else ()
     if record.reinforcements < 0 or not all(math.isfinite(n) and n >= 0 for n in counts + times):
         raise InvalidInput("counts and times must be finite and not negative")
-    if not record.id.strip() or len(record.id) > 64:
-        raise InvalidInput(f"item id {record.id!r} is not an id")
+    for item_id in (record.id, record.supersedes, record.superseded_by):
+        if item_id is not None and not is_valid_id(item_id):
+            shown = item_id if len(item_id) <= 40 else item_id[:39] + "…"
+            raise InvalidInput(
+                f"item id {shown!r} is not an item id (26 characters of Crockford base32, as "
+                "memmesh makes them)"
+            )
 
 
 class Imported(NamedTuple):

@@ -53,3 +53,6 @@ class PresenceResponse(msgspec.Struct, frozen=True, kw_only=True):
     expires_at: Timestamp = 0.0
     reason: str = ""
     roster: Roster | None = None
+    # Why a presence was rejected, for programs: ``bad_url`` for a peer URL that is unsound
+    # or that no teammate may be sent to (:func:`memmesh.net.urls.presence_url`).
+    code: str = ""

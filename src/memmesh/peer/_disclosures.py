@@ -76,17 +76,17 @@ def record(store: Store, asker_key: str, item_ids: Sequence[str]) -> None:
 
 
 def peer_disclosures(
-    store: Store, item_id: str | None = None, limit: int = 100
+    store: Store, item_id: str | None = None, limit: int = 100, per_asker: int | None = None
 ) -> list[PeerDisclosure]:
     """The newest ``limit`` disclosures this member's peer made (of ``item_id`` only, if
-    given), newest first."""
+    given; at most ``per_asker`` of one asker's), newest first."""
     store.migrate(DISCLOSURES_SCHEMA)
-    where, args = ("WHERE item_id = ?", (item_id,)) if item_id is not None else ("", ())
     with store.read() as tx:
         rows = tx.execute(
-            "SELECT served_at, asker_key, item_id FROM peer_disclosures "
-            f"{where} ORDER BY id DESC LIMIT ?",
-            (*args, limit),
+            "SELECT served_at, asker_key, item_id FROM (SELECT *, row_number() OVER "
+            "(PARTITION BY asker_key ORDER BY id DESC) AS nth FROM peer_disclosures "
+            "WHERE ? IS NULL OR item_id = ?) WHERE nth <= ? ORDER BY id DESC LIMIT ?",
+            (item_id, item_id, per_asker or limit, limit),
         ).fetchall()
     return [
         PeerDisclosure(

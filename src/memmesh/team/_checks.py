@@ -2,7 +2,8 @@
 
 Nothing a source says is taken on trust: a presence or hit whose signature fails, that belongs
 to another team or that has expired is dropped, and the reason counted in ``dropped``; so is a
-presence whose peer URL is unsound (:func:`memmesh.net.urls.peer_url`), which nothing is ever
+presence whose peer URL is unsound or one no teammate may be sent to
+(:func:`memmesh.net.urls.presence_url`), which nothing is ever
 sent to, or whose TLS pin is malformed. A hit signed by a key that the roster
 (:class:`~memmesh.peer.trust.TrustedRoster`) does not hold as an active member is dropped too
 (``outside_roster``, ``revoked``); whether a peer is asked at all is decided on its presence's
@@ -18,7 +19,7 @@ import msgspec
 from memmesh.net.errors import BadUrl
 from memmesh.net.search import SearchHit
 from memmesh.net.tls import PIN_PATTERN
-from memmesh.net.urls import SoundUrl, peer_url
+from memmesh.net.urls import SoundUrl, loopback_peers, presence_url
 from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy
 from memmesh.registry.envelopes import Envelope, Presence, Publication, open_envelope
@@ -92,7 +93,9 @@ def verified_presence(
         dropped["bad_presence"] += 1
         return None
     try:
-        url = peer_url(body.peer_url)
+        # Only a URL a teammate may be sent to: never a metadata service or an unspecified
+        # address, and loopback only with a coordinator on loopback (every member is here).
+        url = presence_url(body.peer_url, loopback=loopback_peers(policy.coordinator))
     except BadUrl:
         dropped["bad_peer_url"] += 1
         return None

@@ -5,6 +5,7 @@ member id and name, and when. Neither keeps a query. The coordinator answers onl
 signer's own items (``POST /v1/disclosures``); the peer daemon's log is in the member's store.
 """
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -40,17 +41,18 @@ def my_disclosures(
     *,
     item_id: str | None = None,
     limit: int = 100,
+    per_asker: int | None = None,
 ) -> list[Disclosed]:
-    """The newest ``limit`` disclosures of my items (of ``item_id`` only, when given), from the
-    coordinator's log and my peer daemon's. Raises the client's errors when the coordinator
-    cannot answer."""
-    request = DisclosuresRequest(item_id=item_id, limit=limit)
+    """The newest ``limit`` disclosures of my items (of ``item_id`` only, when given; at most
+    ``per_asker`` of one asker's), from the coordinator's log and my peer daemon's. Raises the
+    client's errors when the coordinator cannot answer."""
+    request = DisclosuresRequest(item_id=item_id, limit=limit, per_asker=per_asker)
     with coordinator_client(policy, identity) as client:
         answer = client.post("/v1/disclosures", request, DisclosuresResponse)
         roster = client.get("/v1/members", Roster)
     names = {member.key_id: member.name for member in roster.members}
-    peer = _peer_log(store, item_id, limit, names)
-    return merged(answer.entries, peer, item_id=item_id, limit=limit)
+    peer = _peer_log(store, item_id, limit, per_asker, names)
+    return merged(answer.entries, peer, item_id=item_id, limit=limit, per_asker=per_asker)
 
 
 def merged(
@@ -59,9 +61,10 @@ def merged(
     *,
     item_id: str | None = None,
     limit: int = 100,
+    per_asker: int | None = None,
 ) -> list[Disclosed]:
-    """Both logs as one, newest first, cut to ``limit`` (and to ``item_id``, whatever a log
-    sent)."""
+    """Both logs as one, newest first, cut to ``limit`` and to ``per_asker`` rows of one asker
+    (and to ``item_id``, whatever a log sent)."""
     logs: list[tuple[Source, Sequence[Disclosure]]] = [("coordinator", coordinator), ("peer", peer)]
     rows = [
         Disclosed(
@@ -76,11 +79,22 @@ def merged(
         if item_id is None or entry.item_id == item_id
     ]
     rows.sort(key=lambda row: row.served_at, reverse=True)
-    return rows[:limit]
+    return (rows if per_asker is None else _capped(rows, per_asker))[:limit]
+
+
+def _capped(rows: list[Disclosed], per_asker: int) -> list[Disclosed]:
+    """``rows`` without those beyond the first ``per_asker`` of each asker."""
+    taken: Counter[str] = Counter()
+    kept: list[Disclosed] = []
+    for row in rows:
+        taken[row.asker_key_id] += 1
+        if taken[row.asker_key_id] <= per_asker:
+            kept.append(row)
+    return kept
 
 
 def _peer_log(
-    store: Store, item_id: str | None, limit: int, names: dict[str, str]
+    store: Store, item_id: str | None, limit: int, per_asker: int | None, names: dict[str, str]
 ) -> list[Disclosure]:
     """What my own peer daemon served of my items, askers named as the roster names them
     (their member id otherwise)."""
@@ -91,5 +105,5 @@ def _peer_log(
             asker_name=names.get(row.asker_key_id, row.asker_key_id),
             served_at=row.served_at,
         )
-        for row in peer_disclosures(store, item_id=item_id, limit=limit)
+        for row in peer_disclosures(store, item_id=item_id, limit=limit, per_asker=per_asker)
     ]
