@@ -191,8 +191,7 @@ def _limit(value: str) -> int:
 
 def _per_asker(value: str) -> int:
     """An argparse type: how many disclosures of one asker to show, 0 (no cap) to 1000."""
-    number = 0 if value.strip() == "0" else _limit(value)
-    return number
+    return 0 if value.strip() == "0" else _limit(value)
 
 
 def member(value: str) -> str:
