@@ -50,6 +50,7 @@ MODULES = [
     "memmesh.peer.protocol",
     "memmesh.peer.serve",
     "memmesh.registry",
+    "memmesh.registry.roster_chain",
     "memmesh.policy",
     "memmesh.cli.errors",
     "memmesh.net.errors",

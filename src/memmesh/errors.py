@@ -81,7 +81,8 @@ that this tree is the real one):
     │   ├── LogTailMismatch                1     500  log_tail_mismatch
     │   ├── NotPublished                   1     404  not_published
     │   ├── NotYourItem                    1     403  not_your_item
-    │   └── RetractedBefore                2     409  retracted_before
+    │   ├── RetractedBefore                2     409  retracted_before
+    │   └── RosterChainBroken              1     500  roster_chain_broken
     └── StoreError (local)                 1     500  store_error
         ├── AmbiguousId                    2     400  ambiguous_id
         ├── BadExport                      2     400  bad_export

@@ -189,9 +189,14 @@ def _limit(value: str) -> int:
     return number
 
 
+_NO_CAP = 0  # --per-asker 0: every row of each asker, within --limit
+
+
 def _per_asker(value: str) -> int:
     """An argparse type: how many disclosures of one asker to show, 0 (no cap) to 1000."""
-    return 0 if value.strip() == "0" else _limit(value)
+    if value.strip() == "0":
+        return _NO_CAP
+    return _limit(value)
 
 
 def member(value: str) -> str:

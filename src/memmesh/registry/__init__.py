@@ -9,6 +9,7 @@ from memmesh.registry.errors import (
     NotYourItem,
     RegistryError,
     RetractedBefore,
+    RosterChainBroken,
 )
 from memmesh.registry.identity import Identity, create_identity, load_identity
 from memmesh.registry.log import Entry, Live, Registry
@@ -24,9 +25,18 @@ from memmesh.registry.publish import (
     withheld,
 )
 from memmesh.registry.receipts import KeptReceipt
+from memmesh.registry.roster_chain import (
+    ChainHead,
+    RosterState,
+    SignedStatement,
+    display_names,
+    extends,
+    verify_chain,
+)
 
 __all__ = [
     "BadSignature",
+    "ChainHead",
     "Entry",
     "Envelope",
     "Identity",
@@ -42,8 +52,13 @@ __all__ = [
     "RegistryError",
     "RetractedBefore",
     "Retraction",
+    "RosterChainBroken",
+    "RosterState",
+    "SignedStatement",
     "create_identity",
+    "display_names",
     "eligible",
+    "extends",
     "load_identity",
     "open_envelope",
     "plan",
@@ -51,6 +66,7 @@ __all__ = [
     "reconcile",
     "retract",
     "seal",
+    "verify_chain",
     "withdraw",
     "withdrawals",
     "withheld",

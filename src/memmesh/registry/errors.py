@@ -11,7 +11,8 @@ MemmeshError
     ├── NotPublished          retracting an item that is not published
     ├── NotYourItem           retracting an item another key published (status 403)
     ├── RetractedBefore       publishing retracted items again without --again (exit 2)
-    └── LogTailMismatch       the log does not end where its recorded head says
+    ├── LogTailMismatch       the log does not end where its recorded head says
+    └── RosterChainBroken     the signed roster breaks a rule at one statement
 """
 
 from memmesh.errors import ExitCode, MemmeshError
@@ -28,6 +29,7 @@ __all__ = [
     "NotYourItem",
     "RegistryError",
     "RetractedBefore",
+    "RosterChainBroken",
 ]
 
 
@@ -151,3 +153,20 @@ class RetractedBefore(RegistryError):
             )
         super().__init__(f"{said}; give --again to do so")
         self.retracted = retracted
+
+
+class RosterChainBroken(RegistryError):
+    """A signed roster does not verify: one statement breaks one of the chain's rules.
+
+    ``seq`` is that statement's (``None`` for the chain as a whole), ``reason`` a short
+    stable code (``prev_mismatch``, ``not_admin``, ``invite_used``, ...; the list is in
+    docs/architecture.md) and ``detail`` the break in words. No service answers with it yet,
+    so it has no HTTP status of its own.
+    """
+
+    def __init__(self, seq: int | None, reason: str, detail: str) -> None:
+        where = "the signed roster" if seq is None else f"statement {seq} of the signed roster"
+        super().__init__(f"{where} is refused ({reason}): {detail}")
+        self.seq = seq
+        self.reason = reason
+        self.detail = detail
