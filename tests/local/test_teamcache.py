@@ -2,6 +2,7 @@
 good, and what survives a damaged file."""
 
 import multiprocessing
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ from memmesh.local.teamcache import CachedItem, Gone, Source
 
 SOURCE = Source(coordinator="http://127.0.0.1:1", team="acme", embedder="minilm-static:x")
 VECTOR = np.ones(4, dtype=np.float32).tobytes()
+# When the refreshes these tests write ran: lately, so that nothing is withheld for its age.
+AT = time.time()
 
 
 def _item(item_id: str, *, version: int = 1, project: str = "web", at: float = 1.0) -> CachedItem:
@@ -23,7 +26,7 @@ def _item(item_id: str, *, version: int = 1, project: str = "web", at: float = 1
 
 
 def _apply(home: Path, live: list[CachedItem], gone: list[Gone] = [], **kw: object) -> None:  # noqa: B006
-    options = {"complete": True, "at": 100.0, **kw}
+    options = {"complete": True, "at": AT, **kw}
     teamcache.apply(home, SOURCE, [(i, VECTOR) for i in live], gone, **options)  # type: ignore[arg-type]
 
 
@@ -44,7 +47,7 @@ def test_a_refresh_keeps_the_items_of_a_scope_newest_first_with_their_vectors(ho
     assert items[0] == _item("B", at=3)
     assert vectors == [VECTOR, VECTOR]
     state = teamcache.state(home)
-    assert (state.source, state.refreshed_at, state.items, state.problem) == (SOURCE, 100.0, 3, "")
+    assert (state.source, state.refreshed_at, state.items, state.problem) == (SOURCE, AT, 3, "")
     assert (home / AGENTS_FILENAME).stat().st_mode & 0o777 == 0o600
 
 
@@ -71,7 +74,7 @@ def test_a_whole_feed_read_drops_what_the_feed_no_longer_holds(home: Path) -> No
 def test_a_cache_of_another_coordinator_is_emptied_first(home: Path) -> None:
     _apply(home, [_item("A")])
     other = Source(coordinator="http://127.0.0.1:2", team="acme", embedder=SOURCE.embedder)
-    teamcache.apply(home, other, [(_item("B"), VECTOR)], [], complete=False, at=200.0)
+    teamcache.apply(home, other, [(_item("B"), VECTOR)], [], complete=False, at=AT + 100)
     assert _ids(home) == ["B"]
     assert teamcache.state(home).source == other
 
@@ -79,7 +82,7 @@ def test_a_cache_of_another_coordinator_is_emptied_first(home: Path) -> None:
 def test_a_newer_version_replaces_the_cached_one_and_an_equal_one_keeps_it(home: Path) -> None:
     _apply(home, [_item("A")])
     assert teamcache.known_versions(home) == {("bobkey", "A"): 1}
-    teamcache.apply(home, SOURCE, [(_item("A"), None)], [], complete=True, at=101.0)
+    teamcache.apply(home, SOURCE, [(_item("A"), None)], [], complete=True, at=AT + 1)
     assert teamcache.in_scope(home, ["web"], vectors=True)[1] == [VECTOR]
     _apply(home, [_item("A", version=2)])
     assert teamcache.in_scope(home, ["web"])[0][0].text == "text of A v2"
@@ -87,9 +90,9 @@ def test_a_newer_version_replaces_the_cached_one_and_an_equal_one_keeps_it(home:
 
 def test_a_failed_refresh_is_noted_and_leaves_the_items(home: Path) -> None:
     _apply(home, [_item("A")])
-    teamcache.note_problem(home, 150.0, "the coordinator is not reachable")
+    teamcache.note_problem(home, AT + 50, "the coordinator is not reachable")
     state = teamcache.state(home)
-    assert (state.refreshed_at, state.tried_at) == (100.0, 150.0)
+    assert (state.refreshed_at, state.tried_at) == (AT, AT + 50)
     assert state.problem == "the coordinator is not reachable"
     assert _ids(home) == ["A"]
 
@@ -137,3 +140,17 @@ def test_the_hooks_journal_gives_a_sessions_last_answer(home: Path) -> None:
     assert hooklog.last_run(home, session="s1") == empty
     assert hooklog.last_run(home, session="s1", shown=True) == first
     assert hooklog.last_run(home, session="nope") is None
+
+
+def test_items_the_coordinator_has_not_confirmed_for_the_offline_bound_are_withheld(
+    home: Path,
+) -> None:
+    _apply(home, [_item("A")])
+    confirmed = teamcache.state(home)
+    past = AT + teamcache.OFFLINE_BOUND_S + 1
+
+    assert teamcache.in_scope(home, ["web"], now=AT + teamcache.OFFLINE_BOUND_S - 1)[0] != []
+    assert teamcache.in_scope(home, ["web"], now=past) == ([], [])
+    assert (teamcache.withheld(confirmed, now=AT), teamcache.withheld(confirmed, now=past)) == (
+        False, True,
+    )  # fmt: skip

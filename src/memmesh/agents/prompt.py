@@ -279,5 +279,6 @@ def recall_lines(
             ]  # fmt: skip
     if teampart.needs_refresh(home, state):
         teampart.start_refresh(home)
-    note = teampart.age_note(state) if any(line.author for line in lines) else ""
+    shown = any(line.author for line in lines) or teamcache.withheld(state)
+    note = teampart.age_note(state) if shown else ""
     return lines, note

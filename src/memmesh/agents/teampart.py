@@ -1,11 +1,13 @@
 """The team's part of what the hooks show: how fresh the cache is, starting its refresh in
 the background, and the lines naming each teammate's item with its author.
 
-A hook never waits for the network. When the cache is older than :data:`TTL_S` (or was never
-filled) and this member has a team.yaml, the hook starts `mem team cache refresh` as a
-detached process and answers from the cache as it is; the refresh's lock keeps a second one
-from running, and after a failed attempt the next waits :data:`RETRY_S`. When what the hook
-shows is older than the time to live, or the last refresh failed, it says how old it is.
+A hook never waits for the network. When the cache is older than
+:func:`~memmesh.agents.freshness.refresh_after` (or was never filled) and this member has a
+team.yaml, the hook starts `mem team cache refresh` as a detached process and answers from the
+cache as it is; the refresh's lock keeps a second one from running, and after a failed attempt
+the next waits :data:`RETRY_S` (:mod:`memmesh.agents.freshness` has the numbers). When what the
+hook shows is older than :data:`TTL_S`, or the last refresh failed, it says how old it is; once
+the coordinator has not confirmed it for the offline bound, it says the items are withheld.
 """
 
 import os
@@ -14,25 +16,28 @@ import sys
 import time
 from pathlib import Path
 
-from memmesh.local.teamcache import CachedItem, CacheState, refresh_running
+from memmesh.agents.freshness import RETRY_S, WITHHELD, refresh_after
+from memmesh.local.teamcache import CachedItem, CacheState, refresh_running, withheld
 from memmesh.text import inert, printable
 
 __all__ = ["RETRY_S", "TTL_S", "age_note", "author_line", "needs_refresh", "start_refresh"]
 
+# What the team's lines may be older than before the hooks say how old they are.
 TTL_S = 600.0
-RETRY_S = 120.0
 MAX_ITEM_CHARS = 150
 
 
 def needs_refresh(home: Path, state: CacheState, *, now: float | None = None) -> bool:
-    """Whether a hook should start a refresh: a team.yaml is there, the cache is past its time
-    to live, no attempt was made in the last :data:`RETRY_S`, and none is running."""
+    """Whether a hook should start a refresh: a team.yaml is there, the cache is older than
+    :func:`~memmesh.agents.freshness.refresh_after`, no attempt failed in the last
+    :data:`RETRY_S`, and none is running."""
     moment = time.time() if now is None else now
     if not (home / "team.yaml").is_file():
         return False
-    if state.refreshed_at is not None and moment - state.refreshed_at < TTL_S:
+    if state.refreshed_at is not None and moment - state.refreshed_at < refresh_after():
         return False
-    if state.tried_at is not None and moment - state.tried_at < RETRY_S:
+    failed = bool(state.problem) and state.tried_at is not None
+    if failed and state.tried_at is not None and moment - state.tried_at < RETRY_S:
         return False
     return not refresh_running(home)
 
@@ -54,12 +59,16 @@ def start_refresh(home: Path) -> None:
 
 def age_note(state: CacheState, *, now: float | None = None) -> str:
     """What the team's lines say of their age: nothing while the cache is fresh, else how old
-    it is (and that the coordinator did not answer, when the last refresh failed)."""
+    it is (and that the coordinator did not answer, when the last refresh failed); that they
+    are withheld once the coordinator has not confirmed them for the offline bound."""
     moment = time.time() if now is None else now
     failed = bool(state.problem) and state.tried_at is not None
     if state.refreshed_at is None:
         return ""
     age = moment - state.refreshed_at
+    if withheld(state, now=moment):
+        since = _ago(age).removesuffix(" ago")
+        return f"{WITHHELD} (not confirmed by the coordinator for {since})"
     if age < TTL_S and not failed:
         return ""
     note = f"as of {_ago(age)}"

@@ -5,7 +5,8 @@ numpy and the store, reading every vector and loading the embedder. So the first
 that finds no server starts one (`mem hook warm`, detached) and answers by itself; the hooks
 after it send the prompt to the server over a Unix socket and print its answer, paying only
 for Python's start and one round trip. The server reads the store as the peer daemon does
-(its indexes follow the file by ``rev``), so what was remembered a moment ago is found.
+(its indexes follow the file by ``rev``), so what was remembered a moment ago is found, and
+keeps the team cache following the coordinator (:func:`memmesh.agents.freshness.follow_team`).
 
 * The socket is ``prompt.sock`` in the memmesh home (or, when that path is too long for a
   socket, a file named by the home's hash in ``$TMPDIR/memmesh-<uid>``, a folder only this
@@ -129,6 +130,7 @@ def serve(home: Path) -> bool:
     import time
     from concurrent.futures import ThreadPoolExecutor
 
+    from memmesh.agents.freshness import follow_team
     from memmesh.agents.prompt import recall_lines
     from memmesh.local.store import Store
 
@@ -177,6 +179,12 @@ def serve(home: Path) -> bool:
                     last[0] = time.monotonic()
 
             idle = idle_seconds()
+            # The team cache follows the coordinator while the server lives (freshness).
+            follower = threading.Thread(
+                target=follow_team, args=(home, stop), name="memmesh-team-poll", daemon=True
+            )
+            follower.start()
+            held.callback(stop.set)
             with ThreadPoolExecutor(WORKERS, thread_name_prefix="memmesh-warm") as workers:
                 while not stop.is_set():
                     if time.monotonic() - last[0] > idle or _identity(store_file) != identity:

@@ -24,8 +24,10 @@ def register(team: "argparse._SubParsersAction[argparse.ArgumentParser]") -> Non
             "mem team cache status",
             description="The team cache holds teammates' published items (from the "
             "coordinator's feed) in this home, so that `mem hook brief` and `mem hook prompt` "
-            "show them without asking the network. The hooks refresh it in the background "
-            "when it is older than 10 minutes.",
+            "show them without asking the network. The warm prompt server asks the coordinator "
+            "what changed every 10 seconds; a hook without one refreshes it in the background "
+            "once it is older than 15 seconds. Teammates' items are withheld once the "
+            "coordinator has not confirmed the cache for 24 hours.",
         )
     )
     p = command(

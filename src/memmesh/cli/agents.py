@@ -185,7 +185,8 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 def _brief(args: argparse.Namespace) -> int:
-    from memmesh.agents.brief import hook_output, render, working_folder
+    from memmesh.agents.brief import MAX_CHARS, TEAM_HEADER, hook_output, render, working_folder
+    from memmesh.agents.freshness import WITHHELD
     from memmesh.local.digest import digest
 
     started = time.monotonic()
@@ -196,6 +197,10 @@ def _brief(args: argparse.Namespace) -> int:
     local = digest(home, project)
     team, note = _team_part(home, project, started)
     text = render(local, team=team, team_note=note)
+    if not team and note.startswith(WITHHELD):  # one line says why teammates' items are not
+        said = f"{TEAM_HEADER}: {note}"
+        kept = render(local, limit=MAX_CHARS - len(said) - 1)
+        text = "\n".join(part for part in (kept, said) if part)
     output = hook_output(args.client, text)
     emit(args, {"project": project, "brief": text, "team_note": note}, output)
     _journal_brief(home, raw, project, local.items, team, text)

@@ -244,7 +244,7 @@ class ChangesResponse(msgspec.Struct, frozen=True, kw_only=True):
     """A page of the feed; ask again from ``next_cursor`` while ``more`` is true.
 
     What a follower needs to keep a copy of the feed by asking only for what changed: ``head``
-    is the feed's last cursor now (one beyond it means the feed was replaced); ``roster``
+    is the feed's last cursor now (a follower's cursor past it: the feed was replaced); ``roster``
     changes whenever a member is added, revoked, renamed or changes role; ``purges`` whenever
     an operator's purge took rows out of the feed (neither shows in ``changes``). Empty from
     a coordinator older than them: the follower then reads the whole feed every time."""

@@ -405,7 +405,7 @@ class Coordinator:
     def changes(self, request: ChangesRequest) -> ChangesResponse:
         """Each item's current state changed after ``cursor``, oldest change first."""
         with self.store.read() as tx:
-            marks = _tables.feed_marks(tx)  # first: a follower re-reads what changes after
+            marks = _tables.feed_marks(tx)._asdict()
             rows = _tables.changes_after(tx, request.cursor, request.limit + 1)
         more = len(rows) > request.limit
         changes = [
@@ -413,9 +413,7 @@ class Coordinator:
             for cursor, kind, item_id, version, envelope in rows[: request.limit]
         ]
         next_cursor = changes[-1].cursor if changes else request.cursor
-        return ChangesResponse(
-            changes=changes, next_cursor=next_cursor, more=more, **marks._asdict()
-        )
+        return ChangesResponse(changes=changes, next_cursor=next_cursor, more=more, **marks)
 
     def info(self) -> Info:
         """Counts and identity of this coordinator."""

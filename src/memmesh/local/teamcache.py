@@ -14,6 +14,10 @@ retraction (two refreshes never run at once: :func:`refresh_lock`; this is the g
 one whose lock was lost). A refresh that read the whole feed also drops what the feed no
 longer holds (an operator's purge, a revoked author). A cache from another coordinator,
 team or embedder is emptied before a refresh fills it.
+
+It keeps where it stands in the feed (:class:`Follow`: the cursor and the feed's marks), so
+that the next refresh asks only for what changed since. Once the coordinator has not confirmed
+it for :data:`OFFLINE_BOUND_S`, its items are withheld from the hooks (:func:`withheld`).
 """
 
 import errno
@@ -21,6 +25,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -33,19 +38,23 @@ from memmesh.local._agentsfile import AGENTS_FILENAME, connect, reading
 from memmesh.local.errors import CorruptDatabase
 
 __all__ = [
+    "OFFLINE_BOUND_S",
     "TABLES",
     "Applied",
     "CacheState",
     "CachedItem",
+    "Follow",
     "Gone",
     "Source",
     "apply",
+    "following",
     "in_scope",
     "known_versions",
     "note_problem",
     "refresh_lock",
     "state",
     "with_id",
+    "withheld",
 ]
 
 TABLES = [
@@ -99,6 +108,19 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     embedder: str
 
 
+class Follow(msgspec.Struct, frozen=True, kw_only=True):
+    """Where the cache stands in the coordinator's feed: the ``cursor`` read up to, the feed's
+    ``roster`` and ``purges`` marks as they were then, ``trust`` a digest of what this member
+    trusts of its own (team.yaml's members, revocations told of before), and ``members`` the
+    coordinator's roster as JSON (how the authors of later changes are named)."""
+
+    cursor: int
+    roster: str
+    purges: str
+    trust: str
+    members: str
+
+
 class Applied(msgspec.Struct, frozen=True, kw_only=True):
     """What a refresh changed: items written (new or newer versions) and items removed."""
 
@@ -120,13 +142,36 @@ class CacheState(msgspec.Struct, frozen=True, kw_only=True):
     retracted: int = 0
 
 
-def known_versions(home: Path) -> dict[tuple[str, str], int]:
-    """The version cached of each (member id, item id): what a refresh need not embed again."""
+def known_versions(
+    home: Path, only: Iterable[tuple[str, str]] | None = None
+) -> dict[tuple[str, str], int]:
+    """The version cached of each (member id, item id) (with ``only``, of those alone): what a
+    refresh need not embed again."""
     with reading(home) as conn:
         if conn is None:
             return {}
-        rows = conn.execute("SELECT key_id, item_id, version FROM team_cache")
+        if only is None:
+            rows = conn.execute("SELECT key_id, item_id, version FROM team_cache").fetchall()
+        else:
+            rows = conn.execute(
+                "SELECT key_id, item_id, version FROM team_cache WHERE (key_id, item_id) IN "
+                "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
+                "FROM json_each(?))",
+                (json.dumps([list(pair) for pair in only]),),
+            ).fetchall()
         return {(row[0], row[1]): row[2] for row in rows}
+
+
+def following(home: Path) -> Follow | None:
+    """Where the cache stands in the feed (``None``: no refresh recorded it)."""
+    with reading(home) as conn:
+        if conn is None:
+            return None
+        meta = dict(conn.execute("SELECT key, value FROM team_cache_meta").fetchall())
+    try:
+        return msgspec.json.decode(meta["follow"], type=Follow)
+    except (KeyError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def apply(
@@ -137,11 +182,15 @@ def apply(
     *,
     complete: bool,
     at: float,
+    full: bool | None = None,
+    follow: Follow | None = None,
 ) -> Applied:
     """Write what a refresh started at ``at`` read from ``source``, in one transaction:
     ``live`` publications (with their float32 vectors; ``None`` for a version already cached)
-    and ``gone`` retractions; with ``complete`` (the whole feed was read) every cached item
-    not among ``live`` is removed too. Raises ``OSError`` or ``sqlite3.Error``."""
+    and ``gone`` retractions; when the feed was read from its start (``full``, by default
+    ``complete``) and to its end (``complete``), every cached item not among ``live`` is
+    removed too. ``follow`` is where the read left the cache in the feed (``None``: nowhere,
+    and the next refresh reads it whole). Raises ``OSError`` or ``sqlite3.Error``."""
     with closing(connect(home)) as conn, _written(conn):
         if _source(conn) != source:
             conn.execute("DELETE FROM team_cache")
@@ -163,13 +212,14 @@ def apply(
         for item, vector in live:
             keep.add((item.key_id, item.item_id))
             written += _write(conn, item, vector)
-        if complete:
+        if complete and (complete if full is None else full):
             rows = conn.execute("SELECT key_id, item_id FROM team_cache").fetchall()
             stale = [tuple(row) for row in rows if tuple(row) not in keep]
             conn.executemany("DELETE FROM team_cache WHERE key_id = ? AND item_id = ?", stale)
             removed += len(stale)
         _set(conn, coordinator=source.coordinator, team=source.team, embedder=source.embedder)
         _set(conn, refreshed_at=repr(at), tried_at=repr(at), problem="", complete=str(complete))
+        _set(conn, follow=msgspec.json.encode(follow).decode() if follow else "")
     return Applied(written=written, removed=removed)
 
 
@@ -198,13 +248,26 @@ def state(home: Path) -> CacheState:
         )
 
 
+def withheld(state: CacheState, *, now: float | None = None) -> bool:
+    """Whether the cache's items are withheld: the coordinator last confirmed them (a refresh
+    that succeeded) more than :data:`OFFLINE_BOUND_S` ago."""
+    moment = time.time() if now is None else now
+    return state.refreshed_at is not None and moment - state.refreshed_at > OFFLINE_BOUND_S
+
+
 def in_scope(
-    home: Path, projects: list[str], *, vectors: bool = False
+    home: Path, projects: list[str], *, vectors: bool = False, now: float | None = None
 ) -> tuple[list[CachedItem], list[bytes | None]]:
     """The cached items of ``projects``, newest first (at most :data:`MAX_SCOPE_ROWS`), and
-    with ``vectors`` each one's vector (else an empty list)."""
+    with ``vectors`` each one's vector (else an empty list); none while they are
+    :func:`withheld`."""
     with reading(home) as conn:
         if conn is None:
+            return [], []
+        confirmed = conn.execute(
+            "SELECT value FROM team_cache_meta WHERE key = 'refreshed_at'"
+        ).fetchone()
+        if withheld(CacheState(refreshed_at=_time(confirmed and confirmed[0])), now=now):
             return [], []
         marks = ", ".join("?" * len(projects))
         columns = _COLUMNS + (", vector" if vectors else "")

@@ -7,28 +7,65 @@ yet, never keeps the peer from starting), and its answer brings the team's roste
 holds it (:meth:`~memmesh.peer.service.Peer.hold_roster`), so that a member the coordinator
 revokes is refused by this peer from the next heartbeat on.
 
-A heartbeat the coordinator refuses because this member's own key was revoked (the code
-:data:`REVOKED`, never its words) ends the heartbeats: :attr:`Heartbeat.revoked` holds the
-refusal, and ``on_revoked`` is called (the daemon stops). Every other refusal or failure is
-logged and the next beat tries again.
+Between heartbeats a second thread watches the roster: every :data:`ROSTER_INTERVAL` seconds
+it asks the coordinator's changes feed for the roster's version alone (``POST /v1/changes``
+from the feed's head, one change at most, which it ignores) and fetches the roster
+(``GET /v1/members``) only when the version moved. So a member the coordinator revokes is
+refused by this peer within :data:`REVOCATION_BOUND_S`, whatever the heartbeat's interval. A
+coordinator too old to give the version leaves the roster to the heartbeats.
+
+A heartbeat (or a roster check) the coordinator refuses because this member's own key was
+revoked (the code :data:`REVOKED`, never its words) ends the heartbeats: :attr:`Heartbeat.revoked`
+holds the refusal, and ``on_revoked`` is called (the daemon stops). Every other refusal or
+failure is logged and the next beat tries again.
 """
 
 import logging
 import threading
 from collections.abc import Callable
 
+import msgspec
+
 from memmesh.errors import MemmeshError
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused, Revoked
-from memmesh.net.presence import PresenceRequest, PresenceResponse
+from memmesh.net.presence import PresenceRequest, PresenceResponse, Roster
+from memmesh.net.wire import Request
 from memmesh.peer.service import PRESENCE_TTL, Peer
 
-__all__ = ["HEARTBEAT_INTERVAL", "REVOKED", "Heartbeat", "is_revoked"]
+__all__ = [
+    "HEARTBEAT_INTERVAL",
+    "REVOCATION_BOUND_S",
+    "REVOKED",
+    "ROSTER_INTERVAL",
+    "Heartbeat",
+    "is_revoked",
+]
 
 HEARTBEAT_INTERVAL = 30.0
+# The most seconds from a revocation on the coordinator to this peer refusing the revoked key:
+# a roster check every ROSTER_INTERVAL seconds, each a small request or two.
+REVOCATION_BOUND_S = 5.0
+ROSTER_INTERVAL = 2.0
 # The code of the coordinator's refusal of a key it revoked (HTTP 403).
 REVOKED = Revoked.code
 _log = logging.getLogger("memmesh.peer")
+
+
+class _MarksRequest(Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The coordinator's ``ChangesRequest`` (``POST /v1/changes``), as far as a roster check
+    asks it (the layer order keeps the peer from the coordinator's own protocol module)."""
+
+    cursor: int
+    limit: int
+
+
+class _Marks(msgspec.Struct, frozen=True, kw_only=True):
+    """What a roster check reads of the coordinator's ``ChangesResponse``: the feed's head and
+    the roster's version (empty from a coordinator too old to give it)."""
+
+    head: int = 0
+    roster: str = ""
 
 
 class Heartbeat:
@@ -44,10 +81,13 @@ class Heartbeat:
         interval: float = HEARTBEAT_INTERVAL,
         ttl: float = PRESENCE_TTL,
         on_revoked: Callable[[], None] | None = None,
+        roster_interval: float = ROSTER_INTERVAL,
     ) -> None:
         self.peer = peer
         self.connect = connect
         self.interval = interval
+        self.roster_interval = roster_interval
+        self.roster_version = ""
         self.ttl = ttl
         self.sent = 0
         self.failures = 0
@@ -56,14 +96,17 @@ class Heartbeat:
         self._client: Client | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memmesh-heartbeat", daemon=True)
+        self._watcher = threading.Thread(target=self._watch, name="memmesh-roster", daemon=True)
 
     def start(self) -> "Heartbeat":
         self._thread.start()
+        self._watcher.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        self._watcher.join(timeout=5)
         self._drop_client()
 
     def beat(self) -> PresenceResponse:
@@ -93,12 +136,51 @@ class Heartbeat:
                 self.failures += 1
                 self._drop_client()  # connect afresh: its address or certificate may be back
                 if isinstance(exc, Refused) and is_revoked(exc):
-                    self.revoked = exc  # the daemon says so as it stops
-                    if self.on_revoked is not None:
-                        self.on_revoked()
+                    self._end(exc)
                     return
                 _log.warning("presence heartbeat failed: %s", exc.message)
             self._stop.wait(self.interval)
+
+    def _end(self, refused: Refused) -> None:
+        """This member's key was revoked: stop beating and checking, and say so."""
+        if self.revoked is None:
+            self.revoked = refused  # the daemon says so as it stops
+            self._stop.set()
+            if self.on_revoked is not None:
+                self.on_revoked()
+
+    def check_roster(self, client: Client, head: int) -> int:
+        """Ask the feed (from ``head``) for the roster's version, hold the roster anew when it
+        moved; returns the feed's head now. Raises what the client raises."""
+        marks = client.post("/v1/changes", _MarksRequest(cursor=head, limit=1), _Marks)
+        if marks.roster and marks.roster != self.roster_version:
+            self.peer.hold_roster(client.get("/v1/members", Roster))
+            self.roster_version = marks.roster
+        return marks.head
+
+    def _watch(self) -> None:
+        """Check the roster every :attr:`roster_interval` until stopped (see the module
+        docstring); a coordinator that gives no version ends the checks."""
+        client: Client | None = None
+        head = 0
+        try:
+            while not self._stop.wait(self.roster_interval):
+                try:
+                    client = client or self.connect()
+                    head = self.check_roster(client, head)
+                    if not self.roster_version:
+                        return  # an older coordinator: the heartbeats bring the roster
+                except MemmeshError as exc:
+                    if client is not None:
+                        client.close()
+                        client = None
+                    if isinstance(exc, Refused) and is_revoked(exc):
+                        self._end(exc)
+                        return
+                    _log.debug("roster check failed: %s", exc.message)
+        finally:
+            if client is not None:
+                client.close()
 
 
 def is_revoked(refused: Refused) -> bool:

@@ -1,18 +1,27 @@
 """Refresh the team cache (:mod:`memmesh.local.teamcache`) from the coordinator's changes feed.
 
-`mem team cache refresh` runs it, and so does the background process the hooks start when the
-cache is older than its time to live. The whole feed is read (``POST /v1/changes``, as `mem
-team feed` reads it), so the cache ends up holding exactly the feed's live items: every
-envelope is verified and must be of this team (as the feed checks it), authors are named by
-the roster, and what is not a live item of an active teammate leaves the cache. This member's
-own items are left out (the brief and the prompt hook show them from the store). Only
-publications new to the cache are embedded, with the team's embedder.
+`mem team cache refresh` runs it, and so do the warm prompt server's polling and the background
+process a hook starts when the cache is getting old (:mod:`memmesh.agents.freshness`). Every
+envelope is verified and must be of this team (as the feed checks it), authors are named by the
+roster, and what is not a live item of an active teammate leaves the cache. This member's own
+items are left out (the brief and the prompt hook show them from the store). Only publications
+new to the cache are embedded, with the team's embedder.
+
+The cache follows the feed (``POST /v1/changes``) from the cursor it reached: a refresh asks for
+what changed since, so it costs what changed, and one request when nothing did. The feed is read
+whole again, and what it no longer holds leaves the cache, only when the copy cannot be trusted
+to follow: no cursor yet (or a cache of another coordinator, team or embedder), a cursor beyond
+the feed's last one (the coordinator's feed was replaced), the roster's or the purges' mark moved
+(a member added, revoked or renamed; an operator's purge takes rows out of the feed without a
+change), this member's own trust changed (team.yaml's members, a revocation told of), or a
+coordinator too old to give the marks.
 
 A retraction published while a refresh reads the feed moves its item to the feed's end, so
 the same pass reads it; one published after the pass is read by the next. A failed refresh
 leaves the cache as it was and records why.
 """
 
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,17 +29,20 @@ from pathlib import Path
 
 import msgspec
 
-from memmesh.embed import get_embedder
+from memmesh.coordinator.protocol import Change, ChangesRequest, ChangesResponse
+from memmesh.embed import Embedder, get_embedder
 from memmesh.local import teamcache
-from memmesh.local.teamcache import CachedItem, Gone, Source
+from memmesh.local.teamcache import CachedItem, Follow, Gone, Source
+from memmesh.net.client import Client
 from memmesh.net.connect import coordinator_client
+from memmesh.net.errors import BadResponse
 from memmesh.net.presence import Roster
 from memmesh.peer.trust import TrustedRoster, revoked_seen
 from memmesh.policy.config import Policy
 from memmesh.policy.errors import NoCoordinator
 from memmesh.registry.identity import Identity
 from memmesh.team.access import accepted
-from memmesh.team.feed import FeedEntry, entry_of, read_changes
+from memmesh.team.feed import MAX_LIMIT, MAX_PAGES, FeedEntry, entry_of
 
 __all__ = ["Refreshed", "refresh_cache"]
 
@@ -43,7 +55,9 @@ _NOT_MEMBERS = ("revoked", "outside_roster")
 class Refreshed(msgspec.Struct, frozen=True, kw_only=True):
     """What a refresh did: ``items`` teammates' items now cached, ``written`` of them new or
     newer, ``removed`` the items that left, ``dropped`` the feed's changes refused (by
-    reason), ``complete`` whether the whole feed was read, ``at`` when it started."""
+    reason), ``full`` whether the feed was read from its start (else only what changed since
+    the last refresh), ``read`` how many changes it read, ``complete`` whether it read to the
+    feed's end, ``at`` when it started."""
 
     items: int
     written: int
@@ -53,12 +67,30 @@ class Refreshed(msgspec.Struct, frozen=True, kw_only=True):
     complete: bool
     at: float
     seconds: float
+    full: bool = True
+    read: int = 0
+
+
+class _Read(msgspec.Struct, frozen=True, kw_only=True):
+    """What one refresh read: the changes (oldest first), the roster, where it left off."""
+
+    changes: list[Change]
+    roster: Roster
+    full: bool
+    complete: bool
+    follow: Follow | None
 
 
 def refresh_cache(
-    home: Path, policy: Policy, identity: Identity, *, clock: Callable[[], float] = time.time
+    home: Path,
+    policy: Policy,
+    identity: Identity,
+    *,
+    clock: Callable[[], float] = time.time,
+    embedder: Embedder | None = None,
 ) -> Refreshed:
-    """Bring the team cache in ``home`` up to date with the coordinator's feed.
+    """Bring the team cache in ``home`` up to date with the coordinator's feed; ``embedder``
+    is the team's (``policy.embedder``), when the caller holds one already.
 
     Raises :class:`~memmesh.policy.errors.NoCoordinator` without a coordinator, an
     :class:`~memmesh.team.errors.AccessError` when it does not accept this member,
@@ -69,17 +101,26 @@ def refresh_cache(
     try:
         if policy.coordinator is None:
             raise NoCoordinator()
+        embedder = embedder or get_embedder(policy.embedder)
+        source = Source(
+            coordinator=str(policy.coordinator), team=policy.team, embedder=embedder.fingerprint
+        )
+        same = teamcache.state(home).source == source
+        held = teamcache.following(home) if same else None
+        revocations = revoked_seen(home)
+        trust = _trust(policy, revocations)
+        if held is not None and held.trust != trust:
+            held = None
         with accepted(policy, identity), coordinator_client(policy, identity) as client:
-            changes, complete = read_changes(client, None)
-            roster = client.get("/v1/members", Roster)
+            read = _read(client, held, trust)
     except Exception as exc:
         teamcache.note_problem(home, started, str(getattr(exc, "message", exc)))
         raise
-    trusted = TrustedRoster(roster, policy.members, revoked_seen(home))
+    trusted = TrustedRoster(read.roster, policy.members, revocations)
     dropped: Counter[str] = Counter()
     live: list[CachedItem] = []
     gone: list[Gone] = []
-    for change in changes:
+    for change in read.changes:
         entry = entry_of(change, policy, trusted, dropped)
         if entry is None or entry.key_id == identity.key_id:
             continue
@@ -87,11 +128,78 @@ def refresh_cache(
             gone.append(Gone(key_id=entry.key_id, item_id=entry.item_id, version=entry.version))
         elif entry.standing not in _NOT_MEMBERS:
             live.append(_cached(entry))
-    embedder = get_embedder(policy.embedder)
-    source = Source(
-        coordinator=str(policy.coordinator), team=policy.team, embedder=embedder.fingerprint
+    pairs = _with_vectors(home, live, embedder, cached=same)
+    applied = teamcache.apply(
+        home, source, pairs, gone, complete=read.complete, at=started, full=read.full,
+        follow=read.follow,
+    )  # fmt: skip
+    return Refreshed(
+        items=teamcache.state(home).items,
+        written=applied.written,
+        removed=applied.removed,
+        retracted=len(gone),
+        dropped=dict(dropped),
+        complete=read.complete,
+        at=started,
+        seconds=clock() - started,
+        full=read.full,
+        read=len(read.changes),
     )
-    known = teamcache.known_versions(home) if teamcache.state(home).source == source else {}
+
+
+def _read(client: Client, held: Follow | None, trust: str) -> _Read:
+    """The changes since ``held``'s cursor, or the whole feed when the copy cannot follow it
+    (see the module docstring), with the roster to name their authors by."""
+    cursor = held.cursor if held is not None else 0
+    first = client.post(
+        "/v1/changes", ChangesRequest(cursor=cursor, limit=MAX_LIMIT), ChangesResponse
+    )
+    follows = (
+        held is not None
+        and bool(first.roster)
+        and (first.roster, first.purges) == (held.roster, held.purges)
+        and first.head >= held.cursor
+    )
+    if not follows and cursor:
+        cursor = 0
+        first = client.post(
+            "/v1/changes", ChangesRequest(cursor=0, limit=MAX_LIMIT), ChangesResponse
+        )
+    if follows and held is not None:
+        members = held.members
+        roster = msgspec.json.decode(members, type=Roster)
+    else:
+        roster = client.get("/v1/members", Roster)
+        members = msgspec.json.encode(roster).decode()
+    changes, page, complete = list(first.changes), first, not first.more
+    for _ in range(MAX_PAGES - 1):
+        if not page.more:
+            break
+        if page.next_cursor <= cursor:
+            raise BadResponse("the coordinator's changes feed does not move forward")
+        cursor = page.next_cursor
+        request = ChangesRequest(cursor=cursor, limit=MAX_LIMIT)
+        page = client.post("/v1/changes", request, ChangesResponse)
+        changes += page.changes
+        complete = not page.more
+    reached = changes[-1].cursor if changes else cursor
+    follow = None
+    if first.roster:  # a coordinator that gives the marks: the next refresh follows on
+        follow = Follow(
+            cursor=max(reached, cursor), roster=first.roster, purges=first.purges, trust=trust,
+            members=members,
+        )  # fmt: skip
+    return _Read(changes=changes, roster=roster, full=not follows, complete=complete, follow=follow)
+
+
+def _with_vectors(
+    home: Path, live: list[CachedItem], embedder: Embedder, *, cached: bool
+) -> list[tuple[CachedItem, bytes | None]]:
+    """``live`` with the vector of each publication the cache does not hold at its version
+    (``None`` for the others; ``cached`` false: the cache is of another source, and holds
+    none): only those are embedded."""
+    pairs = [(item.key_id, item.item_id) for item in live]
+    known = teamcache.known_versions(home, pairs) if cached else {}
     fresh = [item for item in live if known.get((item.key_id, item.item_id)) != item.version]
     vectors: dict[tuple[str, str], bytes] = {}
     for start in range(0, len(fresh), _BATCH):
@@ -99,18 +207,15 @@ def refresh_cache(
         matrix = embedder.embed([item.text for item in batch]).astype("float32")
         for item, row in zip(batch, matrix, strict=True):
             vectors[item.key_id, item.item_id] = row.tobytes()
-    pairs = [(item, vectors.get((item.key_id, item.item_id))) for item in live]
-    applied = teamcache.apply(home, source, pairs, gone, complete=complete, at=started)
-    return Refreshed(
-        items=teamcache.state(home).items,
-        written=applied.written,
-        removed=applied.removed,
-        retracted=len(gone),
-        dropped=dict(dropped),
-        complete=complete,
-        at=started,
-        seconds=clock() - started,
-    )
+    return [(item, vectors.get((item.key_id, item.item_id))) for item in live]
+
+
+def _trust(policy: Policy, revocations: frozenset[str]) -> str:
+    """A digest of what this member trusts of its own: team.yaml's members and the
+    revocations told of before (a change of either reads the feed whole again)."""
+    members = sorted((m.name, m.key) for m in policy.members)
+    text = msgspec.json.encode([members, sorted(revocations)])
+    return hashlib.sha256(text).hexdigest()[:24]
 
 
 def _cached(entry: FeedEntry) -> CachedItem:
