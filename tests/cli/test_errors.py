@@ -14,7 +14,7 @@ import pytest
 from memmesh import __version__
 from memmesh.embed import EMBEDDER_NAMES, get_embedder
 from memmesh.errors import ExitCode
-from tests.cli._output import error_line
+from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner, requires_model
 
 STORED = get_embedder().fingerprint  # what a new store records: the default embedder
@@ -260,3 +260,15 @@ def test_help_lists_every_exit_code(mem: MemRunner) -> None:
         ExitCode.INTERRUPTED,
         ExitCode.CLOSED_PIPE,
     }
+
+
+def test_a_closed_stdout_gets_no_traceback_and_the_command_still_runs(
+    mem: MemRunner, home: Path
+) -> None:
+    # `mem remember TEXT >&-`: Python starts with no sys.stdout at all.
+    command = [sys.executable, "-m", "memmesh", "--home", str(home), "remember", WEBHOOKS]
+    result = subprocess.run(
+        ["sh", "-c", '"$@" >&-', "sh", *command], capture_output=True, text=True, timeout=60
+    )
+    assert (result.returncode, result.stderr) == (ExitCode.OK, "")
+    assert json_of(mem("list", "--json"))["items"][0]["text"] == WEBHOOKS

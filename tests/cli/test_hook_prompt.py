@@ -2,6 +2,9 @@
 never fails a prompt, says nothing for trivial or unrelated ones, and keeps what it showed."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -164,3 +167,32 @@ def test_one_teammate_s_items_never_push_the_other_teammates_out(known: MemRunne
     run = last_run(known.home, session="t1")
     assert run is not None
     assert "davekey/01JTEAM0004" in run.team_ids
+
+
+def test_a_reader_that_goes_away_gets_nothing_and_the_hook_exits_0(known: MemRunner) -> None:
+    # `mem hook prompt | head -0`: the client went away before the block was written.
+    hook_input = json.dumps({"prompt": "How do I deploy to staging?", "session_id": "s1"})
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memmesh",
+            "--home",
+            str(known.home),
+            "hook",
+            "prompt",
+            "--client",
+            "claude",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MEM_PROJECT": "web"},
+    )
+    assert process.stdout is not None
+    process.stdout.close()
+    _, stderr = process.communicate(hook_input.encode(), timeout=60)
+    assert (process.returncode, stderr.decode()) == (0, "")
+    run = last_run(known.home, session="s1")
+    assert run is not None
+    assert run.local_ids == ()  # nothing reached the client, so nothing is credited as shown

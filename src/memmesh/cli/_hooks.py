@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from memmesh.cli import _stdout
 from memmesh.cli._common import home_of
 from memmesh.errors import ExitCode
 
@@ -107,8 +108,12 @@ def run_prompt(args: argparse.Namespace) -> int:
     watchdog.cancel()
     output = answer(args.client, text, shown)
     if output:
-        sys.stdout.write(output + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):  # the client went away: nothing of it was shown
+            _stdout.discard()
+            shown = []
     if text or error:
         _journal(home, started, session, project, shown, error)
     return ExitCode.OK

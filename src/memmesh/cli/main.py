@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from memmesh import __version__
+from memmesh.cli import _stdout
 from memmesh.errors import ExitCode
 
 __all__ = ["build_parser", "main"]
@@ -103,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``usage_error`` for arguments argparse refused, ``interrupted`` or ``internal_error``.
     """
     words = list(sys.argv[1:] if argv is None else argv)
+    _stdout.ensure()
     if words == ["--version"]:  # as argparse says it, without building the parser
         sys.stdout.write(f"memmesh {__version__}\n")
         sys.stdout.flush()
@@ -163,12 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _reader_gone() -> int:
     """End quietly when the reader of stdout went away (`mem list | head -0`): what is still
     buffered goes nowhere, and the status is the one shells give a command SIGPIPE ended."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # stdout is no real file (a test's capture): nothing to do
-        pass
+    _stdout.discard()
     return ExitCode.CLOSED_PIPE
 
 
