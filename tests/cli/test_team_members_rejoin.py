@@ -6,7 +6,7 @@ from pathlib import Path
 
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
-from tests.cli._output import error_line, json_of
+from tests.cli._output import error_line, json_error, json_of
 from tests.conftest import MemRunner
 from tests.team._team import Team
 
@@ -62,3 +62,21 @@ def test_invite_json_says_when_the_name_s_member_was_revoked(
     assert fresh["revoked_at"] is None
     assert again["revoked_at"] is not None
     assert again["revoked_at"].endswith("+00:00")
+
+
+def test_a_revoked_member_is_told_so_by_every_team_command_that_asks(
+    roster_team: Team, tmp_path: Path
+) -> None:
+    ada, bob = _mem(roster_team, "ada", tmp_path), _mem(roster_team, "bob", tmp_path)
+    assert ada("team", "revoke", "bob", "--yes").returncode == 0
+
+    for args in (("team", "recall-team", "staging deploys"), ("team", "peers")):
+        result = bob(*args)
+        assert result.returncode == 3, (args, result.stdout, result.stderr)
+        assert json_error(bob(*args, "--json"))["code"] == "key_revoked"
+
+    doctor = bob("doctor")
+    said = " ".join(doctor.stdout.split())
+    assert "mem coordinator members add" not in said
+    assert "revoked" in said
+    assert "mem --home NEW_HOME team join CODE" in said

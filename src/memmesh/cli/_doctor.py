@@ -134,18 +134,27 @@ def _coordinator_check(policy: "Policy", identity: "Identity") -> Check:
         return Check(
             name="coordinator", ok=True, detail=f"{found.url} answers and accepts you{who}"
         )
+    from memmesh.team.errors import KeyRevoked
+
     fixes = {
         "unreachable": "is it running, and is team.yaml's coordinator: its address? "
         "(`mem team status --check` asks again)",
         "refused": "an admin adds your key (`mem team status` prints it) with "
-        "`mem coordinator members add`, or you join with an invite (`mem team join`); "
-        "check MEM_TEAM_TOKEN if the team uses one",
+        "`mem team members add NAME KEY`, or you join with an invite code (`mem team join "
+        "CODE`); check MEM_TEAM_TOKEN if the team uses one",
     }
+    fix = fixes.get(found.state, "`mem team status --check` says more")
+    if found.code == KeyRevoked.code:
+        fix = (
+            "a revoked key stays refused for good: ask an admin for a new invite code and join "
+            "from a new home, with a new key (`mem --home NEW_HOME team join CODE`; "
+            "`mem export` and `mem import` bring your private items along)"
+        )
     return Check(
         name="coordinator",
         ok=False,
         detail=f"{found.url}: {found.state}: {found.problem}",
-        fix=fixes.get(found.state, "`mem team status --check` says more"),
+        fix=fix,
     )
 
 

@@ -80,6 +80,7 @@ class Outcome(msgspec.Struct, kw_only=True):
 
     value: object = None
     error: str = ""
+    code: str = ""  # the refusal's code, as the source sent it (``revoked``), else the error's
     timed_out: bool = False
     latency_ms: float = 0.0
 
@@ -208,7 +209,10 @@ def _timed(call: Callable[[], object]) -> Outcome:
         value = call()
     except MemmeshError as exc:
         timed_out = isinstance(exc, Timeout)
-        return Outcome(error=exc.message, timed_out=timed_out, latency_ms=_since(started))
+        code = getattr(exc, "error_code", "") or exc.code
+        return Outcome(
+            error=exc.message, code=code, timed_out=timed_out, latency_ms=_since(started)
+        )
     return Outcome(value=value, latency_ms=_since(started))
 
 

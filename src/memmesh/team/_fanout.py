@@ -38,6 +38,7 @@ class SourceReport(msgspec.Struct, kw_only=True):
     url: str
     status: Status = "skipped"
     error: str = ""
+    code: str = ""  # why it failed, for programs (the source's own code when it refused)
     hits: int = 0
     latency_ms: float = 0.0
     lexical_only: bool = False
@@ -168,7 +169,7 @@ class Fanout:
         report.latency_ms = round(outcome.latency_ms, 2)
         if outcome.error:
             report.status = "timeout" if outcome.timed_out else "failed"
-            report.error = outcome.error
+            report.error, report.code = outcome.error, outcome.code
             return
         report.status = "ok"
         if isinstance(outcome.value, SearchResponse):

@@ -30,7 +30,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from memmesh.coordinator.protocol import PresenceList, Roster
-from memmesh.net.errors import BadUrl
+from memmesh.net.errors import BadUrl, Revoked
 from memmesh.net.urls import SoundUrl, peer_url
 from memmesh.peer.discovery import browse
 from memmesh.peer.protocol import PeerPresence
@@ -47,6 +47,7 @@ from memmesh.team._calls import (
     run_blocking,
 )
 from memmesh.team._checks import PeerSeen, verified_presence
+from memmesh.team.errors import KeyRevoked
 
 __all__ = [
     "DISCOVERY_SECONDS",
@@ -239,6 +240,7 @@ class _Seen:
     def __init__(self) -> None:
         self.peers: dict[str, PeerSeen] = {}  # by key id
         self.problems: list[str] = []
+        self.coordinator_code = ""  # the code of the coordinator's refusal, if it refused
 
     def found(self, peer: PeerSeen) -> None:
         held = self.peers.get(peer.key_id)
@@ -254,6 +256,8 @@ class _Seen:
 
     def failed(self, url: str, source: str, outcome: Outcome) -> None:
         where = "coordinator" if source == "presence" else url
+        if source == "presence":
+            self.coordinator_code = outcome.code
         self.problems.append(f"{where}: {outcome.error or 'no verifiable presence'}")
 
     def misplaced(self, url: str, peer: PeerSeen) -> None:
@@ -276,7 +280,8 @@ def list_peers(
     ``identity`` signs the request for the coordinator's list; its peer (or ``own_key``'s) is
     left out. ``home`` remembers the revocations the coordinator tells of (see
     :class:`Discovery`). Each request waits at most ``timeout`` seconds. Call it from
-    synchronous code (it runs its own event loop).
+    synchronous code (it runs its own event loop). Raises :class:`KeyRevoked` (exit 3) when
+    the coordinator refuses this member's key as revoked.
     """
     seen = _Seen()
     dropped: Counter[str] = Counter()
@@ -297,6 +302,8 @@ def list_peers(
             calls.close()
 
     run_blocking(find)
+    if seen.coordinator_code == Revoked.code:  # this member's key is refused for good
+        raise KeyRevoked(own_key or "", policy.team, "")
     problems = seen.problems + [
         f"dropped {count} presence(s): {why}" for why, count in dropped.items()
     ]

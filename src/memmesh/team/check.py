@@ -41,11 +41,13 @@ class CoordinatorCheck(msgspec.Struct, frozen=True, kw_only=True):
       else, ``not_set`` when team.yaml names none); ``problem`` says what, in one line.
     * ``name`` - this member's name on the roster (``""`` when the roster does not name it).
     * ``exit_code`` - what `mem` exits with for it: 0 accepted, 3 refused, 4 unreachable.
+    * ``code`` - the failure's machine-readable code (``key_revoked``, ``not_on_roster``, …).
     """
 
     url: str
     state: str
     problem: str = ""
+    code: str = ""
     name: str = ""
     roster: bool = False
     exit_code: int = ExitCode.OK
@@ -75,7 +77,9 @@ def check_coordinator(
 
 
 def _failed(url: str, state: str, exc: MemmeshError) -> CoordinatorCheck:
-    return CoordinatorCheck(url=url, state=state, problem=exc.message, exit_code=exc.exit_code)
+    return CoordinatorCheck(
+        url=url, state=state, problem=exc.message, code=exc.code, exit_code=exc.exit_code
+    )
 
 
 def last_seen(peer: PeerSeen, now: float | None = None) -> float:

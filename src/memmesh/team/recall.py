@@ -43,7 +43,7 @@ import msgspec
 from memmesh.embed import Embedder
 from memmesh.local import GLOBAL, MIN_RELEVANCE, MIN_SHARE_OF_BEST, recall
 from memmesh.local.store import Store
-from memmesh.net.errors import Unreachable
+from memmesh.net.errors import Revoked, Unreachable
 from memmesh.net.search import MAX_K, SearchRequest
 from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy
@@ -60,6 +60,7 @@ from memmesh.team._corroborate import corroborating_groups
 from memmesh.team._explain import Fate, TeamExplanation, Trail
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
+from memmesh.team.errors import KeyRevoked
 from memmesh.team.last import note_last
 from memmesh.team.rank import QueryTerms, answered, merge, ranked
 
@@ -164,7 +165,8 @@ def recall_team(
 
     Raises :class:`~memmesh.local.errors.InvalidInput` (exit 2) for a query the local recall
     refuses (empty, or longer than it takes), before anything is sent;
-    :class:`Unreachable` (exit 4) only when no source answered.
+    :class:`Unreachable` (exit 4) only when no source answered, :class:`KeyRevoked` (exit 3)
+    when none did and the coordinator refused this member's key as revoked.
     """
     end = time.monotonic() + deadline
     dropped: Counter[str] = Counter()
@@ -201,6 +203,12 @@ def recall_team(
 
     try:
         first, candidates = run_blocking(partial(_gather, fanout, merged))
+    except Unreachable:
+        # No source answered: the coordinator refusing this member's key says why best.
+        for report in fanout.reports:
+            if report.kind == "coordinator" and report.code == Revoked.code:
+                raise KeyRevoked(identity.key_id, policy.team, "") from None
+        raise
     finally:
         # Whatever still runs after the deadline is abandoned, never waited for: closing its
         # client under it ends it within the client's timeout.
