@@ -511,6 +511,16 @@ def test_an_identity_name_with_spaces_is_refused_with_one_to_write_instead() -> 
     assert "Ada-Lovelace" in error.problem
 
 
+def test_a_teammate_s_name_in_members_breaking_the_rule_is_invalid_where_it_is_written() -> None:
+    key = "k" * 43
+    error = _invalid(
+        f'members:\n  - name: ada\n    key: {key}\n  - name: "eve smith"\n    key: {key}\n'
+    )
+    assert (error.line, error.key) == (4, "members[1].name")
+    assert "1-64 letters, digits, '.', '-' or '_'" in error.problem
+    assert "eve-smith" in error.problem
+
+
 @pytest.mark.parametrize("name", ["ada", "Ada-Lovelace", "ada.l_2", "a" * 64])
 def test_an_identity_name_the_store_accepts_is_valid(name: str, home: Path) -> None:
     policy = parse_policy(f"identity:\n  name: {name}\n", PATH)

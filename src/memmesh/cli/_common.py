@@ -264,18 +264,15 @@ def member_name(value: str) -> str:
     """An argparse type: a member's name as the team knows it, refused at once with the rule
     (a name is a label in commands such as `mem team revoke NAME`, so it holds no spaces)."""
     from memmesh.local.errors import InvalidInput
-    from memmesh.local.items import check_name
+    from memmesh.local.items import check_name, suggested_name
 
     try:
         return check_name(value, "member name")
     except InvalidInput:
         pass
     rule = "1-64 letters, digits, '.', '-' or '_', starting with a letter or digit, no spaces"
-    hyphenated = "-".join(value.split())
-    try:
-        hint = f" (say {check_name(hyphenated, 'member name')})"
-    except InvalidInput:
-        hint = ""
+    suggested = suggested_name(value)
+    hint = f" (say {suggested})" if suggested else ""
     raise argparse.ArgumentTypeError(f"{value!r} is not a member name: {rule}{hint}")
 
 

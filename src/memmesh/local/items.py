@@ -32,6 +32,7 @@ __all__ = [
     "check_tags",
     "check_text",
     "default_author",
+    "suggested_name",
 ]
 
 Kind = Literal["decision", "convention", "gotcha", "command", "incident", "preference", "fact"]
@@ -99,6 +100,13 @@ def check_name(value: str, what: str) -> str:
             "(1-64 letters, digits, '.', '-' or '_', starting with a letter or digit)"
         )
     return value
+
+
+def suggested_name(value: str) -> str:
+    """A name the rule of :func:`check_name` takes, made from ``value`` by joining its words
+    with '-' ("Ada Lovelace" -> "Ada-Lovelace"), or ``""`` when that is no name either."""
+    joined = re.sub(r"[^A-Za-z0-9._-]+", "-", value).strip("-._")[:64]
+    return joined if _NAME.fullmatch(joined) else ""
 
 
 def check_tags(tags: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from memmesh._files import FILE_MODE, private_folder, reason, write_atomically
 from memmesh._policy_names import DEFAULT_TOKEN_ENV, POLICY_FILENAME
 from memmesh._urls import UnsoundUrl, normalised_url
 from memmesh.local.errors import InvalidInput
-from memmesh.local.items import KINDS, Kind, check_name
+from memmesh.local.items import KINDS, Kind, check_name, suggested_name
 from memmesh.policy.errors import PolicyFileError, PolicyInvalid, PolicyMissing
 from memmesh.policy.yaml_limits import MAX_BYTES, check_size, dotted, read_yaml
 
@@ -234,7 +234,9 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
         raise PolicyInvalid(path, _line_of(lines, key), dotted(key), problem)
 
     if policy.identity is not None:
-        _check_name(policy.identity.name, fail)
+        _check_name(policy.identity.name, "$.identity.name", fail)
+    for index, member in enumerate(policy.members):
+        _check_name(member.name, f"$.members[{index}].name", fail)
     if policy.version != 1:
         fail("$.version", f"unsupported version {policy.version}; this memmesh reads version 1")
     if policy.share.min_reinforcements < 0:
@@ -276,14 +278,14 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
         assert kind in KINDS  # msgspec checked the Literal
 
 
-def _check_name(name: str, fail: Callable[[str, str], None]) -> None:
-    """``identity.name`` signs this member's items as their author, so it must be a name the
-    store takes as one (:func:`memmesh.local.items.check_name`)."""
+def _check_name(name: str, key: str, fail: Callable[[str, str], None]) -> None:
+    """A member's name (``identity.name`` signs this member's items as their author; a
+    ``members`` entry names a teammate) must be a name the store takes as one
+    (:func:`memmesh.local.items.check_name`), as the coordinator's roster does."""
     problem = _name_problem(name)
     if problem:
-        fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64]
-        instead = "" if _name_problem(fixed) else f"; write it as {fixed!r}"
-        fail("$.identity.name", problem + instead)
+        fixed = suggested_name(name)
+        fail(key, problem + (f"; write it as {fixed!r}" if fixed else ""))
 
 
 def _name_problem(name: str) -> str:
