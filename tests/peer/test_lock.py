@@ -1,9 +1,11 @@
 """One peer daemon per home: real `mem team serve` processes on 127.0.0.1, one killed with
 SIGKILL, and the lock read from this process."""
 
+import fcntl
 import os
 import re
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,18 @@ def test_the_lock_names_the_running_daemon_and_goes_when_it_is_left(tmp_path: Pa
             pytest.fail("a second lock was taken")
     assert running_peer(tmp_path) is None
     assert (tmp_path / LOCK_FILENAME).exists()  # left behind, and meaningless unlocked
+
+
+def test_a_daemon_starting_while_someone_reads_the_lock_starts_all_the_same(
+    tmp_path: Path,
+) -> None:
+    # `mem doctor` reads the lock (a shared flock) for a moment; a daemon starting just then
+    # waits it out rather than refusing in the name of a daemon that is long gone.
+    with peer_lock(tmp_path, host="127.0.0.1", port=8410) as held:
+        held.record(url="http://127.0.0.1:8410")
+    reader = os.open(tmp_path / LOCK_FILENAME, os.O_RDONLY)
+    fcntl.flock(reader, fcntl.LOCK_SH)
+    threading.Timer(0.2, os.close, (reader,)).start()
+
+    with peer_lock(tmp_path, host="127.0.0.1", port=8411) as held:
+        assert held.record_now.port == 8411

@@ -23,6 +23,8 @@ from memmesh.net.errors import CannotListen
 __all__ = ["LOCK_FILENAME", "PeerLock", "PeerRecord", "peer_lock", "running_peer"]
 
 LOCK_FILENAME = "peer.lock"
+# The longest a starting daemon waits for a reader of the lock (`mem doctor`) to let go.
+_READER_WAIT_S = 1.0
 # Bytes of the lock file read at most: a record is a few hundred.
 _MOST = 64 * 1024
 
@@ -76,14 +78,28 @@ def peer_lock(home: Path, *, host: str, port: int) -> Iterator[PeerLock]:
     except OSError as exc:
         raise CannotListen(host, port, f"cannot open {path}: {exc.strerror or exc}") from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise CannotListen(host, port, _held_by(_read(fd))) from None
+        if not _taken(fd):
+            raise CannotListen(host, port, _held_by(_read(fd)))
         record = PeerRecord(pid=os.getpid(), host=host, port=port, started_at=time.time())
         yield PeerLock(fd, record)
     finally:
         os.close(fd)  # releases the lock
+
+
+def _taken(fd: int) -> bool:
+    """Whether this process now holds ``fd``'s lock alone. A reader (:func:`running_peer`)
+    holds it shared for a moment, so a start waits :data:`_READER_WAIT_S` for one to let go;
+    a running daemon holds it for good."""
+    deadline = time.monotonic() + _READER_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        else:
+            return True
 
 
 def running_peer(home: Path) -> PeerRecord | None:
