@@ -106,6 +106,7 @@ def test_answer_json_has_the_documented_shape(team: Team) -> None:
     }  # fmt: skip
     assert data["scope"] == {
         "projects": ["shop", "global"], "all_projects": False, "project_from": "--project",
+        "author": None,
     }  # fmt: skip
     assert data["abstained"] is False
     assert (data["dropped"], data["warnings"]) == ({}, [])

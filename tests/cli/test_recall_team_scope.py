@@ -61,10 +61,12 @@ def test_an_answer_says_which_project_it_searched_and_why(team: Team, web: Path)
     assert (data["hits"], data["abstained"]) == ([], True)
     assert data["scope"] == {
         "projects": ["web", "global"], "all_projects": False, "project_from": "git repository",
+        "author": None,
     }  # fmt: skip
     assert [hit["id"] for hit in elsewhere["hits"]] == [invoices]
     assert elsewhere["scope"] == {
         "projects": ["billing", "global"], "all_projects": False, "project_from": "--project",
+        "author": None,
     }  # fmt: skip
     assert [hit["id"] for hit in from_environment["hits"]] == [invoices]
     assert from_environment["scope"]["project_from"] == "MEM_PROJECT"
@@ -89,8 +91,15 @@ def test_all_projects_asks_every_project_the_coordinator_and_live_peers_hold(
     assert {s["name"]: (s["status"], s["hits"]) for s in data["sources"]} == {
         "coordinator": ("ok", 1), "ada": ("ok", 1),
     }  # fmt: skip
-    assert data["scope"] == {"projects": [], "all_projects": True, "project_from": ""}
+    assert data["scope"] == {
+        "projects": [], "all_projects": True, "project_from": "", "author": None,
+    }  # fmt: skip
     assert text.stdout.splitlines()[-1] == "searched: every project"
+
+    by_carol = as_bob("team", "recall-team", INVOICES_QUERY, "--all-projects", "--author", "carol")
+    assert by_carol.stdout.splitlines()[0] == "nothing relevant from the team (abstained)"
+    assert by_carol.stdout.splitlines()[-1] == "searched: every project, items by carol only"
+    assert _ask(as_bob, "--all-projects", "--author", "carol")["scope"]["author"] == "carol"
 
 
 def test_project_and_all_projects_together_are_a_usage_error(team: Team, web: Path) -> None:

@@ -65,6 +65,7 @@ def scope_json(args: argparse.Namespace, answer: "TeamAnswer") -> dict[str, Any]
         "projects": answer.projects,
         "all_projects": answer.all_projects,
         "project_from": _project_from(args),
+        "author": args.author,
     }
 
 
@@ -72,12 +73,15 @@ def scope_line(args: argparse.Namespace, answer: "TeamAnswer") -> str:
     """``searched: ...``: what the team was asked about, and, when it found nothing, where
     else to ask."""
     if answer.all_projects:
-        return "searched: every project"
-    why = _WHY_PROJECT[_project_from(args)]
-    [*named, _] = answer.projects  # the project, then global (alone when it is global)
-    where = f"project {named[0]} + {GLOBAL}" if named else f"{GLOBAL} only"
-    line = f"searched: {where}{why}"
-    if answer.abstained:
+        line = "searched: every project"
+    else:
+        why = _WHY_PROJECT[_project_from(args)]
+        [*named, _] = answer.projects  # the project, then global (alone when it is global)
+        where = f"project {named[0]} + {GLOBAL}" if named else f"{GLOBAL} only"
+        line = f"searched: {where}{why}"
+    if args.author:  # the sources' hits by anyone else were cut here
+        line += f", items by {args.author} only"
+    if answer.abstained and not answer.all_projects:
         line += "; --project P or --all-projects asks elsewhere"
     return printable(line)
 

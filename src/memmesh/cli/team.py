@@ -270,7 +270,7 @@ def _network_commands(command: Command) -> None:
         json_shape='{"query", "hits": [{"id", "text", "score", "author", "key_id", "source", '
         '"authors", "also", ...}], "abstained", "sources": [{"name", "status", "hits", '
         '...}], "dropped", "warnings", "scope": {"projects", "all_projects", '
-        '"project_from"}};\n  with --explain "explanation": {"k", "min_relevance", '
+        '"project_from", "author"}};\n  with --explain "explanation": {"k", "min_relevance", '
         '"min_share_of_best", "sources": [{"name", "returned": [{"id", "author", '
         '"source_score", "fate", "score", "rank", ...}]}]}',
     )

@@ -69,8 +69,8 @@ def peer_lock(home: Path, *, host: str, port: int) -> Iterator[PeerLock]:
     """Hold ``home``'s peer lock while the ``with`` runs, for a daemon about to listen on
     ``host:port``.
 
-    Raises :class:`CannotListen` at once, naming the running daemon's pid and URL, when another
-    process holds it, and when the lock file cannot be opened.
+    Raises :class:`CannotListen` within a second, naming the running daemon's pid and URL,
+    when another process holds it, and when the lock file cannot be opened.
     """
     path = home / LOCK_FILENAME
     try:
