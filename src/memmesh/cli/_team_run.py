@@ -236,8 +236,13 @@ def run_status(args: argparse.Namespace) -> int:
         f"member {status.member_id} in team {status.team}; "
         f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
         f"{counted(status.awaiting_sync, 'registry entry', 'registry entries')} awaiting sync",
-        f"public key {status.public_key} (joining with an invite code, mem team join CODE, "
-        "puts it on the team's roster)",
+        f"public key {status.public_key}"
+        # Only before a team is joined: after it, the roster already holds the key.
+        + (
+            ""
+            if status.coordinator
+            else " (joining with an invite code, mem team join CODE, puts it on the team's roster)"
+        ),
     ]
     for name, row in status.projects.items():
         lines.append(
