@@ -29,10 +29,14 @@ not edit by hand. The same document is served by every coordinator at `GET /v1/o
 ## Conventions
 
 * JSON over HTTPS (plain HTTP on loopback, or where the operator allows it).
-* Every request but `GET /healthz` is signed by a member's Ed25519 key, for this coordinator's
-  audience `coordinator:<team>`, in the headers `x-memmesh-key`, `x-memmesh-time`,
-  `x-memmesh-nonce`, `x-memmesh-audience` and `x-memmesh-signature` (see `memmesh.net.signing`):
-  a missing, stale, replayed or wrong signature gets `401`.
+* Every request but `GET /healthz` is signed by a member's Ed25519 key, for this very
+  coordinator: the audience `coordinator:<team>@<pin>` when the member holds the pin of its
+  certificate, else `coordinator:<team>@<scheme>://<host>:<port>`, the origin of the URL the
+  member reaches it at (its `--url`; see `memmesh.net.audience`), in the headers
+  `x-memmesh-key`, `x-memmesh-time`, `x-memmesh-nonce`, `x-memmesh-audience` and
+  `x-memmesh-signature` (see `memmesh.net.signing`): a missing, stale, replayed or wrong
+  signature gets `401`; a signed request for another coordinator `401 wrong_audience`, and one
+  for `coordinator:<team>` alone (older memmesh versions) `401 outdated_audience`.
 * Once the roster holds a member, only members not revoked are served (`403` for any other
   key, saying whether it is a stranger or revoked and when); while it is empty, any signer is.
   The admins' routes (`/v1/members/add`, `/v1/members/revoke`, `/v1/invites`) answer `403` to

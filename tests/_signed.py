@@ -7,6 +7,7 @@ import httpx
 import msgspec
 
 from memmesh.coordinator.protocol import JoinRequest, MemberAdd
+from memmesh.net.audience import client_audience
 from memmesh.net.client import Client
 from memmesh.net.presence import RosterMember
 from memmesh.net.signing import Caller, coordinator_audience, sign_request
@@ -47,7 +48,8 @@ def signed_client(
 
 
 class SignedAuth(httpx.Auth):
-    """Signs each raw httpx request with ``identity`` for ``audience``."""
+    """Signs each raw httpx request with ``identity`` for ``audience`` (a coordinator's bound
+    to the origin the request goes to, as a member's client does)."""
 
     requires_request_body = True
 
@@ -58,7 +60,7 @@ class SignedAuth(httpx.Auth):
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         headers = sign_request(
             self.identity, request.method, request.url.raw_path.decode("ascii"),
-            request.content, self.audience,
+            request.content, client_audience(self.audience, str(request.url)),
         )  # fmt: skip
         request.headers.update(headers)
         yield request

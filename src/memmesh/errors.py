@@ -59,6 +59,8 @@ that this tree is the real one):
     │   ├── Refused                        1     500  refused
     │   ├── RequestTimeout                 1     408  request_timeout
     │   ├── Unauthorized                   1     401  unauthorized
+    │   │   └── WrongAudience              1     401  wrong_audience
+    │   │       └── OutdatedAudience       1     401  outdated_audience
     │   ├── Unavailable                    1     503  unavailable
     │   ├── Unreachable                    4     500  unreachable
     │   │   ├── PinMismatch                4     500  pin_mismatch

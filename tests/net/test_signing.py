@@ -23,7 +23,9 @@ from memmesh.net.signing import (
 from memmesh.registry.identity import Identity, create_identity
 from tests._servers import running
 
-AUDIENCE = "coordinator:acme"
+# A daemon named by its audience alone (as a peer is); coordinators' bound audiences are
+# tests/net/test_audience.py's.
+AUDIENCE = peer_audience("alices-daemon")
 
 
 class Said(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -11,6 +11,7 @@ import pytest
 
 from memmesh.embed import HashingEmbedder
 from memmesh.local.store import Store
+from memmesh.net.audience import client_audience
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused
 from memmesh.net.search import SearchRequest, SearchResponse
@@ -140,8 +141,9 @@ def test_a_peer_answers_a_member_from_its_coordinators_roster_and_stops_within_a
 
     assert answered == [locks]
     assert status == 403
-    # Every heartbeat is signed for the coordinator, and the token goes there alone.
-    assert set(coordinator.audiences("/v1/presence")) == {coordinator_audience(TEAM)}
+    # Every heartbeat is signed for that coordinator, and the token goes there alone.
+    bound = client_audience(coordinator_audience(TEAM), coordinator_url)
+    assert set(coordinator.audiences("/v1/presence")) == {bound}
     assert set(coordinator.authorized("/v1/presence")) == {f"Bearer {TOKEN}"}
 
 

@@ -349,7 +349,9 @@ def _run(
         coordinator = open_coordinator()
         opened.append(coordinator)
         coordinator.store.warm()  # before it serves: no first search pays for the load
-        return coordinator_app(coordinator, token=token)
+        # Requests are signed for this coordinator by its --url and its certificate's pin.
+        pinned = certificate.pin if certificate else None
+        return coordinator_app(coordinator, token=token, url=args.url, pin=pinned)
 
     try:
         serve_processes(make_app, settings, token=token, sock=sock)

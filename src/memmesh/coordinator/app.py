@@ -1,11 +1,14 @@
 """The coordinator's HTTP routes on the shared harness, and its OpenAPI document.
 
-Every route but ``/healthz`` needs a request signed for this coordinator's audience
-(:func:`~memmesh.net.signing.coordinator_audience`); every route but ``/healthz`` and
-``/v1/join`` is for the members the coordinator admits (:meth:`Coordinator.admit`), and the
-admins' routes check the admin flag besides.
+Every route but ``/healthz`` needs a request signed for this very coordinator
+(:func:`~memmesh.net.signing.coordinator_audience` of its team, bound to one of its names: see
+:func:`coordinator_names`); every route but ``/healthz`` and ``/v1/join`` is for the members
+the coordinator admits (:meth:`Coordinator.admit`), and the admins' routes check the admin flag
+besides. The nonces of the members' requests are kept in the data folder
+(:class:`~memmesh.local.nonces.NonceFile`), for every worker process and across restarts.
 """
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -15,14 +18,17 @@ from starlette.types import ASGIApp
 from memmesh.coordinator import protocol as p
 from memmesh.coordinator._tallies import TALLIES_BODY_LIMIT
 from memmesh.coordinator.service import Coordinator
+from memmesh.local.nonces import NonceFile
 from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app, health_endpoint
+from memmesh.net.audience import origin_of
 from memmesh.net.limits import PUBLISH_BODY_LIMIT, QUERY_BODY_LIMIT, BodyLimit
 from memmesh.net.openapi import openapi_document
 from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.signing import RequestVerifier, coordinator_audience
+from memmesh.net.tls import CERT_FILENAME, pin_of
 
-__all__ = ["coordinator_app", "endpoints", "openapi"]
+__all__ = ["coordinator_app", "coordinator_names", "endpoints", "openapi"]
 
 
 def endpoints(coordinator: Coordinator) -> list[Endpoint]:
@@ -204,12 +210,35 @@ def openapi(routes: Sequence[Endpoint]) -> dict[str, Any]:
     return openapi_document("memmesh coordinator", routes)
 
 
+def coordinator_names(
+    coordinator: Coordinator, *, url: str | None = None, pin: str | None = None
+) -> list[str]:
+    """The names members bind their requests to this coordinator by (see
+    :mod:`memmesh.net.audience`): ``pin``, the pin of the certificate it serves; the pin of
+    the one its data folder keeps (``tls/``, made when it served https itself: only it holds
+    that key); and the origin of ``url``, the address members reach it at (its ``--url``)."""
+    names = [pin] if pin else []
+    kept = coordinator.store.home / "tls" / CERT_FILENAME
+    # None made (or unreadable): it is named by its --url or its address alone.
+    with contextlib.suppress(OSError, ValueError):
+        names.append(pin_of(kept.read_bytes()))
+    if url:
+        names.append(origin_of(url))
+    return list(dict.fromkeys(names))
+
+
 def coordinator_app(
-    coordinator: Coordinator, *, token: str | None, workers: int = DEFAULT_WORKERS
+    coordinator: Coordinator,
+    *,
+    token: str | None,
+    workers: int = DEFAULT_WORKERS,
+    url: str | None = None,
+    pin: str | None = None,
 ) -> ASGIApp:
     """The ASGI app for ``coordinator`` (also serving ``GET /v1/openapi.json``): requests
-    signed for its team's coordinator, callers admitted by its roster, and ``token`` (if
-    given) as an outer gate on the members' routes."""
+    signed for this coordinator (named by ``url``, its ``--url``, and by ``pin``, that of the
+    certificate it serves: :func:`coordinator_names`), callers admitted by its roster, and
+    ``token`` (if given) as an outer gate on the members' routes."""
     routes = endpoints(coordinator)
     document = openapi(routes)
     routes.append(
@@ -224,6 +253,10 @@ def coordinator_app(
         routes,
         token=token,
         workers=workers,
-        verifier=RequestVerifier(coordinator_audience(coordinator.team)),
+        verifier=RequestVerifier(
+            coordinator_audience(coordinator.team),
+            names=coordinator_names(coordinator, url=url, pin=pin),
+            nonces=NonceFile(coordinator.store.home),
+        ),
         admit=coordinator.admit,
     )

@@ -8,8 +8,9 @@ must not block the event loop). The app adds, around every route:
   a missing and a wrong token get the same 401): an optional outer gate, never the identity;
 * member identity: with a :class:`~memmesh.net.signing.RequestVerifier`, every route but those
   open to ``anyone`` needs a request signed for this daemon (:mod:`memmesh.net.signing`; 401
-  otherwise), and a route for ``members`` lets the daemon's ``admit`` refuse the signer (403);
-  a handler that asks for it gets the :class:`~memmesh.net.signing.Caller` first;
+  otherwise), and a route for ``members`` lets the daemon's ``admit`` refuse the signer (403)
+  before its nonce is remembered; a handler that asks for it gets the
+  :class:`~memmesh.net.signing.Caller` first;
 * the protocol version header on every response;
 * error rendering: a :class:`~memmesh.errors.MemmeshError` becomes its status with a JSON
   ``{"error": {"code", "message"}}`` holding the error's own ``code`` and message; anything
@@ -171,9 +172,13 @@ def _route(endpoint: Endpoint, limiter: anyio.CapacityLimiter, guard: "_Guard") 
         checked = None
         if guard.verifier is not None and endpoint.access != "anyone":
             # Before the body is decoded: a stranger's request costs one signature check.
+            # The address the request reached (the listening socket's, never its Host
+            # header) names a coordinator that has no --url: see memmesh.net.audience.
+            scope = request.scope
             checked = guard.verifier.check(
-                request.method, request.url.path, request.scope["headers"], body
-            )
+                request.method, request.url.path, scope["headers"], body,
+                scheme=scope.get("scheme", ""), server=scope.get("server"),
+            )  # fmt: skip
         args: tuple[Any, ...] = (checked,)
         if endpoint.request is not None:
             args += (decode_request(body, endpoint.request),)

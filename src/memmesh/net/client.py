@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
+from memmesh.net.audience import client_audience
 from memmesh.net.errors import BadResponse, BadUrl, Refused, Timeout, Unreachable
 from memmesh.net.signing import sign_request
 from memmesh.net.wire import encode
@@ -46,7 +47,10 @@ class Client:
       :class:`Timeout`.
     * ``max_response`` - bytes of response body read at most; more is a :class:`BadResponse`.
     * ``identity`` and ``audience`` - the member who signs every request, and for which daemon
-      (see :mod:`memmesh.net.signing`); without an identity nothing is signed.
+      (see :mod:`memmesh.net.signing`); without an identity nothing is signed. A
+      coordinator's audience is bound to the coordinator reached: to ``pin`` when given (the
+      pin of its certificate that the member holds), else to the origin of ``base_url``
+      (:func:`~memmesh.net.audience.client_audience`).
     * ``tls`` - the TLS context for an ``https`` service (a pinned one from
       :mod:`memmesh.net.tls`); ``None`` trusts the system's certificate authorities.
     """
@@ -61,13 +65,14 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         identity: Identity | None = None,
         audience: str = "",
+        pin: str = "",
         tls: ssl.SSLContext | None = None,
     ) -> None:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
         self.max_response = max_response
         self.identity = identity
-        self.audience = audience
+        self.audience = client_audience(audience, self.base_url, pin) if identity else audience
         self._http = httpx.Client(
             base_url=self.base_url,
             headers=headers,

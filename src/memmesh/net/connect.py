@@ -1,8 +1,8 @@
 """How a member reaches the team's daemons: the one place a client is set up for them.
 
 * The coordinator: its URL from team.yaml, pinned with ``coordinator_pin`` when https, every
-  request signed for the coordinator's audience, and the team token (an optional outer gate)
-  as bearer token.
+  request signed for that very coordinator (its pin, else its URL's origin: see
+  :mod:`memmesh.net.audience`), and the team token (an optional outer gate) as bearer token.
 * A teammate's peer: the URL and pin from its signed presence, every request signed for that
   peer's audience, and never the team token (a peer knows askers by their keys).
 
@@ -37,15 +37,17 @@ def coordinator_client(
         raise NoCoordinator()
     url = peer_url(policy.coordinator)
     check_transport(url, insecure_http=policy.insecure_http)
-    tls = None
+    tls, pin = None, ""
     if url.startswith("https:") and policy.coordinator_pin:
-        tls = pinned_context(url, policy.coordinator_pin, timeout)
+        pin = policy.coordinator_pin
+        tls = pinned_context(url, pin, timeout)
     return Client(
         url,
         token=team_token(policy),
         timeout=timeout,
         identity=identity,
         audience=coordinator_audience(policy.team),
+        pin=pin,
         tls=tls,
     )
 

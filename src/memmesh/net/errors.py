@@ -4,6 +4,8 @@ MemmeshError
 └── NetError
     ├── BadRequest            400: a body or parameter is malformed (names the field)
     ├── Unauthorized          401: missing or wrong token (never says which)
+    │   └── WrongAudience     401: signed, but for another daemon (says which this one is)
+    │       └── OutdatedAudience  401: signed the old way, for any coordinator of the team
     ├── Forbidden             403: signed by a key the service refuses
     ├── NotFound              404
     ├── RequestTimeout        408: the body arrived too slowly
@@ -39,6 +41,7 @@ __all__ = [
     "InsecureUrl",
     "NetError",
     "NotFound",
+    "OutdatedAudience",
     "Overloaded",
     "PinMismatch",
     "Refused",
@@ -48,6 +51,7 @@ __all__ = [
     "Unavailable",
     "Unreachable",
     "WorkerDied",
+    "WrongAudience",
 ]
 
 
@@ -71,6 +75,43 @@ class Unauthorized(NetError):
         super().__init__(
             "not accepted: a missing or wrong team token, or a request not signed by a key for "
             "this service within the last 2 minutes"
+        )
+
+
+class WrongAudience(Unauthorized):
+    """A request signed for another daemon than the one it reached (says which this one is).
+
+    ``got`` is the audience it was signed for, ``accepted`` the ones this daemon takes.
+    """
+
+    def __init__(self, got: str, accepted: list[str], *, message: str = "") -> None:
+        NetError.__init__(
+            self,
+            message
+            or (
+                f"this request is signed for {got}, and this daemon is "
+                f"{' or '.join(accepted) or 'none of those'}: the member's team.yaml names "
+                "another coordinator (address or pin) than the one it reached, or a coordinator "
+                "behind a reverse proxy was started without --url, the address members use"
+            ),
+        )
+        self.got = got
+        self.accepted = accepted
+
+
+class OutdatedAudience(WrongAudience):
+    """A request signed for any coordinator of its team, as older memmesh versions sign.
+
+    Requests are bound to one coordinator now: the sender's memmesh must be upgraded.
+    """
+
+    def __init__(self, got: str, accepted: list[str]) -> None:
+        super().__init__(
+            got,
+            accepted,
+            message=f"this request is signed for {got}, any coordinator of that team, as older "
+            "memmesh versions sign; this coordinator takes only requests signed for itself: "
+            "upgrade memmesh on the computer that sent it",
         )
 
 

@@ -1,22 +1,27 @@
 """Signed requests: every request a member sends carries its key's signature.
 
 A request is signed over one canonical text: a version tag, the method, the path, the
-*audience* (which daemon it is meant for: :func:`coordinator_audience` or
-:func:`peer_audience`), the time, a random nonce and the SHA-256 of the body. The five headers
-of :data:`SIGNED_HEADERS` carry the key, the time, the nonce, the audience and the signature.
+*audience* (which daemon it is meant for: :func:`coordinator_audience` bound to one coordinator,
+or :func:`peer_audience`; see :mod:`memmesh.net.audience`), the time, a random nonce and the
+SHA-256 of the body. The five headers of :data:`SIGNED_HEADERS` carry the key, the time, the
+nonce, the audience and the signature.
 
 A daemon checks a request with a :class:`RequestVerifier` made for its own audience: the
-signature must hold for the named key, the audience must be its own (a request signed for a
-teammate's peer is worthless at the coordinator), the time within :data:`REPLAY_WINDOW` of its
-clock, and the nonce unseen in that window (a captured request cannot be sent twice). Any
-failure is the same vague 401; whether the key may ask at all (the roster) is the daemon's
-business, decided on the :class:`Caller` this gives.
+signature must hold for the named key, the time be within :data:`REPLAY_WINDOW` of its clock,
+the audience be its own (a request signed for a teammate's peer, or for another coordinator of
+the same team name, is worthless here: 401 ``wrong_audience``, or ``outdated_audience`` for the
+unbound coordinator audience older memmesh versions sign), and the nonce unseen in that window
+(a captured request cannot be sent twice). Any other failure is the same vague 401; whether the
+key may ask at all (the roster) is the daemon's business, decided on the :class:`Caller` this
+gives.
 
 The harness checks the signature (:meth:`RequestVerifier.check`), lets the daemon admit the
 signer, and only then remembers the nonce (:meth:`RequestVerifier.remember`): the nonces of
-the members a daemon admits are kept apart from everyone else's, so that a stranger's flood of
-fresh signed requests (which passes the signature check, then is refused) fills only the
-strangers' share and never turns a member away with 503.
+the members a daemon admits go to its :class:`~memmesh.net.nonces.NonceStore` (the daemons keep
+them in a file beside their data, shared by every worker process and kept across restarts);
+everyone else's are kept apart, in this process, so that a stranger's flood of fresh signed
+requests (which passes the signature check, then is refused) fills only the strangers' share
+and never turns a member away with 503.
 """
 
 import base64
@@ -28,7 +33,9 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from memmesh.net.errors import Overloaded, Unauthorized
+from memmesh.net.audience import arrival_origins, bound_audience, is_bound
+from memmesh.net.errors import OutdatedAudience, Unauthorized, WrongAudience
+from memmesh.net.nonces import MemoryNonces, NonceStore
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import Identity, key_id, public_key_from_text, verify_signature
 
@@ -37,6 +44,7 @@ __all__ = [
     "KEY_HEADER",
     "MAX_NONCES",
     "NONCE_HEADER",
+    "PRUNE_EVERY",
     "REPLAY_WINDOW",
     "SIGNATURE_HEADER",
     "SIGNED_HEADERS",
@@ -58,9 +66,11 @@ SIGNED_HEADERS = (KEY_HEADER, TIME_HEADER, NONCE_HEADER, AUDIENCE_HEADER, SIGNAT
 
 # Seconds a request's time may differ from the daemon's clock (laptop clocks drift).
 REPLAY_WINDOW = 120.0
-# Nonces remembered at once; a flood of fresh signed requests beyond it gets 503, never a
-# forgotten nonce.
+# Nonces remembered at once in memory; a flood of fresh signed requests beyond it gets 503,
+# never a forgotten nonce.
 MAX_NONCES = 200_000
+# Seconds between two prunings of the nonces past the window.
+PRUNE_EVERY = 30.0
 _TAG = b"memmesh-request/1"
 
 
@@ -72,8 +82,8 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Checked(msgspec.Struct, frozen=True, kw_only=True):
-    """A request whose signature holds, before its nonce is remembered: who signed it, and
-    the nonce (with the key) and the time it was checked at."""
+    """A request whose signature holds, before its nonce is remembered: who signed it, its
+    nonce and the time it was checked at."""
 
     caller: Caller
     nonce: str
@@ -81,7 +91,8 @@ class Checked(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def coordinator_audience(team: str) -> str:
-    """The audience of requests meant for ``team``'s coordinator."""
+    """The audience of requests meant for a coordinator of ``team``: on the wire, bound to one
+    coordinator (:func:`~memmesh.net.audience.client_audience`, which the client applies)."""
     return f"coordinator:{team}"
 
 
@@ -123,50 +134,50 @@ def sign_request(
     }
 
 
-class _Nonces:
-    """The nonces seen within the window, at most ``limit`` of them at once."""
-
-    def __init__(self, limit: int, keep_for: float) -> None:
-        self._limit = limit
-        self._keep_for = keep_for
-        self._seen: dict[str, float] = {}  # nonce -> when it may be forgotten
-        self._lock = threading.Lock()
-
-    def add(self, nonce: str, now: float) -> None:
-        """Record ``nonce``, refusing one already seen in the window."""
-        with self._lock:
-            if nonce in self._seen:
-                raise Unauthorized()
-            if len(self._seen) >= self._limit:
-                self._seen = {n: until for n, until in self._seen.items() if until > now}
-                if len(self._seen) >= self._limit:
-                    raise Overloaded("too many signed requests at once; try again shortly")
-            self._seen[nonce] = now + self._keep_for
-
-
 class RequestVerifier:
     """Checks signed requests meant for ``audience``.
 
+    * ``names`` - for a coordinator's audience, the names it is bound to here (pins and
+      origins, see :mod:`memmesh.net.audience`); with no origin among them, the address each
+      request reached names it too.
+    * ``nonces`` - where the admitted members' nonces are kept (default: in this process).
     * ``window`` - seconds of clock difference allowed either way (:data:`REPLAY_WINDOW`).
     * ``clock`` - the time now, in seconds.
-    * ``max_nonces`` - nonces remembered at once (:data:`MAX_NONCES`), for the members the
-      daemon admits and, as many again, for everyone else.
+    * ``max_nonces`` - nonces remembered at once in memory (:data:`MAX_NONCES`), for the
+      members the daemon admits (unless ``nonces`` keeps them) and, as many again, for
+      everyone else.
     """
 
     def __init__(
         self,
         audience: str,
         *,
+        names: Iterable[str] = (),
+        nonces: NonceStore | None = None,
         window: float = REPLAY_WINDOW,
         clock: Callable[[], float] = time.time,
         max_nonces: int = MAX_NONCES,
     ) -> None:
         self.audience = audience
+        self.names = tuple(dict.fromkeys(names))
         self.window = window
         self._clock = clock
         # A stamp may lie up to a window ahead, and is accepted a window behind.
-        self._admitted = _Nonces(max_nonces, 2 * window)
-        self._others = _Nonces(max_nonces, 2 * window)
+        self._keep_for = 2 * window
+        self._admitted = nonces or MemoryNonces(max_nonces, self._keep_for)
+        self._others = MemoryNonces(max_nonces, self._keep_for)
+        self._pruned_at = clock()
+        self._pruning = threading.Lock()
+
+    def audiences(self, scheme: str = "", server: tuple[str, int] | None = None) -> list[str]:
+        """The audiences this verifier takes from a request that reached the listening
+        address ``server`` by ``scheme`` (both unknown: only its own names)."""
+        if not is_bound(self.audience):
+            return [self.audience]
+        names = list(self.names)
+        if not any("://" in name for name in names):
+            names += arrival_origins(scheme, server)
+        return [bound_audience(self.audience, name) for name in dict.fromkeys(names)]
 
     def verify(
         self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
@@ -177,16 +188,23 @@ class RequestVerifier:
         return checked.caller
 
     def check(
-        self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
+        self,
+        method: str,
+        path: str,
+        headers: Iterable[tuple[bytes, bytes]],
+        body: bytes,
+        *,
+        scheme: str = "",
+        server: tuple[str, int] | None = None,
     ) -> Checked:
-        """The signer of a request with these raw ``headers``; :class:`Unauthorized` unless
-        it is signed, for this audience and fresh. Its nonce is not remembered yet."""
+        """The signer of a request with these raw ``headers`` that reached ``server`` by
+        ``scheme`` (see :meth:`audiences`); :class:`Unauthorized` unless it is signed and
+        fresh, :class:`WrongAudience` when it is signed for another daemon. Its nonce is not
+        remembered yet."""
         values = _signed_values(headers)
         if values is None:
             raise Unauthorized()
         key_text, stamp, nonce, audience, signature = values
-        if audience != self.audience:
-            raise Unauthorized()
         if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= 12):
             raise Unauthorized()
         if not (len(nonce) == 32 and all(c in "0123456789abcdef" for c in nonce)):
@@ -201,14 +219,34 @@ class RequestVerifier:
             verify_signature(public_key, raw_signature, message)
         except (BadSignature, ValueError):
             raise Unauthorized() from None
+        # Only a signed request learns which daemon this is.
+        accepted = self.audiences(scheme, server)
+        if audience not in accepted:
+            if audience == self.audience and is_bound(audience):
+                raise OutdatedAudience(audience, accepted)
+            raise WrongAudience(audience, accepted)
         caller = Caller(key=key_text, key_id=key_id(public_key))
-        return Checked(caller=caller, nonce=f"{key_text}:{nonce}", at=now)
+        return Checked(caller=caller, nonce=nonce, at=now)
 
     def remember(self, checked: Checked, *, admitted: bool = True) -> None:
         """Record the checked request's nonce (:class:`Unauthorized` if it was seen in the
         window: a replay), among the ``admitted`` members' or everyone else's;
         :class:`~memmesh.net.errors.Overloaded` when that share is full of fresh ones."""
-        (self._admitted if admitted else self._others).add(checked.nonce, checked.at)
+        store = self._admitted if admitted else self._others
+        if not store.remember(checked.caller.key, checked.nonce, checked.at):
+            raise Unauthorized()
+        self._prune(checked.at)
+
+    def _prune(self, now: float) -> None:
+        """Forget the nonces past the window, every :data:`PRUNE_EVERY` seconds at most."""
+        if now - self._pruned_at < PRUNE_EVERY or not self._pruning.acquire(blocking=False):
+            return
+        try:
+            self._pruned_at = now
+            for store in (self._admitted, self._others):
+                store.prune(now - self._keep_for)
+        finally:
+            self._pruning.release()
 
 
 def _signed_values(

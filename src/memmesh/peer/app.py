@@ -4,10 +4,15 @@ Recall and confirm answer only requests signed for this very peer
 (:func:`~memmesh.net.signing.peer_audience` of its owner's member id) by an active member of
 the roster it holds (:meth:`~memmesh.peer.service.Peer.admit`); the team token plays no part
 (it is never sent to a peer). Health and the signed presence are open to anyone.
+
+The nonces of the requests it answered are kept in its owner's home
+(:class:`~memmesh.local.nonces.NonceFile`): a request answered before the peer restarted is
+refused after it, as within one run.
 """
 
 from starlette.types import ASGIApp
 
+from memmesh.local.nonces import NonceFile
 from memmesh.net.app import DEFAULT_WORKERS, Endpoint, create_app, health_endpoint
 from memmesh.net.limits import BodyLimit
 from memmesh.net.search import SearchRequest, SearchResponse
@@ -54,11 +59,11 @@ def peer_endpoints(peer: Peer) -> list[Endpoint]:
 
 def peer_app(peer: Peer, *, workers: int = DEFAULT_WORKERS) -> ASGIApp:
     """The ASGI app for ``peer``: signed requests for its own audience, admitted by its
-    roster."""
+    roster, each answered once (its nonce kept in the peer's home)."""
     return create_app(
         peer_endpoints(peer),
         token=None,
         workers=workers,
-        verifier=RequestVerifier(peer_audience(peer.identity.key_id)),
+        verifier=RequestVerifier(peer_audience(peer.identity.key_id), nonces=NonceFile(peer.home)),
         admit=peer.admit,
     )
