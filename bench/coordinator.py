@@ -104,6 +104,7 @@ from memmesh.embed import HashingEmbedder
 from memmesh.local._recall import recall
 from memmesh.local.ids import new_id
 from memmesh.net.app import Endpoint, create_app
+from memmesh.net.audience import client_audience
 from memmesh.net.limits import QUERY_BODY_LIMIT, BodyLimit
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import ServeSettings, free_port, serve_processes
@@ -126,9 +127,12 @@ FLOOR_KINDS = ("harness", "raw")
 Vectors = npt.NDArray[np.float32]
 
 
-def _signed(identity: Identity, path: str, body: bytes, method: str = "POST") -> dict[str, str]:
-    """The headers that sign one request to the coordinator by ``identity``."""
-    return sign_request(identity, method, path, body, coordinator_audience(TEAM))
+def _signed(
+    identity: Identity, url: str, path: str, body: bytes, method: str = "POST"
+) -> dict[str, str]:
+    """The headers that sign one request to the coordinator at ``url`` by ``identity``."""
+    audience = client_audience(coordinator_audience(TEAM), url)
+    return sign_request(identity, method, path, body, audience)
 
 
 # -- synthetic team memories -----------------------------------------------------------------
@@ -674,7 +678,9 @@ def publish_http(
             body = encode(request)
             sent = time.perf_counter()
             answer = client.post(
-                "/v1/publish", content=body, headers=_signed(author, "/v1/publish", body)
+                "/v1/publish",
+                content=body,
+                headers=_signed(author, server.url, "/v1/publish", body),
             )
             batch_ms.append(ms_since(sent))
             if answer.status_code != 200:
@@ -790,7 +796,7 @@ async def _drive(
                 turn += 1
                 size = 0
                 try:
-                    signed = _signed(asker, "/v1/search", body)
+                    signed = _signed(asker, server.url, "/v1/search", body)
                     answer = await client.post("/v1/search", content=body, headers=signed)
                     outcome = "ok" if answer.status_code == 200 else f"HTTP {answer.status_code}"
                     size = len(answer.content)
@@ -878,7 +884,7 @@ def warm_up(url: str, bodies: Sequence[bytes], asker: Identity) -> Warmup:
     ) as client:
         for body in bodies:
             sent = time.perf_counter()
-            signed = _signed(asker, "/v1/search", body)
+            signed = _signed(asker, url, "/v1/search", body)
             answer = client.post("/v1/search", content=body, headers=signed)
             times.append(ms_since(sent))
             if answer.status_code != 200:
@@ -1070,7 +1076,10 @@ def run_size(
     server = coordinator_server(data, work, args.workers)
     with running(server, env) as start_seconds:
         result.start_seconds = start_seconds
-        headers = {"authorization": f"Bearer {TOKEN}", **_signed(asker, "/v1/info", b"", "GET")}
+        headers = {
+            "authorization": f"Bearer {TOKEN}",
+            **_signed(asker, server.url, "/v1/info", b"", "GET"),
+        }
         info = httpx.get(f"{server.url}/v1/info", headers=headers, timeout=30, verify=_verify())
         result.published = msgspec.json.decode(info.content, type=Info).published
         log(f"[{size:,}] {result.published:,} published; asking each of {len(bodies)} queries")

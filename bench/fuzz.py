@@ -69,6 +69,7 @@ from memmesh.coordinator import Coordinator, coordinator_app, endpoints
 from memmesh.coordinator.protocol import JoinRequest
 from memmesh.local.items import KINDS
 from memmesh.net.app import PROTOCOL_HEADER, Endpoint
+from memmesh.net.audience import client_audience
 from memmesh.net.server import Server, ServeSettings, listen
 from memmesh.net.signing import Caller, coordinator_audience, sign_request
 from memmesh.net.wire import PROTOCOL_VERSION
@@ -138,6 +139,8 @@ class Fuzzer:
         self.member = member
         self.embedder = embedder
         self.dim = dim
+        # What its signatures are for: the coordinator it is sent to, once that is serving.
+        self.audience = coordinator_audience(TEAM)
 
     # Building blocks.
 
@@ -262,6 +265,8 @@ class Fuzzer:
             return {"name": "newcomer", "key": newcomer.public_key_text}
         if path == "/v1/members/revoke":
             return {"member": "newcomer", "purge": True}
+        if path in ("/v1/members/promote", "/v1/members/demote"):
+            return {"member": "newcomer"}
         if path == "/v1/invites":
             digest = hashlib.sha256(self.text(20).encode()).hexdigest()
             return {"name": "invited", "digest": digest, "expires_at": time.time() + 3600}
@@ -424,7 +429,7 @@ class Fuzzer:
         """The member's signature of the request, mostly; sometimes none, or a broken one
         (every request is checked before its body is decoded, so most must be signed to
         reach the routes)."""
-        headers = sign_request(self.member, method, path, body or b"", coordinator_audience(TEAM))
+        headers = sign_request(self.member, method, path, body or b"", self.audience)
         roll = self.rng.random()
         if roll < 0.03:
             return {}
@@ -643,6 +648,7 @@ def fuzz(
                 _Server(coordinator_app(coordinator, token=TOKEN)) as server,
                 httpx.Client(base_url=server.url, timeout=REQUEST_TIMEOUT) as http,
             ):
+                fuzzer.audience = client_audience(coordinator_audience(TEAM), server.url)
                 # The seed publication goes first, so that searches have something to find.
                 first = _encode(seeds["/v1/publish"])
                 signed = {**fuzzer.headers(), **fuzzer.signature("POST", "/v1/publish", first)}
@@ -697,7 +703,7 @@ def _attacks(
     ):
 
         def ask() -> tuple[int, float]:
-            audience = coordinator_audience(TEAM)
+            audience = client_audience(coordinator_audience(TEAM), server.url)
             headers = {
                 "content-type": "application/json",
                 "connection": "close",  # a fresh connection: the one an attack would keep out

@@ -7,7 +7,7 @@ import httpx
 import msgspec
 
 from memmesh.coordinator.protocol import JoinRequest, MemberAdd
-from memmesh.net.audience import client_audience
+from memmesh.net.audience import bound_audience, client_audience, origin_of
 from memmesh.net.client import Client
 from memmesh.net.presence import RosterMember
 from memmesh.net.signing import Caller, coordinator_audience, sign_request
@@ -38,13 +38,23 @@ def author_of(envelope: Envelope) -> Caller:
 
 
 def signed_client(
-    url: str, identity: Identity, *, team: str, token: str | None = None, timeout: float = 5.0
+    url: str,
+    identity: Identity,
+    *,
+    team: str,
+    token: str | None = None,
+    timeout: float = 5.0,
+    known_as: str | None = None,
 ) -> Client:
     """A protocol client of ``team``'s coordinator at ``url`` whose requests ``identity``
-    signs."""
-    return Client(
+    signs; with ``known_as``, signed for the coordinator members reach at that URL (its
+    ``--url``, a proxy in front of it), though sent to ``url`` itself."""
+    client = Client(
         url, token=token, identity=identity, audience=coordinator_audience(team), timeout=timeout
     )
+    if known_as is not None:
+        client.audience = bound_audience(coordinator_audience(team), origin_of(known_as))
+    return client
 
 
 class SignedAuth(httpx.Auth):

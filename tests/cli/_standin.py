@@ -10,7 +10,7 @@ prints no code itself: :meth:`StandIn.admin_code` is what its first start would 
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -161,7 +161,9 @@ class StandIn:
             pin=self.pin, admin=admin,
         ).encode()  # fmt: skip
 
-    def app(self) -> ASGIApp:
+    def app(self, names: Sequence[str] = ()) -> ASGIApp:
+        """The stand-in's app, answering requests signed for it by ``names`` (its pin)."""
+
         def route(
             path: str,
             handler: Callable[..., Any],
@@ -183,7 +185,7 @@ class StandIn:
             route("/v1/join", self.join, p.JoinResponse, p.JoinRequest, access="signed"),
             route("/v1/disclosures", self.disclosures, p.DisclosuresResponse, p.DisclosuresRequest),
         ]
-        verifier = RequestVerifier(coordinator_audience(self.team))
+        verifier = RequestVerifier(coordinator_audience(self.team), names=names)
         return create_app(routes, token=None, verifier=verifier, admit=self.admit)
 
 
@@ -196,7 +198,8 @@ def serving(standin: StandIn, *, tls_folder: Path | None = None) -> Iterator[Sta
     if tls_folder is not None:
         certificate = ensure_certificate(tls_folder, ["127.0.0.1"])
     config = uvicorn.Config(
-        standin.app(), host="127.0.0.1", port=port, log_level="error", access_log=False,
+        standin.app([certificate.pin] if certificate else []), host="127.0.0.1", port=port,
+        log_level="error", access_log=False,
         lifespan="off",
         ssl_certfile=certificate.cert_path if certificate else None,
         ssl_keyfile=certificate.key_path if certificate else None,

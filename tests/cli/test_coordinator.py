@@ -147,7 +147,7 @@ def _code_in(output: str) -> JoinCode:
 
 def _pinned(url: str, pin: str, identity: Identity, *, token: str | None = None) -> Client:
     return Client(
-        url, token=token, identity=identity, audience=coordinator_audience("acme"),
+        url, token=token, identity=identity, audience=coordinator_audience("acme"), pin=pin,
         tls=pinned_context(url, pin, 5), timeout=5,
     )  # fmt: skip
 

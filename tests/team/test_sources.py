@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from memmesh.net.audience import client_audience
 from memmesh.net.signing import coordinator_audience
 from memmesh.registry import create_identity
 from memmesh.team import _sources
@@ -77,7 +78,9 @@ def test_list_peers_leaves_out_our_own_peer_and_counts_bad_presences(tmp_path: P
     assert seen == []
     assert problems == ["dropped 1 presence(s): bad_presence"]
     assert coordinator.authorized("/v1/presence/list") == [f"Bearer {TOKEN}"]
-    assert coordinator.audiences("/v1/presence/list") == [coordinator_audience(TEAM)]
+    # Signed for this coordinator: the team's audience bound to the URL team.yaml names.
+    signed_for = client_audience(coordinator_audience(TEAM), url)
+    assert coordinator.audiences("/v1/presence/list") == [signed_for]
 
 
 def test_list_peers_without_a_roster_lists_peers_by_member_id_and_says_none_is_asked(

@@ -28,6 +28,7 @@ from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused
 from memmesh.net.search import SearchRequest, SearchResponse
+from memmesh.net.server import free_port
 from memmesh.net.signing import coordinator_audience
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry import Identity, Registry, create_identity, load_identity, publish, retract
@@ -480,11 +481,12 @@ TOTAL_ENTRIES = 45
 SKIPPED = 6
 
 
-def _coordinator_state(url: str, identity: Identity) -> State:
-    """The coordinator's whole feed, read page by page over HTTP."""
+def _coordinator_state(url: str, identity: Identity, known_as: str | None = None) -> State:
+    """The coordinator's whole feed, read page by page over HTTP (signed for the coordinator
+    members know at ``known_as``, when that is not ``url``)."""
     state: State = {}
     cursor = 0
-    with signed_client(url, identity, team=TEAM, token=TOKEN) as client:
+    with signed_client(url, identity, team=TEAM, token=TOKEN, known_as=known_as) as client:
         while True:
             page = client.post(
                 "/v1/changes", ChangesRequest(cursor=cursor, limit=7), ChangesResponse
@@ -497,7 +499,9 @@ def _coordinator_state(url: str, identity: Identity) -> State:
                 return state
 
 
-def _assert_converged(member: _Member, url: str, final: subprocess.CompletedProcess[str]) -> None:
+def _assert_converged(
+    member: _Member, url: str, final: subprocess.CompletedProcess[str], known_as: str | None = None
+) -> None:
     assert final.returncode == 0, final.stderr
     report = json.loads(final.stdout)
     # Receipts come back for the retractions this sync sent: some were sent before the kill.
@@ -519,11 +523,11 @@ def _assert_converged(member: _Member, url: str, final: subprocess.CompletedProc
     assert len(expected) == 39
     assert sum(kind == "retraction" for kind, _, _ in expected.values()) == 6
     identity = load_identity(member.home)
-    assert _coordinator_state(url, identity) == expected
+    assert _coordinator_state(url, identity, known_as) == expected
     assert member.acked() == TOTAL_ENTRIES
     assert member.unsent_now() == SyncReport()
     assert member.unreceipted() == []  # every retraction's purge is vouched for
-    with signed_client(url, identity, team=TEAM, token=TOKEN) as client:
+    with signed_client(url, identity, team=TEAM, token=TOKEN, known_as=known_as) as client:
         hits = client.post(
             "/v1/search",
             SearchRequest(query="invoice job export batch", project="billing", k=100),
@@ -546,11 +550,16 @@ def _assert_interrupted(result: subprocess.CompletedProcess[str]) -> None:
 def test_kill_9_of_the_coordinator_at_several_points_then_sync_again_converges(
     tmp_path: Path,
 ) -> None:
-    process = CoordinatorProcess(tmp_path / "coordinator-data", team=TEAM, token=TOKEN)
+    # Members reach the coordinator through the proxy, which is therefore its --url.
+    proxy_port = free_port()
+    proxied = f"http://127.0.0.1:{proxy_port}"
+    process = CoordinatorProcess(
+        tmp_path / "coordinator-data", team=TEAM, token=TOKEN, args=("--url", proxied)
+    )
     proxy = _Proxy(process.url)
     try:
         process.start()
-        with running(proxy) as url:
+        with running(proxy, port=proxy_port) as url:
             member = _Member(tmp_path / "member", url)
 
             # 1. Killed after the first batch was acknowledged and recorded, as batch 2 arrives.
@@ -559,28 +568,30 @@ def test_kill_9_of_the_coordinator_at_several_points_then_sync_again_converges(
             assert member.acked() == SKIPPED + 11
             process.start()
             identity = load_identity(member.home)
-            assert len(_coordinator_state(process.url, identity)) == 11
+            assert len(_coordinator_state(process.url, identity, url)) == 11
 
             # 2. Killed after committing a batch, before its answer reached the member.
             proxy.on_answer[4] = process.kill
             _assert_interrupted(member.sync())
             assert member.acked() == SKIPPED + 11 + 2
             process.start()
-            state = _coordinator_state(process.url, identity)
+            state = _coordinator_state(process.url, identity, url)
             assert len(state) == 24
             assert sum(kind == "retraction" for kind, _, _ in state.values()) == 2
 
-            _assert_converged(member, process.url, member.sync())
+            _assert_converged(member, process.url, member.sync(), url)
     finally:
         process.kill()
 
 
 def test_kill_9_of_the_syncing_client_then_sync_again_converges(tmp_path: Path) -> None:
     coordinator = Coordinator(tmp_path / "coordinator-data", team=TEAM)
+    proxy_port = free_port()  # members reach it through the proxy, which is its --url
+    proxied = f"http://127.0.0.1:{proxy_port}"
     try:
-        with running(coordinator_app(coordinator, token=TOKEN)) as upstream:
+        with running(coordinator_app(coordinator, token=TOKEN, url=proxied)) as upstream:
             proxy = _Proxy(upstream)
-            with running(proxy) as url:
+            with running(proxy, port=proxy_port) as url:
                 member = _Member(tmp_path / "member", url)
 
                 # 1. The client dies after batch 1 was acked, as batch 2 leaves it.
@@ -597,7 +608,7 @@ def test_kill_9_of_the_syncing_client_then_sync_again_converges(tmp_path: Path) 
                 assert member.acked() == SKIPPED + 11 + 2
                 assert len(_feed(coordinator)) == 24
 
-                _assert_converged(member, upstream, member.sync())
+                _assert_converged(member, upstream, member.sync(), url)
     finally:
         coordinator.close()
 
@@ -606,10 +617,12 @@ def test_a_withdrawal_killed_before_its_push_stays_queued_and_the_next_sync_send
     tmp_path: Path,
 ) -> None:
     coordinator = Coordinator(tmp_path / "coordinator-data", team=TEAM)
+    proxy_port = free_port()  # members reach it through the proxy, which is its --url
+    proxied = f"http://127.0.0.1:{proxy_port}"
     try:
-        with running(coordinator_app(coordinator, token=TOKEN)) as upstream:
+        with running(coordinator_app(coordinator, token=TOKEN, url=proxied)) as upstream:
             proxy = _Proxy(upstream)
-            with running(proxy) as url:
+            with running(proxy, port=proxy_port) as url:
                 member = _Member(tmp_path / "member", url, rounds=1)
                 assert member.sync().returncode == 0
                 served = _search_ids(coordinator, "invoice job export batch")

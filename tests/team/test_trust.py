@@ -13,6 +13,7 @@ import httpx
 import msgspec
 import pytest
 
+from memmesh.net.audience import client_audience
 from memmesh.net.errors import Unauthorized, Unreachable
 from memmesh.net.search import SearchRequest
 from memmesh.net.signing import RequestVerifier, coordinator_audience, peer_audience
@@ -109,7 +110,8 @@ def test_a_teammates_presence_naming_a_strangers_url_brings_it_only_requests_sig
     assert listener.audiences("/v1/recall") == [peer_audience(mallory.key_id)]
     # The coordinator, and only the coordinator, got the token, signed for itself.
     assert set(coordinator.authorized("/v1/presence/list")) == {f"Bearer {TOKEN}"}
-    assert set(coordinator.audiences("/v1/search")) == {coordinator_audience(TEAM)}
+    signed_for = client_audience(coordinator_audience(TEAM), coordinator_url)
+    assert set(coordinator.audiences("/v1/search")) == {signed_for}
 
 
 def test_without_any_roster_no_peer_is_asked_and_each_says_why(loopback_team: Team) -> None:
