@@ -467,6 +467,13 @@ def test_serve_on_loopback_with_an_https_url_serves_https_and_its_join_code_make
             "beyond loopback): give --url https://…, or serve plain http with --insecure-http",
             id="http-url-beyond-loopback",
         ),
+        pytest.param(
+            ("--url", "http://team-host:{port}"),
+            "--url http://team-host:{port} sends members over plain http beyond loopback, "
+            "which they refuse: give --url https://… (the coordinator serves https on loopback "
+            "too then), or --insecure-http for a network you trust",
+            id="http-url-elsewhere-while-on-loopback",
+        ),
     ],
 )
 def test_serve_with_a_url_whose_scheme_contradicts_what_it_serves_is_a_usage_error(

@@ -307,8 +307,10 @@ def _run(
             team=args.team,
             embedder=args.embedder,
             open_without_roster=bool(token) or is_loopback(args.host),
-            # Beyond loopback a presence on loopback would send teammates to their own machine.
-            loopback_peers=is_loopback(args.host),
+            # Beyond loopback a presence on loopback would send teammates to their own machine;
+            # so it would behind a proxy whose --url members reach from elsewhere.
+            loopback_peers=is_loopback(args.host)
+            and (args.url is None or is_loopback(urlsplit(args.url).hostname or "")),
             quotas=Quotas(
                 member_items=args.member_items, member_bytes=args.member_bytes,
                 total_items=args.total_items, total_bytes=args.total_bytes,
@@ -375,6 +377,14 @@ def _check_url_scheme(args: argparse.Namespace) -> None:
             "the reverse proxy in front of it"
         )
     https = serves_tls(args.host, tls=args.tls, insecure_http=args.insecure_http)
+    plain = not (args.tls_cert or https or args.insecure_http)
+    if plain and parts.scheme == "http" and not is_loopback(parts.hostname or ""):
+        # Members never send plain http beyond loopback unless told the network is trusted.
+        args.parser.error(
+            f"--url {args.url} sends members over plain http beyond loopback, which they "
+            "refuse: give --url https://… (the coordinator serves https on loopback too "
+            "then), or --insecure-http for a network you trust"
+        )
     if parts.scheme == "http" and (args.tls_cert or https):
         why = "--tls-cert" if args.tls_cert else "--tls" if args.tls else ""
         plain = is_loopback(args.host) or why
