@@ -4,14 +4,20 @@ Run from the repository root::
 
     .venv/bin/python bench/startup.py               # 30 runs of each command, 50 items
     .venv/bin/python bench/startup.py --runs 60 --items 200
+    .venv/bin/python bench/startup.py --before /tmp/old/src   # beside an earlier tree's src/
 
 A fresh temporary folder is made the home of every run (``HOME`` and ``MEM_HOME``, with no
 other ``MEM_*`` variable, so the default embedder is measured); ``--items`` facts are
 remembered first through ``Store.remember`` (the path `mem remember` takes), all global; the
 commands run in that folder, outside any git repository, so they see the global project.
-Then each command below runs ``--runs`` times as a real subprocess of this interpreter, the
-commands taken in turn on every round, so that a change in the machine's load falls on all
-of them alike (one round first, untimed, warms the file cache):
+``PYTHONDONTWRITEBYTECODE`` is left out, so that the untimed round writes the modules'
+bytecode as an installed package has it: no run pays for compiling a module it imports
+(``PYTHONPATH`` too, which only ``--before`` sets). With ``--before DIR`` (a copy of an
+earlier tree's ``src/``), every `mem` command is also run from that copy (``PYTHONPATH=DIR``),
+named "... (before)": a before and after measured under the same load. Then each command
+below runs ``--runs`` times as a real subprocess of this interpreter, the commands taken in
+turn on every round, so that a change in the machine's load falls on all of them alike (one
+round first, untimed, warms the file cache and writes the bytecode):
 
 * ``python -c pass`` and ``python -I -c pass``: the floor, the same interpreter as `mem`
   (a virtualenv's ``python -c pass`` also reads its site-packages' ``.pth`` files, the
@@ -28,6 +34,7 @@ at most 50 ms, ``mem recall`` on a small store at most 120 ms.
 """
 
 import argparse
+import itertools
 import os
 import random
 import resource
@@ -49,6 +56,8 @@ WORDS = (
     "deploy staging cache migration webhook retry queue schema index token build test lint "
     "docker kubernetes postgres redis billing invoice auth session cron backup restore alert"
 ).split()
+# Numbers each `mem remember`'s text, so that no run reinforces another's item.
+_SERIAL = itertools.count()
 # Each command's longest run: a run past it stops the benchmark rather than hang it.
 TIMEOUT_S = 60
 
@@ -74,11 +83,29 @@ def commands(python: str, mem: str) -> dict[str, list[str]]:
     }
 
 
+def with_before(
+    timed: dict[str, list[str]], before: Path | None
+) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Each of ``timed`` with the variables it runs with beyond the common ones: none, and
+    with ``before`` each `mem` command again, from that tree (``PYTHONPATH``)."""
+    out: dict[str, tuple[list[str], dict[str, str]]] = {
+        name: (argv, {}) for name, argv in timed.items()
+    }
+    if before is not None:
+        out |= {
+            f"{name} (before)": (argv, {"PYTHONPATH": str(before)})
+            for name, argv in timed.items()
+            if name.startswith("mem ")
+        }
+    return out
+
+
 def run(argv: Sequence[str], env: dict[str, str], cwd: str, round_: int) -> tuple[float, float]:
     """Milliseconds one run of ``argv`` in ``cwd`` takes, start-up included, and the CPU time
     it used (user and system, every thread); it must succeed."""
-    if argv[-1] == "--":  # `mem remember`: a text of its own each round, so each one is new
-        argv = [*argv, f"Round {round_}: the {WORDS[round_ % len(WORDS)]} step needs a retry"]
+    if argv[-1] == "--":  # `mem remember`: a text of its own each run, so each one is new
+        word = WORDS[round_ % len(WORDS)]
+        argv = [*argv, f"Run {next(_SERIAL)} of round {round_}: the {word} step needs a retry"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(
@@ -96,22 +123,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="runs of each command")
     parser.add_argument("--items", type=int, default=50, help="items in the store")
+    parser.add_argument(
+        "--before", type=Path, metavar="DIR", help="also run each `mem` command from this src/"
+    )
     args = parser.parse_args()
     python = sys.executable
     mem = str(Path(python).with_name("mem"))
-    timed = commands(python, mem)
+    before = args.before.resolve() if args.before else None
+    if before is not None and not (before / "memmesh" / "__init__.py").is_file():
+        parser.error(f"{before} holds no memmesh package")
+    timed = with_before(commands(python, mem), before)
     with tempfile.TemporaryDirectory(prefix="memmesh-startup-") as folder:
         home = Path(folder) / "home"
         fill(home, args.items, random.Random(7))
-        env = {name: value for name, value in os.environ.items() if not name.startswith("MEM_")}
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith("MEM_") and name not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+        }
         env |= {"HOME": folder, "MEM_HOME": str(home)}
-        for argv in timed.values():  # warm the file cache; not timed
-            run(argv, env, folder, -1)
+        for argv, extra in timed.values():  # warm the file cache, write bytecode; not timed
+            run(argv, env | extra, folder, -1)
         samples: dict[str, list[float]] = {name: [] for name in timed}
         cpu: dict[str, list[float]] = {name: [] for name in timed}
         for round_ in range(args.runs):
-            for name, argv in timed.items():
-                took, used = run(argv, env, folder, round_)
+            for name, (argv, extra) in timed.items():
+                took, used = run(argv, env | extra, folder, round_)
                 samples[name].append(took)
                 cpu[name].append(used)
             if round_ and round_ % 10 == 0:
@@ -121,6 +158,7 @@ def main() -> int:
     print(
         f"mem start-up, {args.items} items, {args.runs} runs; {cpu_model()}, {cpu_count()} CPUs; "
         f"Python {sys.version.split()[0]} ({python}); load {load_average()}; {source_revision()}"
+        + (f"; before: {before}" if before else "")
     )
     rows = [
         [

@@ -4,6 +4,7 @@ are measured by bench/startup.py (docs/benchmarks.md); these tests hold what the
 the modules each command imports, without timing anything."""
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,12 @@ RECALL_FREE = (
     "memmesh.registry",
     "memmesh.agents.clients",
     "memmesh.agents.install",
+    # Nor what a recall does without: a pool of workers with its logging, the readers of
+    # zipped packages, and threadpoolctl (OpenBLAS was started on one thread).
+    "concurrent.futures",
+    "logging",
+    "zipfile",
+    "threadpoolctl",
 )
 
 
@@ -45,31 +52,52 @@ def _commands(parser: argparse.ArgumentParser) -> list[str]:
     return list(group.choices)
 
 
-# Runs `mem` in a fresh interpreter, then names every module it holds on stderr's last line:
-# sys.modules, which also holds what was imported through importlib (-X importtime does not).
+# Runs `mem` in a fresh interpreter, on its own command line as the `mem` script does, then
+# names every module it holds on stderr's last line (sys.modules, which also holds what was
+# imported through importlib; -X importtime does not), and on the line before it the BLAS
+# threads its environment asked of OpenBLAS and how many objects it left to the exit.
 _RUN = (
-    "import sys\n"
+    "import gc, os, sys\n"
     "from memmesh.cli.main import main\n"
-    "code = main(sys.argv[1:])\n"
-    "sys.stderr.write('\\n' + ' '.join(sorted(sys.modules)) + '\\n')\n"
+    "code = main()\n"
+    "blas = os.environ.get('OPENBLAS_NUM_THREADS', '-')\n"
+    "sys.stderr.write(f'\\n{blas} {gc.get_freeze_count()}\\n')\n"
+    "sys.stderr.write(' '.join(sorted(sys.modules)) + '\\n')\n"
     "raise SystemExit(code)\n"
 )
 
 
 def _run(*words: str, cwd: Path | None = None) -> "tuple[str, set[str]]":
     """What `mem WORDS` printed on stdout, and the modules it imported."""
+    stdout, imported, _ = _run_in_env(*words, cwd=cwd)
+    return stdout, imported
+
+
+def _run_in_env(
+    *words: str, cwd: Path | None = None, blas_threads: str | None = None
+) -> "tuple[str, set[str], str | None]":
+    """:func:`_run`, with ``blas_threads`` the user's ``OPENBLAS_NUM_THREADS`` (``None``: not
+    set), and the value `mem` ended with (``None``: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if blas_threads is not None:
+        env["OPENBLAS_NUM_THREADS"] = blas_threads
     result = subprocess.run(
         [sys.executable, "-c", _RUN, *words],
         capture_output=True,
         text=True,
         cwd=cwd,
+        env=env,
         timeout=60,
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    imported = set(result.stderr.splitlines()[-1].split())
+    *_, ending, modules = result.stderr.splitlines()
+    imported = set(modules.split())
     assert "memmesh.cli.main" in imported
-    return result.stdout, imported
+    threads, frozen = ending.split()
+    # Ending with the command, `mem` leaves its objects to the exit: no last collection.
+    assert int(frozen) > 0
+    return result.stdout, imported, None if threads == "-" else threads
 
 
 def test_help_imports_none_of_the_heavy_stacks() -> None:
@@ -111,3 +139,30 @@ def test_each_command_is_parsed_by_the_part_of_the_tree_its_module_adds() -> Non
         alone = build_parser(command)
         assert command in _commands(alone)
         assert set(_commands(alone)) == {c for c, m in _MODULES.items() if m == module}
+
+
+def test_recall_starts_numpy_with_one_blas_thread_unless_the_user_chose(
+    mem: MemRunner, tmp_path: Path
+) -> None:
+    assert mem("remember", "--global", "the staging deploy needs the VPN").returncode == 0
+    recall = ("--home", str(mem.home), "recall", "staging deploy")
+
+    shown, imported, threads = _run_in_env(*recall, cwd=tmp_path)
+    assert "the staging deploy needs the VPN" in shown
+    assert ("numpy" in imported, threads) == (True, "1")
+
+    shown, imported, threads = _run_in_env(*recall, cwd=tmp_path, blas_threads="2")
+    assert "the staging deploy needs the VPN" in shown
+    # The user's choice stands, and one thread is then set after the import instead.
+    assert threads == "2"
+    assert "threadpoolctl" in imported
+
+
+def test_a_command_run_in_process_leaves_the_collector_as_it_was() -> None:
+    import gc
+
+    from memmesh.cli.main import main
+
+    frozen = gc.get_freeze_count()
+    assert main(["--help"]) == 0
+    assert gc.get_freeze_count() == frozen

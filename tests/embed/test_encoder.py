@@ -119,3 +119,34 @@ def test_a_truncated_or_missing_file_is_refused(packed: Path, name: str) -> None
     (packed / name).unlink()
     with pytest.raises(EmbedderDamaged, match="the query encoder"):
         load(packed)
+
+
+def test_loading_checks_the_tensors_without_reading_a_query(
+    packed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memmesh.embed import _encoder
+
+    def no_query(*_: object) -> None:
+        raise AssertionError("the encoder ran at load")
+
+    monkeypatch.setattr(_encoder, "forward", no_query)
+    loaded = load(packed)
+    assert loaded.projection.shape == (384, 256)
+
+
+def test_a_tensor_of_the_wrong_shape_is_refused_by_its_name(packed: Path) -> None:
+    index = json.loads((packed / FILES[0]).read_text(encoding="utf-8"))
+    index["float32"]["encoder.layer.2.intermediate.dense.bias"][1] = [1535]
+    (packed / FILES[0]).write_text(json.dumps(index), encoding="utf-8")
+    with pytest.raises(EmbedderDamaged, match=r"encoder\.layer\.2\.intermediate\.dense\.bias"):
+        load(packed)
+
+
+def test_weights_that_overflow_make_a_query_refused_not_a_vector(packed: Path) -> None:
+    index = json.loads((packed / FILES[0]).read_text(encoding="utf-8"))
+    start, shape = index["float32"]["projection"]
+    floats = np.load(packed / FILES[2])
+    floats[start : start + int(np.prod(shape))] = np.float32(3e38)  # finite, and huge
+    np.save(packed / FILES[2], floats)
+    with pytest.raises(EmbedderDamaged, match="not finite"):
+        load(packed)([2129, 2079])

@@ -14,9 +14,10 @@ from memmesh.cli._common import Command, emit, home_of, nonempty, open_store, sh
 from memmesh.cli._input import secrets_named
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
-from memmesh.local.items import GLOBAL, KINDS, Item
+from memmesh.local.items import GLOBAL, KINDS
 
 if TYPE_CHECKING:
+    from memmesh.local.items import Item
     from memmesh.local.store import Store
     from memmesh.team.member import Member
 
@@ -108,7 +109,7 @@ def _unforget(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _value(item: Item, field: str) -> Any:
+def _value(item: "Item", field: str) -> Any:
     value = getattr(item, field)
     return list(value) if isinstance(value, tuple) else value
 
@@ -130,7 +131,7 @@ def _member(home: Path, store: "Store") -> "Member | None":
     return Member(store, load_identity(home), try_policy(home), reconcile_first=False)
 
 
-def _published_note(home: Path, store: "Store", item: Item, shown: str) -> str | None:
+def _published_note(home: Path, store: "Store", item: "Item", shown: str) -> str | None:
     """What an edit of a published item means for teammates, or ``None`` if it is not."""
     from memmesh.registry import withheld
 

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 from memmesh.cli._common import Command, emit, open_store, shown_ids
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
-from memmesh.local.items import MAX_K, Item, iso
+from memmesh.local.items import MAX_K, iso
 from memmesh.local.project import resolve_project
 
 if TYPE_CHECKING:
     from memmesh.local import Explanation, LeftOut, Parts, Recall, Replay, Then
+    from memmesh.local.items import Item
 
 __all__ = ["add_recall", "explained_text", "recall_json"]
 
@@ -162,7 +163,7 @@ def _hits_text(answer: "Recall", shown: dict[str, str], parts: bool = False) -> 
     return "\n".join(lines)
 
 
-def _item_line(item: Item, shown: dict[str, str]) -> str:
+def _item_line(item: "Item", shown: dict[str, str]) -> str:
     return f"{shown.get(item.id, item.id)}  [{item.kind}, {item.project}]  {item.text}"
 
 
@@ -189,7 +190,7 @@ def _left_out_lines(
     return lines
 
 
-def parts_text(parts: "Parts", item: Item) -> str:
+def parts_text(parts: "Parts", item: "Item") -> str:
     """The parts of a score in words: ``cosine 0.62, bm25 3.41 (1.00 of the best), ...``."""
     words = [
         f"cosine {parts.cosine:.3f} ({parts.closeness:+.1f} spreads)",
@@ -202,7 +203,7 @@ def parts_text(parts: "Parts", item: Item) -> str:
     return f"relevance {parts.relevance:.3f}: " + ", ".join(words) + f" = {parts.score:.3f}"
 
 
-def _record(item: Item) -> str:
+def _record(item: "Item") -> str:
     if not (item.worked or item.failed or item.partial or item.reinforcements):
         return "no track record"
     return (

@@ -22,12 +22,12 @@ from memmesh.cli._common import (
 )
 from memmesh.cli._input import keep_secret_option, screened, text_argument
 from memmesh.errors import ExitCode
-from memmesh.local.items import GLOBAL, KINDS, Item, iso
+from memmesh.local.items import GLOBAL, KINDS, iso
 from memmesh.local.project import resolve_project
 from memmesh.text import counted
 
 if TYPE_CHECKING:
-    pass
+    from memmesh.local.items import Item
 
 __all__ = ["register"]
 
@@ -216,7 +216,7 @@ def _show(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _item_text(item: Item) -> str:
+def _item_text(item: "Item") -> str:
     lines = [
         f"id:             {item.id}",
         f"text:           {item.text}",

@@ -18,7 +18,7 @@ the fingerprint, are the same either way.
 
 from collections.abc import Sequence
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,8 @@ QUERY_WEIGHTS_SHA256 = {
     "minilm-query-float32.npy": "a416ae383692c35d5b6e027e21820fe4cd7cdef562a68046547f0af7ae2794ea",
 }
 _DIM = 256
+# The package's files, beside this module (the query encoder needs them as files too).
+_WEIGHTS = Path(__file__).with_name("weights")
 # Median and spread of the cosine of an unrelated question and text (bench/calibrate.py).
 _UNRELATED = (0.151, 0.120)
 # The novelty gate, by the rule that gives the hashing embedder's 0.9 back: a teamdev fact
@@ -66,17 +68,13 @@ def _weights() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32], Any]:
         from tokenizers import Tokenizer
     except ImportError:
         raise EmbedderDamaged(_NAME, "the tokenizers package is missing") from None
-    folder = resources.files("memmesh.embed") / "weights"
     try:
-        with resources.as_file(folder / "minilm-static-codes.npy") as codes_path:
-            codes = np.load(codes_path, mmap_mode="r")
-        with resources.as_file(folder / "minilm-static-scales.npy") as scales_path:
-            scales = np.load(scales_path)
-        vocabulary = (folder / "minilm-static-tokenizer.json").read_text("utf-8")
+        codes = np.load(_WEIGHTS / "minilm-static-codes.npy", mmap_mode="r")
+        scales = np.load(_WEIGHTS / "minilm-static-scales.npy")
     except (OSError, ValueError) as error:
         raise EmbedderDamaged(_NAME, str(error)) from None
-    try:
-        tokenizer = Tokenizer.from_str(vocabulary)
+    try:  # read and parsed by the tokenizers package itself, its quickest way
+        tokenizer = Tokenizer.from_file(str(_WEIGHTS / "minilm-static-tokenizer.json"))
     except Exception as error:  # the tokenizers package raises a plain Exception
         raise EmbedderDamaged(_NAME, f"tokenizer: {error}") from None
     if codes.shape != (scales.shape[0], _DIM):

@@ -29,7 +29,7 @@ exactly as a plain one does, and only it runs the extra search that finds what w
 outside the scope or the restriction.
 """
 
-import concurrent.futures
+import functools
 import sqlite3
 import time
 from collections.abc import Callable, Collection
@@ -46,6 +46,7 @@ from memmesh.local._explain import Explanation, Miss, Parts, Reason, left_out
 from memmesh.local._fulltext import bm25, scope_token, seqs_of
 from memmesh.local._rows import ItemRow, item_of, outcome_score_of
 from memmesh.local._running import Running
+from memmesh.local._workers import Workers
 from memmesh.local.items import GLOBAL, MAX_K, Item, check_name, check_query
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ MIN_RELEVANCE = 0.6
 MIN_SHARE_OF_BEST = 0.5
 _POOL = 50
 # Worker threads run the BM25 half of recalls beside the vector half in the caller.
-_LEXICAL_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25")
+_LEXICAL_WORKERS = Workers(4, "bm25")
 # Benchmarks switch this off to measure the gain (docs/benchmarks.md).
 PARALLEL_HALVES = True
 
@@ -340,7 +341,7 @@ def _search(
     # are busy already, and the extra thread would only add hand-offs of the GIL. The
     # in-memory lexicon is quicker than the hand-off.
     pending = (
-        _LEXICAL_WORKERS.submit(bm25, conn, None, query, projects, pool, only)
+        _LEXICAL_WORKERS.submit(functools.partial(bm25, conn, None, query, projects, pool, only))
         if mode != "vector" and parallel and PARALLEL_HALVES and words is None and _running.alone()
         else None
     )
@@ -352,7 +353,7 @@ def _search(
         )
     finally:
         if pending is not None:  # the worker is done with the connection before this goes on
-            concurrent.futures.wait([pending])
+            pending.wait()
     if pending is not None:
         lexical = pending.result()
     else:

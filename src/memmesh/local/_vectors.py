@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from memmesh._blas import one_thread
 from memmesh.embed import Vectors
 from memmesh.local.errors import DamagedVector
 
@@ -251,13 +252,10 @@ def _one_blas_thread() -> None:
 
     A search multiplies one query vector by a matrix: a single thread does that fastest, and
     BLAS pools split it over every core, where their threads only fight the other searches
-    and spin before they sleep (several times slower, see docs/benchmarks.md). OpenMP is left
-    alone: the optional model embedder uses it for its own work.
+    and spin before they sleep (several times slower, see docs/benchmarks.md). In `mem`, numpy
+    was started on one thread already (:mod:`memmesh._blas`).
     """
-    # Imported here: only a process that searches pays for it, not every `mem` command.
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1, user_api="blas")
+    one_thread()
 
 
 def _grown(array: npt.NDArray[_T], capacity: int) -> npt.NDArray[_T]:
