@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli._output import error_line, json_of
+from tests.cli._output import error_line, json_error, json_of
 from tests.conftest import MemRunner
 from tests.team._team import Team
 
@@ -113,3 +113,15 @@ def test_promote_help_has_an_example(mem: MemRunner) -> None:
 
     assert shown.returncode == 0
     assert "mem team members promote bob" in shown.stdout
+
+
+def test_json_refusals_carry_the_coordinator_s_own_codes(roster_team: Team, tmp_path: Path) -> None:
+    ada, bob = _mem(roster_team, "ada", tmp_path), _mem(roster_team, "bob", tmp_path)
+
+    last = ada("--json", "team", "members", "demote", "ada")
+    nobody = ada("--json", "team", "members", "promote", "nobody")
+    not_admin = bob("--json", "team", "members", "promote", "bob")
+
+    assert (last.returncode, json_error(last)["code"]) == (1, "last_admin")
+    assert json_error(nobody)["code"] == "no_such_member"
+    assert (not_admin.returncode, json_error(not_admin)["code"]) == (3, "not_an_admin")

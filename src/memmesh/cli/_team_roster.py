@@ -89,18 +89,21 @@ def _explained(
             f"`mem --home {new} team join CODE` (bring your private items along with "
             f"`mem export -o items.jsonl` here and `mem --home {new} import items.jsonl` there)",
             status,
+            refused.error_code,
         )
     if asked == "join" and status in (403, 404, 409, 410):
         return TeamRefused(
             f"the coordinator did not accept this join code ({said}): a code works once, "
             "until it expires; ask an admin for a new one (mem team invite NAME)",
             status,
+            refused.error_code,
         )
     if status == 401 and (policy is None or identity is None):
         return TeamRefused(
             f"the coordinator did not accept this request ({said}): check this computer's "
             "clock (it must be within 2 minutes of the coordinator's)",
             status,
+            refused.error_code,
         )
     if policy is None or identity is None:
         return refused
@@ -109,6 +112,7 @@ def _explained(
             f"this key ({identity.key_id}) may not {what} in team {policy.team}: only its "
             f"admins may (the coordinator said: {said})",
             status,
+            refused.error_code,
         )
     return explained(refused, policy, identity)
 

@@ -38,13 +38,15 @@ class NotConfirmed(CliError):
 
 class TeamRefused(CliError):
     """The coordinator refused what this key asked (not a member, not an admin, an invite it
-    does not accept); the message says what to do about it. ``http_status`` is its answer's."""
+    does not accept); the message says what to do about it. ``http_status`` is its answer's,
+    ``error_code`` the code it gave (``not_an_admin``), when it gave one."""
 
     exit_code = ExitCode.REFUSED
 
-    def __init__(self, message: str, http_status: int) -> None:
+    def __init__(self, message: str, http_status: int, error_code: str = "") -> None:
         super().__init__(message)
         self.http_status = http_status
+        self.error_code = error_code
 
 
 class UsageError(CliError):
