@@ -135,7 +135,11 @@ def _search(client: httpx.Client, member: Identity) -> int:
     """The status of the member's signed search."""
     body = encode(SearchRequest(query="deploy webhooks retry", k=5))
     try:
-        answer = client.post("/v1/search", content=body, headers=signed(member, "/v1/search", body))
+        answer = client.post(
+            "/v1/search",
+            content=body,
+            headers=signed(member, str(client.base_url), "/v1/search", body),
+        )
     except httpx.TransportError:
         return -1
     return answer.status_code
@@ -201,7 +205,7 @@ class _Team:
             batches.append([self._item(who, i, p, 2) for i, p in zip(ids, projects, strict=True)])
         for items in batches:
             body = encode(PublishRequest(items=items))
-            headers = signed(member, "/v1/publish", body)
+            headers = signed(member, str(client.base_url), "/v1/publish", body)
             self._answered(client.post("/v1/publish", content=body, headers=headers), count)
             _search(client, self.members[0])
         self.sent += count

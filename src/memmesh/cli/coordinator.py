@@ -377,8 +377,8 @@ def _check_url_scheme(args: argparse.Namespace) -> None:
             "the reverse proxy in front of it"
         )
     https = serves_tls(args.host, tls=args.tls, insecure_http=args.insecure_http)
-    plain = not (args.tls_cert or https or args.insecure_http)
-    if plain and parts.scheme == "http" and not is_loopback(parts.hostname or ""):
+    serves_plain = not (args.tls_cert or https or args.insecure_http)
+    if serves_plain and parts.scheme == "http" and not is_loopback(parts.hostname or ""):
         # Members never send plain http beyond loopback unless told the network is trusted.
         args.parser.error(
             f"--url {args.url} sends members over plain http beyond loopback, which they "
