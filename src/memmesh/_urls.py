@@ -49,6 +49,13 @@ def normalised_url(text: str) -> SoundUrl:
         raise UnsoundUrl("it has a query")
     if "#" in text:
         raise UnsoundUrl("it has a fragment")
+    # Text after an IPv6 address's bracket is told in these words whichever Python reads it
+    # (some patch releases of urlsplit refuse it themselves, in words of their own).
+    authority = text.partition("://")[2].partition("/")[0]
+    if authority.startswith("[") and "]" in authority:
+        after = authority.partition("]")[2]
+        if after and not after.startswith(":"):
+            raise UnsoundUrl("it is not a URL (text after the IPv6 address)")
     try:
         parts = urlsplit(text)
     except ValueError as exc:  # "Invalid IPv6 URL": an unclosed bracket, say
