@@ -277,20 +277,25 @@ def run_revoke(args: argparse.Namespace) -> int:
 
 
 def run_promote(args: argparse.Namespace) -> int:
-    policy, identity = _member(args)
-    with _asking("admin", "promote members", policy, identity):
-        promoted = roster.promote(policy, identity, args.member)
-    said = f"{_labelled(promoted)} is now an admin of team {policy.team}"
-    emit(args, {"member": _member_json(promoted)}, said)
-    return ExitCode.OK
+    return _change_role(args, admin=True)
 
 
 def run_demote(args: argparse.Namespace) -> int:
+    return _change_role(args, admin=False)
+
+
+def _change_role(args: argparse.Namespace, *, admin: bool) -> int:
+    """`mem team members promote` (``admin``) or `demote`: one signed request, one line."""
     policy, identity = _member(args)
-    with _asking("admin", "demote members", policy, identity):
-        demoted = roster.demote(policy, identity, args.member)
-    said = f"{_labelled(demoted)} is no longer an admin of team {policy.team}"
-    emit(args, {"member": _member_json(demoted)}, said)
+    verb, change = ("promote", roster.promote) if admin else ("demote", roster.demote)
+    with _asking("admin", f"{verb} members", policy, identity):
+        changed = change(policy, identity, args.member)
+    now = "now an admin" if admin else "no longer an admin"
+    emit(
+        args,
+        {"member": _member_json(changed)},
+        f"{_labelled(changed)} is {now} of team {policy.team}",
+    )
     return ExitCode.OK
 
 
