@@ -32,7 +32,7 @@ outside the scope or the restriction.
 import functools
 import sqlite3
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
@@ -138,8 +138,10 @@ def recall(
     explain: bool = False,
     also_explain: Collection[str] = (),
     answer: bool = True,
+    scope: Sequence[str] | None = None,
 ) -> Recall:
-    """The ``k`` most relevant active items for ``query`` in ``project`` plus global.
+    """The ``k`` most relevant active items for ``query`` in ``project`` plus global, or in
+    the projects ``scope`` names (each as given: global only when it is among them).
 
     ``mode`` picks the fused ranking or one half alone (used by benchmarks and by callers
     whose query vector is not comparable). ``record`` writes the recall to the journal, with
@@ -153,7 +155,10 @@ def recall(
     """
     started = time.perf_counter()
     clean = check_query(query, k)
-    projects = scope_of(check_name(project, "project"))
+    if scope is None:
+        projects = scope_of(check_name(project, "project"))
+    else:
+        projects = [check_name(name, "project") for name in dict.fromkeys(scope)] or [GLOBAL]
     query_tokens = set(_text.tokens(clean))
     hits: list[Hit] = []
     explained = None

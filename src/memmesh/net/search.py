@@ -16,7 +16,6 @@ from memmesh.net.wire import Request
 from memmesh.registry.envelopes import Envelope
 
 if TYPE_CHECKING:
-    from memmesh.local import Hit
     from memmesh.local.store import Store
 
 __all__ = [
@@ -91,15 +90,15 @@ class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
     embedder: str
 
 
-def _projects(store: "Store", request: SearchRequest) -> list[str]:
-    """The projects searched, each with global: the request's own, or with ``all_projects``
-    every project holding an active item in ``store`` (global alone when none does)."""
+def _scope(store: "Store", request: SearchRequest) -> list[str] | None:
+    """The projects searched with ``all_projects``: every project holding an active item in
+    ``store``, global included; else ``None`` (the request's project with global)."""
     from memmesh.local.items import GLOBAL
 
     if not request.all_projects:
-        return [request.project]
+        return None
     held: dict[str, int] = store.counts()["by_project"]
-    return sorted(project for project in held if project != GLOBAL) or [GLOBAL]
+    return [*sorted(project for project in held if project != GLOBAL), GLOBAL]
 
 
 def usable_vector(request: SearchRequest, fingerprint: str, dim: int) -> Vectors | None:
@@ -131,7 +130,7 @@ def answer_search(
     vector lies in its space.
 
     The request's project is searched with global; with ``all_projects``, every project the
-    store holds, one recall each (a global item counts once, at its best score).
+    store holds, in one recall.
 
     The hits are the best ``k`` candidates that pass recall's gate, without the floor and cut
     of a local answer: those are in units of this store's own BM25, and the asker scores every
@@ -149,25 +148,20 @@ def answer_search(
     if restrict is None or restrict:
         # Asking for a few authors only leaves out the others' hits: ask for more to keep k.
         wanted = min(request.k * 3 if request.authors else request.k, MAX_K)
-        found: dict[str, Hit] = {}
-        for project in _projects(store, request):
-            answer = recall(
-                store,
-                request.query,
-                k=wanted,
-                project=project,
-                mode="lexical" if lexical_only else "hybrid",
-                record=False,
-                query_vector=vector,
-                restrict=restrict,
-                answer=False,  # the asker scores these again and answers (memmesh.team.rank)
-            )
-            for hit in answer.hits:  # a global item is found in every project's search
-                if hit.item.id not in found or hit.score > found[hit.item.id].score:
-                    found[hit.item.id] = hit
+        found = recall(
+            store,
+            request.query,
+            k=wanted,
+            project=request.project,
+            scope=_scope(store, request),
+            mode="lexical" if lexical_only else "hybrid",
+            record=False,
+            query_vector=vector,
+            restrict=restrict,
+            answer=False,  # the asker scores these again and answers (memmesh.team.rank)
+        ).hits
         authors = set(request.authors)
-        best = sorted(found.values(), key=lambda hit: (-hit.score, hit.item.id))
-        chosen = [hit for hit in best if not authors or hit.item.author in authors]
+        chosen = [hit for hit in found if not authors or hit.item.author in authors]
         signed = envelopes([hit.item.id for hit in chosen])
         hits = [
             SearchHit(
