@@ -8,8 +8,8 @@ for its call's result, so none is left running when the process ends.
 """
 
 import threading
-from _queue import SimpleQueue
 from collections.abc import Callable
+from queue import SimpleQueue
 from typing import Generic, TypeVar
 
 __all__ = ["Pending", "Workers"]
