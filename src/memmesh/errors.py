@@ -14,6 +14,7 @@ that this tree is the real one):
     ├── AccessError (team)                 3     500  access_error
     │   ├── KeyRevoked                     3     500  key_revoked
     │   ├── NotOnRoster                    3     500  not_on_roster
+    │   ├── RosterNotTrusted               3     500  roster_not_trusted
     │   ├── SignatureRejected              3     500  signature_rejected
     │   ├── TokenMissing                   3     500  token_missing
     │   └── TokenRejected                  3     500  token_rejected

@@ -13,11 +13,14 @@ from memmesh.net.presence import OutcomeStatus, Roster, RosterMember
 from memmesh.net.search import Vector
 from memmesh.net.wire import MAX_BATCH
 from memmesh.net.wire import Request as _Request
-from memmesh.registry.envelopes import MAX_TIMESTAMP, Envelope, Timestamp
+from memmesh.registry.envelopes import MAX_TIMESTAMP, Counter, Envelope, Timestamp
+from memmesh.registry.roster_chain import SignedStatement
 
 __all__ = [
     "MEMBER_NAME",
     "TALLY_NOT_LIVE",
+    "ChainRequest",
+    "ChainResponse",
     "Change",
     "ChangesRequest",
     "ChangesResponse",
@@ -26,6 +29,7 @@ __all__ = [
     "DisclosuresResponse",
     "Info",
     "Invite",
+    "InviteProof",
     "InviteRequest",
     "JoinRequest",
     "JoinResponse",
@@ -44,6 +48,8 @@ __all__ = [
     "RevokeResponse",
     "Roster",
     "RosterMember",
+    "StatementsRequest",
+    "StatementsResponse",
     "TalliesRequest",
     "TalliesResponse",
     "TallyChange",
@@ -179,10 +185,75 @@ class Invite(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class JoinRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``POST /v1/join`` (any signer): the invite's secret; the signer's key joins the roster
-    under the name the invite was made for."""
+    """``POST /v1/join`` (any signer), in one of two forms:
 
-    secret: Annotated[str, msgspec.Meta(min_length=16, max_length=128)]
+    * ``secret`` and ``genesis``: the first admin, with the code ``mem coordinator serve``
+      printed (its secret is the coordinator's bootstrap invite), starts the signed roster:
+      ``genesis`` is statement 0, signed by the caller's own key, which becomes the team's root;
+    * ``statement``: a ``join`` statement (signed by the caller's key and the invite's key,
+      after the chain's head), for an invite an admin put on the chain.
+
+    Without ``genesis``, a ``secret`` is a coordinator-held invite of a team whose roster is
+    not signed yet (its first admin, or an invite made before it was signed)."""
+
+    secret: Annotated[str, msgspec.Meta(max_length=128)] = ""
+    genesis: SignedStatement | None = None
+    statement: SignedStatement | None = None
+
+
+# What an invite key signs to read the chain before its holder is a member: this prefix, the
+# team, a NUL, then the caller's public key text (see InviteProof).
+INVITE_PROOF_CONTEXT = b"memmesh-roster-invite-proof-v1\x00"
+
+
+class InviteProof(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Proof that the caller holds an open invite: the invite's public key and its signature
+    over :data:`INVITE_PROOF_CONTEXT` + team + ``\\x00`` + the caller's public key text."""
+
+    invite_key: KeyText
+    signature: Annotated[bytes, msgspec.Meta(min_length=64, max_length=64)]
+
+
+# The most statements one chain page or one statements request carries.
+MAX_CHAIN_PAGE = 1000
+
+
+class ChainRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/roster/chain``: the signed roster's statements from seq ``start`` on (at most
+    :data:`MAX_CHAIN_PAGE`; ``more`` says when there are others). Members may read it; a
+    caller who is not one must send ``invite`` (a joiner: it reads the chain it joins)."""
+
+    start: Counter = 0
+    invite: InviteProof | None = None
+
+
+class ChainResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """The statements from ``start`` on, and the head's seq (-1: the roster is not signed)."""
+
+    statements: list[SignedStatement]
+    head_seq: int
+    more: bool = False
+
+
+class StatementsRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/roster/statements``: signed statements that extend the chain's head, in
+    order (an admin's change; several at once when an admin signs a team's unsigned roster).
+    Refusals: ``stale_roster_head`` (409: the chain moved on; read it and sign again),
+    ``roster_refused`` (400/403: a statement breaks a rule; the message names the reason).
+    ``purge``: members these statements revoke lose their published items too."""
+
+    statements: Annotated[
+        list[SignedStatement], msgspec.Meta(min_length=1, max_length=MAX_CHAIN_PAGE)
+    ]
+    purge: bool = False
+
+
+class StatementsResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """The chain's head after the statements, and how many published items were purged."""
+
+    head_seq: int
+    head_hash: str
+    purged: int = 0
 
 
 class JoinResponse(msgspec.Struct, frozen=True, kw_only=True):

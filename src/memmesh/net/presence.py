@@ -43,6 +43,11 @@ class Roster(msgspec.Struct, frozen=True, kw_only=True):
 
     members: list[RosterMember]
     enforced: bool
+    # The signed roster's head this list was derived from (-1 and "": the roster is not
+    # signed). A member that pins the team's root never takes ``members`` on the coordinator's
+    # word: it reads the chain when the head moves, and verifies it.
+    head_seq: int = -1
+    head_hash: str = ""
 
 
 class PresenceResponse(msgspec.Struct, frozen=True, kw_only=True):

@@ -108,6 +108,9 @@ class Policy(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     coordinator_pin: str | None = None
     # The coordinator's own public key, which signs retraction receipts.
     coordinator_key: str | None = None
+    # The member id of the team's root key (its first admin), pinned at join: the signed
+    # roster is trusted only if it starts there (memmesh.team.chain).
+    roster_root: str | None = None
     # Allow plain http:// beyond loopback (everything sent can then be read on the way).
     insecure_http: bool = False
     token_env: str = DEFAULT_TOKEN_ENV
@@ -268,6 +271,8 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
         r"[A-Za-z0-9_-]{43}", policy.coordinator_key
     ):
         fail("$.coordinator_key", "must be the coordinator's public key, as `mem team join` wrote")
+    if policy.roster_root is not None and not re.fullmatch(r"[a-z2-7]{16}", policy.roster_root):
+        fail("$.roster_root", "must be a member id (16 characters), as `mem team join` wrote")
     if policy.embedder != EMBEDDER_WHEN_ABSENT:
         from memmesh.embed import EMBEDDER_NAMES  # numpy: only for a file that names one
 

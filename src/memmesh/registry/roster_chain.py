@@ -62,6 +62,7 @@ __all__ = [
     "extends",
     "genesis",
     "invite",
+    "invite_identity",
     "join",
     "promote",
     "rename",
@@ -223,7 +224,7 @@ def join(
     """``member`` joins as ``name`` with the invite whose secret ``invite_secret`` is (from
     the join code), signing with its own key and the invite's; raises
     :class:`RosterChainBroken` (``bad_invite_secret``) for a secret that is no key."""
-    ephemeral = _invite_identity(invite_secret)
+    ephemeral = invite_identity(invite_secret)
     body = Join(
         **_place(state, member, at), key=member.public_key_text, name=name,
         invite_key=ephemeral.public_key_text,
@@ -233,8 +234,9 @@ def join(
     return signed
 
 
-def _invite_identity(secret: str) -> Identity:
-    """The invite's key pair from its secret's text."""
+def invite_identity(secret: str) -> Identity:
+    """The invite's key pair from its secret's text (the join code's); raises
+    :class:`RosterChainBroken` (``bad_invite_secret``) for a secret that is no key."""
     try:
         raw = base64.urlsafe_b64decode(secret + "=" * (-len(secret) % 4))
         if len(raw) != 32:

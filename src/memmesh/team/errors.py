@@ -10,7 +10,8 @@ MemmeshError
     ├── TokenRejected         exit 3: the team token set here is not the coordinator's
     ├── SignatureRejected     exit 3: signed requests refused (the clock, or another team)
     ├── NotOnRoster           exit 3: this key is not on the team's roster
-    └── KeyRevoked            exit 3: this key was revoked from the team
+    ├── KeyRevoked            exit 3: this key was revoked from the team
+    └── RosterNotTrusted      exit 3: the coordinator's signed roster does not verify
 """
 
 from memmesh.errors import ExitCode, MemmeshError
@@ -19,6 +20,7 @@ __all__ = [
     "AccessError",
     "KeyRevoked",
     "NotOnRoster",
+    "RosterNotTrusted",
     "SignatureRejected",
     "TokenMissing",
     "TokenRejected",
@@ -91,3 +93,22 @@ class KeyRevoked(AccessError):
         self.key_id = key_id
         self.team = team
         self.when = when
+
+
+class RosterNotTrusted(AccessError):
+    """The coordinator's signed roster of ``team`` does not verify against the root this member
+    pinned: ``reason`` is the chain's reason code (``not_admin``, ``rollback``, ``fork``,
+    ``unsigned``, ...; docs/architecture.md lists them), ``seq`` the statement that breaks
+    (``None``: the chain as a whole). Nothing the coordinator says about members is used."""
+
+    def __init__(self, team: str, reason: str, seq: int | None, detail: str) -> None:
+        where = "" if seq is None else f" at statement {seq}"
+        super().__init__(
+            f"team {team!r}'s roster, as the coordinator serves it, is not the one its admins "
+            f"signed ({reason}{where}: {detail}); nothing it says about members is believed. "
+            "Tell your team's admins: the coordinator, or someone between, changed it"
+        )
+        self.team = team
+        self.reason = reason
+        self.seq = seq
+        self.detail = detail
