@@ -150,3 +150,35 @@ def test_weights_that_overflow_make_a_query_refused_not_a_vector(packed: Path) -
     np.save(packed / FILES[2], floats)
     with pytest.raises(EmbedderDamaged, match="not finite"):
         load(packed)([2129, 2079])
+
+
+@pytest.mark.parametrize(
+    "ids", [[2129, 2079, 1045, 21296], [101, 102, 0, 30521], list(range(3000, 3000 + 70))]
+)
+def test_a_query_is_the_same_to_the_bit_as_one_read_through_the_whole_unpacked_weights(
+    packed: Path, ids: list[int]
+) -> None:
+    loaded = load(packed)
+    pieces = np.array([[CLS, *ids[: MAX_TOKENS - 2], SEP]])
+    hidden = forward(loaded.weights, loaded.rows(pieces), np.ones(pieces.shape, np.float32))
+    whole = (hidden[0].mean(0) @ loaded.projection).astype(np.float32)
+    assert loaded(ids).tobytes() == (whole / np.linalg.norm(whole)).tobytes()
+    assert encoder()(ids).tobytes() == loaded(ids).tobytes()
+
+
+def test_loading_and_reading_a_query_unpack_no_more_than_one_matrix_at_a_time(
+    packed: Path,
+) -> None:
+    # The 36 matrices unpacked whole are 42 MB of float32; a query unpacks each in turn into
+    # one block the size of the largest (2.4 MB), so a one-query process never writes 42 MB.
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        loaded = load(packed)
+        assert tracemalloc.get_traced_memory()[1] < 8 << 20
+        tracemalloc.reset_peak()
+        loaded([2129, 2079, 1045, 21296])
+        assert tracemalloc.get_traced_memory()[1] < 8 << 20
+    finally:
+        tracemalloc.stop()

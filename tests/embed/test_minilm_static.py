@@ -131,3 +131,44 @@ def test_the_weights_are_the_version_the_fingerprint_names() -> None:
 
 def test_the_query_encoder_is_the_one_its_calibration_was_measured_on() -> None:
     assert _digests(minilm_static.QUERY_WEIGHTS_SHA256) == minilm_static.QUERY_WEIGHTS_SHA256
+
+
+_ASCII = [
+    "Run cargo sqlx prepare after changing a query, or the offline build in CI fails",
+    "Why does `npm ci` fail with E401 on node-gyp@9.4.0? [SEP] see\tthe\nlog",
+    *(f"retry the webhook queue {n} times after a staging deploy" for n in range(15)),
+]
+
+
+def test_a_few_ascii_texts_are_embedded_as_a_large_batch_is(
+    embedder: MiniLMStaticEmbedder,
+) -> None:
+    # Up to 16 ASCII texts are read into word pieces in Python, a larger batch by the
+    # tokenizers package: the vectors are the same to the bit.
+    assert len(_ASCII) > 16
+    batch = embedder.embed(_ASCII)
+    alone = np.stack([embedder.embed([text])[0] for text in _ASCII])
+    assert batch.tobytes() == alone.tobytes()
+    assert embedder.embed(["naïve café – 東京", *_ASCII[:2]]).tobytes() == b"".join(
+        embedder.embed([text]).tobytes() for text in ["naïve café – 東京", *_ASCII[:2]]
+    )
+
+
+_QUERY_CHILD = """
+import sys
+from memmesh.embed import get_embedder
+vector = get_embedder("minilm-static").embed_query(sys.argv[1])
+sys.stdout.write(vector.tobytes().hex() + " " + str("tokenizers" in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(("query", "package"), [(_ASCII[1], False), ("où est le café ?", True)])
+def test_an_ascii_query_is_read_without_the_tokenizers_package(
+    embedder: MiniLMStaticEmbedder, query: str, package: bool
+) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", _QUERY_CHILD, query], capture_output=True, text=True, check=True
+    )
+    vector, imported = child.stdout.split()
+    assert bytes.fromhex(vector) == embedder.embed_query(query).tobytes()
+    assert imported == str(package)

@@ -12,15 +12,20 @@ weights for one query at a time.
 The packed weights are two flat arrays, ``weights/minilm-query-int8.npy`` and
 ``-float32.npy``, and ``minilm-query.json``, which says where each tensor lies in them
 (:func:`save`, :func:`load`). Both are mapped from disk, not read: a process reads the word
-pieces' rows it looks up and unpacks the layers (in one pass each, about 12 ms),
-instead of reading 23 MB. Loading checks every tensor's name, type and shape and that every
-float is finite, which is what running the encoder needs; it runs no query. Each query's
-vector is checked to be finite as it is read (weights damaged into huge numbers overflow).
+pieces' rows it looks up, and a query unpacks each matrix as the encoder comes to it (int8
+times its scales, in one pass) into one block the size of the largest, 2.4 MB, where the
+product reads it at once, from the cache. Unpacking all 36 matrices once, into 42 MB
+that the process then kept, took 11 to 15 ms of a `mem recall` (writing 42 MB of fresh
+memory); one at a time costs a query about 2 ms more, and the whole unpacked weights are
+built only when :attr:`Encoder.weights` is asked for. Loading checks every tensor's name,
+type and shape and that every float is finite, which is what running the encoder needs; it
+runs no query. Each query's vector is checked to be finite as it is read (weights damaged
+into huge numbers overflow).
 """
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -130,24 +135,46 @@ class Encoder:
         self._words = np.asarray(arrays["words.codes"], np.int8)
         self._word_scales = np.asarray(arrays["words.scales"], np.float32)
         self.projection = np.asarray(arrays["projection"], np.float32)
-        matrices = [n for n in arrays if n.endswith(".codes") and n != "words.codes"]
+        # Each matrix as stored, (inputs, outputs) int8 with a scale per output; the rest
+        # (biases, norms, positions) float32 as they are.
+        self._matrices = {
+            name.removesuffix(".codes"): (
+                arrays[name],
+                np.asarray(arrays[name.removesuffix(".codes") + ".scales"], np.float32),
+            )
+            for name in arrays
+            if name.endswith(".codes") and name != "words.codes"
+        }
+        self._tensors: dict[str, F32] = {
+            name: np.asarray(arrays[name], np.float32)
+            for name in arrays
+            if not name.endswith((".codes", ".scales")) and name != "projection"
+        }
+        self._largest = max(codes.size for codes, _ in self._matrices.values())
+        self._whole: Weights | None = None
+        self._unpacking = threading.Lock()
+
+    @property
+    def weights(self) -> Weights:
+        """Every tensor :func:`forward` reads, the matrices unpacked whole (42 MB, built once
+        when first asked for; a query does without them)."""
+        with self._unpacking:
+            if self._whole is None:
+                self._whole = self._unpacked_whole()
+            return self._whole
+
+    def _unpacked_whole(self) -> Weights:
         # All of them in one block: one allocation that large is backed by huge pages where
         # the system offers them (numpy asks for them from 4 MB), so that writing the 42 MB
         # faults in a few pages rather than ten thousand; the values are the same.
-        block = np.empty(sum(arrays[n].size for n in matrices), np.float32)
+        block = np.empty(sum(codes.size for codes, _ in self._matrices.values()), np.float32)
         weights: dict[str, F32] = {}
         start = 0
-        for name in matrices:
-            base, codes = name.removesuffix(".codes"), arrays[name]
-            # Stored (inputs, outputs), with a scale per output: one pass unpacks it.
+        for base, (codes, scales) in self._matrices.items():
             matrix = block[start : start + codes.size].reshape(codes.shape)
-            scales = np.asarray(arrays[base + ".scales"], np.float32)
             weights[base] = np.multiply(codes, scales, out=matrix, dtype=np.float32)
             start += codes.size
-        for name in arrays:
-            if not name.endswith((".codes", ".scales")) and name != "projection":
-                weights[name] = np.asarray(arrays[name], np.float32)
-        self.weights: Weights = weights
+        return weights | self._tensors
 
     def rows(self, ids: npt.NDArray[np.intp]) -> F32:
         """The word-piece rows of ``ids`` (any shape; an id beyond the table reads its last row)."""
@@ -159,14 +186,47 @@ class Encoder:
         """The query of word pieces ``ids`` (no special tokens), read up to MAX_TOKENS."""
         pieces = np.array([[CLS, *ids[: MAX_TOKENS - 2], SEP]], dtype=np.intp)
         mask = np.ones(pieces.shape, np.float32)
+        weights = self._whole or _OneAtATime(self._matrices, self._tensors, self._largest)
         with np.errstate(over="ignore", invalid="ignore"):  # checked below, said in words
-            pooled = forward(self.weights, self.rows(pieces), mask)[0].mean(0)
+            pooled = forward(weights, self.rows(pieces), mask)[0].mean(0)
             out: F32 = (pooled @ self.projection).astype(np.float32)
             norm = float(np.linalg.norm(out))
         if not (np.isfinite(norm) and np.isfinite(out).all()):
             raise EmbedderDamaged("minilm-static", "the query encoder reads a query as numbers "
                                   "that are not finite")  # fmt: skip
         return out / norm if norm > 0 else out
+
+
+class _OneAtATime(Mapping[str, F32]):
+    """The weights as one query reads them: each matrix unpacked when it is asked for, into
+    this query's one block, over the matrix before it; every other tensor as it is stored.
+
+    Only :func:`forward` reads it, which asks for each matrix once, in a product that is
+    done before it asks for the next (each query has a block of its own: threads may read
+    queries at once).
+    """
+
+    def __init__(
+        self, matrices: Mapping[str, tuple[npt.NDArray[np.generic], F32]],
+        tensors: Mapping[str, F32], largest: int,
+    ) -> None:  # fmt: skip
+        self._matrices = matrices
+        self._tensors = tensors
+        self._block = np.empty(largest, np.float32)
+
+    def __getitem__(self, name: str) -> F32:
+        if name not in self._matrices:
+            return self._tensors[name]
+        codes, scales = self._matrices[name]
+        matrix = self._block[: codes.size].reshape(codes.shape)
+        out: F32 = np.multiply(codes, scales, out=matrix, dtype=np.float32)
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._matrices, *self._tensors])
+
+    def __len__(self) -> int:
+        return len(self._matrices) + len(self._tensors)
 
 
 def save(arrays: Mapping[str, npt.NDArray[np.generic]], folder: Path) -> None:

@@ -8,7 +8,9 @@ texts of related meaning near each other, as the encoder does, for the cost of a
 no model runs here and nothing is downloaded. The weights ship in this package
 (``weights/minilm-static-codes.npy``: 30,522 rows of 256 int8 values, and a scale for each
 row in ``minilm-static-scales.npy``), with the model's tokenizer; they are mapped, not read,
-and only once a text is to be embedded, so a command that embeds nothing pays nothing.
+and only once a text is to be embedded, so a command that embeds nothing pays nothing. A
+few ASCII texts (a question, a remembered fact) are read into word pieces in Python
+(:mod:`._wordpiece`, the same ids), which spares a recall loading the tokenizers package.
 Their licence is the teacher's, Apache-2.0 (docs/operations.md).
 
 A query is one text per recall, so it is read by the teacher itself (:mod:`._encoder`, the
@@ -26,6 +28,8 @@ import numpy.typing as npt
 
 from memmesh.embed._encoder import encoder
 from memmesh.embed._pooling import summed_rows
+from memmesh.embed._wordpiece import VOCABULARY_FILE, Vocabulary, word_pieces
+from memmesh.embed._wordpiece import vocabulary as read_vocabulary
 from memmesh.embed.base import Vectors
 from memmesh.embed.errors import EmbedderDamaged
 
@@ -60,28 +64,62 @@ _DUPLICATE_COSINE = 0.94
 _MIN_COSINE = 0.48
 
 
+# At most this many texts, all ASCII, are read into word pieces here (:mod:`._wordpiece`), a
+# recall's question or a remembered text; a larger batch is read by the tokenizers package,
+# whose load it repays (its Rust reads many texts at once, in parallel).
+_PLAIN_TEXTS = 16
+
+
 @cache
-def _weights() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32], Any]:
+def _table() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
     """The table's int8 codes and row scales (mapped from the package's files, not read into
-    memory), and the tokenizer: loaded once per process, on the first text to embed."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise EmbedderDamaged(_NAME, "the tokenizers package is missing") from None
+    memory): loaded once per process, on the first text to embed."""
     try:
         codes = np.load(_WEIGHTS / "minilm-static-codes.npy", mmap_mode="r")
         scales = np.load(_WEIGHTS / "minilm-static-scales.npy")
     except (OSError, ValueError) as error:
         raise EmbedderDamaged(_NAME, str(error)) from None
+    if codes.shape != (scales.shape[0], _DIM):
+        raise EmbedderDamaged(_NAME, f"a table of shape {codes.shape}")
+    return codes, scales
+
+
+@cache
+def _vocabulary() -> Vocabulary:
+    """The tokenizer's vocabulary as a plain list, for the texts read in Python."""
+    try:
+        vocabulary = read_vocabulary(_WEIGHTS / VOCABULARY_FILE)
+    except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
+        raise EmbedderDamaged(_NAME, f"vocabulary: {error}") from None
+    if len(vocabulary.ids) != _table()[0].shape[0]:
+        raise EmbedderDamaged(_NAME, f"a vocabulary of {len(vocabulary.ids)} tokens")
+    return vocabulary
+
+
+@cache
+def _tokenizer() -> Any:
+    """The tokenizers package's tokenizer, for every other text."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise EmbedderDamaged(_NAME, "the tokenizers package is missing") from None
     try:  # read and parsed by the tokenizers package itself, its quickest way
         tokenizer = Tokenizer.from_file(str(_WEIGHTS / "minilm-static-tokenizer.json"))
     except Exception as error:  # the tokenizers package raises a plain Exception
         raise EmbedderDamaged(_NAME, f"tokenizer: {error}") from None
-    if codes.shape != (scales.shape[0], _DIM):
-        raise EmbedderDamaged(_NAME, f"a table of shape {codes.shape}")
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    return codes, scales, tokenizer
+    return tokenizer
+
+
+def _word_pieces(texts: Sequence[str]) -> list[list[int]]:
+    """Each text's word-piece ids, without ``[CLS]`` and ``[SEP]``: the same whichever of
+    the two readings gives them (tests/embed/test_wordpiece.py)."""
+    if len(texts) <= _PLAIN_TEXTS and all(text.isascii() for text in texts):
+        vocabulary = _vocabulary()
+        return [word_pieces(text, vocabulary) for text in texts]
+    encodings = _tokenizer().encode_batch(list(texts), add_special_tokens=False)
+    return [encoding.ids for encoding in encodings]
 
 
 class MiniLMStaticEmbedder:
@@ -98,17 +136,16 @@ class MiniLMStaticEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, _DIM), dtype=np.float32)
-        codes, scales, tokenizer = _weights()
-        encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return summed_rows(codes, [encoding.ids for encoding in encodings], scales)
+        codes, scales = _table()
+        return summed_rows(codes, _word_pieces(texts), scales)
 
     def embed_query(self, query: str) -> Vectors:
         """The query as the MiniLM encoder itself reads it (:mod:`._encoder`), in the table's
         space, and as its sum of rows, in equal parts. The encoder reads a question in
         context; the rows are what the stored texts are made of, so they keep matching where
         the table strays from the encoder (chat, an acronym or a code alone)."""
-        codes, scales, tokenizer = _weights()
-        ids = tokenizer.encode(query, add_special_tokens=False).ids
+        codes, scales = _table()
+        (ids,) = _word_pieces([query])
         if not ids:
             return np.zeros(_DIM, dtype=np.float32)
         rows = summed_rows(codes, [ids], scales)[0]

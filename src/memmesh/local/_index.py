@@ -10,11 +10,14 @@ import json
 import sqlite3
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from memmesh import text as _text
-from memmesh.local._lexicon import Lexicon
 from memmesh.local._rows import ItemRow, rows_in
 from memmesh.local._vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from memmesh.local._lexicon import Lexicon
 
 __all__ = ["SearchIndex"]
 
@@ -40,7 +43,13 @@ class SearchIndex:
 
     def __init__(self, dim: int, *, lexicon: bool) -> None:
         self.vectors = VectorIndex(dim)
-        self.lexicon = Lexicon() if lexicon else None
+        self.lexicon: Lexicon | None = None
+        if lexicon:
+            # Imported here: its modules (numpy postings, the allocator's settings through
+            # ctypes) are some 7 ms of a command's start, and only a serving store uses them.
+            from memmesh.local import _lexicon
+
+            self.lexicon = _lexicon.Lexicon()
         # Guards the vector index and the lexicon, which searches read while refreshes grow
         # them: take a view of them under it.
         self.lock = threading.RLock()
