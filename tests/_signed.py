@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 import httpx
 import msgspec
 
-from memmesh.coordinator.protocol import JoinRequest, MemberAdd
+from memmesh.coordinator import _members
+from memmesh.coordinator.invites import secret_digest
+from memmesh.coordinator.protocol import MemberAdd
 from memmesh.net.audience import bound_audience, client_audience, origin_of
 from memmesh.net.client import Client
 from memmesh.net.presence import RosterMember
@@ -77,11 +79,21 @@ class SignedAuth(httpx.Auth):
 
 
 def make_admin(coordinator: "Coordinator", identity: Identity, name: str = "admin") -> RosterMember:
-    """Make ``identity`` the first admin of ``coordinator``, as its bootstrap invite does."""
+    """Make ``identity`` the first admin of ``coordinator``, as its bootstrap invite did before
+    rosters were signed: the roster stays the coordinator's table, which the admins' routes
+    change (a bootstrap code now starts a signed roster: tests/coordinator/test_signed_roster.py).
+    """
     made = coordinator.membership.bootstrap(name)
     assert made is not None, "the roster has a member already"
     secret, _ = made
-    return coordinator.membership.join(caller(identity), JoinRequest(secret=secret)).member
+    entry = RosterMember(
+        name=name, key=identity.public_key_text, key_id=identity.key_id, admin=True,
+        added_at=coordinator.membership._clock(),
+    )  # fmt: skip
+    with coordinator.store.transaction() as tx:
+        _members.use_invite(tx, secret_digest(secret), entry.added_at)
+        _members.add_member(tx, entry)
+    return entry
 
 
 def add_member(

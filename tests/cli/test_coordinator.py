@@ -20,13 +20,11 @@ from memmesh.coordinator.protocol import (
     Info,
     JoinRequest,
     JoinResponse,
-    MemberAdd,
-    MemberRevoke,
     PublishItem,
     PublishRequest,
     PublishResponse,
-    RevokeResponse,
-    RosterMember,
+    StatementsRequest,
+    StatementsResponse,
 )
 from memmesh.embed import HashingEmbedder
 from memmesh.net.client import Client
@@ -36,7 +34,7 @@ from memmesh.net.server import free_port
 from memmesh.net.signing import coordinator_audience
 from memmesh.net.tls import ensure_certificate, pin_of, pinned_context
 from memmesh.net.urls import serves_tls
-from memmesh.registry import Identity, create_identity
+from memmesh.registry import Identity, create_identity, roster_chain
 from memmesh.registry.envelopes import open_envelope, seal
 from tests._servers import CoordinatorProcess
 from tests._signed import signed_client
@@ -215,7 +213,7 @@ def test_serve_with_tls_on_loopback_and_its_join_code_pin_the_certificate(
         pin = _pin_in(process.output())
         code = _code_in(process.output())
         with _pinned(process.url, pin, ada) as client:
-            joined = client.post("/v1/join", JoinRequest(secret=code.secret), JoinResponse)
+            joined = client.post("/v1/join", _first_admin(code, ada), JoinResponse)
     finally:
         process.stop()
 
@@ -259,6 +257,12 @@ def test_a_certificate_without_its_key_is_a_usage_error(tmp_path: Path) -> None:
     assert "--tls-cert and --tls-key go together" in error_line(result)
 
 
+def _first_admin(code: JoinCode, identity: Identity) -> JoinRequest:
+    """The first admin's join with ``code``: its secret and the signed roster's genesis."""
+    genesis = roster_chain.genesis(identity, code.team, name=code.name)
+    return JoinRequest(secret=code.secret, genesis=genesis)
+
+
 def test_serve_prints_a_join_code_that_makes_the_first_admin_once(tmp_path: Path) -> None:
     process = CoordinatorProcess(tmp_path / "data", team="acme", token=None)
     ada, mallory = create_identity(tmp_path / "ada"), create_identity(tmp_path / "mallory")
@@ -267,13 +271,13 @@ def test_serve_prints_a_join_code_that_makes_the_first_admin_once(tmp_path: Path
         printed = process.output()
         code = _code_in(printed)
         with signed_client(process.url, ada, team="acme") as client:
-            joined = client.post("/v1/join", JoinRequest(secret=code.secret), JoinResponse)
+            joined = client.post("/v1/join", _first_admin(code, ada), JoinResponse)
             info = client.get("/v1/info", Info)
         with (
             signed_client(process.url, mallory, team="acme") as client,
             pytest.raises(Refused) as again,
         ):
-            client.post("/v1/join", JoinRequest(secret=code.secret), JoinResponse)
+            client.post("/v1/join", _first_admin(code, mallory), JoinResponse)
         process.stop()
         process.start()
     finally:
@@ -331,11 +335,19 @@ def test_several_workers_share_one_port_see_each_others_writes_and_revokes_and_s
         assert process.process is not None
         workers = _children(process.process.pid)
         assert len(workers) == 3
-        secret = JoinCode.decode(process.join_code()).secret
+        code = JoinCode.decode(process.join_code())
+        genesis = roster_chain.genesis(ada, "acme", name=code.name)
+        started = roster_chain.verify_chain([genesis], root_key_id=ada.key_id, team="acme")
+        adding = roster_chain.add(started, ada, key=bob.public_key_text, name="bob")
+        revoking = roster_chain.revoke(roster_chain.extend(started, adding), ada,
+                                       key=bob.public_key_text)  # fmt: skip
+        # Each change on a new connection: another worker holds the head the last one moved.
         with signed_client(process.url, ada, team="acme", token=token) as admin:
-            admin.post("/v1/join", JoinRequest(secret=secret), JoinResponse)
-            admin.post("/v1/members/add", MemberAdd(name="bob", key=bob.public_key_text),
-                       RosterMember)  # fmt: skip
+            admin.post("/v1/join", JoinRequest(secret=code.secret, genesis=genesis), JoinResponse)
+        with signed_client(process.url, ada, team="acme", token=token) as admin:
+            admin.post("/v1/roster/statements", StatementsRequest(statements=[adding]),
+                       StatementsResponse)  # fmt: skip
+        with signed_client(process.url, ada, team="acme", token=token) as admin:
             admin.post("/v1/publish", _publication(ada, text), PublishResponse)
         # Each client opens a new connection, which the kernel hands to any of the workers.
         answers = []
@@ -346,7 +358,8 @@ def test_several_workers_share_one_port_see_each_others_writes_and_revokes_and_s
                 )
             answers.append([open_envelope(hit.envelope).item_id for hit in found.hits])
         with signed_client(process.url, ada, team="acme", token=token) as admin:
-            admin.post("/v1/members/revoke", MemberRevoke(member="bob"), RevokeResponse)
+            admin.post("/v1/roster/statements", StatementsRequest(statements=[revoking]),
+                       StatementsResponse)  # fmt: skip
         refused = []
         for _ in range(12):
             with (

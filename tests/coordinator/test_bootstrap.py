@@ -11,13 +11,18 @@ from memmesh.coordinator.bootstrap import ADMIN_CODE_FILENAME, admin_join_code
 from memmesh.coordinator.invites import JoinCode
 from memmesh.coordinator.protocol import JoinRequest
 from memmesh.net.errors import Forbidden
-from memmesh.registry import create_identity
+from memmesh.registry import Identity, create_identity, roster_chain
 from tests._clock import START, FakeClock
 from tests._signed import caller
 from tests.registry._helpers import TEAM
 
 URL = "https://team-host:8400"
 PIN = "sha256:" + "ab" * 32
+
+
+def _starting(secret: str, identity: Identity, name: str) -> JoinRequest:
+    """The first admin's join: the code's secret, and the genesis of the signed roster."""
+    return JoinRequest(secret=secret, genesis=roster_chain.genesis(identity, TEAM, name=name))
 
 
 def _code(c: Coordinator, data: Path, **options: str) -> JoinCode | None:
@@ -47,7 +52,7 @@ def test_the_code_stays_the_same_across_restarts_until_it_is_used(
     assert again.secret == first.secret
 
     ada = create_identity(tmp_path / "ada")
-    joined = coordinator.membership.join(caller(ada), JoinRequest(secret=first.secret))
+    joined = coordinator.membership.join(caller(ada), _starting(first.secret, ada, "admin"))
 
     assert (joined.member.name, joined.member.admin) == ("admin", True)
     assert _code(coordinator, data) is None
@@ -57,14 +62,11 @@ def test_the_code_stays_the_same_across_restarts_until_it_is_used(
 def test_the_code_admits_one_key_only(coordinator: Coordinator, data: Path, tmp_path: Path) -> None:
     code = _code(coordinator, data)
     assert code is not None
-    coordinator.membership.join(
-        caller(create_identity(tmp_path / "ada")), JoinRequest(secret=code.secret)
-    )
+    ada, mallory = create_identity(tmp_path / "ada"), create_identity(tmp_path / "mallory")
+    coordinator.membership.join(caller(ada), _starting(code.secret, ada, "admin"))
 
     with pytest.raises(Forbidden):
-        coordinator.membership.join(
-            caller(create_identity(tmp_path / "mallory")), JoinRequest(secret=code.secret)
-        )
+        coordinator.membership.join(caller(mallory), _starting(code.secret, mallory, "admin"))
 
 
 def test_an_expired_or_renamed_code_is_replaced_and_the_old_one_admits_nobody(
@@ -81,11 +83,9 @@ def test_an_expired_or_renamed_code_is_replaced_and_the_old_one_admits_nobody(
     assert len({first.secret, renamed.secret, fresh.secret}) == 3
     assert (renamed.name, fresh.expires_at) == ("root", clock.now + 7 * 24 * 3600)
     for old in (first, renamed):
+        joiner = create_identity(tmp_path / old.name / "x")
         with pytest.raises(Forbidden):
-            coordinator.membership.join(
-                caller(create_identity(tmp_path / old.name / "x")), JoinRequest(secret=old.secret)
-            )
-    joined = coordinator.membership.join(
-        caller(create_identity(tmp_path / "ada")), JoinRequest(secret=fresh.secret)
-    )
+            coordinator.membership.join(caller(joiner), _starting(old.secret, joiner, old.name))
+    ada = create_identity(tmp_path / "ada")
+    joined = coordinator.membership.join(caller(ada), _starting(fresh.secret, ada, "root"))
     assert joined.member.name == "root"

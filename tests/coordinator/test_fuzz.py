@@ -30,6 +30,7 @@ from memmesh.net.limits import QUERY_BODY_LIMIT
 from memmesh.net.search import SearchResponse
 from memmesh.net.signing import coordinator_audience
 from memmesh.net.wire import PROTOCOL_VERSION
+from memmesh.registry import roster_chain
 from memmesh.registry.envelopes import (
     FORMAT_VERSION,
     Presence,
@@ -78,6 +79,8 @@ ROSTER_PATHS = [
     "/v1/members/demote",
     "/v1/invites",
     "/v1/join",
+    "/v1/roster/chain",
+    "/v1/roster/statements",
 ]
 ROSTER_ALLOWED = ALLOWED | {403, 404, 409}
 # numpy warns when a huge vector overflows its float32 cast; in production that is a warning and
@@ -173,6 +176,15 @@ def seeds(embedder: str, dim: int) -> dict[str, dict[str, Any]]:
             "expires_at": time.time() + 3600,
         },
         "/v1/join": {"secret": new_secret()},
+        "/v1/roster/chain": {
+            "start": 0,
+            "invite": {"invite_key": NEWCOMER.public_key_text, "signature": "A" * 86 + "=="},
+        },
+        # The fuzzer's signing of its team's roster as it stands: it alone, named so.
+        "/v1/roster/statements": {
+            "statements": [msgspec.to_builtins(roster_chain.genesis(MEMBER, TEAM, name="fuzzer"))],
+            "purge": True,
+        },
     }
 
 

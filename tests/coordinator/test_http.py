@@ -291,6 +291,8 @@ def test_openapi_document_lists_every_route(coordinator: Coordinator, client: Cl
         "/v1/members/demote",
         "/v1/invites",
         "/v1/join",
+        "/v1/roster/chain",
+        "/v1/roster/statements",
         "/v1/disclosures",
         "/v1/tallies",
         "/v1/tallies/mine",
@@ -309,6 +311,7 @@ def test_openapi_document_lists_every_route(coordinator: Coordinator, client: Cl
     schemas = document["components"]["schemas"]
     for name in (
         "PublishRequest", "RetractRequest", "SearchRequest", "ChangesRequest", "Info",
-        "JoinRequest", "Roster", "RevokeResponse",
+        "JoinRequest", "Roster", "RevokeResponse", "ChainRequest", "ChainResponse",
+        "StatementsRequest", "StatementsResponse", "SignedStatement", "InviteProof",
     ):  # fmt: skip
         assert name in schemas

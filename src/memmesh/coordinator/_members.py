@@ -5,7 +5,8 @@ it is an admin, when it was added and, once revoked, when. A revoked key keeps i
 learn from it to drop that key's items) and its name is free again; two active members never
 share a name. ``coord_invites`` holds each invite by the SHA-256 of its secret (the secret itself
 never reaches the coordinator), whom it is for, until when, who made it and when it was used.
-Every function runs on the transaction or read the caller holds.
+Every function runs on the transaction or read the caller holds. Once the team's roster is
+signed, ``coord_members`` is kept as what the chain says (:func:`put_member`).
 """
 
 from typing import Any, NamedTuple
@@ -28,6 +29,7 @@ __all__ = [
     "member",
     "members",
     "open_invites",
+    "put_member",
     "revoke",
     "revoked_named",
     "set_admin",
@@ -54,7 +56,18 @@ CREATE TABLE coord_invites (
 );
 """
 
-ROSTER_SCHEMA = Schema(owner="roster", migrations=(_V1,))
+# Version 2 keeps the signed roster's statements (:mod:`memmesh.coordinator._chain`), in order;
+# ``coord_members`` is from then on what they say (:mod:`memmesh.coordinator.signed_roster`).
+_V2 = """
+CREATE TABLE coord_roster_chain (
+    seq         INTEGER PRIMARY KEY,
+    hash        TEXT NOT NULL UNIQUE,
+    body        BLOB NOT NULL,
+    signatures  BLOB NOT NULL
+);
+"""
+
+ROSTER_SCHEMA = Schema(owner="roster", migrations=(_V1, _V2))
 
 # ``created_by`` of the invite the coordinator makes for its first admin.
 BOOTSTRAP = "bootstrap"
@@ -148,6 +161,21 @@ def revoke(tx: Transaction, key: str, at: float) -> None:
     tx.execute(
         "UPDATE coord_members SET revoked_at = ? WHERE key = ? AND revoked_at IS NULL", (at, key)
     )
+
+
+def put_member(tx: Transaction, entry: RosterMember) -> None:
+    """Make ``entry``'s key's row say what the signed roster says of it: added if it has none,
+    else its name, role and revocation (a key revoked before keeps its first time, and a row
+    keeps the time it was added: a team's roster signed after the fact keeps its history)."""
+    tx.execute(
+        "INSERT INTO coord_members (key, key_id, name, admin, added_at, revoked_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET name = excluded.name, "
+        "admin = excluded.admin, revoked_at = coalesce(revoked_at, excluded.revoked_at)",
+        (
+            entry.key, entry.key_id, entry.name, int(entry.admin), entry.added_at,
+            entry.revoked_at,
+        ),
+    )  # fmt: skip
 
 
 def set_admin(tx: Transaction, key: str, admin: bool) -> None:

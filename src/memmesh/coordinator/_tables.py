@@ -14,7 +14,7 @@ from typing import Literal, NamedTuple
 
 import msgspec
 
-from memmesh.coordinator import _members
+from memmesh.coordinator import _chain, _members
 from memmesh.local import Schema, Transaction
 from memmesh.registry.envelopes import Envelope, Publication, Retraction
 from memmesh.registry.identity import key_id, public_key_from_text
@@ -237,12 +237,16 @@ class FeedMarks(NamedTuple):
 def feed_marks(tx: Transaction) -> FeedMarks:
     """The feed's marks now: a few small reads, whatever the feed holds.
 
-    The roster's version is a digest of every member's entry (a team's roster is small);
+    The roster's version is a digest of every member's entry (a team's roster is small) and
+    of the signed roster's head (an invite on the chain changes no member, yet moves it);
     the purges' is how many items were ever purged and when the last purge was, from
     ``coord_purged`` (:mod:`memmesh.coordinator._purged`), which every purge writes.
     """
     (head,) = tx.execute("SELECT coalesce(max(cursor), 0) FROM coord_envelopes").fetchone()
-    roster = hashlib.sha256(msgspec.json.encode(_members.members(tx))).hexdigest()[:24]
+    signed, members = _chain.head(tx), _members.members(tx)
+    # An unsigned roster's mark is what it was before rosters were signed.
+    marked = msgspec.json.encode(members if signed is None else [members, signed.hash])
+    roster = hashlib.sha256(marked).hexdigest()[:24]
     purged, last = tx.execute(
         "SELECT count(*), coalesce(max(purged_at), 0) FROM coord_purged"
     ).fetchone()

@@ -2,9 +2,12 @@
 
 Every route but ``/healthz`` needs a request signed for this very coordinator
 (:func:`~memmesh.net.signing.coordinator_audience` of its team, bound to one of its names: see
-:func:`coordinator_names`); every route but ``/healthz`` and ``/v1/join`` is for the members
-the coordinator admits (:meth:`Coordinator.admit`), and the admins' routes check the admin flag
-besides. The nonces of the members' requests are kept in the data folder
+:func:`coordinator_names`); every route but ``/healthz``, ``/v1/join`` and ``/v1/roster/chain``
+is for the members the coordinator admits (:meth:`Coordinator.admit`), and the admins' routes
+check the admin flag besides. The chain's route admits its callers itself: members, and a
+joiner who proves it holds an open invite on the chain, which it reads before it is a member.
+Once the roster is signed, the routes by which an admin asked the coordinator to change it answer
+409 ``roster_signed``. The nonces of the members' requests are kept in the data folder
 (:class:`~memmesh.local.nonces.NonceFile`), for every worker process and across restarts.
 """
 
@@ -110,7 +113,30 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             path="/v1/members",
             handler=members.roster,
             response=p.Roster,
-            summary="The roster: every member, revoked ones with their time.",
+            summary="The roster: every member, revoked ones with their time, and the signed "
+            "roster's head it was derived from.",
+        ),
+        Endpoint(
+            path="/v1/roster/chain",
+            handler=members.signed.chain,
+            request=p.ChainRequest,
+            response=p.ChainResponse,
+            limit=small,
+            access="signed",
+            caller=True,
+            summary="The signed roster's statements from a seq on, paged (head_seq -1: not "
+            "signed); for members, and for a joiner proving it holds an open invite.",
+        ),
+        Endpoint(
+            path="/v1/roster/statements",
+            handler=members.signed.statements,
+            request=p.StatementsRequest,
+            response=p.StatementsResponse,
+            limit=batch,
+            caller=True,
+            summary="Append admins' signed statements to the roster, all or none; 409 "
+            "stale_roster_head when they do not follow the head, 400/403 roster_refused when "
+            "one breaks a rule; with purge, revoked members' items are erased.",
         ),
         Endpoint(
             path="/v1/members/add",
@@ -119,8 +145,8 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             response=p.RosterMember,
             limit=small,
             caller=True,
-            summary="(An admin) put a key on the roster; 409 if the key or an active name is "
-            "taken.",
+            summary="(An admin, unsigned roster) put a key on the roster; 409 if the key or an "
+            "active name is taken.",
         ),
         Endpoint(
             path="/v1/members/revoke",
@@ -129,8 +155,8 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             response=p.RevokeResponse,
             limit=small,
             caller=True,
-            summary="(An admin) refuse a member's key from now on; with purge, erase its live "
-            "publications; 409 last_admin for the last admin.",
+            summary="(An admin, unsigned roster) refuse a member's key from now on; with "
+            "purge, erase its live publications; 409 last_admin for the last admin.",
         ),
         Endpoint(
             path="/v1/members/promote",
@@ -139,8 +165,8 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             response=p.RosterMember,
             limit=small,
             caller=True,
-            summary="(An admin) make a member an admin; 404 no_such_member, 409 already_admin "
-            "or member_revoked.",
+            summary="(An admin, unsigned roster) make a member an admin; 404 no_such_member, "
+            "409 already_admin or member_revoked.",
         ),
         Endpoint(
             path="/v1/members/demote",
@@ -149,8 +175,9 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             response=p.RosterMember,
             limit=small,
             caller=True,
-            summary="(An admin) make an admin a member who is no admin; 404 no_such_member, 409 "
-            "no_admin_to_demote, member_revoked or last_admin (never the last admin).",
+            summary="(An admin, unsigned roster) make an admin a member who is no admin; 404 "
+            "no_such_member, 409 no_admin_to_demote, member_revoked or last_admin (never the "
+            "last admin).",
         ),
         Endpoint(
             path="/v1/invites",
@@ -159,9 +186,9 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             response=p.Invite,
             limit=small,
             caller=True,
-            summary="(An admin) a single-use invite: the SHA-256 of its secret, a name, an "
-            "expiry; says when a revoked member of that name was revoked (their key stays "
-            "refused).",
+            summary="(An admin, unsigned roster) a single-use invite: the SHA-256 of its "
+            "secret, a name, an expiry; says when a revoked member of that name was revoked "
+            "(their key stays refused).",
         ),
         Endpoint(
             path="/v1/join",
@@ -171,8 +198,9 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             limit=small,
             access="signed",
             caller=True,
-            summary="(Any signer, no token) present an invite's secret once: the signing key "
-            "joins under the invite's name; 403 for a used, expired or unknown invite.",
+            summary="(Any signer, no token) join: the first admin's code with a genesis "
+            "(starts the signed roster), a join statement of an invite on the chain, or an "
+            "unsigned team's invite secret; 403 for a used, expired or unknown invite.",
         ),
         Endpoint(
             path="/v1/disclosures",

@@ -2,8 +2,9 @@
 
 The code is written to ``DATA/admin-join-code`` (mode 0600) as well as printed, so that the
 operator can read it later; a restart prints the same code while its invite is unused and
-unexpired, and a new one (the old one then admits nobody) otherwise. Once the first member has
-joined, the file is deleted on the next start.
+unexpired, and a new one (the old one then admits nobody) otherwise. The first admin joins
+with it by signing the genesis of the team's signed roster. Once the roster has a member, or
+is signed, the file is deleted on the next start.
 """
 
 import contextlib

@@ -10,8 +10,14 @@ MemmeshError
     ├── NoAdminToDemote       exit 1, 409: the member to demote is no admin
     ├── NoSuchMember          exit 1, 404: the roster has no member of that name, id or key
     ├── NotAnAdmin            exit 3, 403: the caller is no admin, and only admins may do this
-    └── QuotaExceeded         exit 1, 413: a publish would take a member (or the team) past
-                              what the coordinator stores; nothing of it was stored
+    ├── QuotaExceeded         exit 1, 413: a publish would take a member (or the team) past
+    │                         what the coordinator stores; nothing of it was stored
+    ├── RosterRefused         exit 3, 400 (403: not_admin, signer_revoked; 409: not_started):
+    │                         a signed roster statement breaks a rule; ``reason`` says which
+    ├── RosterSigned          exit 1, 409: a change the coordinator would make to its own table,
+    │                         refused: the team's roster is signed, its admins sign each change
+    └── StaleRosterHead       exit 1, 409: the statements do not follow the chain's head now
+                              (another admin's change landed first): read it and sign again
 
 The roster's refusals carry what they refer to: ``team`` and ``member`` (as the request named
 them), so that a client acts on the code and its fields, never on the sentence.
@@ -30,6 +36,9 @@ __all__ = [
     "NoSuchMember",
     "NotAnAdmin",
     "QuotaExceeded",
+    "RosterRefused",
+    "RosterSigned",
+    "StaleRosterHead",
 ]
 
 # What a member's name may be, in words (the pattern is memmesh.coordinator.protocol's).
@@ -159,3 +168,64 @@ class QuotaExceeded(CoordinatorError):
         self.held = held
         self.adding = adding
         self.limit = limit
+
+
+class RosterRefused(CoordinatorError):
+    """A statement for ``team``'s signed roster breaks a rule: ``reason`` is the chain's code
+    (``not_admin``, ``prev_mismatch``, ``invite_used``, ... see docs/architecture.md) or one of
+    the coordinator's own (``not_started``, ``join_elsewhere``, ``genesis_required``,
+    ``migration_mismatch``, ``not_a_join``); ``seq`` is the statement's, ``None`` for the
+    request as a whole. Nothing of the request was stored.
+
+    The status follows the reason: 403 when the signer may not make the change
+    (``not_admin``, ``signer_revoked``), 409 when the roster is not signed yet
+    (``not_started``), 400 otherwise.
+    """
+
+    exit_code = ExitCode.REFUSED
+    status = 400
+
+    def __init__(self, team: str, reason: str, seq: int | None, detail: str) -> None:
+        where = "the signed roster" if seq is None else f"statement {seq} of the signed roster"
+        super().__init__(f"team {team!r} refuses {where} ({reason}): {detail}")
+        self.team = team
+        self.reason = reason
+        self.seq = seq
+        self.detail = detail
+        self.status = _REFUSAL_STATUS.get(reason, 400)
+
+
+# The refusals that are not about the statement's form (400).
+_REFUSAL_STATUS = {"not_admin": 403, "signer_revoked": 403, "not_started": 409}
+
+
+class StaleRosterHead(CoordinatorError):
+    """The statements sent for ``team``'s signed roster do not follow its head, now at
+    ``head_seq``: another change landed first. Nothing was stored; read the chain, check the
+    change still applies and sign it again."""
+
+    status = 409
+
+    def __init__(self, team: str, head_seq: int, sent_seq: int) -> None:
+        super().__init__(
+            f"team {team!r}'s signed roster has moved on: its head is statement {head_seq}, "
+            f"and this change was signed as statement {sent_seq}; read it and sign again"
+        )
+        self.team = team
+        self.head_seq = head_seq
+        self.sent_seq = sent_seq
+
+
+class RosterSigned(CoordinatorError):
+    """``team``'s roster is signed: the coordinator no longer changes its members on an
+    admin's request (add, revoke, promote, demote, invite, a coordinator-held invite's join);
+    an admin's memmesh signs each change. An older memmesh asked."""
+
+    status = 409
+
+    def __init__(self, team: str) -> None:
+        super().__init__(
+            f"team {team!r}'s roster is signed: an admin's memmesh signs each change; "
+            "update memmesh"
+        )
+        self.team = team

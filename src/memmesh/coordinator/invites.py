@@ -1,10 +1,14 @@
 """Join codes: one line that holds everything a new laptop needs to join a team.
 
-An admin's ``mem team invite NAME`` makes a random secret, registers only its SHA-256 with the
-coordinator (:class:`~memmesh.coordinator.protocol.InviteRequest`) and prints a
-:class:`JoinCode`: the coordinator's URL, its certificate pin, the team, the secret, the name and
-the expiry. ``mem team join CODE`` reads it back, pins the coordinator and presents the secret
-once. The code is a secret: whoever holds it can join once, until it expires.
+In a team whose roster is signed, an admin's ``mem team invite NAME`` puts an invite on the
+chain and prints a :class:`JoinCode`: the coordinator's URL, its certificate pin, the team, the
+name, the expiry, the invite's secret (the private half of a key made for that invite alone)
+and ``root``, the member id of the team's root key. ``mem team join CODE`` reads it back, pins
+the coordinator, believes the roster only as a chain that starts at that root, and signs its
+join with its own key and the invite's. A code without ``root`` is the first admin's (its
+secret is the coordinator's bootstrap invite, and the joiner starts the chain), or an invite of
+a team whose roster is not signed yet (only the secret's SHA-256 reached the coordinator).
+The code is a secret: whoever holds it can join once, until it expires.
 """
 
 import base64
@@ -23,6 +27,7 @@ __all__ = ["JOIN_PREFIX", "JoinCode", "new_secret", "secret_digest"]
 JOIN_PREFIX = "memmesh-join:"
 _MAX_CODE = 2048
 _PIN = "^sha256:[0-9a-f]{64}$"
+_MEMBER_ID = "^[a-z2-7]{16}$"
 
 
 def new_secret() -> str:
@@ -35,9 +40,15 @@ def secret_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-class JoinCode(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class JoinCode(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     """What a join code says. ``pin`` is empty for a coordinator on plain loopback http or
-    with a certificate from a public authority."""
+    with a certificate from a public authority; ``root`` (the member id of the team's root
+    key) is empty for the first admin's code and for a team whose roster is not signed.
+
+    Fields at their defaults are left out of the code: a shorter line, and one that a memmesh
+    from before ``root`` still reads."""
 
     url: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
     team: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
@@ -46,6 +57,7 @@ class JoinCode(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     expires_at: float
     pin: Annotated[str, msgspec.Meta(pattern=_PIN)] | None = None
     admin: bool = False
+    root: Annotated[str, msgspec.Meta(pattern=_MEMBER_ID)] | None = None
 
     def encode(self) -> str:
         """The one-line code."""

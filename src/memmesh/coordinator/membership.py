@@ -13,6 +13,11 @@ its key from then on and, with ``purge``, erases its live publications from sear
 the last admin cannot be revoked. Admins promote members to admins and demote them; the last
 admin cannot be demoted, and a revoked member's role no longer changes.
 
+Once the team's roster is signed (:mod:`memmesh.coordinator.signed_roster`: the first admin's
+code starts it, or an admin signs the table as it stands), the table is what the chain says:
+the admins' routes here and the invites the coordinator holds refuse as :class:`RosterSigned`,
+and members join by the join statements of invites on the chain.
+
 A name is checked here, against :data:`~memmesh.coordinator.protocol.MEMBER_NAME`, so that
 one breaking the rule is refused as :class:`BadMemberName` (400, the rule in words). Every
 refusal of an admin's change has its own code (:mod:`memmesh.coordinator.errors`).
@@ -23,7 +28,7 @@ import re
 import time
 from collections.abc import Callable
 
-from memmesh.coordinator import _members, _tables
+from memmesh.coordinator import _chain, _members, _tables
 from memmesh.coordinator.errors import (
     AlreadyAdmin,
     BadMemberName,
@@ -32,6 +37,8 @@ from memmesh.coordinator.errors import (
     NoAdminToDemote,
     NoSuchMember,
     NotAnAdmin,
+    RosterRefused,
+    RosterSigned,
 )
 from memmesh.coordinator.holdings import erase_publications
 from memmesh.coordinator.invites import new_secret, secret_digest
@@ -46,6 +53,7 @@ from memmesh.coordinator.protocol import (
     MemberRevoke,
     RevokeResponse,
 )
+from memmesh.coordinator.signed_roster import SignedRoster
 from memmesh.local import Transaction
 from memmesh.local.store import Store
 from memmesh.net.errors import BadRequest, Conflict, Forbidden, Revoked
@@ -87,6 +95,7 @@ class Membership:
         self.open_without_roster = open_without_roster
         self.coordinator_key = coordinator_key
         self._clock = clock
+        self.signed = SignedRoster(store, team=team, admit=self.admit, clock=clock)
 
     # -- admission -------------------------------------------------------------------------
 
@@ -108,11 +117,15 @@ class Membership:
             raise Revoked(when(entry.revoked_at))
 
     def roster(self) -> Roster:
-        """Every member ever admitted (revoked ones with their time), and whether the roster
-        is enforced."""
+        """Every member ever admitted (revoked ones with their time), whether the roster is
+        enforced, and the head of the signed roster it was derived from (-1: not signed)."""
         with self.store.reader() as tx:
             entries = _members.members(tx)
-        return Roster(members=entries, enforced=bool(entries))
+            head = _chain.head(tx)
+        return Roster(
+            members=entries, enforced=bool(entries),
+            head_seq=-1 if head is None else head.seq, head_hash="" if head is None else head.hash,
+        )  # fmt: skip
 
     def enforced(self) -> bool:
         """Whether the roster has a member (and so admits members only)."""
@@ -120,6 +133,10 @@ class Membership:
             return _members.enforced(tx)
 
     def _admin(self, tx: Transaction, caller: Caller) -> RosterMember:
+        """The caller's entry, an active admin's; :class:`RosterSigned` once the roster is
+        signed (the coordinator no longer changes it on its own: admins sign each change)."""
+        if _chain.head(tx) is not None:
+            raise RosterSigned(self.team)
         entry = _members.member(tx, caller.key)
         if entry is None or entry.revoked_at is not None or not entry.admin:
             raise NotAnAdmin(self.team)
@@ -235,13 +252,20 @@ class Membership:
     # -- joining ---------------------------------------------------------------------------
 
     def join(self, caller: Caller, request: JoinRequest) -> JoinResponse:
-        """Put the signer's key on the roster under the invite's name, using the invite up.
+        """Put the signer's key on the roster, in one of the forms of :class:`JoinRequest`:
+        the first admin's code with a ``genesis`` (the signed roster starts), a ``join``
+        statement of an invite on the chain, or a coordinator-held invite's secret alone (a
+        team whose roster is not signed).
 
-        :class:`Conflict` if the key is a member already (the invite stays unused) or the name
-        is taken; :class:`Forbidden` for an unknown, used or expired invite.
+        :class:`Revoked` for a revoked key, :class:`Conflict` if the key is a member already
+        (the invite stays unused) or the name is taken; :class:`Forbidden` for an unknown, used
+        or expired invite; :class:`RosterRefused` for a statement the chain refuses (a
+        bootstrap secret without its genesis: ``genesis_required``), :class:`StaleRosterHead`
+        for a join signed after an older head, :class:`RosterSigned` for a coordinator-held
+        invite once the roster is signed.
         """
-        now = self._clock()
-        digest = secret_digest(request.secret)
+        if request.statement is not None and (request.genesis is not None or request.secret):
+            raise BadRequest("a join sends a statement alone, or a secret (and a genesis)")
         with self.store.transaction() as tx:
             existing = _members.member(tx, caller.key)
             if existing is not None and existing.revoked_at is not None:
@@ -250,31 +274,59 @@ class Membership:
                 raise Conflict(
                     f"this key is a member of team {self.team!r} already, as {existing.name}"
                 )
-            invite = _members.invite(tx, digest)
-            if invite is None:
-                raise Forbidden(f"this invite is not one of team {self.team!r}'s")
-            if invite.used_at is not None:
-                raise Forbidden(
-                    f"this invite was used on {when(invite.used_at)}; ask for a new one"
-                )
-            if invite.expires_at <= now:
-                raise Forbidden(
-                    f"this invite expired on {when(invite.expires_at)}; ask for a new one"
-                )
-            self._check_free(tx, caller.key, invite.name)
-            entry = RosterMember(
-                name=invite.name, key=caller.key, key_id=caller.key_id, admin=invite.admin,
-                added_at=now,
-            )  # fmt: skip
-            # One transaction: the invite is used up exactly when its member is added.
-            _members.use_invite(tx, digest, now)
-            _members.add_member(tx, entry)
+            if request.statement is not None:
+                entry = self.signed.join(tx, caller, request.statement)
+            else:
+                entry = self._join_invite(tx, caller, request)
         return JoinResponse(
             member=entry,
             team=self.team,
             coordinator_key=self.coordinator_key,
             embedder=self.store.embedder.name,
         )
+
+    def _join_invite(self, tx: Transaction, caller: Caller, request: JoinRequest) -> RosterMember:
+        """Use up the invite whose secret the request carries: the first admin's starts the
+        signed roster with the request's genesis; another (made before the roster was
+        signed) puts the caller in the table."""
+        now = self._clock()
+        digest = secret_digest(request.secret)
+        invite = _members.invite(tx, digest)
+        if invite is None:
+            raise Forbidden(f"this invite is not one of team {self.team!r}'s")
+        if invite.used_at is not None:
+            raise Forbidden(f"this invite was used on {when(invite.used_at)}; ask for a new one")
+        if invite.expires_at <= now:
+            raise Forbidden(f"this invite expired on {when(invite.expires_at)}; ask for a new one")
+        bootstrap = invite.created_by == _members.BOOTSTRAP
+        signed = _chain.head(tx) is not None
+        if request.genesis is not None:
+            if not bootstrap or signed or _members.enforced(tx):
+                raise Forbidden(
+                    f"only the first admin's code starts team {self.team!r}'s signed roster"
+                )
+            self.signed.start(tx, caller, request.genesis, invite.name)
+            _members.use_invite(tx, digest, now)
+            entry = _members.member(tx, caller.key)
+            assert entry is not None, "the genesis put the root on the roster"
+            return entry
+        if signed:
+            raise RosterSigned(self.team)
+        if bootstrap:
+            raise RosterRefused(
+                self.team, "genesis_required", None,
+                "the first admin starts the signed roster: the join carries its genesis "
+                "(update memmesh)",
+            )  # fmt: skip
+        self._check_free(tx, caller.key, invite.name)
+        entry = RosterMember(
+            name=invite.name, key=caller.key, key_id=caller.key_id, admin=invite.admin,
+            added_at=now,
+        )  # fmt: skip
+        # One transaction: the invite is used up exactly when its member is added.
+        _members.use_invite(tx, digest, now)
+        _members.add_member(tx, entry)
+        return entry
 
     def bootstrap(self, name: str, *, reuse: str | None = None) -> tuple[str, float] | None:
         """The secret and expiry of the first admin's invite (for ``name``), or ``None`` once
@@ -286,7 +338,7 @@ class Membership:
         """
         now = self._clock()
         with self.store.transaction() as tx:
-            if _members.enforced(tx):
+            if _members.enforced(tx) or _chain.head(tx) is not None:
                 _members.drop_unused_invites(tx, _members.BOOTSTRAP)
                 return None
             if reuse is not None:
