@@ -7,8 +7,7 @@ import time
 import pytest
 
 from memmesh.coordinator.membership import when
-from memmesh.coordinator.protocol import MemberRevoke
-from tests._signed import caller
+from tests.team._signed import revoke_member
 from tests.team._team import TEAM, PeerDaemon, Team
 
 pytestmark = pytest.mark.usefixtures("team_token")
@@ -31,20 +30,20 @@ def test_a_revoked_members_daemon_stops_saying_who_when_and_what_to_do(
     roster_team.wait_for_presence(bob)
     assert roster_team.host is not None
 
-    revoked = roster_team.host.membership.revoke(caller(ada.identity), MemberRevoke(member="bob"))
+    revoked = revoke_member(roster_team, ada, bob)
     assert daemon.process is not None
     try:
         code = daemon.process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         code = None  # still running: the finding
 
-    assert revoked.member.revoked_at is not None
+    assert revoked.revoked_at is not None
     assert code == 3, _log(daemon)
     last = _log(daemon).splitlines()[-1]
     assert last == (
         f"mem: error: this peer daemon stopped: an admin of team {TEAM} revoked this member's "
         f"key {bob.key_id} (the coordinator says: this key was revoked on "
-        f"{when(revoked.member.revoked_at)} (HTTP 403)), and a revoked key stays refused; to "
+        f"{when(revoked.revoked_at)} (HTTP 403)), and a revoked key stays refused; to "
         "take part again, ask an admin for a new join code and join with a new key, from a "
         "new home: `mem --home NEW_HOME team join CODE`"
     )

@@ -6,13 +6,12 @@ import time
 
 import pytest
 
-from memmesh.coordinator.protocol import MemberRevoke
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.signing import peer_audience
 from memmesh.peer.heartbeat import REVOCATION_BOUND_S
-from tests._signed import caller
+from tests.team._signed import revoke_member
 from tests.team._team import LOCKS, LOCKS_QUERY, Member, PeerDaemon, Team
 
 pytestmark = pytest.mark.usefixtures("team_token")
@@ -44,7 +43,7 @@ def test_a_revoked_member_is_refused_by_a_peer_within_the_bound_whatever_its_hea
         time.sleep(0.1)
     assert roster_team.host is not None
 
-    roster_team.host.membership.revoke(caller(ada.identity), MemberRevoke(member="bob"))
+    revoke_member(roster_team, ada, bob)
     revoked = time.monotonic()
     status = 200
     while status == 200 and time.monotonic() - revoked < REVOCATION_BOUND_S + 3:

@@ -4,10 +4,9 @@ of the roster is read again whole. A real coordinator on 127.0.0.1 and real memb
 
 import pytest
 
-from memmesh.coordinator.protocol import MemberRevoke
 from memmesh.local import teamcache
 from memmesh.team.refresh import Refreshed, refresh_cache
-from tests._signed import caller
+from tests.team._signed import revoke_member
 from tests.team._team import Member, Team
 
 pytestmark = pytest.mark.usefixtures("team_token")
@@ -63,7 +62,7 @@ def test_a_revocation_on_the_roster_makes_the_next_refresh_read_the_feed_whole(
     _share_many(carol, 2, start=10)
     _refresh(ada)
 
-    roster_team.host.membership.revoke(caller(ada.identity), MemberRevoke(member="bob"))
+    revoke_member(roster_team, ada, bob)
     after = _refresh(ada)
 
     assert after.full

@@ -12,7 +12,6 @@ import pytest
 from memmesh.coordinator import Coordinator, _usage, coordinator_app
 from memmesh.coordinator.protocol import (
     ChangesRequest,
-    MemberRevoke,
     PublishItem,
     PublishRequest,
     PublishResponse,
@@ -23,11 +22,12 @@ from memmesh.net.quotas import Quotas
 from memmesh.registry import load_identity
 from memmesh.team.refresh import refresh_cache
 from tests._servers import running
-from tests._signed import add_member, caller, signed_client
+from tests._signed import add_member, signed_client
 from tests.cli._output import json_of
 from tests.cli.test_sync import TOKEN, TOKEN_ENV, _member, _unacked
 from tests.conftest import MemRunner
 from tests.registry._helpers import TEAM
+from tests.team._signed import revoke_member
 from tests.team._team import LOCKS, Team
 from tests.team._team import TOKEN as TEAM_TOKEN
 
@@ -122,7 +122,7 @@ def test_a_purged_member_s_retracted_item_never_comes_back_to_a_teammate_s_cache
     bob.sync()
 
     # Carol never read the tombstone before the purge took it.
-    host.membership.revoke(caller(ada.identity), MemberRevoke(member="bob", purge=True))
+    revoke_member(roster_team, ada, bob, purge=True)
     refreshed = refresh_cache(carol.home, carol.policy(), carol.identity)
 
     assert _feed(host) == []

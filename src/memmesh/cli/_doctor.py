@@ -120,15 +120,15 @@ def _team_checks(home: Path, store: "Store", *, offline: bool) -> list[Check]:
             )
         )
     else:
-        checks.append(_coordinator_check(policy, identity))
+        checks.append(_coordinator_check(policy, identity, home))
     checks.append(_peer_check(home, policy, offline=offline))
     return checks
 
 
-def _coordinator_check(policy: "Policy", identity: "Identity") -> Check:
+def _coordinator_check(policy: "Policy", identity: "Identity", home: Path) -> Check:
     from memmesh.team.check import check_coordinator
 
-    found = check_coordinator(policy, identity)
+    found = check_coordinator(policy, identity, home=home)
     if found.state == "accepted":
         who = f" as {found.name}" if found.name else ""
         return Check(
@@ -142,6 +142,8 @@ def _coordinator_check(policy: "Policy", identity: "Identity") -> Check:
         "refused": "an admin adds your key (`mem team status` prints it) with "
         "`mem team members add NAME KEY`, or you join with an invite code (`mem team join "
         "CODE`); check MEM_TEAM_TOKEN if the team uses one",
+        "untrusted": "the coordinator serves a roster the team's admins did not sign: tell "
+        "your admins; nothing it says about members is used meanwhile",
     }
     fix = fixes.get(found.state, "`mem team status --check` says more")
     if found.code == KeyRevoked.code:

@@ -101,7 +101,7 @@ def team_check(
     The peers are asked unless the coordinator refuses this member (they hold its roster)."""
     from memmesh.team.check import check_coordinator
 
-    checked = check_coordinator(policy, identity, timeout=args.timeout)
+    checked = check_coordinator(policy, identity, timeout=args.timeout, home=home_of(args))
     url = checked.url or "-"
     if checked.state == "accepted":
         who = f"{checked.name} in team {policy.team}" if checked.name else f"team {policy.team}"
@@ -116,7 +116,8 @@ def team_check(
     else:
         lines = [f"check: coordinator {url}: {checked.problem}"]
     rows: list[dict[str, Any]] = []
-    if checked.state != "refused":
+    # A refused member, or a roster that does not verify: no peer is asked by it.
+    if checked.state not in ("refused", "untrusted"):
         seen, _, silent = _peers(args, policy, identity, check=True)
         rows = [_peer_json(p, silent) for p in seen]
         lines += [

@@ -5,7 +5,9 @@ Each heartbeat is a request signed for the coordinator (the client comes from
 that failed, so that a coordinator that is down, or whose pinned certificate cannot be fetched
 yet, never keeps the peer from starting), and its answer brings the team's roster back: the peer
 holds it (:meth:`~memmesh.peer.service.Peer.hold_roster`), so that a member the coordinator
-revokes is refused by this peer from the next heartbeat on.
+revokes is refused by this peer from the next heartbeat on. Where the team's roster is signed,
+what the peer holds is the chain its admins signed, read through the same client and verified
+(:mod:`memmesh.peer.chain`): the coordinator's list itself decides nothing then.
 
 Between heartbeats a second thread watches the roster: every :data:`ROSTER_INTERVAL` seconds
 it asks the coordinator's changes feed for the roster's version alone (``POST /v1/changes``
@@ -115,7 +117,7 @@ class Heartbeat:
             self._client = self.connect()
         request = PresenceRequest(envelope=self.peer.presence(self.ttl))
         answer = self._client.post("/v1/presence", request, PresenceResponse)
-        self.peer.hold_roster(answer.roster)
+        self.peer.hold_roster(answer.roster, self._client)
         return answer
 
     def _drop_client(self) -> None:
@@ -154,7 +156,9 @@ class Heartbeat:
         moved; returns the feed's head now. Raises what the client raises."""
         marks = client.post("/v1/changes", _MarksRequest(cursor=head, limit=1), _Marks)
         if marks.roster and marks.roster != self.roster_version:
-            self.peer.hold_roster(client.get("/v1/members", Roster))
+            # A signed roster's version moves with its head: the chain is read and verified
+            # then (a chain that does not verify is logged once, and the last one kept).
+            self.peer.hold_roster(client.get("/v1/members", Roster), client)
             self.roster_version = marks.roster
         return marks.head
 

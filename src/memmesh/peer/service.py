@@ -7,8 +7,9 @@ one. The peer is the authority over cached copies: :meth:`Peer.confirm` tells a 
 its owner's items are still published.
 
 It answers only active members of the roster it holds (:meth:`Peer.admit`): the roster its last
-heartbeat brought back from the coordinator (:meth:`Peer.hold_roster`), merged with team.yaml's
-``members`` (:class:`~memmesh.peer.trust.TrustedRoster`), with every revocation the
+heartbeat brought back from the coordinator (:meth:`Peer.hold_roster`; for a team whose roster
+is signed, the one its admins signed, verified, never the coordinator's list), merged with
+team.yaml's ``members`` (:class:`~memmesh.peer.trust.TrustedRoster`), with every revocation the
 coordinator ever told of; with no roster at all, nobody. Each
 item it discloses is logged with the asker's key (:mod:`memmesh.peer._disclosures`).
 
@@ -39,10 +40,12 @@ from memmesh.net.presence import Roster
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.signing import Caller
 from memmesh.peer import _disclosures
+from memmesh.peer.chain import Connect, trusted_roster
 from memmesh.peer.protocol import Confirmation, ConfirmRequest, ConfirmResponse, PeerPresence
 from memmesh.peer.trust import TrustedRoster, note_revoked, revoked_seen
 from memmesh.policy.config import Policy, load_policy
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Presence, seal
+from memmesh.registry.errors import RosterChainBroken
 from memmesh.registry.identity import Identity
 from memmesh.registry.log import Live, Registry
 from memmesh.registry.publish import withheld
@@ -128,13 +131,35 @@ class Peer:
             self._cache_key, self._cache = key, (policy, mine)
         return policy, mine
 
-    def hold_roster(self, roster: Roster | None) -> None:
+    def hold_roster(self, roster: Roster | None, client: Connect | None = None) -> bool:
         """Hold the roster the coordinator answered a heartbeat with (``None``: it sent none,
-        and the one held stays)."""
-        if roster is not None:
-            revoked = note_revoked(self.home, roster)
-            with self._lock:
-                self._roster, self._revoked = roster, revoked
+        and the one held stays); whether it is held now.
+
+        Where team.yaml pins the team's root, or the roster says it is signed, what is held is
+        the signed chain's roster, read through ``client`` and verified
+        (:func:`~memmesh.peer.chain.trusted_roster`): a chain that does not verify is logged,
+        and the last verified roster stays (so does it without a ``client``). Raises what the
+        client raises."""
+        if roster is None:
+            return False
+        policy, _ = self.shareable()
+        if policy.roster_root is not None or roster.head_seq >= 0:
+            if client is None:
+                return False
+            try:
+                roster = trusted_roster(client, self.home, policy, roster)
+            except RosterChainBroken as exc:
+                _log.warning(
+                    "the team's roster, as the coordinator serves it, does not verify, and "
+                    "this peer keeps the last one that did: %s", exc.message,
+                )  # fmt: skip
+                return False
+        if roster is None:
+            return False
+        revoked = note_revoked(self.home, roster)
+        with self._lock:
+            self._roster, self._revoked = roster, revoked
+        return True
 
     def trusted(self) -> TrustedRoster:
         """The roster this peer answers by: the coordinator's last one and team.yaml's."""

@@ -6,7 +6,9 @@ members. Everyone is known by member id (the fingerprint of the key, which every
 check ties to the key itself).
 
 * The coordinator's roster counts once it is enforced (a team that has one) or names anyone
-  revoked; a member it revokes is revoked whatever team.yaml says.
+  revoked; a member it revokes is revoked whatever team.yaml says. Where the team's roster is
+  signed, the roster given here is the one its admins signed, verified
+  (:func:`memmesh.peer.chain.trusted_roster`), never the coordinator's list.
 * team.yaml's ``members`` (name and public key, or member id) add members of the member's own
   choosing, and their names win over the coordinator's.
 * With neither, there is no roster at all (:attr:`TrustedRoster.known` is false): a legacy team,

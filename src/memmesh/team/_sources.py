@@ -30,6 +30,8 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from memmesh.coordinator.protocol import PresenceList, Roster
+from memmesh.errors import MemmeshError
+from memmesh.net.connect import coordinator_client
 from memmesh.net.errors import BadUrl, Revoked
 from memmesh.net.urls import SoundUrl, peer_url
 from memmesh.peer.discovery import browse
@@ -47,7 +49,8 @@ from memmesh.team._calls import (
     run_blocking,
 )
 from memmesh.team._checks import PeerSeen, verified_presence
-from memmesh.team.errors import KeyRevoked
+from memmesh.team.chain import trusted_roster
+from memmesh.team.errors import KeyRevoked, RosterNotTrusted
 
 __all__ = [
     "DISCOVERY_SECONDS",
@@ -102,10 +105,15 @@ class Discovery:
     * ``own_key`` - our own peer, never reported as found.
     * ``interfaces``, ``listen_seconds`` - where and how long zeroconf is listened to.
     * ``home`` - the member's home, which remembers every revocation the coordinator told of
-      (:func:`~memmesh.peer.trust.note_revoked`), so that it holds while the coordinator is down.
+      (:func:`~memmesh.peer.trust.note_revoked`), so that it holds while the coordinator is down,
+      and keeps the signed roster's chain this member verified.
+    * ``identity``, ``timeout`` - who signs the requests that read the signed roster's chain,
+      and how long each may take.
 
     ``roster`` is the roster everything is decided by; it is settled once the coordinator's
-    list has answered or failed (at once without a coordinator).
+    list has answered or failed (at once without a coordinator). Where the roster is signed,
+    it is the chain's, verified; ``untrusted`` holds the refusal when the chain does not
+    verify (the coordinator's list then counts as failed: no peer of its roster is asked).
     """
 
     policy: Policy
@@ -117,7 +125,10 @@ class Discovery:
     known_addresses: set[tuple[str, int]] = field(default_factory=set)
     listener: Listener | None = None
     home: Path | None = None
+    identity: Identity | None = None
+    timeout: float = DEFAULT_TIMEOUT
     roster: TrustedRoster = field(init=False)
+    untrusted: RosterNotTrusted | None = field(default=None, init=False)
     _settled: bool = field(default=False, init=False)
     _waiting: list[PeerSeen] = field(default_factory=list, init=False)
     _refused: set[str] = field(default_factory=set, init=False)
@@ -141,17 +152,31 @@ class Discovery:
     async def _list(self) -> None:
         target = coordinator_target(self.policy)
         outcome = await self.calls.get(target, "/v1/presence/list", PresenceList)
+        if isinstance(outcome.value, PresenceList):
+            try:
+                roster = await self.calls.in_thread(partial(self._believed, outcome.value.roster))
+            except MemmeshError as exc:
+                if isinstance(exc, RosterNotTrusted):
+                    self.untrusted = exc
+                outcome = Outcome(error=exc.message, code=exc.code)
         if not isinstance(outcome.value, PresenceList):
             self._settle(None)
             self._listener().failed(target.url, "presence", outcome)
             return
-        self._settle(outcome.value.roster)
+        self._settle(roster)
         for envelope in outcome.value.members:
             self._found(verified_presence(envelope, self.policy, self.dropped, "presence"))
 
+    def _believed(self, given: Roster | None) -> Roster | None:
+        """The roster to decide by, where the coordinator listed ``given``: a signed one's
+        chain is read (only when its head moved) and verified (see :mod:`memmesh.team.chain`);
+        raises :class:`RosterNotTrusted`, and what reading it raises."""
+        connect = partial(coordinator_client, self.policy, self.identity, timeout=self.timeout)
+        return trusted_roster(connect, self.home, self.policy, given)
+
     def _settle(self, roster: Roster | None) -> None:
-        """Decide by the coordinator's ``roster`` (with team.yaml's) from now on, and decide
-        on the peers that waited for it."""
+        """Decide by ``roster`` (the coordinator's, or the verified chain's where the roster is
+        signed; with team.yaml's) from now on, and decide on the peers that waited for it."""
         revoked = note_revoked(self.home, roster) if self.home else frozenset[str]()
         self.roster = TrustedRoster(roster, self.policy.members, revoked)
         self._settled = True
@@ -281,7 +306,8 @@ def list_peers(
     left out. ``home`` remembers the revocations the coordinator tells of (see
     :class:`Discovery`). Each request waits at most ``timeout`` seconds. Call it from
     synchronous code (it runs its own event loop). Raises :class:`KeyRevoked` (exit 3) when
-    the coordinator refuses this member's key as revoked.
+    the coordinator refuses this member's key as revoked, :class:`RosterNotTrusted` (exit 3)
+    when the team's signed roster does not verify.
     """
     seen = _Seen()
     dropped: Counter[str] = Counter()
@@ -289,19 +315,22 @@ def list_peers(
         own_key = identity.key_id
 
     async def find() -> None:
-        make = client_factory or member_clients(policy, identity)
-        calls = Calls(make, timeout=timeout)
         try:
             async with anyio.create_task_group() as group:
-                Discovery(
-                    policy=policy, calls=calls, dropped=dropped, own_key=own_key,
-                    interfaces=interfaces or ["127.0.0.1"], listen_seconds=DISCOVERY_SECONDS,
-                    home=home,
-                ).start(group, seen)  # fmt: skip
+                discovery.start(group, seen)
         finally:
             calls.close()
 
+    make = client_factory or member_clients(policy, identity)
+    calls = Calls(make, timeout=timeout)
+    discovery = Discovery(
+        policy=policy, calls=calls, dropped=dropped, own_key=own_key,
+        interfaces=interfaces or ["127.0.0.1"], listen_seconds=DISCOVERY_SECONDS, home=home,
+        identity=identity, timeout=timeout,
+    )  # fmt: skip
     run_blocking(find)
+    if discovery.untrusted is not None:
+        raise discovery.untrusted
     if seen.coordinator_code == Revoked.code:  # this member's key is refused for good
         raise KeyRevoked(own_key or "", policy.team, "")
     problems = seen.problems + [

@@ -10,6 +10,7 @@ presence again (signed by the same key, or it does not count).
 
 import time
 from collections import Counter
+from pathlib import Path
 
 import anyio
 import msgspec
@@ -26,7 +27,8 @@ from memmesh.registry.identity import Identity
 from memmesh.team._calls import Calls, Target, member_clients, run_blocking
 from memmesh.team._checks import PeerSeen, verified_presence
 from memmesh.team.access import accepted
-from memmesh.team.errors import AccessError
+from memmesh.team.chain import trusted_roster
+from memmesh.team.errors import AccessError, RosterNotTrusted
 
 __all__ = ["CHECK_TIMEOUT", "CoordinatorCheck", "check_coordinator", "last_seen", "probe_peers"]
 
@@ -37,6 +39,7 @@ class CoordinatorCheck(msgspec.Struct, frozen=True, kw_only=True):
     """What asking the coordinator gave.
 
     * ``state`` - ``accepted``, ``refused`` (it answered, but does not accept this member),
+      ``untrusted`` (it accepts this member, but serves a signed roster that does not verify),
       ``unreachable`` (nothing answered, or not the pinned certificate), ``failed`` (anything
       else, ``not_set`` when team.yaml names none); ``problem`` says what, in one line.
     * ``name`` - this member's name on the roster (``""`` when the roster does not name it).
@@ -54,18 +57,27 @@ class CoordinatorCheck(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_coordinator(
-    policy: Policy, identity: Identity, *, timeout: float = CHECK_TIMEOUT
+    policy: Policy,
+    identity: Identity,
+    *,
+    timeout: float = CHECK_TIMEOUT,
+    home: Path | None = None,
 ) -> CoordinatorCheck:
     """Ask the coordinator team.yaml names for its roster, as ``identity``: an answer means it
-    accepts this member."""
+    accepts this member. Where the roster is signed, this member's name is the verified
+    chain's (``home`` keeps it; :func:`~memmesh.team.chain.trusted_roster`), and a chain that
+    does not verify is ``untrusted`` (code ``roster_not_trusted``, exit 3)."""
     url = policy.coordinator or ""
     try:
         with accepted(policy, identity), coordinator_client(policy, identity, timeout=timeout) as c:
-            roster = c.get("/v1/members", Roster)
+            given = c.get("/v1/members", Roster)
+            roster = trusted_roster(c, home, policy, given) or given
     except NoCoordinator as exc:
         return CoordinatorCheck(url=url, state="not_set", problem=exc.message, exit_code=3)
     except Unreachable as exc:
         return _failed(url, "unreachable", exc)
+    except RosterNotTrusted as exc:
+        return _failed(url, "untrusted", exc)
     except AccessError as exc:
         return _failed(url, "refused", exc)
     except MemmeshError as exc:

@@ -18,6 +18,7 @@ from memmesh.net.presence import Roster
 from memmesh.peer import peer_disclosures
 from memmesh.policy import Policy
 from memmesh.registry import Identity
+from memmesh.team.chain import trusted_roster
 
 __all__ = ["Disclosed", "merged", "my_disclosures"]
 
@@ -49,8 +50,9 @@ def my_disclosures(
     request = DisclosuresRequest(item_id=item_id, limit=limit, per_asker=per_asker)
     with coordinator_client(policy, identity) as client:
         answer = client.post("/v1/disclosures", request, DisclosuresResponse)
-        roster = client.get("/v1/members", Roster)
-    names = {member.key_id: member.name for member in roster.members}
+        # The askers' names as the signed roster says them, never on the coordinator's word.
+        roster = trusted_roster(client, None, policy, client.get("/v1/members", Roster))
+    names = {member.key_id: member.name for member in roster.members} if roster else {}
     peer = _peer_log(store, item_id, limit, per_asker, names)
     return merged(answer.entries, peer, item_id=item_id, limit=limit, per_asker=per_asker)
 

@@ -8,9 +8,10 @@ newest ``limit`` changes; a feed that does not move forward, or runs past
 
 Nothing the coordinator sends is taken on trust: every change's envelope must verify and be
 of this team, or it is dropped and counted. Authors are named by the roster (the
-coordinator's merged with team.yaml's ``members``, as recall-team names them), never by the
-label inside the envelope; ``standing`` says when the roster does not hold the author as an
-active member.
+coordinator's merged with team.yaml's ``members``, as recall-team names them; where the roster
+is signed, the chain its admins signed, verified: :func:`~memmesh.team.chain.trusted_roster`),
+never by the label inside the envelope; ``standing`` says when the roster does not hold the
+author as an active member.
 """
 
 from collections import Counter, deque
@@ -30,6 +31,7 @@ from memmesh.registry.envelopes import Publication, Retraction, open_envelope
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import Identity
 from memmesh.team.access import accepted
+from memmesh.team.chain import trusted_roster
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -86,13 +88,15 @@ def team_feed(
     ``identity`` asks; ``home`` holds the revocations the coordinator told of before.
 
     Raises :class:`~memmesh.policy.errors.NoCoordinator` without a coordinator, an
-    :class:`~memmesh.team.errors.AccessError` when it does not accept this member,
+    :class:`~memmesh.team.errors.AccessError` when it does not accept this member (or its
+    signed roster does not verify: :class:`~memmesh.team.errors.RosterNotTrusted`),
     :class:`~memmesh.net.errors.Unreachable` when it does not answer.
     """
     assert 1 <= limit <= MAX_LIMIT
     with accepted(policy, identity), coordinator_client(policy, identity) as client:
         changes, complete = read_changes(client, limit)
-        roster = client.get("/v1/members", Roster)
+        given = client.get("/v1/members", Roster)
+        roster = trusted_roster(client, home, policy, given)
     trusted = TrustedRoster(roster, policy.members, revoked_seen(home) if home else ())
     dropped: Counter[str] = Counter()
     entries = [entry_of(c, policy, trusted, dropped) for c in reversed(changes)]

@@ -6,8 +6,10 @@
    is signed by the member for the daemon it is meant for; the team token goes to the
    coordinator only. A peer URL is only a hint: a peer is asked only once its signed presence
    (fetched with nothing signed) verifies, names that URL, is unexpired and belongs to an active
-   member of the roster (the coordinator's, merged with team.yaml's ``members``); an https peer
-   is pinned with the pin its presence gives. With no roster at all, no peer is asked.
+   member of the roster (the coordinator's, merged with team.yaml's ``members``; where the
+   roster is signed, the chain its admins signed, verified: :mod:`memmesh.team.chain`); an
+   https peer is pinned with the pin its presence gives. With no roster at all, no peer is
+   asked.
 3. All sources are asked concurrently, each with its own timeout, under one overall deadline
    (:mod:`memmesh.team._fanout`).
 4. Every hit's envelope is verified; hits from keys outside the roster or revoked, from
@@ -166,7 +168,9 @@ def recall_team(
     Raises :class:`~memmesh.local.errors.InvalidInput` (exit 2) for a query the local recall
     refuses (empty, or longer than it takes), before anything is sent;
     :class:`Unreachable` (exit 4) only when no source answered, :class:`KeyRevoked` (exit 3)
-    when none did and the coordinator refused this member's key as revoked.
+    when none did and the coordinator refused this member's key as revoked,
+    :class:`~memmesh.team.errors.RosterNotTrusted` (exit 3) when the team's signed roster, as
+    the coordinator serves it, does not verify (nothing is then believed of its members).
     """
     end = time.monotonic() + deadline
     dropped: Counter[str] = Counter()
@@ -194,6 +198,7 @@ def recall_team(
         interfaces=interfaces or ["127.0.0.1"],
         # Zeroconf answers take about a second on loopback: listen for up to half the time.
         listen_seconds=min(DISCOVERY_SECONDS, deadline / 2), home=store.home,
+        identity=identity, timeout=timeout,
     )  # fmt: skip
     fanout = Fanout(request, discovery, end=end)
     trail = Trail()
@@ -204,6 +209,8 @@ def recall_team(
     try:
         first, candidates = run_blocking(partial(_gather, fanout, merged))
     except Unreachable:
+        if discovery.untrusted is not None:  # the coordinator answered, with a forged roster
+            raise discovery.untrusted from None
         # No source answered: the coordinator refusing this member's key says why best.
         for report in fanout.reports:
             if report.kind == "coordinator" and report.code == Revoked.code:
@@ -214,6 +221,8 @@ def recall_team(
         # client under it ends it within the client's timeout.
         if own_calls:
             calls.close()
+    if discovery.untrusted is not None:
+        raise discovery.untrusted
     roster = discovery.roster
     hits = _hits(candidates, query, roster, author, store.embedder, k, trail)
     answered_by = [report.name for report in fanout.reports if report.status == "ok"]

@@ -16,6 +16,12 @@ the feed's last one (the coordinator's feed was replaced), the roster's or the p
 change), this member's own trust changed (team.yaml's members, a revocation told of), or a
 coordinator too old to give the marks.
 
+Authors are named, and kept or dropped, by the roster :func:`~memmesh.team.chain.trusted_roster`
+gives: where the roster is signed, the chain's, verified (read again whenever its head moved,
+which moves the roster's mark too), never the coordinator's list; a chain that does not verify
+fails the refresh (:class:`~memmesh.team.errors.RosterNotTrusted`) and leaves the cache as it
+was.
+
 A retraction published while a refresh reads the feed moves its item to the feed's end, so
 the same pass reads it; one published after the pass is read by the next. A failed refresh
 leaves the cache as it was and records why.
@@ -42,6 +48,7 @@ from memmesh.policy.config import Policy
 from memmesh.policy.errors import NoCoordinator
 from memmesh.registry.identity import Identity
 from memmesh.team.access import accepted
+from memmesh.team.chain import trusted_roster
 from memmesh.team.feed import MAX_LIMIT, MAX_PAGES, FeedEntry, entry_of
 
 __all__ = ["Refreshed", "refresh_cache"]
@@ -112,7 +119,7 @@ def refresh_cache(
         if held is not None and held.trust != trust:
             held = None
         with accepted(policy, identity), coordinator_client(policy, identity) as client:
-            read = _read(client, held, trust)
+            read = _read(client, held, trust, home, policy)
     except Exception as exc:
         teamcache.note_problem(home, started, str(getattr(exc, "message", exc)))
         raise
@@ -147,9 +154,11 @@ def refresh_cache(
     )
 
 
-def _read(client: Client, held: Follow | None, trust: str) -> _Read:
+def _read(client: Client, held: Follow | None, trust: str, home: Path, policy: Policy) -> _Read:
     """The changes since ``held``'s cursor, or the whole feed when the copy cannot follow it
-    (see the module docstring), with the roster to name their authors by."""
+    (see the module docstring), with the roster to name their authors by: the one held, or
+    the coordinator's, either believed only as :func:`~memmesh.team.chain.trusted_roster`
+    says (a signed roster's chain verified, and read again when its head moved)."""
     cursor = held.cursor if held is not None else 0
     first = client.post(
         "/v1/changes", ChangesRequest(cursor=cursor, limit=MAX_LIMIT), ChangesResponse
@@ -160,17 +169,22 @@ def _read(client: Client, held: Follow | None, trust: str) -> _Read:
         and (first.roster, first.purges) == (held.roster, held.purges)
         and first.head >= held.cursor
     )
+    roster: Roster | None = None
+    if follows and held is not None:
+        kept = msgspec.json.decode(held.members, type=Roster)
+        roster = trusted_roster(client, home, policy, kept) or kept
+        # The chain this member verified moved on since (another process read it): authors'
+        # standing may have changed, so the feed is read whole again.
+        follows = (roster.head_seq, roster.head_hash) == (kept.head_seq, kept.head_hash)
     if not follows and cursor:
         cursor = 0
         first = client.post(
             "/v1/changes", ChangesRequest(cursor=0, limit=MAX_LIMIT), ChangesResponse
         )
-    if follows and held is not None:
-        members = held.members
-        roster = msgspec.json.decode(members, type=Roster)
-    else:
-        roster = client.get("/v1/members", Roster)
-        members = msgspec.json.encode(roster).decode()
+    if roster is None:
+        given = client.get("/v1/members", Roster)
+        roster = trusted_roster(client, home, policy, given) or given
+    members = msgspec.json.encode(roster).decode()
     changes, page, complete = list(first.changes), first, not first.more
     for _ in range(MAX_PAGES - 1):
         if not page.more:
@@ -212,7 +226,9 @@ def _with_vectors(
 
 def _trust(policy: Policy, revocations: frozenset[str]) -> str:
     """A digest of what this member trusts of its own: team.yaml's members and the
-    revocations told of before (a change of either reads the feed whole again)."""
+    revocations told of before (a change of either reads the feed whole again). The signed
+    roster's root is not in it: pinning it on first sight comes with a roster whose mark moved
+    (the coordinator's mark holds its chain's head), and so with a whole read already."""
     members = sorted((m.name, m.key) for m in policy.members)
     text = msgspec.json.encode([members, sorted(revocations)])
     return hashlib.sha256(text).hexdigest()[:24]

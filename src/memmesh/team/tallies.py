@@ -45,6 +45,7 @@ from memmesh.policy.config import Policy
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Tally, open_envelope, seal
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import KEY_FILENAME, Identity, load_identity
+from memmesh.team.chain import trusted_roster
 from memmesh.team.member import Member, auto_sync, try_policy
 
 if TYPE_CHECKING:
@@ -173,7 +174,8 @@ def _pull(
     report: TallyReport,
     home: Path,
 ) -> None:
-    roster = TrustedRoster(client.get("/v1/members", Roster), policy.members, revoked_seen(home))
+    given = trusted_roster(client, home, policy, client.get("/v1/members", Roster))
+    roster = TrustedRoster(given, policy.members, revoked_seen(home))
     where = policy.coordinator or ""
     cursor = tallies.feed_cursor(store, where)
     dropped: Counter[str] = Counter()
