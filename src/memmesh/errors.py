@@ -38,7 +38,10 @@ that this tree is the real one):
     │   ├── NoAdminToDemote                1     409  no_admin_to_demote
     │   ├── NoSuchMember                   1     404  no_such_member
     │   ├── NotAnAdmin                     3     403  not_an_admin
-    │   └── QuotaExceeded                  1     413  quota_exceeded
+    │   ├── QuotaExceeded                  1     413  quota_exceeded
+    │   ├── RosterRefused                  3     400  roster_refused
+    │   ├── RosterSigned                   1     409  roster_signed
+    │   └── StaleRosterHead                1     409  stale_roster_head
     ├── EmbedError (embed)                 1     500  embed_error
     │   ├── EmbedderDamaged                1     500  embedder_damaged
     │   ├── EmbedderUnavailable            1     500  embedder_unavailable

@@ -187,7 +187,8 @@ def test_members_lists_the_roster_as_a_table(admin: MemRunner, tmp_path: Path) -
     _joined(tmp_path, admin, "bob")
     result = admin("team", "members", "list")
     assert result.returncode == 0, result.stderr
-    header, first, second = result.stdout.splitlines()
+    header, first, second, signed = result.stdout.splitlines()
+    assert signed == "roster: not signed"
     assert header.split() == ["NAME", "MEMBER", "ID", "ADMIN", "ADDED", "REVOKED"]
     assert first.split()[:3] == ["admin", load_identity(admin.home).key_id, "yes"]
     assert second.split()[0::2] == ["bob", "no", "-"]

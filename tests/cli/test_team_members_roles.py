@@ -35,7 +35,7 @@ def test_promote_makes_a_second_admin_who_may_then_revoke_the_first(
 
     assert (promoted["member"]["name"], promoted["member"]["admin"]) == ("bob", True)
     assert promoted["member"]["revoked_at"] is None
-    rows = {line.split()[0]: line.split()[2] for line in listed.stdout.splitlines()[1:]}
+    rows = {line.split()[0]: line.split()[2] for line in listed.stdout.splitlines()[1:-1]}
     assert rows == {"ada": "yes", "bob": "yes"}
     assert revoked.returncode == 0, revoked.stderr
     assert _admins(roster_team) == ["bob"]

@@ -189,7 +189,9 @@ def run_demo(root: Path) -> None:
             if name != "ada":
                 _ran(["--home", "ada", "team", "invite", name], note="-> a one-line code")
                 admin_home = homes["ada"]
-                code = roster.invite(load_policy(admin_home), load_identity(admin_home), name).code
+                code = roster.invite(
+                    load_policy(admin_home), load_identity(admin_home), name, home=admin_home
+                ).code
             joined = roster.join(home, code)
             admin = " (admin)" if joined.member.admin else ""
             note = f"-> {joined.member.key_id}{admin}"
@@ -244,8 +246,9 @@ def run_demo(root: Path) -> None:
 
         _say("\n--- carol leaves the team: revoked, her published items purged")
         _ran(["--home", "ada", "team", "revoke", "carol", "--purge", "--yes"])
+        ada_home = homes["ada"]
         revoked = roster.revoke(
-            load_policy(homes["ada"]), load_identity(homes["ada"]), "carol", purge=True
+            load_policy(ada_home), load_identity(ada_home), "carol", purge=True, home=ada_home
         )
         purged = counted(revoked.purged, "published item")
         _say(f"  revoked {revoked.member.name}; {purged} purged")

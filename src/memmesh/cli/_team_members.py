@@ -1,7 +1,8 @@
-"""`mem team invite`, `join`, `members` (`list`, `add`, `promote`, `demote`), `revoke` and
-`disclosures`: the roster the coordinator holds, registered in :mod:`memmesh.cli.team`.
+"""`mem team invite`, `join`, `members` (`list`, `add`, `promote`, `demote`, `rename`,
+`sign`), `revoke` and `disclosures`: the team's roster, registered in :mod:`memmesh.cli.team`.
 
-The commands' work is in :mod:`memmesh.cli._team_roster`, imported when one of them runs.
+The commands' work is in :mod:`memmesh.cli._team_roster` (and `join`'s in
+:mod:`memmesh.cli._team_join`), imported when one of them runs.
 """
 
 import argparse
@@ -31,8 +32,12 @@ def register(command: Command) -> None:
         "mem team invite bob --ttl 2h",
         description="Make a join code for a new member (admins only): one line holding the "
         "coordinator's URL and certificate pin, the team, the name and a secret. It works "
-        "once, until it expires; only the secret's SHA-256 reaches the coordinator. Send it "
-        "privately: whoever holds it can join as NAME. Inviting a revoked member again: their "
+        "once, until it expires. On a signed roster the invite is a statement you sign, the "
+        "secret is the private half of a key made for it alone (the coordinator never sees "
+        "it), and the code names the roster's root, from which the new member verifies the "
+        "roster; on a roster not signed yet, only the secret's SHA-256 reaches the "
+        "coordinator. Send it privately: whoever holds it can join as NAME. Inviting a "
+        "revoked member again: their "
         "old key stays refused, so the code admits a new key only, and they join from a new "
         "home (mem --home NEW_HOME team join CODE), as it says.",
         json_shape='{"code", "name", "team", "expires_at", "admin", "revoked_at"}; times are '
@@ -50,21 +55,25 @@ def register(command: Command) -> None:
 
     p = command(
         "join",
-        _run("join"),
+        lazy("memmesh.cli._team_join", "run_join"),
         "Join a team with a join code from an admin, in one step.",
         "mem team join memmesh-join:eyJ1cmwiOiJodHRwczovL3RlYW0taG9zdDo4NDAwIn0",
         description="Join a team with a join code from an admin: makes your key unless this "
         "home has one, presents the code once to the coordinator (trusting only the "
-        "certificate the code pins), and writes team.yaml: the team, your name and the "
-        "coordinator's URL, pin and key. An existing team.yaml keeps everything else, comments "
-        "included. When the code is damaged or expired, or the coordinator refuses it, "
-        "team.yaml is not touched. Then it switches your store to the team's embedder "
-        "(team.yaml's embedder:), re-embedding what it holds (progress on stderr); where that "
-        "embedder's extra is not installed, it says what to install and to run `mem reindex "
-        "--embedder NAME` after.",
+        "certificate the code pins), and writes team.yaml: the team, your name, the "
+        "coordinator's URL, pin and key, and the signed roster's root. With the first admin's "
+        "code (the one `mem coordinator serve` prints), your key starts the team's signed "
+        "roster as its root. With an admin's invite, the roster is read and verified from "
+        "the root the code names first (a roster that does not verify is refused, and "
+        "nothing is written), then your key signs its join. An existing team.yaml keeps "
+        "everything else, comments included. When the code is damaged or expired, or the "
+        "coordinator refuses it, team.yaml is not touched. Then it switches your store to the "
+        "team's embedder (team.yaml's embedder:), re-embedding what it holds (progress on "
+        "stderr); where that embedder's extra is not installed, it says what to install and "
+        "to run `mem reindex --embedder NAME` after.",
         json_shape='{"member_id", "public_key", "name", "team", "coordinator", "admin", '
-        '"identity_created", "policy", "policy_created", "embedder": {"name", "before", '
-        '"reindexed", "missing"}}',
+        '"identity_created", "policy", "policy_created", "roster_root", "embedder": {"name", '
+        '"before", "reindexed", "missing"}}; "roster_root" is null for a roster not signed',
     )
     p.add_argument(
         "code",
@@ -105,8 +114,9 @@ def register(command: Command) -> None:
         _run("revoke"),
         "Take a member off the team (admins only): their key is refused from now on.",
         "mem team revoke bob --purge --yes",
-        description="Take a member off the team (admins only): the coordinator refuses their "
-        "key from now on, and members drop their items. With --purge, the coordinator also "
+        description="Take a member off the team (admins only): on a signed roster you sign "
+        "the revocation. The coordinator refuses their key from now on (it never returns), "
+        "and members drop their items. With --purge, the coordinator also "
         "removes every item they published. Asks first unless --yes; without a terminal to "
         "ask on, or with --json, it revokes only with --yes.",
         json_shape=f'{{"member": {_MEMBER}, "purged"}}',
@@ -158,6 +168,36 @@ def _roles(listing: Command) -> None:
         json_shape=f'{{"member": {_MEMBER}}}, the member as the roster now has them',
     )
     p.add_argument("member", metavar="MEMBER", type=member, help="their name or member id")
+    p = listing(
+        "rename",
+        _run("rename"),
+        "Rename a member on the signed roster (admins only); output then shows their member "
+        "id beside the name.",
+        "mem team members rename bob robert",
+        description="Rename a member on the signed roster (admins only): you sign the new "
+        "name. The roster keeps every name a key had, so output shows a renamed member's "
+        "name with their member id beside it (robert (k3f9a2)), as it does a name another "
+        "key has or had. Two active members never share a name, letter case aside. Needs a "
+        "signed roster (mem team members sign).",
+        json_shape=f'{{"member": {_MEMBER}}}, the member as the roster now has them',
+    )
+    p.add_argument("member", metavar="MEMBER", type=member, help="their name or member id")
+    p.add_argument("name", metavar="NEW-NAME", type=member_name, help="their new name")
+    listing(
+        "sign",
+        _run("sign"),
+        "Sign the team's roster as it is (an admin, once, for a team from before the roster "
+        "was signed); from then on every change is signed by an admin.",
+        "mem team members sign",
+        description="Sign the team's roster as the coordinator holds it (an admin, once, for a "
+        "team whose roster is not signed yet): your key becomes the roster's root, and you "
+        "sign every member with their name and role, and every revoked key's revocation. "
+        "team.yaml then pins the root; every member's memmesh pins it the first time it "
+        "reads the signed roster, and from then on believes only what the team's admins "
+        "signed, never the coordinator's word. Refused when the roster is signed already, or "
+        "when your key is no admin.",
+        json_shape=f'{{"root", "statements", "members": [{_MEMBER}]}}',
+    )
 
 
 def _members(command: Command) -> argparse.ArgumentParser:
@@ -169,11 +209,16 @@ def _members_list(command: Command, *, name: str = "list") -> argparse.ArgumentP
     return command(
         name,
         _run("members"),
-        "List the team's roster as the coordinator holds it: name, member id, admin, when "
-        "added and revoked.",
+        "List the team's roster: name, member id, admin, when added and revoked; a signed "
+        "roster as its admins signed it, verified from its root.",
         f"mem team {'members' if name == 'members' else 'members list'} --json",
-        json_shape=f'{{"enforced", "members": [{_MEMBER}]}}; times are ISO 8601 UTC, '
-        '"revoked_at" is null while a member',
+        description="List the team's roster: name, member id, admin, when added and "
+        "revoked. A signed roster is listed as its admins signed it, verified from the root "
+        "team.yaml pins (pinned the first time it is read); a name another key has or had, "
+        "or a member's changed name, shows with its member id beside it. The last line says "
+        "how many statements the signed roster holds and its root, or that it is not signed.",
+        json_shape=f'{{"enforced", "members": [{_MEMBER}], "signed": {{"statements", "root"}} '
+        '| null}; times are ISO 8601 UTC, "revoked_at" is null while a member',
     )
 
 
