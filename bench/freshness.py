@@ -37,8 +37,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 import yaml
@@ -47,7 +48,7 @@ from _common import cpu_count, cpu_model, load_average, log, source_revision, ta
 from memmesh.agents import warm
 from memmesh.agents.freshness import STALE_BOUND_S
 from memmesh.coordinator import Coordinator, coordinator_app
-from memmesh.coordinator.protocol import JoinRequest, MemberAdd, MemberRevoke
+from memmesh.coordinator.protocol import JoinRequest, StatementsRequest
 from memmesh.local import teamcache
 from memmesh.local.store import Store
 from memmesh.net.client import Client
@@ -59,7 +60,7 @@ from memmesh.net.server import free_port
 from memmesh.net.signing import Caller, peer_audience
 from memmesh.peer.heartbeat import REVOCATION_BOUND_S
 from memmesh.policy import load_policy
-from memmesh.registry import Identity, Registry, create_identity, publish, retract
+from memmesh.registry import Identity, Registry, create_identity, publish, retract, roster_chain
 from memmesh.team.refresh import Refreshed, refresh_cache
 from memmesh.team.sync import sync
 
@@ -184,6 +185,21 @@ def _status(asker: Member, owner: Member, url: str) -> int:
     return 200
 
 
+def _sign(
+    host: Coordinator,
+    admin: Member,
+    make: Callable[..., roster_chain.SignedStatement],
+    **fields: Any,
+) -> None:
+    """The admin signs one roster statement (``make``: a roster_chain helper) after the
+    coordinator's head, which takes it."""
+    with host.store.reader() as tx:
+        state = host.membership.signed.state(tx)
+    assert state is not None
+    request = StatementsRequest(statements=[make(state, admin.identity, **fields)])
+    host.membership.signed.statements(_caller(admin.identity), request)
+
+
 def revocation_to_refusal(
     host: Coordinator, ada: Member, askers: list[Member], root: Path
 ) -> list[float]:
@@ -203,7 +219,7 @@ def revocation_to_refusal(
                 assert time.monotonic() < deadline, f"ada's peer never answered {asker.name}"
                 time.sleep(0.2)
             time.sleep(n * 1.3 % 2)  # revoke at different points of the peer's checks
-            host.membership.revoke(_caller(ada.identity), MemberRevoke(member=asker.name))
+            _sign(host, ada, roster_chain.revoke, key=asker.identity.public_key_text)
             started = time.monotonic()
             while _status(asker, ada, url) == 200 and time.monotonic() - started < LIMIT_S:
                 time.sleep(0.1)
@@ -258,10 +274,12 @@ def main() -> None:
         askers = [Member(root, f"m{n}", url) for n in range(args.rounds)]
         made = host.membership.bootstrap("ada")
         assert made is not None
-        host.membership.join(_caller(ada.identity), JoinRequest(secret=made[0]))
+        start = roster_chain.genesis(ada.identity, host.membership.team, name="ada")
+        host.membership.join(_caller(ada.identity), JoinRequest(secret=made[0], genesis=start))
         for member in [bob, *askers]:
-            request = MemberAdd(name=member.name, key=member.identity.public_key_text)
-            host.membership.add(_caller(ada.identity), request)
+            _sign(
+                host, ada, roster_chain.add, key=member.identity.public_key_text, name=member.name
+            )
         ada.remember(["Staging deploys start from the deploy runbook"])
         try:
             absent = retraction_to_absence(ada, bob, args.rounds)

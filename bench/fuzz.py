@@ -73,6 +73,7 @@ from memmesh.net.audience import client_audience
 from memmesh.net.server import Server, ServeSettings, listen
 from memmesh.net.signing import Caller, coordinator_audience, sign_request
 from memmesh.net.wire import PROTOCOL_VERSION
+from memmesh.registry import roster_chain
 from memmesh.registry.envelopes import (
     FORMAT_VERSION,
     Presence,
@@ -81,6 +82,7 @@ from memmesh.registry.envelopes import (
     seal,
     text_hash,
 )
+from memmesh.registry.envelopes import Tally as TallyBody
 from memmesh.registry.identity import Identity
 
 TOKEN = "bench-fuzz-token"
@@ -183,7 +185,7 @@ class Fuzzer:
             return [self.value(depth + 1) for _ in range(rng.randint(0, 5))]
         return {self.text(12): self.value(depth + 1) for _ in range(rng.randint(0, 5))}
 
-    def signed(self, body: Publication | Retraction | Presence) -> Any:
+    def signed(self, body: Publication | Retraction | Presence | TallyBody) -> Any:
         return msgspec.to_builtins(seal(body, self.member))
 
     def publication(self, **changes: Any) -> Publication:
@@ -207,6 +209,16 @@ class Fuzzer:
         }
         fields.update(changes)
         return Publication(**fields)
+
+    def tally(self) -> TallyBody:
+        """The fuzzer's word on a teammate's item (whose key the rng makes)."""
+        subject = Identity(Ed25519PrivateKey.from_private_bytes(self.rng.randbytes(32)))
+        return TallyBody(
+            format=FORMAT_VERSION, team=TEAM, item_id=SEED_ITEM, version=1,
+            author_key=self.member.public_key_text, key_id=self.member.key_id, seq=1,
+            subject_key_id=subject.key_id, worked=1, failed=0, partial=0,
+            reported_at=1_700_000_200.0,
+        )  # fmt: skip
 
     def retraction(self, **changes: Any) -> Retraction:
         fields: dict[str, Any] = {
@@ -272,6 +284,16 @@ class Fuzzer:
             return {"name": "invited", "digest": digest, "expires_at": time.time() + 3600}
         if path == "/v1/join":
             return {"secret": "s" * 43}
+        if path == "/v1/tallies":
+            return {"envelopes": [self.signed(self.tally())]}
+        if path == "/v1/tallies/mine":
+            return {"cursor": 0, "limit": 10}
+        if path == "/v1/roster/chain":
+            return {"start": 0}
+        if path == "/v1/roster/statements":
+            # A well-formed statement the chain refuses (a second genesis): its shape is fuzzed.
+            again = roster_chain.genesis(self.member, TEAM, name="fuzzer")
+            return {"statements": [msgspec.to_builtins(again)]}
         raise KeyError(path)
 
     # Bodies.
@@ -628,7 +650,9 @@ def fuzz(
             assert made is not None
             coordinator.membership.join(
                 Caller(key=member.public_key_text, key_id=member.key_id),
-                JoinRequest(secret=made[0]),
+                JoinRequest(
+                    secret=made[0], genesis=roster_chain.genesis(member, TEAM, name="fuzzer")
+                ),
             )
             routes: list[Endpoint] = endpoints(coordinator)
             embedder = coordinator.store.embedder
