@@ -3,13 +3,18 @@ coordinator: the first admin's code starts the roster with their key as its root
 is joined only once the roster verifies from the root the code names."""
 
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
+from memmesh.coordinator import signed_roster
+from memmesh.net.presence import RosterMember
 from memmesh.policy import POLICY_FILENAME, load_policy
 from memmesh.registry import create_identity
+from memmesh.registry import roster_chain as chain
 from memmesh.registry.identity import KEY_FILENAME
-from memmesh.team.chain import CHAIN_FILENAME, kept_chain
+from memmesh.team.chain import CHAIN_FILENAME, keep_chain, kept_chain
 from tests.cli._output import error_line, json_of
 from tests.cli._signed_team import SignedTeam, with_root
 from tests.cli._standin import StandIn, serving
@@ -133,3 +138,46 @@ def test_a_code_without_a_root_of_a_roster_not_signed_writes_no_root(tmp_path: P
     assert load_policy(bob.home).roster_root is None
     assert (bob.home / KEY_FILENAME).exists()
     assert not (bob.home / CHAIN_FILENAME).exists()
+
+
+def test_a_joiner_is_told_the_name_and_role_the_chain_gives_not_the_coordinators(
+    signed: SignedTeam, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    signed.start()
+    code = signed.invite("bob")
+    honest = signed_roster.SignedRoster.join
+
+    def boasting(self: signed_roster.SignedRoster, *args: Any) -> RosterMember:
+        # The operator's build answers the join with a name and role of its own.
+        member = honest(self, *args)
+        return msgspec.structs.replace(member, name="root", admin=True)
+
+    monkeypatch.setattr(signed_roster.SignedRoster, "join", boasting)
+    bob = signed.mem("bob")
+
+    joined = bob("team", "join", code, "--json")
+    said = signed.mem("carol")("team", "join", signed.invite("carol"))
+
+    data = json_of(joined)
+    assert (data["name"], data["admin"]) == ("bob", False)
+    assert said.returncode == 0, said.stderr
+    assert "joined team acme as carol; " in said.stderr
+
+
+def test_joining_a_team_whose_roster_is_not_signed_forgets_a_chain_kept_before(
+    tmp_path: Path,
+) -> None:
+    # A home kept a chain of an earlier team of that name; its root decides nothing now.
+    old_admin = create_identity(tmp_path / "old-admin")
+    bob_home = tmp_path / "bob"
+    bob_home.mkdir()
+    keep_chain(bob_home, "acme", old_admin.key_id, [chain.genesis(old_admin, "acme", name="x")])
+    with serving(StandIn()) as standin:
+        MemRunner(tmp_path / "admin", tmp_path)("team", "join", standin.admin_code())
+        bob = MemRunner(bob_home, tmp_path)
+        joined = bob("team", "join", standin.code("bob"))
+        listed = bob("team", "members")
+
+    assert joined.returncode == 0, joined.stderr
+    assert not (bob.home / CHAIN_FILENAME).exists()
+    assert listed.returncode == 0, listed.stderr

@@ -13,6 +13,7 @@ from memmesh.net.client import Client
 from memmesh.net.errors import Refused
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.signing import peer_audience
+from memmesh.peer.chain import keep_chain
 from memmesh.peer.heartbeat import REVOCATION_BOUND_S
 from memmesh.registry import roster_chain as chain
 from tests.team._signed import SignedTeam
@@ -135,3 +136,24 @@ def test_an_unpinned_peer_pins_the_root_on_first_sight(signed: SignedTeam) -> No
     assert f"pinned the team's signed roster: root {signed.root}" in daemon.log.read_text(
         encoding="utf-8"
     )
+
+
+def test_an_unpinned_peer_that_kept_the_chain_refuses_a_roster_said_to_be_unsigned(
+    signed: SignedTeam,
+) -> None:
+    # carol's team.yaml pins no root, but her home kept the verified chain: the operator who
+    # empties the chain table and admits its own key does not have its list believed.
+    carol = signed.member("carol", pinned=False)
+    signed.add(carol)
+    keep_chain(carol.home, signed.team.team, signed.root, list(signed.statements))
+    mallory = signed.member("mallory")
+    with signed.operator() as db:
+        db.execute(f"DELETE FROM {signed.chain_table}")
+    _admit_behind_the_admins_back(signed, mallory)
+    daemon = _serving(signed, carol)
+
+    time.sleep(2.0)  # several heartbeats and roster checks
+    status = _asks(mallory, carol, daemon.url)
+
+    assert status == 403
+    assert carol.policy().roster_root is None

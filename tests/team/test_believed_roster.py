@@ -11,11 +11,13 @@ import msgspec
 import pytest
 
 from memmesh.local import teamcache
+from memmesh.local.store import Store
 from memmesh.net.presence import Roster
 from memmesh.policy import load_policy
 from memmesh.registry import roster_chain as chain
 from memmesh.team.chain import CHAIN_FILENAME
 from memmesh.team.check import check_coordinator
+from memmesh.team.disclosures import my_disclosures
 from memmesh.team.feed import team_feed
 from memmesh.team.recall import list_peers
 from memmesh.team.refresh import refresh_cache
@@ -226,3 +228,21 @@ def test_a_refresh_after_the_chain_moved_names_and_drops_authors_anew(signed: Si
     assert (first.items, renamed.full, revoked.full) == (1, True, True)
     assert authors == {f"robert ({bob.key_id[:6]})"}
     assert revoked.items == 0
+
+
+def test_a_disclosure_names_its_asker_as_the_chain_does_not_as_the_operator(
+    signed: SignedTeam,
+) -> None:
+    ada, bob = signed.team.members["ada"], signed.team.members["bob"]
+    with signed.operator() as db:
+        db.execute("UPDATE coord_members SET name = 'mallory' WHERE key_id = ?", (bob.key_id,))
+        db.execute(
+            "INSERT INTO coord_disclosures (served_at, asker_key, author_key, item_id) "
+            "VALUES (?, ?, ?, 'item-1')",
+            (time.time(), bob.identity.public_key_text, ada.identity.public_key_text),
+        )
+
+    with Store(ada.home, author=ada.name) as store:
+        disclosed = my_disclosures(ada.policy(), ada.identity, store)
+
+    assert [(d.asker_key_id, d.asker_name) for d in disclosed] == [(bob.key_id, "bob")]

@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from memmesh.coordinator.protocol import ChainRequest, ChainResponse
 from memmesh.net.client import Client
+from memmesh.net.errors import BadResponse
 from memmesh.net.presence import Roster, RosterMember
 from memmesh.net.wire import encode
 from memmesh.policy import load_policy
@@ -24,7 +25,7 @@ from memmesh.registry import create_identity
 from memmesh.registry import roster_chain as chain
 from memmesh.registry.identity import Identity
 from memmesh.registry.roster_chain import SignedStatement
-from memmesh.team.chain import CHAIN_FILENAME, kept_chain, trusted_roster
+from memmesh.team.chain import CHAIN_FILENAME, keep_chain, kept_chain, trusted_roster
 from memmesh.team.errors import RosterNotTrusted
 from tests._servers import running
 
@@ -320,3 +321,84 @@ def test_a_renamed_member_and_the_key_now_named_as_they_were_show_their_member_i
     assert names[signed.ada.key_id] == "ada"
     assert names[signed.bob.key_id] == f"robert ({signed.bob.key_id[:6]})"
     assert names[carol.key_id] == f"bob ({carol.key_id[:6]})"
+
+
+def test_an_unpinned_member_that_kept_a_chain_refuses_a_roster_said_to_be_unsigned(
+    tmp_path: Path, fake: tuple[FakeCoordinator, str], signed: Signed
+) -> None:
+    # team.yaml could not take the pin, but the verified chain was kept: the operator cannot
+    # now say the roster is not signed and have its own list believed.
+    _, url = fake
+    home = _home(tmp_path, url, root=None)
+    keep_chain(home, TEAM, signed.ada.key_id, list(signed.statements))
+    mallory = create_identity(tmp_path / "mallory-key")
+
+    refused = _refusal(home, url, signed, _listed(("mallory", mallory), head=(-1, "")))
+
+    assert refused.reason == "unsigned"
+
+
+def test_an_unpinned_member_that_kept_a_chain_never_pins_the_root_of_another(
+    tmp_path: Path, fake: tuple[FakeCoordinator, str], signed: Signed
+) -> None:
+    coordinator, url = fake
+    home = _home(tmp_path, url, root=None)
+    keep_chain(home, TEAM, signed.ada.key_id, list(signed.statements))
+    mallory = create_identity(tmp_path / "mallory-key")
+    coordinator.statements = [chain.genesis(mallory, TEAM, name="ada")]
+    forged = coordinator.statements[0]
+
+    refused = _refusal(home, url, signed, _listed(("ada", mallory), head=(0, forged.hash)))
+
+    assert refused.reason == "rollback"
+    assert load_policy(home).roster_root is None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"\xff\xfe not json",
+        b'{"format": 1, "team": "acme", "root": "ROOT", "statements": [{"body": "", '
+        b'"signatures": []}]}',
+        b'{"format": 1, "team": "acme", "root": "ROOT", "statements": "many"}',
+        b'{"format": 1, "team": "acme", "root": "ROOT", "statements": [{"body": "e30=", '
+        b'"signatures": ["' + b"A" * 86 + b"==" + b'"]}]}',
+        b"[]",
+        b'{"format": 1, "team": "acme", "root": "ROOT", "statements": ['
+        + b", ".join([b'{"body": "e30=", "signatures": ["' + b"A" * 86 + b"==" + b'"]}'] * 3)
+        + b"]}",
+    ],
+)
+def test_a_damaged_kept_chain_is_ignored_and_the_chain_read_again(
+    tmp_path: Path, fake: tuple[FakeCoordinator, str], signed: Signed, damage: bytes
+) -> None:
+    coordinator, url = fake
+    coordinator.statements = list(signed.statements)
+    home = _home(tmp_path, url, root=signed.ada.key_id)
+    (home / CHAIN_FILENAME).write_bytes(damage.replace(b"ROOT", signed.ada.key_id.encode()))
+
+    roster = _believed(home, url, signed, _listed(("ada", signed.ada)))
+
+    assert [m.name for m in roster.members] == ["ada", "bob"]
+    assert coordinator.asked == [0]
+    assert kept_chain(home, team=TEAM, root=signed.ada.key_id) == signed.statements
+
+
+def test_pages_that_never_end_nor_follow_are_refused_after_a_bounded_read(
+    tmp_path: Path, signed: Signed
+) -> None:
+    asked: list[int] = []
+
+    async def read(request: Request) -> Response:
+        asked.append(msgspec.json.decode(await request.body(), type=ChainRequest).start)
+        page = ChainResponse(statements=list(signed.statements), head_seq=1, more=True)
+        return Response(encode(page), media_type="application/json")
+
+    app = Starlette(routes=[Route("/v1/roster/chain", read, methods=["POST"])])
+    with running(app) as url:
+        home = _home(tmp_path, url, root=signed.ada.key_id)
+        with pytest.raises(BadResponse):
+            _believed(home, url, signed, _listed(("ada", signed.ada)))
+
+    assert 1 < len(asked) <= 100
+    assert not (home / CHAIN_FILENAME).exists()

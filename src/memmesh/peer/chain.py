@@ -20,8 +20,11 @@ carries the head it was derived from, so that a member whose head is the same re
 
 A member whose team.yaml pins no root (it joined before the roster was signed) trusts on first
 use: once the coordinator's roster says it is signed, the genesis signer is pinned in team.yaml
-(:func:`pin_root`, said once in the log) and the chain verified from there on. Without a home
-to pin in, and while the roster is not signed, the coordinator's roster is taken as it is.
+(:func:`pin_root`, said once in the log) and the chain verified from there on. A home that
+kept a verified chain decides by its root (:func:`kept_root`) even where team.yaml could not
+take the pin: the coordinator can then neither say the roster is not signed nor have another
+root pinned. Without a home to pin in, and while the roster is not signed, the coordinator's
+roster is taken as it is.
 
 This lives below :mod:`memmesh.team` so that the peer daemon decides by it too;
 :mod:`memmesh.team.chain` gives it to the member's commands, as their errors.
@@ -59,6 +62,7 @@ __all__ = [
     "fetch_chain",
     "keep_chain",
     "kept_chain",
+    "kept_root",
     "pin_root",
     "roster_of",
     "trusted_roster",
@@ -119,11 +123,29 @@ def kept_chain(home: Path, *, team: str, root: str) -> list[SignedStatement]:
     return kept.statements
 
 
+def kept_root(home: Path, team: str) -> str | None:
+    """The root of the chain kept in ``home`` for ``team`` (``None``: none is kept). A member
+    that kept a verified chain decides by that root, pinned in team.yaml or not: the
+    coordinator can neither say the roster is not signed nor have another root pinned."""
+    try:
+        kept = _decoder.decode((home / CHAIN_FILENAME).read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return None
+    if kept.format != _FORMAT or kept.team != team or not kept.statements:
+        return None
+    return kept.root
+
+
 def keep_chain(home: Path, team: str, root: str, statements: list[SignedStatement]) -> None:
     """Write ``statements`` (a verified chain) to ``home`` unless what is there is as long
     already: another process may have kept a newer head meanwhile."""
     if len(kept_chain(home, team=team, root=root)) >= len(statements):
         return
+    _write(home, team, root, statements)
+
+
+def _write(home: Path, team: str, root: str, statements: list[SignedStatement]) -> None:
+    """Write ``statements`` (a verified chain) to ``home``, replacing what is there."""
     kept = _Kept(format=_FORMAT, team=team, root=root, statements=statements)
     write_atomically(home / CHAIN_FILENAME, msgspec.json.encode(kept).decode(), FILE_MODE)
 
@@ -206,11 +228,12 @@ def _verified_state(
     team = policy.team
     kept = kept_chain(home, team=team, root=root) if home is not None else []
     cached: ChainHead | None = None
+    damaged = False
     if kept:
         try:
             state = _verify(kept, team, root)
         except RosterChainBroken:
-            kept = []  # damaged on disk: read the whole chain again
+            kept, damaged = [], True  # damaged on disk: read the whole chain again
         else:
             cached = state.head
             if seen is not None and (seen.head_seq, seen.head_hash) == (cached.seq, cached.hash):
@@ -237,7 +260,9 @@ def _verified_state(
     if not statements:
         raise RosterChainBroken(None, "empty", "the coordinator's signed roster has no statement")
     state = _verify(statements, team, root)
-    if home is not None and tail:
+    if home is not None and damaged:
+        _write(home, team, root, statements)  # however long the damaged one was
+    elif home is not None and tail:
         keep_chain(home, team, root, statements)
     return state
 
@@ -304,6 +329,8 @@ def trusted_roster(
     it is made only when the chain must be read. Raises :class:`RosterChainBroken`."""
     lazy = _Lazy(client)
     try:
+        if policy.roster_root is None and home is not None:
+            policy = msgspec.structs.replace(policy, roster_root=kept_root(home, policy.team))
         if policy.roster_root is None:
             if home is None or given is None or given.head_seq < 0:
                 return given

@@ -40,7 +40,7 @@ from memmesh.net.presence import Roster
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.signing import Caller
 from memmesh.peer import _disclosures
-from memmesh.peer.chain import Connect, trusted_roster
+from memmesh.peer.chain import Connect, kept_root, trusted_roster
 from memmesh.peer.protocol import Confirmation, ConfirmRequest, ConfirmResponse, PeerPresence
 from memmesh.peer.trust import TrustedRoster, note_revoked, revoked_seen
 from memmesh.policy.config import Policy, load_policy
@@ -135,15 +135,17 @@ class Peer:
         """Hold the roster the coordinator answered a heartbeat with (``None``: it sent none,
         and the one held stays); whether it is held now.
 
-        Where team.yaml pins the team's root, or the roster says it is signed, what is held is
-        the signed chain's roster, read through ``client`` and verified
-        (:func:`~memmesh.peer.chain.trusted_roster`): a chain that does not verify is logged,
-        and the last verified roster stays (so does it without a ``client``). Raises what the
-        client raises."""
+        Where team.yaml pins the team's root (or the home kept a verified chain), or the roster
+        says it is signed, what is held is the signed chain's roster, read through ``client``
+        and verified (:func:`~memmesh.peer.chain.trusted_roster`): a chain that does not
+        verify is logged, and the last verified roster stays (so does it without a
+        ``client``). Raises what the client raises."""
         if roster is None:
             return False
         policy, _ = self.shareable()
-        if policy.roster_root is not None or roster.head_seq >= 0:
+        # A home that kept a verified chain decides by its root, pinned in team.yaml or not.
+        pinned = policy.roster_root or kept_root(self.home, policy.team)
+        if pinned is not None or roster.head_seq >= 0:
             if client is None:
                 return False
             try:

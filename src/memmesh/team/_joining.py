@@ -22,7 +22,7 @@ from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import KEY_FILENAME, public_key_from_text
 from memmesh.registry.roster_chain import SignedStatement
 from memmesh.team import _roster_signed as signed
-from memmesh.team.chain import keep_chain
+from memmesh.team.chain import CHAIN_FILENAME, keep_chain, roster_of
 from memmesh.text import printable
 
 __all__ = ["JoinedTeam", "join"]
@@ -64,9 +64,10 @@ def join(
     :class:`PolicyNotEditable`); the key is made unless ``home`` has one; the code is used at
     the coordinator, pinned as the code says: a code naming the chain's root has the chain
     read and verified first (:class:`~memmesh.team.errors.RosterNotTrusted`: nothing is
-    sent). Only then are team.yaml and the chain written. When the coordinator refuses
-    (:class:`~memmesh.net.errors.Refused`) or cannot be reached, team.yaml is left as it was;
-    a key made for the attempt stays, for the next one.
+    sent). Only then are team.yaml and the chain written (a code without a root drops a chain
+    kept before: its root decides nothing in a team whose roster is not signed). When the
+    coordinator refuses (:class:`~memmesh.net.errors.Refused`) or cannot be reached, team.yaml
+    is left as it was; a key made for the attempt stays, for the next one.
     """
     code = JoinCode.decode(code_text, now=now)
     url = peer_url(code.url)
@@ -91,6 +92,9 @@ def join(
     with coordinator_client(coordinator, identity) as client:
         answer, root, statements = _use_code(client, code, identity)
     _check_answer(answer, code, url, identity)
+    # On a signed roster the member is as the chain with this join says (name and role),
+    # never as the coordinator's answer does.
+    member = answer.member if root is None else _on_chain(statements, root, code.team, identity)
     # The invite's name, which a signed join carries (the coordinator's answer may show the
     # member as output does, with their member id beside the name).
     chosen = name or (code.name if root is not None else answer.member.name)
@@ -100,8 +104,10 @@ def join(
     write_policy_source(home, text)
     if root is not None:
         keep_chain(home, code.team, root, statements)
+    else:  # a chain kept before is another team's now: its root must decide nothing here
+        (home / CHAIN_FILENAME).unlink(missing_ok=True)
     return JoinedTeam(
-        member=answer.member, team=answer.team, coordinator=url, name=chosen,
+        member=member, team=answer.team, coordinator=url, name=chosen,
         identity_created=created, policy_path=path, policy_created=existing is None, root=root,
     )  # fmt: skip
 
@@ -130,6 +136,14 @@ def _use_code(
     genesis = chain.genesis(identity, code.team, name=code.name)
     request = JoinRequest(secret=code.secret, genesis=genesis)
     return client.post("/v1/join", request, JoinResponse), identity.key_id, [genesis]
+
+
+def _on_chain(
+    statements: list[SignedStatement], root: str, team: str, identity: Identity
+) -> RosterMember:
+    """This key as the chain it joined (``statements``, verified from ``root``) lists it."""
+    state = chain.verify_chain(statements, root_key_id=root, team=team)
+    return next(m for m in roster_of(state).members if m.key_id == identity.key_id)
 
 
 def _policy_text(

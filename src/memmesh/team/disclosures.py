@@ -53,8 +53,18 @@ def my_disclosures(
         # The askers' names as the signed roster says them, never on the coordinator's word.
         roster = trusted_roster(client, None, policy, client.get("/v1/members", Roster))
     names = {member.key_id: member.name for member in roster.members} if roster else {}
+    entries = answer.entries
+    if roster is not None and roster.head_seq >= 0:
+        # A signed roster names the coordinator's askers too, not the operator's table.
+        entries = [_named(entry, names) for entry in entries]
     peer = _peer_log(store, item_id, limit, per_asker, names)
-    return merged(answer.entries, peer, item_id=item_id, limit=limit, per_asker=per_asker)
+    return merged(entries, peer, item_id=item_id, limit=limit, per_asker=per_asker)
+
+
+def _named(entry: Disclosure, names: dict[str, str]) -> Disclosure:
+    """``entry`` with its asker named as ``names`` say (their member id otherwise)."""
+    name = names.get(entry.asker_key_id, entry.asker_key_id)
+    return msgspec.structs.replace(entry, asker_name=name)
 
 
 def merged(
