@@ -14,6 +14,7 @@ import pytest
 from memmesh.local.store import Store
 
 if TYPE_CHECKING:
+    from tests.team._signed import SignedTeam
     from tests.team._team import Team
 
 # Tests that switch to the optional model embedder; `.ci/run` installs it so they run there.
@@ -136,6 +137,17 @@ def loopback_team(tmp_path: Path, team_token: None) -> Iterator["Team"]:
 
     with team_on_loopback(tmp_path) as members:
         yield members
+
+
+@pytest.fixture
+def signed(loopback_team: "Team") -> "SignedTeam":
+    """ada, who started the signed roster, and bob, whom she added; both pin its root."""
+    from tests.team._signed import SignedTeam
+
+    team = SignedTeam(loopback_team)
+    team.start(team.member("ada"))
+    team.add(team.member("bob"))
+    return team
 
 
 @pytest.fixture

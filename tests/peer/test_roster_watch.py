@@ -6,26 +6,11 @@ import time
 
 import pytest
 
-from memmesh.net.client import Client
-from memmesh.net.errors import Refused
-from memmesh.net.search import SearchRequest, SearchResponse
-from memmesh.net.signing import peer_audience
 from memmesh.peer.heartbeat import REVOCATION_BOUND_S
 from tests.team._signed import revoke_member
-from tests.team._team import LOCKS, LOCKS_QUERY, Member, PeerDaemon, Team
+from tests.team._team import LOCKS, PeerDaemon, Team, peer_status
 
 pytestmark = pytest.mark.usefixtures("team_token")
-
-
-def _asks(asker: Member, peer: Member, url: str) -> int:
-    """The HTTP status of ``asker``'s recall at ``peer``'s daemon (200: answered)."""
-    audience = peer_audience(peer.key_id)
-    try:
-        with Client(url, token=None, identity=asker.identity, audience=audience) as client:
-            client.post("/v1/recall", SearchRequest(query=LOCKS_QUERY, k=3), SearchResponse)
-    except Refused as refused:
-        return refused.http_status
-    return 200
 
 
 def test_a_revoked_member_is_refused_by_a_peer_within_the_bound_whatever_its_heartbeat(
@@ -38,7 +23,7 @@ def test_a_revoked_member_is_refused_by_a_peer_within_the_bound_whatever_its_hea
     daemon.launch()
     daemon.wait_ready()
     deadline = time.monotonic() + 10
-    while _asks(bob, ada, daemon.url) != 200:  # the first roster is in
+    while peer_status(bob, ada, daemon.url) != 200:  # the first roster is in
         assert time.monotonic() < deadline, "bob was never answered"
         time.sleep(0.1)
     assert roster_team.host is not None
@@ -47,7 +32,7 @@ def test_a_revoked_member_is_refused_by_a_peer_within_the_bound_whatever_its_hea
     revoked = time.monotonic()
     status = 200
     while status == 200 and time.monotonic() - revoked < REVOCATION_BOUND_S + 3:
-        status = _asks(bob, ada, daemon.url)
+        status = peer_status(bob, ada, daemon.url)
         time.sleep(0.1)
     took = time.monotonic() - revoked
 

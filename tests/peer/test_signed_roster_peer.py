@@ -9,37 +9,13 @@ import time
 import msgspec
 import pytest
 
-from memmesh.net.client import Client
-from memmesh.net.errors import Refused
-from memmesh.net.search import SearchRequest, SearchResponse
-from memmesh.net.signing import peer_audience
 from memmesh.peer.chain import keep_chain
 from memmesh.peer.heartbeat import REVOCATION_BOUND_S
 from memmesh.registry import roster_chain as chain
 from tests.team._signed import SignedTeam
-from tests.team._team import LOCKS, LOCKS_QUERY, Member, PeerDaemon, Team
+from tests.team._team import LOCKS, Member, PeerDaemon, peer_status
 
 pytestmark = pytest.mark.usefixtures("team_token")
-
-
-@pytest.fixture
-def signed(loopback_team: Team) -> SignedTeam:
-    """ada, who started the signed roster, and bob, whom she added; both pin its root."""
-    team = SignedTeam(loopback_team)
-    team.start(team.member("ada"))
-    team.add(team.member("bob"))
-    return team
-
-
-def _asks(asker: Member, peer: Member, url: str) -> int:
-    """The HTTP status of ``asker``'s recall at ``peer``'s daemon (200: answered)."""
-    audience = peer_audience(peer.key_id)
-    try:
-        with Client(url, token=None, identity=asker.identity, audience=audience) as client:
-            client.post("/v1/recall", SearchRequest(query=LOCKS_QUERY, k=3), SearchResponse)
-    except Refused as refused:
-        return refused.http_status
-    return 200
 
 
 def _serving(signed: SignedTeam, member: Member, *, heartbeat: float = 0.5) -> PeerDaemon:
@@ -53,7 +29,7 @@ def _serving(signed: SignedTeam, member: Member, *, heartbeat: float = 0.5) -> P
 
 def _answered(asker: Member, peer: Member, url: str, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
-    while _asks(asker, peer, url) != 200:
+    while peer_status(asker, peer, url) != 200:
         assert time.monotonic() < deadline, f"{asker.name} was never answered"
         time.sleep(0.1)
 
@@ -75,10 +51,10 @@ def test_a_key_the_operator_adds_is_refused_by_a_pinned_peer(signed: SignedTeam)
     mallory.sync()  # the coordinator admits the key now
 
     time.sleep(2.0)  # several heartbeats and roster checks
-    status = _asks(mallory, ada, daemon.url)
+    status = peer_status(mallory, ada, daemon.url)
 
     assert status == 403
-    assert _asks(bob, ada, daemon.url) == 200
+    assert peer_status(bob, ada, daemon.url) == 200
 
 
 def test_a_forged_chain_is_logged_and_the_peer_keeps_the_last_verified_roster(
@@ -103,8 +79,8 @@ def test_a_forged_chain_is_logged_and_the_peer_keeps_the_last_verified_roster(
         assert time.monotonic() < deadline, daemon.log.read_text(encoding="utf-8")
         time.sleep(0.2)
 
-    assert _asks(mallory, ada, daemon.url) == 403
-    assert _asks(bob, ada, daemon.url) == 200
+    assert peer_status(mallory, ada, daemon.url) == 403
+    assert peer_status(bob, ada, daemon.url) == 200
 
 
 def test_a_signed_revocation_reaches_a_pinned_peer_within_the_bound(signed: SignedTeam) -> None:
@@ -116,7 +92,7 @@ def test_a_signed_revocation_reaches_a_pinned_peer_within_the_bound(signed: Sign
     revoked = time.monotonic()
     status = 200
     while status == 200 and time.monotonic() - revoked < REVOCATION_BOUND_S + 3:
-        status = _asks(bob, ada, daemon.url)
+        status = peer_status(bob, ada, daemon.url)
         time.sleep(0.1)
     took = time.monotonic() - revoked
 
@@ -153,7 +129,7 @@ def test_an_unpinned_peer_that_kept_the_chain_refuses_a_roster_said_to_be_unsign
     daemon = _serving(signed, carol)
 
     time.sleep(2.0)  # several heartbeats and roster checks
-    status = _asks(mallory, carol, daemon.url)
+    status = peer_status(mallory, carol, daemon.url)
 
     assert status == 403
     assert carol.policy().roster_root is None

@@ -35,10 +35,13 @@ from memmesh.coordinator.protocol import (
 )
 from memmesh.embed import get_embedder
 from memmesh.local.store import Store
+from memmesh.net.client import Client
 from memmesh.net.connect import coordinator_client
+from memmesh.net.errors import Refused
 from memmesh.net.presence import PresenceResponse
-from memmesh.net.search import SearchHit, SearchResponse
+from memmesh.net.search import SearchHit, SearchRequest, SearchResponse
 from memmesh.net.server import free_port
+from memmesh.net.signing import peer_audience
 from memmesh.net.tls import ensure_certificate
 from memmesh.net.wire import encode
 from memmesh.peer.app import peer_app
@@ -557,3 +560,14 @@ def serving(fake: FakeSource) -> Iterator[str]:
             yield url
         finally:
             fake.release()
+
+
+def peer_status(asker: Member, peer: Member, url: str) -> int:
+    """The HTTP status of ``asker``'s recall at ``peer``'s daemon at ``url`` (200: answered)."""
+    audience = peer_audience(peer.key_id)
+    try:
+        with Client(url, token=None, identity=asker.identity, audience=audience) as client:
+            client.post("/v1/recall", SearchRequest(query=LOCKS_QUERY, k=3), SearchResponse)
+    except Refused as refused:
+        return refused.http_status
+    return 200

@@ -25,18 +25,9 @@ from tests._signed import signed_client
 from tests.cli._output import error_line, json_of
 from tests.conftest import MemRunner
 from tests.team._signed import SignedTeam
-from tests.team._team import LOCKS, LOCKS_QUERY, TOKEN, Member, Team, ask
+from tests.team._team import LOCKS, LOCKS_QUERY, TOKEN, Member, ask
 
 pytestmark = pytest.mark.usefixtures("team_token")
-
-
-@pytest.fixture
-def signed(loopback_team: Team) -> SignedTeam:
-    """ada, who started the signed roster, and bob, whom she added; both pin its root."""
-    team = SignedTeam(loopback_team)
-    team.start(team.member("ada"))
-    team.add(team.member("bob"))
-    return team
 
 
 def _mem(member: Member) -> MemRunner:

@@ -56,7 +56,7 @@ __all__ = [
     "STALE_HEAD",
     "TRIES",
     "Change",
-    "SignedInvite",
+    "Invited",
     "change",
     "change_member",
     "find",
@@ -78,9 +78,11 @@ _UNUSABLE_INVITE = {
 }  # fmt: skip
 
 
-class SignedInvite(msgspec.Struct, frozen=True, kw_only=True):
-    """An invite on the signed chain and its join code (see :class:`memmesh.team.roster.
-    Invited`, which has the same fields)."""
+class Invited(msgspec.Struct, frozen=True, kw_only=True):
+    """An invite and its join code (a secret), on the signed chain or the coordinator's table.
+
+    ``revoked_at`` is when a member of that name was revoked (``None`` if none was): their key
+    stays refused, so the code admits only a new key, made in a new home."""
 
     code: str
     name: str
@@ -291,7 +293,7 @@ def invite(
     admin: bool,
     now: float | None,
     home: Path | None,
-) -> "SignedInvite":
+) -> Invited:
     """Put an invite for ``name`` on the signed chain, valid ``ttl`` seconds from now (or
     ``now``, never before the head); its code carries the invite's secret and the root."""
     assert policy.coordinator is not None
@@ -315,7 +317,7 @@ def invite(
         url=peer_url(policy.coordinator), team=policy.team, name=name, secret=secret,
         expires_at=expires_at, pin=policy.coordinator_pin, admin=admin, root=policy.roster_root,
     )  # fmt: skip
-    return SignedInvite(
+    return Invited(
         code=code.encode(), name=name, team=policy.team, expires_at=expires_at, admin=admin,
         revoked_at=revoked_at,
     )  # fmt: skip

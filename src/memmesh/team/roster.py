@@ -63,6 +63,7 @@ from memmesh.registry.roster_chain import RosterState, SignedStatement
 from memmesh.team import _roster_signed as signed
 from memmesh.team._joining import JoinedTeam, join
 from memmesh.team._roster_migrate import SignedRoster, sign_roster
+from memmesh.team._roster_signed import Invited
 from memmesh.team.chain import trusted_roster
 
 __all__ = [
@@ -89,20 +90,6 @@ DEFAULT_INVITE_TTL = 24 * 3600.0
 # The coordinator's code for a change asked of its table once the roster is signed.
 _ROSTER_SIGNED = "roster_signed"
 _T = TypeVar("_T")
-
-
-class Invited(msgspec.Struct, frozen=True, kw_only=True):
-    """An invite the coordinator has registered, and its join code (a secret).
-
-    ``revoked_at`` is when a member of that name was revoked (``None`` if none was): their key
-    stays refused, so the code admits only a new key, made in a new home."""
-
-    code: str
-    name: str
-    team: str
-    expires_at: float
-    admin: bool
-    revoked_at: float | None = None
 
 
 class NotAddable(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,8 +133,7 @@ def invite(
         registered, policy = _on_table(policy, identity, home, legacy)
         if registered is not None:
             return registered
-    made = signed.invite(policy, identity, name, ttl=ttl, admin=admin, now=now, home=home)
-    return Invited(**msgspec.structs.asdict(made))
+    return signed.invite(policy, identity, name, ttl=ttl, admin=admin, now=now, home=home)
 
 
 def _legacy_invite(
