@@ -36,6 +36,8 @@ def test_an_empty_roster_gets_one_admin_code_written_privately(
 
     assert code is not None
     assert (code.url, code.team, code.name, code.pin, code.admin) == (URL, TEAM, "admin", PIN, True)
+    assert code.start  # its joiner starts the signed roster
+    assert code.root is None
     path = data / ADMIN_CODE_FILENAME
     assert path.read_text(encoding="utf-8") == code.encode() + "\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600

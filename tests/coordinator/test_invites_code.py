@@ -61,3 +61,12 @@ def test_a_root_that_is_no_member_id_makes_the_code_damaged(root: str) -> None:
         JoinCode.decode(_encoded(body))
 
     assert "damaged" in caught.value.message
+
+
+def test_the_first_admins_code_says_it_starts_the_roster_and_others_leave_it_out() -> None:
+    first = _code(admin=True, start=True)
+    assert _body(first.encode())["start"] is True
+    assert JoinCode.decode(first.encode()).start
+    invite = _code(root=ROOT)
+    assert "start" not in _body(invite.encode())
+    assert not JoinCode.decode(invite.encode()).start

@@ -44,7 +44,7 @@ def admin_join_code(
     secret, expires_at = made
     code = JoinCode(
         url=url, team=membership.team, name=name, secret=secret, expires_at=expires_at, pin=pin,
-        admin=True,
+        admin=True, start=True,
     )  # fmt: skip
     _write_private(path, code.encode() + "\n")
     return code

@@ -45,7 +45,9 @@ class JoinCode(
 ):
     """What a join code says. ``pin`` is empty for a coordinator on plain loopback http or
     with a certificate from a public authority; ``root`` (the member id of the team's root
-    key) is empty for the first admin's code and for a team whose roster is not signed.
+    key) is empty for the first admin's code and for a team whose roster is not signed;
+    ``start`` marks the first admin's code, whose joiner starts the signed roster (its genesis
+    is sent with the code's secret, its key becomes the team's root).
 
     Fields at their defaults are left out of the code: a shorter line, and one that a memmesh
     from before ``root`` still reads."""
@@ -58,6 +60,7 @@ class JoinCode(
     pin: Annotated[str, msgspec.Meta(pattern=_PIN)] | None = None
     admin: bool = False
     root: Annotated[str, msgspec.Meta(pattern=_MEMBER_ID)] | None = None
+    start: bool = False
 
     def encode(self) -> str:
         """The one-line code."""

@@ -10,7 +10,7 @@ from memmesh.coordinator.invites import JoinCode
 from memmesh.coordinator.protocol import JoinRequest, JoinResponse
 from memmesh.net.client import Client
 from memmesh.net.connect import coordinator_client
-from memmesh.net.errors import BadResponse, Refused
+from memmesh.net.errors import BadResponse
 from memmesh.net.presence import RosterMember
 from memmesh.net.urls import peer_url
 from memmesh.policy import POLICY_FILENAME, Policy, parse_policy, policy_template, update_policy
@@ -29,9 +29,6 @@ __all__ = ["JoinedTeam", "join"]
 
 # Stands in for the coordinator's key while team.yaml's edit is tried before joining.
 _SOME_KEY = "A" * 43
-# What the coordinator answers the first admin's code presented without a genesis: this code
-# starts the signed roster (see :func:`join`).
-_GENESIS_REQUIRED = "genesis_required"
 
 
 class JoinedTeam(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,21 +115,13 @@ def _use_code(
     """Present ``code`` to the coordinator: the coordinator's answer, the root team.yaml is to
     pin (``None``: the roster is not signed) and the chain to keep.
 
-    A code without a root is tried as an invite of a team whose roster is not signed; the
-    coordinator refuses the first admin's code so (``genesis_required``), and that code then
-    starts the chain, with this key as its root."""
+    The first admin's code (``start``) starts the chain, with this key as its root; a code
+    without a root is an invite of a team whose roster is not signed."""
     if code.root is not None:
         answer, statements = signed.join_with_invite(client, code, identity)
         return answer, code.root, statements
-    try:
+    if not code.start:
         return client.post("/v1/join", JoinRequest(secret=code.secret), JoinResponse), None, []
-    except Refused as refused:
-        if not (
-            code.admin
-            and refused.error_code == "roster_refused"
-            and _GENESIS_REQUIRED in refused.message
-        ):
-            raise
     genesis = chain.genesis(identity, code.team, name=code.name)
     request = JoinRequest(secret=code.secret, genesis=genesis)
     return client.post("/v1/join", request, JoinResponse), identity.key_id, [genesis]
