@@ -132,7 +132,7 @@ def serve(home: Path) -> bool:
 
     from memmesh.agents.freshness import follow_team
     from memmesh.agents.prompt import recall_lines
-    from memmesh.local.store import Store
+    from memmesh.home import open_store
 
     try:
         path = socket_path(home)
@@ -146,7 +146,7 @@ def serve(home: Path) -> bool:
         store_file = home / "memory.db"
         identity = _identity(store_file)
         with contextlib.ExitStack() as held:
-            store = held.enter_context(Store(home, lexicon=True))
+            store = held.enter_context(open_store(home, serving=True))
             store.warm()  # before listening: a hook never waits on a server still loading
             listener = held.enter_context(_listening(path))
             stop = threading.Event()

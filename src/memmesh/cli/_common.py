@@ -17,15 +17,14 @@ import argparse
 import importlib
 import json
 import math
-import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memmesh._policy_names import POLICY_FILENAME
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
+from memmesh.home import DEFAULT_HOME, home_folder
 from memmesh.local.items import MAX_K
 from memmesh.text import counted, json_printable, printable
 
@@ -61,7 +60,6 @@ __all__ = [
     "warn",
 ]
 
-DEFAULT_HOME = Path("~/.memmesh")
 # The ``code`` of the two failures that are no error class, as :func:`failure` gives it: a
 # bug (exit 1) and Ctrl-C (exit 130). Every other error's is its class's (``MemmeshError.code``).
 INTERNAL_ERROR = "internal_error"
@@ -193,34 +191,14 @@ def lazy(module: str, name: str) -> Handler:
 
 def home_of(args: argparse.Namespace) -> Path:
     """The memmesh home: ``--home``, else ``MEM_HOME``, else ``~/.memmesh``."""
-    raw = getattr(args, "home", None) or os.environ.get("MEM_HOME") or str(DEFAULT_HOME)
-    return Path(raw).expanduser()
+    return home_folder(getattr(args, "home", None))
 
 
 def open_store(args: argparse.Namespace, *, repair: bool = False, serving: bool = False) -> "Store":
-    """The member's store in the chosen home (``repair``: see :class:`Store`); ``serving``
-    for a process that answers many searches (the store keeps its lexicon in memory).
+    """The member's store in the chosen home (:func:`memmesh.home.open_store`)."""
+    from memmesh.home import open_store as open_home_store
 
-    New items are signed with the member's team name when team.yaml gives one.
-    """
-    from memmesh.local.store import Store  # numpy: only for the commands that open a store
-
-    home = home_of(args)
-    embedder = os.environ.get("MEM_EMBEDDER") or None
-    return Store(home, embedder=embedder, author=_team_name(home), repair=repair, lexicon=serving)
-
-
-def _team_name(home: Path) -> str | None:
-    """``identity.name`` from a valid team.yaml; ``MEM_AUTHOR`` wins over it."""
-    if os.environ.get("MEM_AUTHOR") or not (home / POLICY_FILENAME).exists():
-        return None
-    from memmesh.policy import PolicyError, load_policy  # PyYAML: only with a team.yaml
-
-    try:
-        policy = load_policy(home)
-    except PolicyError:
-        return None
-    return policy.identity.name if policy.identity else None
+    return open_home_store(home_of(args), repair=repair, serving=serving)
 
 
 def shown_ids(store: "Store", item_ids: Iterable[str], *, pad: bool = True) -> dict[str, str]:

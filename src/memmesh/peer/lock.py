@@ -1,15 +1,13 @@
-"""One peer daemon per home: an ``flock`` on ``peer.lock`` in the member's home.
+"""One peer daemon per home: an ``flock`` on ``peer.lock`` in the member's home
+(:mod:`memmesh._daemon_lock`).
 
-The daemon holds the lock for as long as it runs, and writes into the locked file who it is
-(:class:`PeerRecord`: its pid, where it listens, the URL teammates reach it at and its
-certificate's pin), so that a second `mem team serve` on the same home is refused naming the
-first, and `mem doctor` can tell whether it runs and where. The kernel releases the lock when
-the process ends, however it ends (a ``kill -9`` included): a lock is never left stale, and a
-file whose lock nobody holds says nothing, whatever it holds.
+The daemon writes into the locked file who it is (:class:`PeerRecord`: its pid, where it
+listens, the URL teammates reach it at and its certificate's pin), so that a second `mem team
+serve` on the same home is refused naming the first, and `mem doctor` can tell whether it runs
+and where.
 """
 
 import contextlib
-import fcntl
 import os
 import time
 from collections.abc import Iterator
@@ -17,16 +15,12 @@ from pathlib import Path
 
 import msgspec
 
-from memmesh._files import FILE_MODE
+from memmesh._daemon_lock import Held, HeldLock, hold, read_held
 from memmesh.net.errors import CannotListen
 
 __all__ = ["LOCK_FILENAME", "PeerLock", "PeerRecord", "peer_lock", "running_peer"]
 
 LOCK_FILENAME = "peer.lock"
-# The longest a starting daemon waits for a reader of the lock (`mem doctor`) to let go.
-_READER_WAIT_S = 1.0
-# Bytes of the lock file read at most: a record is a few hundred.
-_MOST = 64 * 1024
 
 
 class PeerRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,20 +42,17 @@ class PeerRecord(msgspec.Struct, frozen=True, kw_only=True):
 class PeerLock:
     """The home's peer lock, held by this process; :meth:`record` says where it serves."""
 
-    def __init__(self, fd: int, record: PeerRecord) -> None:
-        self._fd = fd
-        self.record_now = record
-        self._write(record)
+    def __init__(self, held: HeldLock[PeerRecord]) -> None:
+        self._held = held
+
+    @property
+    def record_now(self) -> PeerRecord:
+        """What the daemon says of itself now."""
+        return self._held.record_now
 
     def record(self, *, url: str, pin: str = "") -> None:
         """Note the URL teammates reach this daemon at, and its certificate's pin."""
-        self._write(msgspec.structs.replace(self.record_now, url=url, pin=pin))
-
-    def _write(self, record: PeerRecord) -> None:
-        self.record_now = record
-        data = msgspec.json.encode(record)
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, data, 0)
+        self._held.record(msgspec.structs.replace(self.record_now, url=url, pin=pin))
 
 
 @contextlib.contextmanager
@@ -73,59 +64,24 @@ def peer_lock(home: Path, *, host: str, port: int) -> Iterator[PeerLock]:
     when another process holds it, and when the lock file cannot be opened.
     """
     path = home / LOCK_FILENAME
+    record = PeerRecord(pid=os.getpid(), host=host, port=port, started_at=time.time())
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        with hold(path, record) as held:
+            yield PeerLock(held)
+    except Held as exc:
+        found = exc.record if isinstance(exc.record, PeerRecord) else None
+        raise CannotListen(host, port, _held_by(found)) from None
     except OSError as exc:
         raise CannotListen(host, port, f"cannot open {path}: {exc.strerror or exc}") from None
-    try:
-        if not _taken(fd):
-            raise CannotListen(host, port, _held_by(_read(fd)))
-        record = PeerRecord(pid=os.getpid(), host=host, port=port, started_at=time.time())
-        yield PeerLock(fd, record)
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def _taken(fd: int) -> bool:
-    """Whether this process now holds ``fd``'s lock alone. A reader (:func:`running_peer`)
-    holds it shared for a moment, so a start waits :data:`_READER_WAIT_S` for one to let go;
-    a running daemon holds it for good."""
-    deadline = time.monotonic() + _READER_WAIT_S
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.02)
-        else:
-            return True
 
 
 def running_peer(home: Path) -> PeerRecord | None:
     """What the peer daemon running on ``home`` says of itself, or ``None`` when none runs
     (``pid`` 0, and no URL, for one that has not said anything yet)."""
-    try:
-        fd = os.open(home / LOCK_FILENAME, os.O_RDONLY)
-    except OSError:
+    running, record = read_held(home / LOCK_FILENAME, PeerRecord)
+    if not running:
         return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read(fd) or PeerRecord(pid=0, host="", port=0, started_at=0.0)
-        return None  # nobody holds it: whatever the file says is from a daemon that ended
-    finally:
-        os.close(fd)
-
-
-def _read(fd: int) -> PeerRecord | None:
-    """The record in the lock file, or ``None`` when it is empty or unreadable (a daemon
-    between taking the lock and writing it, or a file damaged by hand)."""
-    try:
-        return msgspec.json.decode(os.pread(fd, _MOST, 0), type=PeerRecord)
-    except (OSError, msgspec.MsgspecError):
-        return None
+    return record or PeerRecord(pid=0, host="", port=0, started_at=0.0)
 
 
 def _held_by(record: PeerRecord | None) -> str:
