@@ -35,6 +35,7 @@ _MODULES = {
     "mcp": "agents",
     "hook": "agents",
     "coordinator": "coordinator",
+    "ui": "ui",
     "demo": "demo",
     "completion": "completion",
 }

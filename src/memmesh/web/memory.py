@@ -1,0 +1,7 @@
+"""The memory section of the page (docs/ui.md)."""
+
+from starlette.routing import BaseRoute
+
+__all__ = ["routes"]
+
+routes: list[BaseRoute] = []
