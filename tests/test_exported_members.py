@@ -11,6 +11,8 @@ MODULES = [
     "memmesh",
     "memmesh.errors",
     "memmesh.text",
+    "memmesh.views",
+    "memmesh.home",
     "memmesh.embed",
     "memmesh.embed.base",
     "memmesh.embed.errors",

@@ -5,7 +5,8 @@ same paths as the `mem` command (the same store, the same policy and registry), 
 can do nothing a member could not do from the command line, and nothing more: in particular
 :meth:`Tools.publish` has no way to force past the policy.
 
-Results are dicts of plain values, short on purpose (an agent pays for every token), and
+Results are dicts of plain values, short on purpose (an agent pays for every token: the
+``brief_*`` views of :mod:`memmesh.views`, beside the fuller ones `mem --json` prints), and
 always carry item ids so that the agent can report an outcome afterwards; every hit carries
 its track record in words (``has worked 3 times``; ``teammates: worked twice`` from
 teammates' tallies) once one was reported. The items the last recall returned are kept, so
@@ -27,14 +28,11 @@ from memmesh.agents.errors import ReadOnly
 from memmesh.local import (
     InvalidInput,
     ItemNotFound,
-    Parts,
     Recall,
-    outcomes,
     recall,
     replay,
     tallies,
 )
-from memmesh.local.items import GLOBAL, Item
 from memmesh.local.outcomes import Outcome
 from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
@@ -42,7 +40,14 @@ from memmesh.policy import load_policy, redact
 from memmesh.registry import load_identity
 from memmesh.team.changes import forget, revise
 from memmesh.team.member import Member, reported_action
-from memmesh.text import TEAMMATES_NOTE, inert
+from memmesh.text import TEAMMATES_NOTE
+from memmesh.views import (
+    brief_cached_hit,
+    brief_outcome,
+    brief_recall,
+    brief_replay,
+    brief_team_answer,
+)
 
 __all__ = ["Tools"]
 
@@ -63,6 +68,10 @@ class Tools:
         if self.read_only:
             raise ReadOnly(tool)
 
+    def _teammates(self, answer: Recall) -> dict[str, tuple[int, int, int]]:
+        """What teammates reported of the recall's hits, for their track record."""
+        return tallies.team_records(self.store, [hit.item.id for hit in answer.hits])
+
     def recall(
         self, query: str, *, k: int = 5, project: str | None = None, explain: bool = False
     ) -> dict[str, Any]:
@@ -72,7 +81,7 @@ class Tools:
         vector = self.store.embedder.embed_query(query)
         answer = recall(self.store, query, k=k, project=scope, explain=explain, query_vector=vector)
         self.last = tuple(hit.item.id for hit in answer.hits)
-        result = _recalled(answer, self.store)
+        result = brief_recall(answer, self._teammates(answer))
         if self.team:
             result |= self._cached(query, scope, vector, k)
         return result
@@ -93,12 +102,7 @@ class Tools:
         found = for_query(
             self.home, query, project, embedder=self.store.embedder, query_vector=vector, k=k
         )
-        team = [
-            {"id": item.item_id, "text": inert(item.text), "author": inert(item.author),
-             "author_id": item.key_id, "kind": inert(item.kind), "project": inert(item.project),
-             "score": round(score, 3), "source": "team cache"}
-            for score, item in found
-        ]  # fmt: skip
+        team = [brief_cached_hit(score, item) for score, item in found]
         if not team:
             return {"team": team}
         note = teampart.age_note(state)
@@ -122,20 +126,9 @@ class Tools:
                 self.store, query, k=k, project=resolve_project(project), record=False,
                 explain=True,
             )  # fmt: skip
-            return _recalled(answer, self.store)
+            return brief_recall(answer, self._teammates(answer))
         again = replay(self.store, trace)
-        then = [
-            {"id": then.item_id, "rank": then.rank, "fate": then.fate,
-             **({"now_rank": then.now_rank} if then.now_rank else {}),
-             **({"reason": then.left_out.reason} if then.left_out else {})}
-            for then in again.then
-        ]  # fmt: skip
-        return {
-            "trace": again.trace.id,
-            "query": again.trace.query,
-            "then": then,
-            "now": _recalled(again.now, self.store),
-        }
+        return brief_replay(again, self._teammates(again.now))
 
     def revise(self, item_id: str, text: str) -> dict[str, Any]:
         """Replace the item's text: a new item supersedes it (kept as history). A secret is
@@ -200,7 +193,7 @@ class Tools:
     def _one_outcome(self, item_id: str, result: str) -> dict[str, Any]:
         """One item's outcome: the member's own item's, or a teammate's as a tally."""
         try:
-            return _credited(self.store.outcome(item_id, result))
+            return brief_outcome(self.store.outcome(item_id, result))
         except ItemNotFound:
             return self._teammate_outcome(item_id, result)
 
@@ -247,36 +240,7 @@ class Tools:
             query, k=k, project=resolve_project(project), author=author, timeout=timeout
         )
         self.last = tuple(hit.id for hit in answer.hits)  # the newest recall, team or not
-        hits: list[dict[str, Any]] = []
-        for hit in answer.hits:
-            shown: dict[str, Any] = {
-                "id": hit.id,
-                "text": inert(hit.text),
-                "author": inert(hit.author),
-                "author_id": hit.key_id,
-                "kind": inert(hit.kind),
-                "project": inert(hit.project),
-                "score": round(hit.score, 3),
-                "source": hit.source,
-            }
-            if hit.also:
-                shown["also"] = [
-                    {"id": also.id, "author": inert(also.author), "author_id": also.key_id}
-                    for also in hit.also
-                ]
-            hits.append(shown)
-        return {
-            "notice": TEAMMATES_NOTE,
-            "hits": hits,
-            "abstained": answer.abstained,
-            "sources": {
-                inert(source.name): inert(f"{source.status}: {source.error}")
-                if source.error
-                else source.status
-                for source in answer.sources
-            },
-            "warnings": [inert(warning) for warning in answer.warnings],
-        }
+        return brief_team_answer(answer)
 
     def _member(self, *, reconcile_first: bool = True) -> Member:
         """This member with the policy as it is now (an invalid one refuses, exit 3)."""
@@ -303,72 +267,3 @@ class Tools:
         if warning:
             result["warning"] = warning
         return result
-
-
-def _recalled(answer: Recall, store: Store) -> dict[str, Any]:
-    """A recall's answer, short; with its explanation (``why`` per hit, the gate, the near
-    misses) when it was explained."""
-    records = tallies.team_records(store, [h.item.id for h in answer.hits])
-    result: dict[str, Any] = {
-        "hits": [
-            _hit(h.item, h.score, records.get(h.item.id))
-            | ({"why": _parts(h.parts)} if h.parts else {})
-            for h in answer.hits
-        ],
-        "abstained": answer.abstained,
-        "projects": list(answer.projects),
-    }
-    if answer.trace is not None:
-        result["trace"] = answer.trace
-    if answer.explanation is not None:
-        gate = answer.explanation
-        result["gate"] = {
-            "min_closeness": gate.min_closeness,
-            "min_coverage": gate.min_coverage,
-            "min_relevance": gate.min_relevance,
-        }
-        result["left_out"] = [
-            {"id": miss.item.id, "text": miss.item.text, "project": miss.item.project,
-             "reason": miss.reason, **({"rank": miss.rank} if miss.rank else {}),
-             "why": _parts(miss.parts)}
-            for miss in gate.left_out
-        ]  # fmt: skip
-    return result
-
-
-def _parts(parts: Parts) -> dict[str, Any]:
-    """A score's parts, short: an agent pays for every token."""
-    return {
-        "cosine": round(parts.cosine, 3),
-        "lexical": round(parts.lexical, 3),
-        "exact": list(parts.exact_tokens),
-        "words": f"{parts.covered}/{parts.words}",
-        "record_factor": round(parts.factor, 3),
-        "score": round(parts.score, 3),
-    }
-
-
-def _hit(item: Item, score: float, teammates: tuple[int, int, int] | None = None) -> dict[str, Any]:
-    hit: dict[str, Any] = {
-        "id": item.id,
-        "text": item.text,
-        "kind": item.kind,
-        "score": round(score, 3),
-    }
-    if item.project != GLOBAL:
-        hit["project"] = item.project
-    said = (
-        outcomes.spoken(item.worked, item.failed, item.partial),
-        outcomes.teammates_spoken(*teammates) if teammates else None,
-    )
-    if any(said):
-        hit["record"] = "; ".join(part for part in said if part)
-    return hit
-
-
-def _credited(item: Item) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "outcome_score": round(item.outcome_score, 3),
-        "excluded_from_recall": item.outcome_score <= outcomes.EXCLUDE_AT,
-    }

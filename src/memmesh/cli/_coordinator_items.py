@@ -6,16 +6,14 @@ import contextlib
 import datetime
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from typing import TYPE_CHECKING
 
 from memmesh.cli._common import Command, emit, lazy, nonempty
 from memmesh.cli._terminal import confirm
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
-from memmesh.local.items import iso
 from memmesh.text import counted
+from memmesh.views import held_item_json, key_holdings_json
 
 if TYPE_CHECKING:
     from memmesh.coordinator.holdings import HeldItem, Holdings, KeyHoldings
@@ -75,11 +73,11 @@ def run_items(args: argparse.Namespace) -> int:
     with _holdings(args, "items") as holdings:
         if args.key is None and args.member is None:
             shares = holdings.keys()
-            emit(args, {"keys": [msgspec.to_builtins(s) for s in shares]}, _shares_text(shares))
+            emit(args, {"keys": [key_holdings_json(s) for s in shares]}, _shares_text(shares))
             return ExitCode.OK
         key = holdings.find(key=args.key, member=args.member)
         items = holdings.items(key)
-    emit(args, {"key": key, "items": [_item_json(i) for i in items]}, _items_text(items))
+    emit(args, {"key": key, "items": [held_item_json(i) for i in items]}, _items_text(items))
     return ExitCode.OK
 
 
@@ -117,13 +115,6 @@ def _when(moment: float | None) -> str:
     if moment is None:
         return "-"
     return datetime.datetime.fromtimestamp(moment, datetime.UTC).strftime("%Y-%m-%d %H:%M")
-
-
-def _item_json(item: "HeldItem") -> dict[str, Any]:
-    data: dict[str, Any] = msgspec.to_builtins(item)
-    data["published_at"] = None if item.published_at is None else iso(item.published_at)
-    data["stored_at"] = iso(item.stored_at)
-    return data
 
 
 def _shares_text(shares: "list[KeyHoldings]") -> str:

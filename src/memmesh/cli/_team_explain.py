@@ -6,15 +6,14 @@ repository's name)``), and ``scope`` in --json: the projects searched (empty wit
 ``all_projects``) and where the project came from (``--project``, ``MEM_PROJECT``, ``git
 repository``, ``default``; empty with ``all_projects``). The explanation lists, per answering
 source, each hit it returned, then ``kept`` or ``cut`` and why, in the words `mem recall
---explain` uses where the reason is the same (:mod:`memmesh.cli._why`).
+--explain` uses where the reason is the same (:mod:`memmesh.cli._why`); its ``explanation``
+in --json is :func:`memmesh.views.team_explanation_json`'s.
 """
 
 import argparse
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import msgspec
 
 from memmesh.local.ids import SHOWN_LENGTH
 from memmesh.local.items import GLOBAL
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from memmesh.team._explain import Returned, TeamExplanation
     from memmesh.team.recall import TeamAnswer
 
-__all__ = ["explanation_json", "explanation_lines", "scope_json", "scope_line"]
+__all__ = ["explanation_lines", "scope_json", "scope_line"]
 
 # Why each project a recall-team searched was chosen, in its `searched:` line.
 _WHY_PROJECT = {
@@ -84,17 +83,6 @@ def scope_line(args: argparse.Namespace, answer: "TeamAnswer") -> str:
     if answer.abstained and not answer.all_projects:
         line += "; --project P or --all-projects asks elsewhere"
     return printable(line)
-
-
-def explanation_json(explanation: "TeamExplanation") -> dict[str, Any]:
-    """The ``explanation`` of recall-team's --json, scores rounded as every score shown is."""
-    data: dict[str, Any] = msgspec.to_builtins(explanation)
-    for source in data["sources"]:
-        for each in source["returned"]:
-            for field in ("source_score", "cosine", "score"):
-                if each[field] is not None:
-                    each[field] = round(each[field], 4)
-    return data
 
 
 def explanation_lines(explanation: "TeamExplanation", author: str | None) -> list[str]:

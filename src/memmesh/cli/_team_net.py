@@ -16,12 +16,13 @@ from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
 from memmesh.team.status import embedder_mismatch
 from memmesh.text import counted, printable
+from memmesh.views import feed_entry_json, peer_json, team_answer_json, team_explanation_json
 
 if TYPE_CHECKING:
     from memmesh.team.feed import FeedEntry
     from memmesh.team.recall import PeerSeen, TeamAnswer, TeamHit
 
-__all__ = ["answer_json", "run_feed", "run_peers", "run_recall_team", "run_serve", "team_check"]
+__all__ = ["run_feed", "run_peers", "run_recall_team", "run_serve", "team_check"]
 
 # Characters of an item's text a feed line shows at most (the rest is cut, with a marker).
 _EXCERPT = 100
@@ -78,7 +79,7 @@ def run_peers(args: argparse.Namespace) -> int:
     policy = load_policy(home)
     identity = load_identity(home)
     seen, problems, silent = _peers(args, policy, identity)
-    rows = [_peer_json(p, silent) for p in seen]
+    rows = [peer_json(p, silent) for p in seen]
     lines = []
     for peer, row in zip(seen, rows, strict=True):
         answers = "" if row["answers"] is None else f"  {_answer(row)}"
@@ -119,7 +120,7 @@ def team_check(
     # A refused member, or a roster that does not verify: no peer is asked by it.
     if checked.state not in ("refused", "untrusted"):
         seen, _, silent = _peers(args, policy, identity, check=True)
-        rows = [_peer_json(p, silent) for p in seen]
+        rows = [peer_json(p, silent) for p in seen]
         lines += [
             printable(f"check: peer {row['name']} ({row['key_id']}) {row['url']}: ")
             + printable(_answer(row))
@@ -149,18 +150,6 @@ def _peers(
     return seen, problems, probe_peers(policy, identity, seen, timeout=args.timeout)
 
 
-def _peer_json(peer: "PeerSeen", silent: dict[str, str] | None) -> dict[str, Any]:
-    """A peer as `--json` shows it: ``answers`` and ``problem`` only when it was asked."""
-    from memmesh.team.check import last_seen
-
-    row: dict[str, Any] = msgspec.to_builtins(peer)
-    row["expires_at"] = iso(peer.expires_at)
-    row["last_seen_s"] = round(last_seen(peer))
-    row["answers"] = None if silent is None else peer.key_id not in silent
-    row["problem"] = "" if silent is None else silent.get(peer.key_id, "")
-    return row
-
-
 def _answer(row: dict[str, Any]) -> str:
     return "answers" if row["answers"] else f"not answering: {row['problem']}"
 
@@ -176,7 +165,7 @@ def run_feed(args: argparse.Namespace) -> int:
     own = [e.item_id for e in feed.entries if e.key_id == identity.key_id]
     with open_store(args) as store:
         shown = shown_ids(store, own, pad=False)
-    rows = [{**msgspec.to_builtins(e), "at": iso(e.at)} for e in feed.entries]
+    rows = [feed_entry_json(e) for e in feed.entries]
     lines = [
         _feed_line(e, shown.get(e.item_id, e.item_id) if e.key_id == identity.key_id else None)
         for e in feed.entries
@@ -211,12 +200,7 @@ def _feed_line(entry: "FeedEntry", shown: str | None) -> str:
 
 
 def run_recall_team(args: argparse.Namespace) -> int:
-    from memmesh.cli._team_explain import (
-        explanation_json,
-        explanation_lines,
-        scope_json,
-        scope_line,
-    )
+    from memmesh.cli._team_explain import explanation_lines, scope_json, scope_line
     from memmesh.team.recall import recall_team
     from memmesh.team.tallies import note_answer
 
@@ -235,44 +219,15 @@ def run_recall_team(args: argparse.Namespace) -> int:
             deadline=args.timeout + 1.0, interfaces=args.interface,
         )  # fmt: skip
         note_answer(store, identity, answer)  # so that `mem outcome` can credit them
-    data = {**answer_json(answer), "scope": scope_json(args, answer)}
+    data = {**team_answer_json(answer), "scope": scope_json(args, answer)}
     lines = [_answer_text(answer, scope_line(args, answer))]
     if args.explain and answer.explanation is not None:
-        data["explanation"] = explanation_json(answer.explanation)
+        data["explanation"] = team_explanation_json(answer.explanation)
         lines += explanation_lines(answer.explanation, args.author)
     emit(args, data, "\n".join(lines))
     for warning in answer.warnings:
         warn(warning, "lexical_ranking")
     return ExitCode.OK
-
-
-def answer_json(answer: "TeamAnswer") -> dict[str, Any]:
-    """The ``--json`` shape of recall-team: a hit is one fact, with its ``authors`` (name and
-    member id, the hit's own first) and the other authors' items stating it in ``also``."""
-    return {
-        "query": answer.query,
-        "hits": [
-            {
-                **_hit_json(hit),
-                "authors": [{"name": name, "key_id": key} for name, key in hit.authors],
-            }
-            for hit in answer.hits
-        ],
-        "abstained": answer.abstained,
-        "sources": [msgspec.to_builtins(source) for source in answer.sources],
-        "dropped": answer.dropped,
-        "warnings": answer.warnings,
-    }
-
-
-def _hit_json(hit: "TeamHit") -> dict[str, Any]:
-    """A hit as JSON: its score rounded as every score shown is, its time in ISO 8601 UTC, and
-    the items in ``also`` alike."""
-    data: dict[str, Any] = msgspec.to_builtins(hit)
-    data["score"] = round(hit.score, 4)
-    data["published_at"] = iso(hit.published_at)
-    data["also"] = [_hit_json(other) for other in hit.also]
-    return data
 
 
 def _answer_text(answer: "TeamAnswer", searched: str) -> str:

@@ -8,19 +8,20 @@ recall's trace id as its last line (plain `mem recall` keeps to its hits; `--jso
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memmesh.cli._common import Command, emit, open_store, shown_ids
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K, iso
 from memmesh.local.project import resolve_project
+from memmesh.views import recall_json, replay_json
 
 if TYPE_CHECKING:
     from memmesh.local import Explanation, LeftOut, Parts, Recall, Replay, Then
     from memmesh.local.items import Item
 
-__all__ = ["add_recall", "explained_text", "recall_json"]
+__all__ = ["add_recall", "explained_text"]
 
 _K_HELP = f"at most N hits (1-{MAX_K}; default 5)"
 _RECALL = (
@@ -104,7 +105,7 @@ def _why(args: argparse.Namespace) -> int:
         if args.trace is not None:
             again = replay(store, args.trace)
             shown = shown_ids(store, [*again.trace.item_ids, *_ids_in(again.now)])
-            emit(args, _replay_json(again), _replay_text(again, shown))
+            emit(args, replay_json(again), _replay_text(again, shown))
             return ExitCode.OK
         project = resolve_project(args.project)
         k = 5 if args.k is None else args.k
@@ -118,38 +119,6 @@ def _ids_in(answer: "Recall") -> list[str]:
     """The ids a recall's text shows: its hits', and its near misses' when explained."""
     left = answer.explanation.left_out if answer.explanation else ()
     return [hit.item.id for hit in answer.hits] + [miss.item.id for miss in left]
-
-
-def recall_json(answer: "Recall") -> dict[str, Any]:
-    """The ``--json`` shape of a recall (with the parts and near misses of an explained one)."""
-    data: dict[str, Any] = {
-        "query": answer.query,
-        "hits": [
-            {
-                "id": hit.item.id,
-                "text": hit.item.text,
-                "score": round(hit.score, 4),
-                "kind": hit.item.kind,
-                "project": hit.item.project,
-                "tags": list(hit.item.tags),
-                "author": hit.item.author,
-                "cosine": round(hit.cosine, 4),
-                "lexical": round(hit.lexical, 4),
-                "outcome_score": round(hit.item.outcome_score, 4),
-                "reinforcements": hit.item.reinforcements,
-                **({"parts": hit.parts.to_dict(hit.item)} if hit.parts else {}),
-            }
-            for hit in answer.hits
-        ],
-        "abstained": answer.abstained,
-        "projects": list(answer.projects),
-        "latency_ms": round(answer.latency_ms, 3),
-    }
-    if answer.trace is not None:
-        data["trace"] = answer.trace
-    if answer.explanation is not None:
-        data["explanation"] = answer.explanation.to_dict()
-    return data
 
 
 def _hits_text(answer: "Recall", shown: dict[str, str], parts: bool = False) -> str:
@@ -283,31 +252,3 @@ def _fate_text(then: "Then", explanation: "Explanation", projects: tuple[str, ..
         by = f" by {then.item.superseded_by}" if then.item.superseded_by else ""
         return f"no longer recalled: {then.item.status}{by}{changed}"
     return f"no longer a candidate: nothing in it is near the query now{changed}"
-
-
-def _replay_json(again: "Replay") -> dict[str, Any]:
-    trace = again.trace
-    return {
-        "trace": {
-            "id": trace.id,
-            "at": iso(trace.at),
-            "query": trace.query,
-            "project": trace.project,
-            "mode": trace.mode,
-            "k": trace.k,
-            "item_ids": list(trace.item_ids),
-        },
-        "then": [
-            {
-                "id": then.item_id,
-                "rank": then.rank,
-                "fate": then.fate,
-                "now_rank": then.now_rank,
-                "changed": then.changed,
-                "status": then.item.status if then.item else None,
-                **({"left_out": then.left_out.to_dict()} if then.left_out else {}),
-            }
-            for then in again.then
-        ],
-        "now": recall_json(again.now),
-    }
