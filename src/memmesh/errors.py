@@ -70,6 +70,9 @@ that this tree is the real one):
     │   │   ├── PinMismatch                4     500  pin_mismatch
     │   │   └── Timeout                    4     500  timeout
     │   └── WorkerDied                     1     500  worker_died
+    ├── PageError (web)                    1     500  page_error
+    │   ├── BadForm                        1     400  bad_form
+    │   └── PageRefused                    1     403  page_refused
     ├── PolicyError (policy)               3     403  policy_error
     │   ├── NoCoordinator                  3     403  no_coordinator
     │   ├── PolicyFileError                1     500  policy_file_error

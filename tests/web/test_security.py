@@ -2,7 +2,9 @@
 send it; every answer tells the browser to run no inline script and load nothing foreign."""
 
 import httpx
+from starlette.routing import Route
 
+from memmesh.web.app import create_app
 from memmesh.web.security import COOKIE
 from tests.web._page import Page
 
@@ -74,7 +76,7 @@ def test_every_answer_forbids_inline_script_and_foreign_origins(page: Page) -> N
         assert "unsafe-inline" not in policy
         assert "frame-ancestors 'none'" in policy
         assert answer.headers["x-content-type-options"] == "nosniff"
-        assert answer.headers["referrer-policy"] == "no-referrer"
+        assert answer.headers["referrer-policy"] == "same-origin"
 
 
 def test_an_unknown_page_is_a_page_not_a_traceback(page: Page) -> None:
@@ -82,3 +84,21 @@ def test_an_unknown_page_is_a_page_not_a_traceback(page: Page) -> None:
     assert answer.status_code == 404
     assert "Traceback" not in answer.text
     assert "Not found" in answer.text
+
+
+def test_no_route_changes_anything_without_the_csrf_token(page: Page) -> None:
+    item = page.store.remember("deploys are frozen on Fridays", kind="convention")[0]
+    before = page.store.get(item.id)
+    posts = [
+        route.path
+        for route in create_app(page.store, token=page.token).routes
+        if isinstance(route, Route) and "POST" in (route.methods or ()) and route.path != "/signin"
+    ]
+    assert len(posts) >= 10
+    for path in posts:
+        filled = path.replace("{item_id}", item.id).replace("{candidate}", "c1")
+        answer = page.post(filled, {"text": "x", "tags": "x", "result": "worked"}, csrf=False)
+        assert answer.status_code == 403, filled
+        forged = page.post(filled, {"csrf": "0" * 64, "text": "x"}, csrf=False)
+        assert forged.status_code == 403, filled
+    assert page.store.get(item.id) == before

@@ -1,23 +1,23 @@
 """Errors of the local page.
 
 MemmeshError
-└── UIError                     exit 1
+└── PageError                   exit 1
     ├── BadForm                 a form post the page cannot take (a field missing, too long)
-    └── UIRefused               a request the page refuses (foreign Host or Origin, no CSRF token)
+    └── PageRefused             a request the page refuses (foreign Host or Origin, no CSRF token)
 """
 
 from memmesh.errors import ExitCode, MemmeshError
 
-__all__ = ["BadForm", "UIError", "UIRefused"]
+__all__ = ["BadForm", "PageError", "PageRefused"]
 
 
-class UIError(MemmeshError):
+class PageError(MemmeshError):
     """Something between the page and the member's browser went wrong."""
 
     exit_code = ExitCode.ERROR
 
 
-class BadForm(UIError):
+class BadForm(PageError):
     """A form post the page cannot take; nothing was changed."""
 
     status = 400
@@ -28,7 +28,7 @@ class BadForm(UIError):
         self.problem = problem
 
 
-class UIRefused(UIError):
+class PageRefused(PageError):
     """A request the page refuses to answer: ``reason`` says which check it failed."""
 
     status = 403

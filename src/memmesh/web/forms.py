@@ -11,7 +11,7 @@ from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 
-from memmesh.web.errors import BadForm, UIRefused
+from memmesh.web.errors import BadForm, PageRefused
 from memmesh.web.security import csrf_token
 
 __all__ = ["choice", "read_form", "text", "texts"]
@@ -31,7 +31,7 @@ async def read_form(request: Request, token: str) -> FormData:
         raise BadForm("form", f"cannot be read ({exc})") from None
     given = form.get("csrf")
     if not isinstance(given, str) or given != csrf_token(token):
-        raise UIRefused("the form carries no CSRF token of this page (reload the page)")
+        raise PageRefused("the form carries no CSRF token of this page (reload the page)")
     return form
 
 

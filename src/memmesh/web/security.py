@@ -16,7 +16,9 @@ Every request passes :class:`Guard`, in this order:
    it. A request without the cookie gets the sign-in page (401).
 
 Every answer says how the browser must treat it: a Content-Security-Policy that runs no inline
-script and loads nothing from another origin, no framing, no sniffing, no referrer, no cache.
+script and loads nothing from another origin, no framing, no sniffing, no referrer to another
+origin (a same-origin one: with none at all, the browser sends `Origin: null` on the page's own
+forms), no cache.
 """
 
 import hashlib
@@ -50,7 +52,7 @@ HEADERS = {
     ),
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",

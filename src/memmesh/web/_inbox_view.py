@@ -1,0 +1,76 @@
+"""How the inbox section shows a candidate: its id as `mem inbox` shows it, and where it came
+from in words (the agent's transcript or the notes file, its line, the heading or first
+request it sat under, the session)."""
+
+import os
+from pathlib import PurePath
+from typing import NamedTuple
+
+from memmesh.local import inbox
+from memmesh.local.inbox import Candidate
+from memmesh.local.store import Store
+
+__all__ = ["Shown", "secrets_named", "shown_candidates"]
+
+
+class Shown(NamedTuple):
+    """A candidate with what the page says of it."""
+
+    candidate: Candidate
+    shown_id: str  # as `mem inbox` shows it: 10 characters, more when another shares them
+    origin: str  # "Claude Code transcript", "notes file", ...
+    file: str  # the file's name
+    path: str  # where the file is, relative to where `mem ui` runs when it is below it
+    item_shown: str  # the item an accepted candidate became, as `mem` shows its id
+
+
+def shown_candidates(store: Store, candidates: list[Candidate]) -> list[Shown]:
+    """Each of ``candidates`` as the page shows it."""
+    short = inbox.short_ids(store, [c.id for c in candidates])
+    items = [c.item_id for c in candidates if c.item_id]
+    item_short = store.short_ids(items) if items else {}
+    return [
+        Shown(
+            candidate=c,
+            shown_id=short.get(c.id, c.id),
+            origin=origin(c.source_path),
+            file=PurePath(c.source_path).name if c.source_path else "",
+            path=_relative(c.source_path),
+            item_shown=item_short.get(c.item_id, c.item_id) if c.item_id else "",
+        )
+        for c in candidates
+    ]
+
+
+def origin(source_path: str) -> str:
+    """What proposed a candidate, from the file it came from: an agent's session transcript
+    (`mem ingest`, the capture hook) or a notes file (`mem inbox add-notes`)."""
+    if not source_path:
+        return "proposed"
+    parts = set(PurePath(source_path).parts)
+    if source_path.endswith(".jsonl"):
+        if ".claude" in parts:
+            return "Claude Code transcript"
+        if ".codex" in parts:
+            return "Codex transcript"
+        return "transcript"
+    return "notes file"
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the working folder when it lies below it (as `mem inbox` shows
+    it), else as it is."""
+    if not path:
+        return ""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def secrets_named(detectors: tuple[str, ...]) -> str:
+    """``a secret (github-token)``, ``2 secrets (github-token, password-in-url)``: as the
+    command line names what it redacted."""
+    count = "a secret" if len(detectors) == 1 else f"{len(detectors)} secrets"
+    return f"{count} ({', '.join(dict.fromkeys(detectors))})"
