@@ -348,7 +348,7 @@ def test_what_a_candidate_says_is_shown_as_text_never_as_markup(page: Page) -> N
 def test_in_a_browser_a_card_s_button_and_select_all_decide_the_candidates_they_name(
     page: Page, tab: Watched
 ) -> None:
-    first, second, third = _propose(page.store, "One fact", "Two facts", "Three facts", kind="fact")
+    _, second, _ = _propose(page.store, "One fact", "Two facts", "Three facts", kind="fact")
     tab.context.add_cookies([{"name": COOKIE, "value": page.token, "url": page.url}])
     tab.tab.goto(page.url + "/inbox")
 
