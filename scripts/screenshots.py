@@ -120,7 +120,7 @@ def build_team(root: Path, stack: ExitStack) -> Path:
         "- Redis in CI listens on 6380, not 6379",
     )
     notes.write_text("# Gotchas\n\n" + "\n".join(gotchas) + "\n", encoding="utf-8")
-    mem(alice, "ingest", str(notes))
+    mem(alice, "inbox", "add-notes", str(notes))
     return alice
 
 
@@ -130,22 +130,34 @@ def photograph(page: Page, address: str) -> None:
     base = address.split("/?", 1)[0]
     page.goto(address)
     page.wait_for_load_state("networkidle")
-    shots = [
-        ("memory", "/"),
-        ("search", "/?q=how+do+we+store+money&explain=1"),
-        ("inbox", "/inbox"),
-        ("team", "/team"),
-        ("health", "/health"),
-    ]
-    for name, path in shots:
-        page.goto(base + path)
+
+    def shoot(name: str) -> None:
         page.screenshot(path=str(OUT / f"{name}.png"), full_page=False)
         print(f"docs/ui/{name}.png")
+
+    for name, path in (
+        ("memory", "/"),
+        ("search", "/?q=how+do+we+store+money"),
+        ("inbox", "/inbox"),
+        ("team", "/team"),
+        ("feed", "/team/feed"),
+        ("members", "/team/members"),
+        ("health", "/health"),
+    ):
+        page.goto(base + path)
+        shoot(name)
     page.goto(base + "/")
-    first = page.locator("a[href^='/items/']").first
-    first.click()
-    page.screenshot(path=str(OUT / "item.png"), full_page=False)
-    print("docs/ui/item.png")
+    page.get_by_role("link", name=ALICE[2][2]).click()
+    shoot("item")
+    page.goto(base + "/")
+    page.get_by_role("link", name=ALICE[1][2]).click()
+    page.get_by_role("link", name="Publish…").click()
+    shoot("publish")
+    page.goto(base + "/team/ask")
+    page.get_by_role("searchbox", name="question").fill("does the VPN drop ssh sessions")
+    page.get_by_role("button", name="Ask").click()
+    page.wait_for_load_state()
+    shoot("ask")
 
 
 def main() -> int:
