@@ -2,6 +2,7 @@
 accepted, or rejected from the page, one or many, exactly as `mem inbox` does it; a post
 without the page's token, or naming a candidate that is not there, changes nothing."""
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -149,6 +150,38 @@ def test_every_pending_candidate_can_be_accepted_at_once(page: Page) -> None:
 
     assert said == "created 1 item, reinforced 1"
     assert inbox.pending(page.store) == []
+
+
+def test_accepting_every_candidate_says_what_mem_inbox_accept_all_says(
+    page: Page, mem: MemRunner
+) -> None:
+    page.store.remember("Two facts")
+    _propose(page.store, "One fact", "Two facts", kind="fact")
+    said = _notice(page, page.post("/inbox/accept", {"all": "pending"}))
+    page.store.remember("Four facts")
+    _propose(page.store, "Three facts", "Four facts", kind="fact")
+
+    cli = mem("inbox", "accept", "--all")
+
+    assert cli.returncode == 0, cli.stderr
+    assert said == cli.stdout.strip().splitlines()[-1] == "created 1 item, reinforced 1"
+
+
+def test_an_edit_names_the_secrets_it_redacted_as_mem_inbox_edit_does(
+    page: Page, mem: MemRunner
+) -> None:
+    by_page, by_command = _propose(page.store, "Use the token", "Use the key", kind="fact")
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    edit = {"text": f"Use the token {secret}", "kind": "fact", "project": "", "then": "save"}
+
+    said = _notice(page, page.post(f"/inbox/{by_page.id}/edit", edit))
+    cli = mem("--json", "inbox", "edit", by_command.id, f"Use the key {secret}")
+
+    assert cli.returncode == 0, cli.stderr
+    warned = json.loads(cli.stderr.strip().splitlines()[0])
+    assert warned["code"] == "secret_redacted"
+    assert warned["warning"].startswith("redacted a secret (")
+    assert said.endswith(f"; {warned['warning']}")
 
 
 def test_rejecting_one_or_many_leaves_no_item(page: Page, mem: MemRunner) -> None:

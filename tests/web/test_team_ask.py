@@ -2,6 +2,7 @@
 with its author and its source, and what it showed noted so that `mem outcome` credits it."""
 
 import re
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -51,19 +52,73 @@ def test_asking_the_team_shows_bob_s_answer_with_his_name_and_source(
     assert item[:10] in credited.stdout + credited.stderr
 
 
-def test_an_answer_from_bob_s_live_peer_names_the_peer_as_its_source(
-    signed: SignedTeam,
-) -> None:
+def _asked_with_bob_live(signed: SignedTeam) -> tuple[str, str]:
+    """bob's published item, and ada's page answering LOCKS_QUERY while bob's peer serves it."""
     ada, bob = signed.team.members["ada"], signed.team.members["bob"]
     item = bob.share(LOCKS)
     signed.team.serve(bob)
     signed.team.wait_for_presence(bob)
     with serving(ada.home) as page:
         answer = page.post("/team/ask", {"q": LOCKS_QUERY})
-    hit = _hit(answer.text, item)
+    assert answer.status_code == 200, answer.text
+    return item, answer.text
+
+
+def test_an_answer_from_bob_s_live_peer_names_the_peer_as_its_source(
+    signed: SignedTeam,
+) -> None:
+    item, html = _asked_with_bob_live(signed)
+    hit = _hit(html, item)
     assert "<strong>bob</strong>" in hit
     assert 'via <span class="chip">peer bob</span>' in hit
-    assert re.search(r'data-source="peer" data-status="ok"', answer.text)
+    assert re.search(r'data-source="peer" data-status="ok"', html)
+
+
+def _explained_on_page(html: str) -> dict[tuple[str, str], str]:
+    """What the page's explanation says became of each hit: (source, item) -> its words."""
+    said: dict[tuple[str, str], str] = {}
+    for source, rows in re.findall(r"<h3>([^<]+?) <span.*?</h3>(.*?)</table>", html, re.S):
+        for item, words in re.findall(
+            r'<tr data-fate="[a-z_]+">\s*<td class="mono small">([^<]+)</td>.*?'
+            r'<span class="chip[^"]*">([^<]+)</span>',
+            rows,
+            re.S,
+        ):
+            said[unescape(source), item] = unescape(words)
+    return said
+
+
+def _explained_by_command(stdout: str) -> dict[tuple[str, str], str]:
+    """What `mem team recall-team --explain` says became of each hit (items by their first
+    ten characters)."""
+    said: dict[tuple[str, str], str] = {}
+    source = ""
+    for line in stdout.splitlines():
+        heading = re.fullmatch(r"  (.+) returned \d+:", line)
+        if heading:
+            source = heading.group(1)
+        hit = re.fullmatch(r"    (\S+)  .*? source score [0-9.]+: (.+)", line)
+        if hit:
+            said[source, hit.group(1)] = hit.group(2)
+    return said
+
+
+def test_the_page_says_why_each_hit_was_kept_or_cut_as_the_command_line_begins_to(
+    signed: SignedTeam, tmp_path: Path
+) -> None:
+    item, html = _asked_with_bob_live(signed)
+    on_page = _explained_on_page(html)
+    ada = signed.team.members["ada"]
+    cli = MemRunner(ada.home, tmp_path / "cwd")("team", "recall-team", LOCKS_QUERY, "--explain")
+    assert cli.returncode == 0, cli.stderr
+    by_command = _explained_by_command(cli.stdout)
+
+    assert on_page[("coordinator", item)] == "cut, replaced by its live author's own copy"
+    assert by_command[("coordinator", item[:10])] == (
+        f"{on_page[('coordinator', item)]} (from peer bob)"
+    )
+    assert on_page[("bob", item)] == "kept"
+    assert by_command[("bob", item[:10])].startswith("kept, hit #1, score ")
 
 
 def test_a_project_scope_is_searched_with_global_and_said(signed: SignedTeam) -> None:

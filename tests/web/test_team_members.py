@@ -5,6 +5,7 @@ forged form asks all the same."""
 
 import json
 import re
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -111,23 +112,42 @@ def test_a_member_who_is_no_admin_sees_no_admin_buttons(signed: SignedTeam) -> N
     assert "Only the team's admins invite, promote and revoke members" in answer.text
 
 
+def _problem(html: str) -> tuple[str, str]:
+    """The error page's sentence, unescaped, and its code."""
+    found = re.search(r'<p class="problem" data-code="([^"]*)">(.*?)</p>', html, re.S)
+    assert found, "no problem on the page"
+    return unescape(found.group(2)), found.group(1)
+
+
 @pytest.mark.parametrize(
-    ("path", "fields"),
+    ("path", "fields", "command"),
     [
-        ("/team/members/invite", {"name": "mallory", "ttl": "24h", "admin": "on"}),
-        ("/team/members/promote", {"member": "bob"}),
-        ("/team/members/revoke", {"member": "ada"}),
+        (
+            "/team/members/invite",
+            {"name": "mallory", "ttl": "24h", "admin": "on"},
+            ("team", "invite", "mallory", "--ttl", "24h", "--admin"),
+        ),
+        ("/team/members/promote", {"member": "bob"}, ("team", "members", "promote", "bob")),
+        ("/team/members/revoke", {"member": "ada"}, ("team", "revoke", "ada", "--yes")),
     ],
 )
-def test_a_forged_admin_form_from_a_member_who_is_no_admin_is_refused_by_the_roster(
-    signed: SignedTeam, tmp_path: Path, path: str, fields: dict[str, str]
+def test_a_forged_admin_form_from_a_member_who_is_no_admin_is_refused_in_the_cli_s_words(
+    signed: SignedTeam,
+    tmp_path: Path,
+    path: str,
+    fields: dict[str, str],
+    command: tuple[str, ...],
 ) -> None:
     bob = signed.team.members["bob"]
     before = _roster(bob.home, tmp_path)
+    refused = MemRunner(bob.home, tmp_path / "cwd")(*command, "--json")
+    assert refused.returncode == 3
+    said = json.loads(refused.stderr.strip().splitlines()[-1])["error"]
+    assert said.startswith(f"this key ({bob.key_id}) may not ")
     with serving(bob.home) as page:
         answer = page.post(path, fields)
     assert answer.status_code == 403
-    assert "only an admin of team &#39;acme&#39; may do this" in answer.text
+    assert _problem(answer.text)[0] == said
     assert _roster(bob.home, tmp_path) == before
 
 

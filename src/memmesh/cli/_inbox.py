@@ -6,17 +6,26 @@ Nothing here publishes anything: an accepted candidate is an ordinary private it
 """
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memmesh.cli import _ingest
 from memmesh.cli._common import command_adder, emit, lazy, nonempty, open_store, shown_id, warn
-from memmesh.cli._input import secrets_named, text_argument
+from memmesh.cli._input import text_argument
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
+from memmesh.local.inbox_review import (
+    EMPTY,
+    accepted_line,
+    accepted_summary,
+    project_for,
+    redacted_notice,
+    rejected_notice,
+    secrets_named,
+    source_of,
+)
 from memmesh.local.items import KINDS
-from memmesh.text import counted, printable
+from memmesh.text import printable
 
 if TYPE_CHECKING:
     from memmesh.local.inbox import Candidate, Planned
@@ -93,19 +102,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )  # fmt: skip
 
 
-def _source(candidate: "Candidate") -> str:
-    path = candidate.source_path
-    if path:
-        relative = os.path.relpath(path)
-        path = path if relative.startswith("..") else relative
-    where = f"{path}:{candidate.source_line}" if candidate.source_line else path
-    context = f" ({candidate.context})" if candidate.context else ""
-    return printable(where + context) or "-"
-
-
 def _line(candidate: "Candidate", shown: str) -> str:
     project = candidate.project or "default project"
-    head = f"{shown}  [{candidate.kind}, {project}]  {_source(candidate)}"
+    head = f"{shown}  [{candidate.kind}, {project}]  {printable(source_of(candidate)) or '-'}"
     return head + "".join(f"\n    {printable(line)}" for line in candidate.text.split("\n"))
 
 
@@ -125,15 +124,8 @@ def run_list(args: argparse.Namespace) -> int:
         shown = _shown(store, candidates)
     text = "\n".join(_line(c, shown[c.id]) for c in candidates)
     data = {"candidates": [c.to_dict() for c in candidates]}
-    emit(args, data, text or "the inbox is empty")
+    emit(args, data, text or EMPTY)
     return ExitCode.OK
-
-
-def _project_for(args: argparse.Namespace) -> Any:
-    from memmesh.local.project import resolve_project
-
-    default = resolve_project(None)
-    return lambda candidate: args.project or candidate.project or default
 
 
 def run_accept(args: argparse.Namespace) -> int:
@@ -143,7 +135,7 @@ def run_accept(args: argparse.Namespace) -> int:
         raise UsageError("inbox accept", "give a candidate's id, or --all (not both)")
     if args.dry_run and not args.all:
         raise UsageError("inbox accept", "--dry-run goes with --all")
-    project_of = _project_for(args)
+    project_of = project_for(args.project)
     with open_store(args) as store:
         if args.id is not None:
             candidate = inbox.find(store, args.id)
@@ -155,10 +147,7 @@ def run_accept(args: argparse.Namespace) -> int:
                 "status": how,
                 "item": item.to_dict(),
             }
-            item_shown = shown_id(store, item.id)
-            said = "reinforced an existing item" if how == "reinforced" else "created item"
-            extra = f" ({item.reinforcements}x)" if how == "reinforced" else ""
-            emit(args, data, f"{said} {item_shown}{extra}")
+            emit(args, data, accepted_line(shown_id(store, item.id), how, item.reinforcements))
             return ExitCode.OK
         pending = list(reversed(inbox.pending(store)))  # oldest first, as they came
         if args.dry_run:
@@ -173,9 +162,8 @@ def run_accept(args: argparse.Namespace) -> int:
         ]
     }
     lines = [f"{shown[c.id]}  {how} {items[item.id]}" for c, item, how in done]
-    created = sum(1 for _, _, how in done if how == "created")
-    summary = f"created {counted(created, 'item')}, reinforced {len(done) - created}"
-    emit(args, data, "\n".join([*lines, summary]) if done else "the inbox is empty")
+    summary = accepted_summary([how for _, _, how in done])
+    emit(args, data, "\n".join([*lines, summary]) if done else EMPTY)
     return ExitCode.OK
 
 
@@ -208,7 +196,7 @@ def run_edit(args: argparse.Namespace) -> int:
         shown = _shown(store, [candidate])[candidate.id]
     data: dict[str, Any] = {"candidate": candidate.to_dict()}
     if redacted:
-        warn(f"redacted {secrets_named(redacted)} before storing it", "secret_redacted")
+        warn(redacted_notice(redacted), "secret_redacted")
         data["redacted"] = list(redacted)
     emit(args, data, f"edited {shown}")
     return ExitCode.OK
@@ -224,12 +212,7 @@ def run_reject(args: argparse.Namespace) -> int:
         shown = _shown(store, targets)
         rejected = [inbox.reject(store, c.id) for c in targets]
     data = {"rejected": [c.to_dict() for c in rejected]}
-    text = (
-        f"rejected {counted(len(rejected), 'candidate')}"
-        if args.all
-        else f"rejected {shown[rejected[0].id]}"
-    )
-    emit(args, data, text)
+    emit(args, data, rejected_notice([shown[c.id] for c in rejected], every=args.all))
     return ExitCode.OK
 
 

@@ -1,5 +1,9 @@
 """What a command is about to store: its text, from the command line or from standard input
-(for ``-``), with the secrets in it and its tags redacted unless ``--keep-secret``."""
+(for ``-``), with the secrets in it and its tags redacted unless ``--keep-secret``.
+
+The secrets are named as every front end names them
+(:func:`memmesh.local.inbox_review.secrets_named`, given here to the commands too).
+"""
 
 import argparse
 import sys
@@ -7,6 +11,7 @@ from typing import Any, NamedTuple
 
 from memmesh.cli._common import warn
 from memmesh.cli.errors import UsageError
+from memmesh.local.inbox_review import redacted_notice, secrets_named
 from memmesh.local.items import MAX_TEXT_BYTES
 
 __all__ = [
@@ -70,8 +75,8 @@ class Screened(NamedTuple):
         """Warn of what was redacted or kept, and say it in ``data`` (the ``--json`` shape)."""
         if self.redacted:
             warn(
-                f"redacted {secrets_named(self.redacted)} before storing it; "
-                "to store the text as written, add --keep-secret",
+                f"{redacted_notice(self.redacted)}; to store the text as written, add "
+                "--keep-secret",
                 "secret_redacted",
             )
             data["redacted"] = list(self.redacted)
@@ -90,9 +95,3 @@ def screened(args: argparse.Namespace, text: str, tags: list[str]) -> Screened:
         return Screened(text, tags, (), kept)
     clean = redact(text, tags)
     return Screened(clean.text, list(clean.tags), clean.detectors, [])
-
-
-def secrets_named(detectors: list[str] | tuple[str, ...]) -> str:
-    """``a secret (github-token)``, ``2 secrets (github-token, password-in-url)``."""
-    count = "a secret" if len(detectors) == 1 else f"{len(detectors)} secrets"
-    return f"{count} ({', '.join(dict.fromkeys(detectors))})"

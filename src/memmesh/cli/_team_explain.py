@@ -5,9 +5,9 @@ The scope is one line after the sources (``searched: project web + global (the g
 repository's name)``), and ``scope`` in --json: the projects searched (empty with
 ``all_projects``) and where the project came from (``--project``, ``MEM_PROJECT``, ``git
 repository``, ``default``; empty with ``all_projects``). The explanation lists, per answering
-source, each hit it returned, then ``kept`` or ``cut`` and why, in the words `mem recall
---explain` uses where the reason is the same (:mod:`memmesh.cli._why`); its ``explanation``
-in --json is :func:`memmesh.views.team_explanation_json`'s.
+source, each hit it returned, then ``kept`` or ``cut`` and why, in the words the page says too
+(:func:`memmesh.team.fates.fate_text`; those of `mem recall --explain` where the reason is the
+same); its ``explanation`` in --json is :func:`memmesh.views.team_explanation_json`'s.
 """
 
 import argparse
@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from memmesh.local.ids import SHOWN_LENGTH
 from memmesh.local.items import GLOBAL
 from memmesh.local.project import git_repository_name
+from memmesh.team.fates import fate_text
 from memmesh.text import printable
 
 if TYPE_CHECKING:
-    from memmesh.team._explain import Returned, TeamExplanation
+    from memmesh.team._explain import TeamExplanation
     from memmesh.team.recall import TeamAnswer
 
 __all__ = ["explanation_lines", "scope_json", "scope_line"]
@@ -32,18 +33,6 @@ _WHY_PROJECT = {
     "MEM_PROJECT": " (MEM_PROJECT)",
     "git repository": " (the git repository's name)",
     "default": " (not in a git repository)",
-}
-# What each fate of a dropped hit is called (the others need numbers: see _fate_text).
-_CUT = {
-    "bad_signature": "unverifiable: its signature does not hold",
-    "other_team": "signed for another team",
-    "outside_roster": "its author's key is not on the team's roster",
-    "revoked": "its author's key was revoked",
-    "peer_served_another_key": "a peer serves only its owner's items, and this is another key's",
-    "withdrawn_by_author": "withdrawn: its author's live peer no longer publishes this version "
-    "(retracted or revised since)",
-    "below_gate": "below the relevance gate: not close enough to the query, without an exact "
-    "token of it and with too few of its words",
 }
 
 
@@ -99,34 +88,6 @@ def explanation_lines(explanation: "TeamExplanation", author: str | None) -> lis
             who = f"{printable(each.author)}  v{each.version}" if each.author else "?"
             lines.append(
                 f"    {shown}  {who}  source score {each.source_score:.3f}: "
-                + _fate_text(each, explanation, author)
+                + fate_text(each, explanation, author)
             )
     return lines
-
-
-def _fate_text(each: "Returned", explanation: "TeamExplanation", author: str | None) -> str:
-    """What became of a hit, with the numbers that decided it."""
-    score = f"score {each.score:.3f}" if each.score is not None else "not scored"
-    if each.fate == "returned":
-        return f"kept, hit #{each.rank}, {score}"
-    if each.fate == "also":
-        return f"kept, states the fact of hit #{each.rank} (listed in its also), {score}"
-    if each.fate == "duplicate":
-        return f"cut, a duplicate of the copy kept (from {printable(each.kept_from)})"
-    if each.fate == "replaced_by_author":
-        return f"cut, replaced by its live author's own copy (from {printable(each.kept_from)})"
-    if each.fate == "not_by_author":
-        return f"cut, not by --author {printable(author or '')}"
-    if each.fate == "below_floor":
-        return (
-            f"cut, nothing reached the relevance floor {explanation.min_relevance:.2f}, so the "
-            f"answer abstained ({score})"
-        )
-    if each.fate == "far_below_best":
-        return (
-            f"cut, {score}, under {explanation.min_share_of_best:.0%} of the best hit's: too "
-            "far behind to be worth showing"
-        )
-    if each.fate == "ranked_below_k":
-        return f"cut, ranked #{each.rank}, below -k {explanation.k} ({score})"
-    return f"cut, {_CUT[each.fate]}"

@@ -1,20 +1,19 @@
 """The work of the roster's commands registered in :mod:`memmesh.cli._team_members`.
 
-A refusal from the coordinator (:class:`~memmesh.net.errors.Refused`) is turned here into a
-sentence that says what it means and what to do: :class:`~memmesh.cli.errors.TeamRefused` for
-what this command asked (a join code, an admin's business), an error of
-:mod:`memmesh.team.errors` when the coordinator refuses this member itself (its token, its
-signature, its key: see :mod:`memmesh.team.access`). A change an admin's memmesh refuses to
-sign on a signed roster is said the same way: in the roster's words, or as a
-:class:`~memmesh.cli.errors.UsageError` for a name or key the chain holds already.
+A refusal of what a command asked (by the coordinator, by the signed roster, or by this
+admin's memmesh, which will not sign a change the chain refuses) is said in
+:func:`memmesh.team.refusals.refusal_of`'s words, which the page says too: as
+:class:`~memmesh.cli.errors.TeamRefused` (exit 3), as a
+:class:`~memmesh.cli.errors.UsageError` for a name or key the chain refuses, or as the error
+of :mod:`memmesh.team.errors` that says why the coordinator refuses this member itself (its
+token, its signature, its key: see :mod:`memmesh.team.access`).
 """
 
 import argparse
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -22,7 +21,7 @@ from memmesh.cli._common import emit, home_of, note, open_store, shown_ids
 from memmesh.cli._terminal import confirm
 from memmesh.cli.errors import TeamRefused, UsageError
 from memmesh.coordinator.errors import NotAnAdmin
-from memmesh.errors import ExitCode, MemmeshError
+from memmesh.errors import ExitCode
 from memmesh.local.errors import ItemNotFound
 from memmesh.local.items import iso
 from memmesh.net.errors import Refused
@@ -31,9 +30,9 @@ from memmesh.policy import Policy, load_policy
 from memmesh.registry import Identity, load_identity
 from memmesh.registry.errors import RosterChainBroken
 from memmesh.team import roster
-from memmesh.team.access import explained, revoked_on
 from memmesh.team.disclosures import my_disclosures
 from memmesh.team.errors import KeyRevoked
+from memmesh.team.refusals import Asked, Refusal, refusal_of
 from memmesh.text import counted, printable
 
 __all__ = [
@@ -49,22 +48,6 @@ __all__ = [
     "run_sign",
 ]
 
-# What a request asked for: any member's business, an admin's, or joining with a code.
-Asked = Literal["member", "admin", "join"]
-# The coordinator's words when it refuses the key itself, whatever was asked.
-# The coordinator's code for a change sent to its table once the roster is signed.
-_ROSTER_SIGNED = "roster_signed"
-_REFUSES_THE_KEY = re.compile(r"is not a member of team|was revoked on")
-# A change the chain refuses for what it names (a name, a key), in words for the command line.
-_CHAIN_USAGE = {
-    "name_taken": "another active member has that name",
-    "key_known": "that key is on the team's roster, or was (a revoked key never returns)",
-    "bad_name": "that is no member name",
-    "bad_key": "that is no public key",
-    "bad_expiry": "an invite lasts at most 30 days",
-    "no_change": "that changes nothing",
-}
-
 
 @contextmanager
 def asking(
@@ -78,88 +61,17 @@ def asking(
 ) -> Iterator[None]:
     """Turn the coordinator's refusal of ``what`` into what it means for this key (``home``:
     where a joining key lives), and a change this admin's memmesh would not sign into one line
-    (``command``: the one whose help says more)."""
+    (``command``: the one whose help says more), in :func:`memmesh.team.refusals.refusal_of`'s
+    words."""
     try:
         yield
-    except Refused as refused:
-        raise _explained(refused, asked, what, policy, identity, home) from None
-    except NotAnAdmin as exc:
-        assert identity is not None
-        raise TeamRefused(
-            f"this key ({identity.key_id}) may not {what} in team {exc.team}: only its admins "
-            "may (the team's signed roster lists it as no admin)",
-            403,
-            exc.code,
-        ) from None
-    except KeyRevoked as exc:
-        if asked != "join" or home is None:
-            raise
-        raise _rejoin(home, exc.when, 403, exc.code) from None
-    except RosterChainBroken as exc:
-        if exc.reason not in _CHAIN_USAGE:
-            raise
-        raise UsageError(command, f"{_CHAIN_USAGE[exc.reason]}: {exc.detail}") from None
-
-
-def _rejoin(home: Path, revoked: str, status: int, code: str) -> TeamRefused:
-    """A join refused because this home's key was revoked on ``revoked``: the invite is not
-    spent, and admits a new key, which a new home makes."""
-    new = f"{home}-new"
-    return TeamRefused(
-        f"this home's key was revoked from the team on {revoked} and stays refused; the "
-        "join code was not used. It admits a new key: join from a new home, "
-        f"`mem --home {new} team join CODE` (bring your private items along with "
-        f"`mem export -o items.jsonl` here and `mem --home {new} import items.jsonl` there)",
-        status,
-        code,
-    )
-
-
-def _explained(
-    refused: Refused,
-    asked: Asked,
-    what: str,
-    policy: Policy | None,
-    identity: Identity | None,
-    home: Path | None = None,
-) -> MemmeshError:
-    status, said = refused.http_status, refused.message
-    if status == 404 and "no route" in said:
-        return refused  # a coordinator that does not serve this yet says so itself
-    revoked = revoked_on(refused)
-    if asked == "join" and revoked is not None and home is not None:
-        return _rejoin(home, revoked, status, refused.error_code)
-    if refused.error_code == _ROSTER_SIGNED and policy is not None:
-        return TeamRefused(
-            f"team {policy.team}'s roster is signed, and team.yaml does not pin its root yet: "
-            "`mem team members` reads the signed roster and pins it; then run this again",
-            status,
-            refused.error_code,
-        )
-    if asked == "join" and status in (403, 404, 409, 410):
-        return TeamRefused(
-            f"the coordinator did not accept this join code ({said}): a code works once, "
-            "until it expires; ask an admin for a new one (mem team invite NAME)",
-            status,
-            refused.error_code,
-        )
-    if status == 401 and (policy is None or identity is None):
-        return TeamRefused(
-            f"the coordinator did not accept this request ({said}): check this computer's "
-            "clock (it must be within 2 minutes of the coordinator's)",
-            status,
-            refused.error_code,
-        )
-    if policy is None or identity is None:
-        return refused
-    if status == 403 and asked == "admin" and not _REFUSES_THE_KEY.search(said):
-        return TeamRefused(
-            f"this key ({identity.key_id}) may not {what} in team {policy.team}: only its "
-            f"admins may (the coordinator said: {said})",
-            status,
-            refused.error_code,
-        )
-    return explained(refused, policy, identity)
+    except (Refused, NotAnAdmin, KeyRevoked, RosterChainBroken) as exc:
+        said = refusal_of(exc, asked, what, policy, identity, home=home)
+        if not isinstance(said, Refusal):
+            raise said from None
+        if said.usage:
+            raise UsageError(command, said.message) from None
+        raise TeamRefused(said.message, said.http_status, said.error_code) from None
 
 
 def _member(args: argparse.Namespace) -> tuple[Policy, Identity]:

@@ -2,15 +2,15 @@
 from in words (the agent's transcript or the notes file, its line, the heading or first
 request it sat under, the session)."""
 
-import os
 from pathlib import PurePath
 from typing import NamedTuple
 
 from memmesh.local import inbox
 from memmesh.local.inbox import Candidate
+from memmesh.local.inbox_review import relative_path
 from memmesh.local.store import Store
 
-__all__ = ["Shown", "secrets_named", "shown_candidates"]
+__all__ = ["Shown", "shown_candidates"]
 
 
 class Shown(NamedTuple):
@@ -20,7 +20,7 @@ class Shown(NamedTuple):
     shown_id: str  # as `mem inbox` shows it: 10 characters, more when another shares them
     origin: str  # "Claude Code transcript", "notes file", ...
     file: str  # the file's name
-    path: str  # where the file is, relative to where `mem ui` runs when it is below it
+    path: str  # where the file is, relative to where `mem ui` runs when below it (as `mem inbox`)
     item_shown: str  # the item an accepted candidate became, as `mem` shows its id
 
 
@@ -35,7 +35,7 @@ def shown_candidates(store: Store, candidates: list[Candidate]) -> list[Shown]:
             shown_id=short.get(c.id, c.id),
             origin=origin(c.source_path),
             file=PurePath(c.source_path).name if c.source_path else "",
-            path=_relative(c.source_path),
+            path=relative_path(c.source_path),
             item_shown=item_short.get(c.item_id, c.item_id) if c.item_id else "",
         )
         for c in candidates
@@ -55,22 +55,3 @@ def origin(source_path: str) -> str:
             return "Codex transcript"
         return "transcript"
     return "notes file"
-
-
-def _relative(path: str) -> str:
-    """``path`` relative to the working folder when it lies below it (as `mem inbox` shows
-    it), else as it is."""
-    if not path:
-        return ""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
-
-
-def secrets_named(detectors: tuple[str, ...]) -> str:
-    """``a secret (github-token)``, ``2 secrets (github-token, password-in-url)``: as the
-    command line names what it redacted."""
-    count = "a secret" if len(detectors) == 1 else f"{len(detectors)} secrets"
-    return f"{count} ({', '.join(dict.fromkeys(detectors))})"

@@ -14,6 +14,7 @@ from memmesh.local.items import GLOBAL, MAX_K, check_name, check_query
 from memmesh.local.store import Store
 from memmesh.policy import Policy
 from memmesh.registry.identity import Identity
+from memmesh.team.fates import fate_words
 from memmesh.team.recall import TeamAnswer, recall_team
 from memmesh.team.tallies import note_answer
 from memmesh.web.errors import BadForm
@@ -24,25 +25,6 @@ __all__ = ["ALL", "DEFAULT_K", "TIMEOUT", "Asked", "ask", "asked", "cut_words"]
 TIMEOUT = 2.0  # seconds each source has, as `mem team recall-team` gives by default
 DEFAULT_K = 5
 ALL = "*"  # the scope field's value for every project
-
-# What each fate of a hit a source returned means, in a few words (the numbers beside them).
-_FATES = {
-    "returned": "kept",
-    "also": "kept, states the fact of another hit",
-    "bad_signature": "cut: its signature does not hold",
-    "other_team": "cut: signed for another team",
-    "outside_roster": "cut: its author is not on the roster",
-    "revoked": "cut: its author's key was revoked",
-    "peer_served_another_key": "cut: a peer serves only its owner's items",
-    "duplicate": "cut: a duplicate of the copy kept",
-    "replaced_by_author": "cut: replaced by its live author's own copy",
-    "withdrawn_by_author": "cut: its author's live peer no longer publishes it",
-    "not_by_author": "cut: not by the author asked for",
-    "below_gate": "cut: not close enough to the query",
-    "below_floor": "cut: nothing reached the relevance floor",
-    "far_below_best": "cut: too far below the best hit",
-    "ranked_below_k": "cut: ranked below k",
-}
 
 
 class Asked(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,5 +84,6 @@ def ask(store: Store, policy: Policy, identity: Identity, question: Asked) -> Te
 
 
 def cut_words(fate: str) -> str:
-    """What a hit's fate means, in a few words."""
-    return _FATES.get(fate, fate.replace("_", " "))
+    """What a hit's fate means by itself, in the words `mem team recall-team --explain` begins
+    with (the page shows the rank, the scores and the copy kept beside them)."""
+    return fate_words(fate)

@@ -3,10 +3,10 @@
 The roster is read as `mem team members` reads it (:func:`memmesh.team.roster.members`: a
 signed roster verified from the root team.yaml pins, names as output shows them), and every
 change is the one `mem team invite`, `mem team members promote|demote` and `mem team revoke`
-make, through the same functions: the roster's rules refuse a member who is no admin, with
-the roster's own words (:class:`~memmesh.coordinator.errors.NotAnAdmin`, 403), whatever a
-form posted. A refusal of this member's key itself is said as `mem team` says it
-(:func:`memmesh.team.access.explained`).
+make, through the same functions: the roster's rules refuse a member who is no admin, whatever
+a form posted. A refusal is said in the words `mem team` prints
+(:func:`memmesh.team.refusals.refusal_of`): what this key may not do, or why the coordinator
+refuses the key itself.
 """
 
 from collections.abc import Iterator
@@ -15,14 +15,18 @@ from pathlib import Path
 
 import msgspec
 
+from memmesh.coordinator.errors import NotAnAdmin
 from memmesh.coordinator.protocol import RevokeResponse
 from memmesh.local.items import check_name
 from memmesh.net.errors import Refused
 from memmesh.net.presence import RosterMember
 from memmesh.policy import Policy, load_policy
+from memmesh.registry.errors import RosterChainBroken
 from memmesh.registry.identity import Identity
 from memmesh.team import roster
-from memmesh.team.access import explained
+from memmesh.team.errors import AccessError
+from memmesh.team.refusals import Asked, Refusal, refusal_of
+from memmesh.web.errors import BadForm
 
 __all__ = [
     "TTLS",
@@ -73,18 +77,26 @@ class RosterView(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @contextmanager
-def _as_member(policy: Policy, identity: Identity) -> Iterator[None]:
-    """A refusal of this member's key (its token, its signature, a key revoked or off the
-    roster), said as `mem team` says it."""
+def _asking(
+    asked: Asked, what: str, policy: Policy, identity: Identity, field: str = "member"
+) -> Iterator[None]:
+    """A refusal of ``what`` said as `mem team` says it: a change this key may not make, or
+    why the coordinator refuses the key itself. A name or member the roster's chain refuses
+    is bad input in the form's ``field`` (:class:`BadForm`, 400)."""
     try:
         yield
-    except Refused as refused:
-        raise explained(refused, policy, identity) from None
+    except (Refused, NotAnAdmin, RosterChainBroken) as exc:
+        said = refusal_of(exc, asked, what, policy, identity)
+        if not isinstance(said, Refusal):
+            raise said from None
+        if said.usage:
+            raise BadForm(field, said.message) from None
+        raise AccessError(said.message) from None
 
 
 def roster_view(policy: Policy, identity: Identity, home: Path) -> RosterView:
     """The roster, as this member verifies it (blocking: a call to the coordinator)."""
-    with _as_member(policy, identity):
+    with _asking("member", "list members", policy, identity):
         listed = roster.members(policy, identity, home=home)
     root = load_policy(home).roster_root  # pinned on first sight, perhaps just now
     mine = [m for m in listed.members if m.key_id == identity.key_id]
@@ -111,7 +123,7 @@ def invite(
     policy: Policy, identity: Identity, home: Path, name: str, *, ttl: float, admin: bool
 ) -> roster.Invited:
     """`mem team invite NAME --ttl ... [--admin]`: the invite and its join code."""
-    with _as_member(policy, identity):
+    with _asking("admin", "invite members", policy, identity, field="name"):
         return roster.invite(policy, identity, name, ttl=ttl, admin=admin, home=home)
 
 
@@ -119,7 +131,7 @@ def revoke(
     policy: Policy, identity: Identity, home: Path, member: str, *, purge: bool
 ) -> RevokeResponse:
     """`mem team revoke MEMBER [--purge] --yes`."""
-    with _as_member(policy, identity):
+    with _asking("admin", "revoke members", policy, identity):
         return roster.revoke(policy, identity, member, purge=purge, home=home)
 
 
@@ -127,6 +139,6 @@ def change_role(
     policy: Policy, identity: Identity, home: Path, member: str, *, admin: bool
 ) -> RosterMember:
     """`mem team members promote MEMBER` (``admin``) or `demote MEMBER`."""
-    change = roster.promote if admin else roster.demote
-    with _as_member(policy, identity):
+    verb, change = ("promote", roster.promote) if admin else ("demote", roster.demote)
+    with _asking("admin", f"{verb} members", policy, identity):
         return change(policy, identity, member, home=home)

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from memmesh.local import health, inbox
+from memmesh.local import health, inbox, inbox_review
 from memmesh.local.errors import NotPending
 from memmesh.local.inbox import Candidate
 from memmesh.local.items import KINDS, check_name, check_tags
@@ -35,8 +35,7 @@ from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
 from memmesh.policy import redact
 from memmesh.policy.redaction import redact_text
-from memmesh.text import counted
-from memmesh.web._inbox_view import Shown, secrets_named, shown_candidates
+from memmesh.web._inbox_view import Shown, shown_candidates
 from memmesh.web.errors import BadForm
 from memmesh.web.forms import choice, read_form, text, texts
 from memmesh.web.session import session_of
@@ -165,22 +164,20 @@ def _accept(store: Store, named: _Named) -> str:
     for one proposed without), as `mem inbox accept` does; what it says."""
     targets = _targets(store, named)
     if not targets:
-        return "the inbox is empty"
-    default = resolve_project(None)
-    done = [inbox.accept(store, c.id, project=c.project or default) for c in targets]
+        return inbox_review.EMPTY
+    project_of = inbox_review.project_for()
+    done = [inbox.accept(store, c.id, project=project_of(c)) for c in targets]
     if len(done) == 1 and not named.every:
         _, item, how = done[0]
         return _accepted(store, item.id, how, item.reinforcements)
-    created = sum(1 for _, _, how in done if how == "created")
-    return f"created {counted(created, 'item')}, reinforced {len(done) - created}"
+    return inbox_review.accepted_summary([how for _, _, how in done])
 
 
 def _accepted(store: Store, item_id: str, how: str, reinforcements: int) -> str:
     """`mem inbox accept ID`'s words: ``created item 01J9ZC4XQM``."""
-    shown = store.short_ids([item_id]).get(item_id, item_id)
-    if how == "reinforced":
-        return f"reinforced an existing item {shown} ({reinforcements}x)"
-    return f"created item {shown}"
+    return inbox_review.accepted_line(
+        store.short_ids([item_id]).get(item_id, item_id), how, reinforcements
+    )
 
 
 def _reject(store: Store, named: _Named) -> str:
@@ -188,9 +185,9 @@ def _reject(store: Store, named: _Named) -> str:
     targets = _targets(store, named)
     shown = inbox.short_ids(store, [c.id for c in targets])
     rejected = [inbox.reject(store, c.id) for c in targets]
-    if len(rejected) == 1 and not named.every:
-        return f"rejected {shown.get(rejected[0].id, rejected[0].id)}"
-    return f"rejected {counted(len(rejected), 'candidate')}"
+    return inbox_review.rejected_notice(
+        [shown.get(c.id, c.id) for c in rejected], every=named.every
+    )
 
 
 class _Change(NamedTuple):
@@ -215,14 +212,14 @@ def _edit(store: Store, wanted: str, change: _Change) -> str:
     candidate = inbox.find(store, wanted)
     if candidate.status != "pending":
         raise NotPending(candidate.id, candidate.status, candidate.item_id)
-    project = check_name(change.project or candidate.project or resolve_project(None), "project")
+    project = check_name(inbox_review.project_for(change.project or None)(candidate), "project")
     said: list[str] = []
     if change.text != candidate.text:
         candidate, redacted = inbox.edit(store, candidate.id, change.text, redact=redact_text)
         shown = inbox.short_ids(store, [candidate.id]).get(candidate.id, candidate.id)
         said.append(f"edited {shown}")
         if redacted:
-            said.append(f"redacted {secrets_named(redacted)} before storing it")
+            said.append(inbox_review.redacted_notice(redacted))
     if not change.accept:
         return "; ".join(said) or "nothing to change: the text is as it was"
     _, item, how = inbox.accept(store, candidate.id, kind=change.kind, project=project)
