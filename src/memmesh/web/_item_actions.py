@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from memmesh.local import outcomes
+from memmesh.local.inbox_review import redacted_notice, secrets_named
 from memmesh.local.items import KINDS, Item, check_tags
 from memmesh.web.forms import choice, read_form, text
 from memmesh.web.session import Session, session_of
@@ -74,7 +75,7 @@ def _edited(
     ]
     notice = f"edited {shown}: {', '.join(changed)}" if changed else f"unchanged {shown}"
     if clean.detectors:
-        notice += f"; left out {_secrets(clean.detectors)} given as a tag"
+        notice += f"; left out {secrets_named(clean.detectors)} given as a tag"
     return new, notice
 
 
@@ -91,19 +92,19 @@ async def _revise(request: Request) -> Response:
 def _revised(session: Session, item_id: str, wording: str, keep_secret: bool) -> tuple[Item, str]:
     """`mem revise`: the text screened for secrets as the command screens it, then the
     revision and the retraction it causes."""
-    from memmesh.policy import find_secrets, redact
+    from memmesh.policy import redact
     from memmesh.team.changes import revise
 
     notes = []
     if keep_secret:
         kept = [finding.detector for finding in find_secrets(wording)]
         if kept:
-            notes.append(f"kept {_secrets(kept)} as written: this item can never be published")
+            notes.append(f"kept {secrets_named(kept)} as written: this item can never be published")
     else:
         clean = redact(wording, [])
         wording = clean.text
         if clean.detectors:
-            notes.append(f"redacted {_secrets(clean.detectors)} before storing it")
+            notes.append(redacted_notice(clean.detectors))
     with session.changing:
         revised = revise(session.home, session.store, item_id, wording)
     shown = session.store.short_ids([revised.old.id, revised.new.id])
@@ -183,12 +184,6 @@ def _said(value: object) -> str:
     if isinstance(value, tuple):
         return ", ".join(value) or "none"
     return str(value)
-
-
-def _secrets(detectors: list[str] | tuple[str, ...]) -> str:
-    """``a secret (github-token)``, ``2 secrets (github-token, password-in-url)``."""
-    count = "a secret" if len(detectors) == 1 else f"{len(detectors)} secrets"
-    return f"{count} ({', '.join(dict.fromkeys(detectors))})"
 
 
 def _action(name: str, handler: Callable[[Request], Awaitable[Response]]) -> Route:
