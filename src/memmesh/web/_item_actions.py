@@ -92,7 +92,7 @@ async def _revise(request: Request) -> Response:
 def _revised(session: Session, item_id: str, wording: str, keep_secret: bool) -> tuple[Item, str]:
     """`mem revise`: the text screened for secrets as the command screens it, then the
     revision and the retraction it causes."""
-    from memmesh.policy import redact
+    from memmesh.policy import find_secrets, redact
     from memmesh.team.changes import revise
 
     notes = []
