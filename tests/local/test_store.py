@@ -438,3 +438,19 @@ def test_other_owners_cannot_touch_the_stores_own_settings(store: Store) -> None
     assert store.setting("registry_head") == "1:abc"
     with pytest.raises(AssertionError, match="the store's own setting"):
         store.setting("embedder")
+
+
+def test_the_items_changed_since_a_revision_are_every_write_after_it(store: Store) -> None:
+    kept, _ = store.remember(WEBHOOKS, kind="gotcha")
+    forgotten, _ = store.remember("Deploys freeze on Fridays", kind="convention")
+    since = store.revision()
+    assert store.changed_since(since) == []
+    store.forget(forgotten.id)
+    new, _ = store.remember("The ledger rounds half to even", kind="fact")
+    store.outcome(kept.id, "worked")
+    changed = {item.id: item for item in store.changed_since(since)}
+    assert set(changed) == {forgotten.id, new.id, kept.id}
+    assert changed[forgotten.id].status == "archived"
+    assert changed[kept.id].worked == pytest.approx(1.0)
+    assert {item.id for item in store.changed_since(0)} == {kept.id, forgotten.id, new.id}
+    assert store.changed_since(store.revision()) == []

@@ -112,6 +112,25 @@ def test_folding_the_log_gives_the_published_set(
     assert live[items["a"]].forced_rule is None
 
 
+def test_the_entries_for_some_items_are_theirs_alone_and_fold_as_the_whole_log_does(
+    store: Store, registry: Registry, items: dict[str, str]
+) -> None:
+    whole = registry.entries()
+    for name in "abcd":
+        mine = registry.entries_for([items[name]])
+        assert mine == [entry for entry in whole if entry.item_id == items[name]]
+        assert fold(mine).get(items[name]) == registry.live().get(items[name])
+    both = registry.entries_for([items["b"], items["d"], "01JZZZZZZZZZZZZZZZZZZZZZZZ"])
+    assert [(e.seq, e.kind) for e in both] == [
+        (2, "publication"),
+        (4, "retraction"),
+        (5, "publication"),
+    ]
+    assert registry.entries_for([]) == []
+    with store.read() as conn:
+        assert registry.entries_for([items["b"]], conn) == registry.entries_for([items["b"]])
+
+
 def test_latest_version_counts_retractions_and_unknown_items_are_zero(
     store: Store, registry: Registry, items: dict[str, str]
 ) -> None:

@@ -10,7 +10,7 @@ from memmesh.local.store import Store
 from memmesh.policy import PolicyInvalid
 from memmesh.registry import load_identity
 from memmesh.team.member import Member as Acting
-from memmesh.team.status import ProjectStatus, team_status
+from memmesh.team.status import ProjectStatus, Tally, team_status
 from tests.team._team import NOWHERE, SHARED_KINDS, TEAM, Member, Team
 
 
@@ -103,3 +103,37 @@ def test_status_names_both_embedders_and_the_switch_when_the_store_is_not_the_te
         "teammates' answers are ranked here by words alone, and what you publish is embedded "
         "again by the coordinator, until you run `mem reindex --embedder wordllama`"
     )
+
+
+def test_a_kept_tally_counts_as_a_fresh_count_after_every_kind_of_change(ada: Member) -> None:
+    shop = ada.remember("We chose Postgres advisory locks", project="shop")
+    gotcha = ada.remember("The CI cache is keyed on the lockfile hash", kind="gotcha")
+    fact = ada.remember("Laptops run macOS 14", kind="fact", project="shop")
+    tally = Tally()
+
+    def same(store: Store, *, reconcile_first: bool = True) -> None:
+        acting = Acting(store, ada.identity, ada.policy(), reconcile_first=reconcile_first)
+        kept = team_status(acting, tally)
+        assert kept == team_status(acting)
+        assert kept == team_status(acting, tally)  # nothing changed in between
+
+    with Store(ada.home, author="ada") as store:
+        same(store)
+        ada.publish(shop, gotcha)  # the registry's head moves
+        same(store)
+        store.outcome(fact, "worked")
+        store.edit(fact, project="global", kind="decision")
+        ada.remember("Deploys freeze on Fridays", kind="convention", project="ops")
+        same(store)
+        store.revise(gotcha, "The CI cache is keyed on the lockfile and the runner image")
+        same(store, reconcile_first=False)  # published, its text changed: withheld
+        same(store)  # retracted first, as `mem team status` does
+        ada.write_policy(share={"kinds": ["decision"]})  # a new policy: counted anew
+        same(store)
+        ada.retract(shop)
+        store.forget(fact)
+        ada.remember(f"deploy token ghp_{'a1B2c3D4' * 4}Zz99", project="ops")  # a secret
+        same(store)
+    ada.remember("Releases are tagged from main", project="ops")  # another process writes
+    with Store(ada.home, author="ada") as store:
+        same(store)

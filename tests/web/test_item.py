@@ -3,13 +3,15 @@ from it, each as the `mem` command makes it; a post without the page's token, or
 the command would refuse, changes nothing."""
 
 import re
+from pathlib import Path
 
 import pytest
 
 from memmesh.local.items import Item
 from memmesh.local.store import Store
 from tests.conftest import MemRunner
-from tests.web._page import Page
+from tests.team._team import NOWHERE, Team
+from tests.web._page import Page, serving
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(1)><a href="javascript:alert(1)">x</a>'
 FREEZE = "Deploys freeze on Fridays after 15:00; the release train leaves on Thursday"
@@ -264,3 +266,26 @@ def test_hostile_text_is_escaped_on_the_item_page(page: Page) -> None:
     assert 'href="javascript:' not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_a_published_item_shows_its_live_version_and_what_the_policy_now_withholds(
+    tmp_path: Path,
+) -> None:
+    ada = Team(tmp_path, NOWHERE).add("ada")
+    shared = ada.remember("Staging deploys need a green pipeline", kind="convention")
+    again = ada.remember("We chose Postgres advisory locks for the job scheduler")
+    ada.publish(shared, again)
+    ada.retract(again)
+    ada.publish(again, again=True)
+    with serving(ada.home) as page:
+        shown = page.get(f"/items/{shared}").text
+        assert "Published v1" in shown
+        assert "now withholds" not in shown
+        ada.write_policy(share={"kinds": ["decision"]})
+        shown = page.get(f"/items/{shared}").text
+        assert "Published v1" in shown
+        assert "The policy now withholds it (share.kinds: convention is not shared)" in shown
+        other = page.get(f"/items/{again}").text
+    assert "Published v2" in other
+    assert "now withholds" not in other
+    assert _history(other)[:3] == ["published v2", "retracted v1", "published v1"]

@@ -3,11 +3,19 @@ verdict, a home with no team, a coordinator that does not answer, and input the 
 
 import re
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from memmesh.home import open_store
+from memmesh.local.store import Store
+from memmesh.policy import PolicyInvalid
+from memmesh.web._team_status import current
+from memmesh.web.app import create_app
+from memmesh.web.security import new_token
+from memmesh.web.team import warm
 from tests.team._signed import SignedTeam
 from tests.team._team import LOCKS, NOWHERE, Member, Team
 from tests.web._page import Page, serving
@@ -55,6 +63,58 @@ def test_status_shows_per_project_what_is_published_and_what_the_policy_keeps_pr
     assert 'data-state="private"' in private
     assert "share.kinds: preference is not shared" in private
     assert 'data-state="eligible"' in _row(items.text, "data-item", eligible)
+
+
+def _cells(html: str, project: str) -> list[tuple[str, str]]:
+    """The counts of ``project``'s row: published, private, eligible, withheld."""
+    row = _row(html, "data-project", project)
+    return re.findall(r'<td class="num decision (\w+)[^"]*">(\d+)</td>', row)
+
+
+def _awaiting(html: str) -> str:
+    found = re.search(r'<span class="value">(\d+)</span><span class="label">registry entries', html)
+    assert found, "no count of entries awaiting sync"
+    return found.group(1)
+
+
+def test_the_status_follows_every_change_made_since_the_last_visit(signed: SignedTeam) -> None:
+    ada = signed.team.members["ada"]
+    first = ada.remember("Invoices go out on the first workday", project="billing")
+    with serving(ada.home) as page:
+        shown = page.get("/team").text
+        assert _cells(shown, "billing") == [
+            ("published", "0"), ("private", "1"), ("eligible", "1"), ("withheld", "0")
+        ]  # fmt: skip
+        ada.publish(first)  # in another process: the registry's head moves
+        shown = page.get("/team").text
+        assert _cells(shown, "billing") == [
+            ("published", "1"), ("private", "0"), ("eligible", "0"), ("withheld", "0")
+        ]  # fmt: skip
+        assert _awaiting(shown) == "1"
+        ada.sync()  # acknowledged, the head unmoved
+        assert _awaiting(page.get("/team").text) == "0"
+        second = ada.remember("Refunds need two approvals", project="billing")
+        assert _cells(page.get("/team").text, "billing") == [
+            ("published", "1"), ("private", "1"), ("eligible", "1"), ("withheld", "0")
+        ]  # fmt: skip
+        assert 'data-state="eligible"' in _row(
+            page.get("/team", project="billing").text, "data-item", second
+        )
+        ada.write_policy(**{**ada.overrides, "share": {"kinds": ["convention"]}})
+        shown = page.get("/team").text
+        assert _cells(shown, "billing") == [
+            ("published", "0"), ("private", "1"), ("eligible", "0"), ("withheld", "1")
+        ]  # fmt: skip
+        assert "the policy now withholds" in shown
+        items = page.get("/team", project="billing").text
+        assert 'data-state="withheld"' in _row(items, "data-item", first)
+        assert 'data-state="private"' in _row(items, "data-item", second)
+        page.follow(page.post(f"/items/{second}/forget", {}))  # the page's own change
+        items = page.get("/team", project="billing").text
+        assert f'data-item="{second}"' not in items
+        assert _cells(items, "billing") == [
+            ("published", "0"), ("private", "0"), ("eligible", "0"), ("withheld", "1")
+        ]  # fmt: skip
 
 
 def test_an_item_the_tightened_policy_no_longer_allows_shows_as_withheld_with_its_rule(
@@ -183,3 +243,50 @@ def test_a_query_string_the_section_cannot_take_is_a_400(
         answer = page.get(path, **params)
     assert answer.status_code == 400, answer.text
     assert "<script>" not in answer.text
+
+
+def test_a_page_warmed_at_start_counts_as_a_visit_would_and_then_follows_changes(
+    signed: SignedTeam,
+) -> None:
+    ada = signed.team.members["ada"]
+    gone = ada.remember("Invoices go out on the first workday", project="billing")
+    kept = ada.remember("Refunds need two approvals", project="billing")
+    ada.publish(gone)
+    with Store(ada.home, author="ada") as store:
+        store.forget(gone)  # outside any command: nothing retracted it yet
+    with open_store(ada.home, serving=True) as store:
+        warmed = warm(create_app(store, token=new_token()))
+        warmed.join(timeout=60)
+        assert not warmed.is_alive()
+        # As `mem team status` does, the count retracted what was forgotten first.
+        with ada.registry() as registry:
+            assert [entry.kind for entry in registry.entries()] == ["publication", "retraction"]
+        with serving(ada.home, store) as page:
+            assert _cells(page.get("/team").text, "billing") == [
+                ("published", "0"), ("private", "1"), ("eligible", "1"), ("withheld", "0")
+            ]  # fmt: skip
+            ada.publish(kept)
+            assert _cells(page.get("/team").text, "billing") == [
+                ("published", "1"), ("private", "0"), ("eligible", "0"), ("withheld", "0")
+            ]  # fmt: skip
+
+
+def test_warming_a_page_in_no_team_counts_nothing_and_fails_nothing(home: Path) -> None:
+    with open_store(home, serving=True) as store:
+        warmed = warm(create_app(store, token=new_token()))
+        warmed.join(timeout=60)
+        assert not warmed.is_alive()
+        with serving(home, store) as page:
+            assert 'data-standing="none"' in page.get("/team").text
+
+
+def test_a_kept_count_is_never_shown_once_team_yaml_is_broken(signed: SignedTeam) -> None:
+    ada = signed.team.members["ada"]
+    ada.remember("Invoices go out on the first workday", project="billing")
+    changing = threading.Lock()
+    with open_store(ada.home, serving=True) as store:
+        assert list(current(store, ada.home, changing).status.projects) == ["billing"]
+        (ada.home / "team.yaml").write_text("version: 1\nteam: [not, a, name]\n", "utf-8")
+        for _ in range(2):  # the first refusal keeps nothing that a second visit would show
+            with pytest.raises(PolicyInvalid):
+                current(store, ada.home, changing)

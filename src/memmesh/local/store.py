@@ -357,6 +357,12 @@ class Store:
         with self._db.read() as conn:
             return _rows.next_rev(conn) - 1
 
+    def changed_since(self, rev: int) -> list[Item]:
+        """The items written after revision ``rev`` (see :meth:`revision`), of any status."""
+        now, sql = self.clock(), f"SELECT {_rows.ITEM_COLUMNS} FROM items WHERE rev > ?"
+        with self._db.read() as conn:
+            return [item_of(row, now) for row in conn.execute(sql, (rev,))]
+
     def vector_of(self, item_id: str) -> list[float] | None:
         """The stored vector of the item (in this store's embedder's space), if it has one."""
         with self._db.read() as conn:

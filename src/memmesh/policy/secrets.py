@@ -16,6 +16,8 @@ bounded, and runs followed by a character outside their class are possessive.
 """
 
 import bisect
+import hashlib
+import os
 
 import msgspec
 
@@ -25,10 +27,10 @@ from memmesh.policy._detect_generic import GENERIC_DETECTORS
 from memmesh.policy._detect_keys import KEY_DETECTORS
 from memmesh.policy._detect_prose import COMMAND_DETECTORS, PROSE_DETECTORS
 from memmesh.policy._detect_saas import SAAS_DETECTORS
-from memmesh.policy._detector import Detector, secret_span
+from memmesh.policy._detector import Detector, Prefilter, secret_span
 from memmesh.policy._secret_values import stands_alone
 
-__all__ = ["DETECTORS", "Finding", "find_secrets"]
+__all__ = ["DETECTORS", "PREFILTER", "VERDICTS", "Finding", "Verdicts", "find_secrets"]
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +53,58 @@ DETECTORS: tuple[Detector, ...] = (
     + GENERIC_DETECTORS
     + PROSE_DETECTORS
 )
+# Which detectors' forms a text can match, found in one pass over it.
+PREFILTER = Prefilter(DETECTORS)
+# The longest text whose verdict is kept: an item's text (8 KiB at most) and its tags fit.
+_KEPT_LONGEST = 16 * 1024
+
+
+class Verdicts:
+    """The findings of texts scanned before, so that a process deciding the same items again
+    (the page, the MCP server, a server kept warm) scans each text once: the detectors do
+    not change while it runs.
+
+    A verdict is kept under a digest of its text, keyed anew in each process, never under
+    the text itself; at most ``most`` are kept (all are dropped when that many are), and
+    none for a text longer than an item's. ``hits`` and ``misses`` count the look-ups.
+    """
+
+    def __init__(self, *, most: int = 250_000) -> None:
+        self.most = most
+        self.hits = 0
+        self.misses = 0
+        self._key = os.urandom(16)
+        self._kept: dict[bytes, tuple[Finding, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, text: str) -> tuple[Finding, ...] | None:
+        """The findings kept for ``text``, or ``None`` when it was not scanned before."""
+        if len(text) > _KEPT_LONGEST:
+            return None
+        found = self._kept.get(self._digest(text))
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def put(self, text: str, findings: tuple[Finding, ...]) -> None:
+        """Keep the findings of ``text``."""
+        if len(text) > _KEPT_LONGEST:
+            return
+        if len(self._kept) >= self.most:
+            self._kept.clear()
+        self._kept[self._digest(text)] = findings
+
+    def _digest(self, text: str) -> bytes:
+        data = text.encode("utf-8", errors="surrogatepass")
+        return hashlib.blake2b(data, digest_size=16, key=self._key).digest()
+
+
+# This process's verdicts, which :func:`find_secrets` keeps and reads.
+VERDICTS = Verdicts()
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -61,17 +115,26 @@ def find_secrets(text: str) -> list[Finding]:
     provider's (``github-token``) rather than a generic one that saw a secret-looking
     assignment around it, and one finding per place. What a less specific finding holds
     beyond a more specific one is judged on its own (``KEY=AKIA…:wJalr…`` holds two secrets).
+    A text scanned before is answered from :data:`VERDICTS`.
     """
+    kept = VERDICTS.get(text)
+    if kept is None:
+        kept = _scan(text)
+        VERDICTS.put(text, kept)
+    return list(kept)
+
+
+def _scan(text: str) -> tuple[Finding, ...]:
     found: list[tuple[int, Finding]] = []
     lowered = text.lower()
-    for detector in DETECTORS:
-        for match in detector.finditer(text, lowered):
+    for detector, each in PREFILTER.candidates(text, lowered):
+        for match in detector.matches(each, text):
             if detector.accept is None or detector.accept(match):
                 start, end = secret_span(detector, match)
                 found.append((detector.rank, Finding(detector=detector.name, start=start, end=end)))
     kept = _most_specific(text, found)
     kept.sort(key=lambda f: (f.start, f.detector))
-    return kept
+    return tuple(kept)
 
 
 def _most_specific(text: str, found: list[tuple[int, Finding]]) -> list[Finding]:

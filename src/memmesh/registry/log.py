@@ -8,6 +8,7 @@ retractions are kept beside it (:mod:`memmesh.registry.receipts`).
 """
 
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -163,6 +164,13 @@ class Registry:
         with self.store.read(tx) as reader:
             return list(_entries(reader))
 
+    def entries_for(self, item_ids: list[str], tx: Transaction | None = None) -> list[Entry]:
+        """The entries about any of ``item_ids``, oldest first: folded, they give those
+        items' live publications as the whole log does (read through ``tx`` when given)."""
+        with self.store.read(tx) as reader:
+            where = "WHERE item_id IN (SELECT value FROM json_each(?))"
+            return list(_entries(reader, where, (json.dumps(item_ids),)))
+
     def unacked(self, tx: Transaction | None = None) -> list[Entry]:
         """The entries the coordinator has not acknowledged yet, oldest first."""
         with self.store.read(tx) as reader:
@@ -307,8 +315,8 @@ def verify_entries(entries: list[Entry], head: str | None, identity: Identity) -
     return problems
 
 
-def _entries(tx: Transaction, where: str = "") -> Iterator[Entry]:
-    for row in tx.execute(f"SELECT {_COLUMNS} FROM registry {where} ORDER BY seq"):
+def _entries(tx: Transaction, where: str = "", params: tuple[str, ...] = ()) -> Iterator[Entry]:
+    for row in tx.execute(f"SELECT {_COLUMNS} FROM registry {where} ORDER BY seq", params):
         yield Entry(
             seq=row[0], kind=row[1], item_id=row[2], version=row[3],
             envelope=Envelope(payload=bytes(row[4]), signature=bytes(row[5])),

@@ -6,22 +6,35 @@ An item is ``published`` (a live publication the policy still allows), ``withhel
 but the policy, or a change to the item, now holds it back: the next sync retracts it),
 ``eligible`` (private, and the policy would let it go) or ``private`` (the policy refuses it,
 or it was published and retracted before, which only a publish with ``--again`` shares anew).
+
+Counting every item of a large store takes a while, so the page keeps what it counted for its
+store (:func:`current`) and answers from it while nothing it depends on has changed: the
+store's revision (every write to an item), the registry's head (every publication and
+retraction), team.yaml as it reads now, the member's key and the store's embedder. After a
+change only what changed is counted again (:class:`~memmesh.team.status.Tally`); what awaits
+sync and the receipts still owed are read afresh on every visit.
 """
 
+import threading
+import weakref
+from pathlib import Path
 from typing import Literal
 
 import msgspec
 
 from memmesh.local.items import check_name
-from memmesh.policy import load_policy
-from memmesh.registry import withheld
-from memmesh.team.member import Member, withholding
-from memmesh.team.status import TeamStatus, team_status
+from memmesh.local.store import Store
+from memmesh.policy import Policy, load_policy
+from memmesh.registry import Registry, load_identity, withheld
+from memmesh.team.member import Member, try_policy, withholding
+from memmesh.team.status import Tally, TeamStatus, team_status
 
-__all__ = ["SHOWN", "ItemRow", "Overview", "overview"]
+__all__ = ["SHOWN", "ItemRow", "Overview", "current"]
 
 # The most items of one project the page lists (newest first).
 SHOWN = 300
+# The most projects whose items are kept between visits.
+_KEPT_PROJECTS = 32
 
 State = Literal["published", "withheld", "eligible", "private"]
 
@@ -52,22 +65,69 @@ class Overview(msgspec.Struct, frozen=True, kw_only=True):
     more: bool = False
 
 
-def overview(member: Member, project: str = "") -> Overview:
-    """The member's status, and ``project``'s items (none when ``project`` is empty).
+class _Kept:
+    """What the page counted for one store, and under what (``basis``: team.yaml, the key,
+    the embedder; the tally keeps the revision and head it read)."""
 
-    Raises :class:`~memmesh.local.errors.InvalidInput` for a project name no item can have,
-    and what `mem team status` raises for a policy it cannot use."""
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tally = Tally()
+        self.basis: tuple[Policy | None, str, str] | None = None
+        self.status: TeamStatus | None = None
+        self.rows: dict[str, tuple[list[ItemRow], bool]] = {}
+
+
+_KEPT: "weakref.WeakKeyDictionary[Store, _Kept]" = weakref.WeakKeyDictionary()
+_KEPT_LOCK = threading.Lock()
+
+
+def current(store: Store, home: Path, changing: threading.Lock, project: str = "") -> Overview:
+    """The standing of the member of ``home`` working on ``store`` (and ``project``'s items
+    when one is asked for), counted afresh only where something changed since the last count.
+
+    A count that finds a change retracts what was forgotten or revised first, as `mem team
+    status` does, holding ``changing``. Raises :class:`~memmesh.local.errors.InvalidInput`
+    for a project name no item can have, :class:`~memmesh.registry.errors.IdentityMissing`
+    without a key, and what `mem team status` raises for a policy it cannot use.
+    """
     if project:
         check_name(project, "project")
-    status = team_status(member)
-    hints = [hint for hint in (withholding(len(status.policy_withholds)),) if hint]
-    if status.embedder_mismatch:
-        hints.append(status.embedder_mismatch)
-    if not project:
-        return Overview(status=status, hints=hints)
-    items = member.store.items(project=project, status="active", limit=SHOWN + 1)
-    rows = _rows(member, [item.id for item in items[:SHOWN]])
-    return Overview(status=status, hints=hints, project=project, rows=rows, more=len(items) > SHOWN)
+    with _KEPT_LOCK:
+        kept = _KEPT.setdefault(store, _Kept())
+    with kept.lock:
+        identity = load_identity(home)
+        policy = try_policy(home)
+        basis = (policy, identity.public_key_text, store.embedder.fingerprint)
+        # For the log's head and what awaits the coordinator, which need no policy.
+        registry = Registry(store, identity, policy.team if policy else "default")
+        member = None
+        seen = (store.revision(), registry.head())
+        if kept.status is None or kept.basis != basis or kept.tally.seen != seen:
+            with changing:  # as `mem team status`, what was forgotten is retracted first
+                member = Member(store, identity, policy)
+            counted = team_status(member, kept.tally)
+            kept.basis, kept.status, kept.rows = basis, counted, {}
+        status = msgspec.structs.replace(
+            kept.status,
+            awaiting_sync=registry.unacked_count(),
+            unreceipted=[entry.item_id for entry in registry.unreceipted()],
+        )
+        hints = [hint for hint in (withholding(len(status.policy_withholds)),) if hint]
+        if status.embedder_mismatch:
+            hints.append(status.embedder_mismatch)
+        if not project:
+            return Overview(status=status, hints=hints)
+        if project not in kept.rows:
+            # Nothing changed since the count (else it was counted again above): nothing to
+            # retract first.
+            member = member or Member(store, identity, policy, reconcile_first=False)
+            items = store.items(project=project, status="active", limit=SHOWN + 1)
+            rows = _rows(member, [item.id for item in items[:SHOWN]])
+            if len(kept.rows) >= _KEPT_PROJECTS:
+                kept.rows.clear()
+            kept.rows[project] = (rows, len(items) > SHOWN)
+        rows, more = kept.rows[project]
+        return Overview(status=status, hints=hints, project=project, rows=rows, more=more)
 
 
 def _rows(member: Member, item_ids: list[str]) -> list[ItemRow]:

@@ -19,6 +19,7 @@ from memmesh._daemon_lock import Held, hold, read_held
 from memmesh.home import open_store
 from memmesh.net.errors import CannotListen
 from memmesh.net.server import Server, ServeSettings, listen
+from memmesh.web import team
 from memmesh.web.app import create_app
 from memmesh.web.security import new_token
 
@@ -66,7 +67,9 @@ def serve_ui(home: Path, *, port: int, started: Callable[[UIRecord], None]) -> U
             settings = msgspec.structs.replace(settings, port=sock.getsockname()[1])
             store = stack.enter_context(open_store(home, serving=True))
             token = new_token()
-            server = Server(create_app(store, token=token), settings)
+            app = create_app(store, token=token)
+            team.warm(app)  # the team's standing counted before the first visit asks for it
+            server = Server(app, settings)
             held.record(msgspec.structs.replace(record, port=settings.port, token=token))
             started(held.record_now)
             server.run(sockets=[sock])

@@ -21,8 +21,11 @@ the page (:mod:`memmesh.web._team_setup`); the roster's changes go through the f
 there.
 """
 
+import logging
+import threading
 from typing import Any
 
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -38,11 +41,11 @@ from memmesh.web import _team_roster as rosters
 from memmesh.web._team_log import log_view
 from memmesh.web._team_setup import READ_SECONDS, Standing, failure, reach, standing
 from memmesh.web._team_sources import contacts_of, health
-from memmesh.web._team_status import overview
+from memmesh.web._team_status import current
 from memmesh.web.forms import choice, read_form, text
 from memmesh.web.session import Session, session_of
 
-__all__ = ["routes"]
+__all__ = ["routes", "warm"]
 
 # The section's tabs: (key, path, title).
 TABS = (
@@ -56,6 +59,7 @@ TABS = (
 )
 # Seconds the sources' checks may take in all (each source has its own, shorter, timeout).
 _HEALTH_SECONDS = 12.0
+_log = logging.getLogger("memmesh.web")
 
 
 def _render(request: Request, stand: Standing, name: str, tab: str, **context: Any) -> Response:
@@ -81,13 +85,26 @@ async def status_page(request: Request) -> Response:
     if not stand.ready:
         return _render(request, stand, "team.html", "status")
     project = request.query_params.get("project", "").strip()
+    view = await session.run(current, session.store, session.home, session.changing, project)
+    return _render(request, stand, "team.html", "status", view=view)
 
-    def work() -> Any:
-        with session.changing:  # as `mem team status`, what was forgotten is retracted first
-            member = session.member()
-        return overview(member, project)
 
-    return _render(request, stand, "team.html", "status", view=await session.run(work))
+def warm(app: Starlette) -> threading.Thread:
+    """Count where the member's items stand in a background thread, as a visit to ``/team``
+    counts it, so that the first visit finds it counted; call once the app is made. A home
+    without a usable team counts nothing. Returns the thread (a daemon)."""
+    session: Session = app.state.session
+    thread = threading.Thread(target=_warm, args=(session,), name="memmesh-ui-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm(session: Session) -> None:
+    try:
+        if standing(session).ready:
+            current(session.store, session.home, session.changing)
+    except Exception as exc:  # a head start only: the first visit counts, and says what failed
+        _log.debug("counting the team standing ahead of a visit failed: %s", exc)
 
 
 async def feed_page(request: Request) -> Response:
