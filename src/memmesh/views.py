@@ -295,11 +295,16 @@ def brief_recall(answer: "Recall", teammates: Mapping[str, Tally]) -> dict[str, 
             "min_relevance": gate.min_relevance,
         }
         result["left_out"] = [
-            {"id": miss.item.id, "text": miss.item.text, "project": miss.item.project,
-             "reason": miss.reason, **({"rank": miss.rank} if miss.rank else {}),
-             "why": brief_parts(miss.parts)}
+            {
+                "id": miss.item.id,
+                "text": miss.item.text,
+                "project": miss.item.project,
+                "reason": miss.reason,
+                **({"rank": miss.rank} if miss.rank else {}),
+                "why": brief_parts(miss.parts),
+            }
             for miss in gate.left_out
-        ]  # fmt: skip
+        ]
     return result
 
 
@@ -308,11 +313,15 @@ def brief_replay(again: "Replay", teammates: Mapping[str, Tally]) -> dict[str, A
     returned (``then``: its rank, its fate, its rank now or why it is left out), and the recall
     as it runs ``now`` (:func:`brief_recall`, with ``teammates`` for its hits)."""
     then = [
-        {"id": then.item_id, "rank": then.rank, "fate": then.fate,
-         **({"now_rank": then.now_rank} if then.now_rank else {}),
-         **({"reason": then.left_out.reason} if then.left_out else {})}
+        {
+            "id": then.item_id,
+            "rank": then.rank,
+            "fate": then.fate,
+            **({"now_rank": then.now_rank} if then.now_rank else {}),
+            **({"reason": then.left_out.reason} if then.left_out else {}),
+        }
         for then in again.then
-    ]  # fmt: skip
+    ]
     return {
         "trace": again.trace.id,
         "query": again.trace.query,
@@ -350,9 +359,15 @@ def brief_cached_hit(score: float, item: "CachedItem") -> dict[str, Any]:
     """A teammate's item from the team cache, scored for a query: read as a recall-team hit
     (:func:`brief_team_hit`) whose source is ``team cache``."""
     return _teammates(
-        item.item_id, item.text, item.author, item.key_id, item.kind, item.project, score,
+        item.item_id,
+        item.text,
+        item.author,
+        item.key_id,
+        item.kind,
+        item.project,
+        score,
         "team cache",
-    )  # fmt: skip
+    )
 
 
 def brief_team_answer(answer: "TeamAnswer") -> dict[str, Any]:

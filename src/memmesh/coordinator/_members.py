@@ -89,9 +89,13 @@ class InviteRow(NamedTuple):
 def _member(row: tuple[Any, ...]) -> RosterMember:
     name, key, key_id, admin, added_at, revoked_at = row
     return RosterMember(
-        name=name, key=key, key_id=key_id, admin=bool(admin), added_at=float(added_at),
+        name=name,
+        key=key,
+        key_id=key_id,
+        admin=bool(admin),
+        added_at=float(added_at),
         revoked_at=None if revoked_at is None else float(revoked_at),
-    )  # fmt: skip
+    )
 
 
 def enforced(tx: Transaction) -> bool:
@@ -172,10 +176,14 @@ def put_member(tx: Transaction, entry: RosterMember) -> None:
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET name = excluded.name, "
         "admin = excluded.admin, revoked_at = coalesce(revoked_at, excluded.revoked_at)",
         (
-            entry.key, entry.key_id, entry.name, int(entry.admin), entry.added_at,
+            entry.key,
+            entry.key_id,
+            entry.name,
+            int(entry.admin),
+            entry.added_at,
             entry.revoked_at,
         ),
-    )  # fmt: skip
+    )
 
 
 def set_admin(tx: Transaction, key: str, admin: bool) -> None:

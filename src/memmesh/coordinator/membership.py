@@ -123,9 +123,11 @@ class Membership:
             entries = _members.members(tx)
             head = _chain.head(tx)
         return Roster(
-            members=entries, enforced=bool(entries),
-            head_seq=-1 if head is None else head.seq, head_hash="" if head is None else head.hash,
-        )  # fmt: skip
+            members=entries,
+            enforced=bool(entries),
+            head_seq=-1 if head is None else head.seq,
+            head_hash="" if head is None else head.hash,
+        )
 
     def enforced(self) -> bool:
         """Whether the roster has a member (and so admits members only)."""
@@ -159,9 +161,12 @@ class Membership:
         except BadSignature as exc:
             raise BadRequest(f"the key cannot be used: {exc.message}") from None
         entry = RosterMember(
-            name=request.name, key=request.key, key_id=key_id(raw), admin=request.admin,
+            name=request.name,
+            key=request.key,
+            key_id=key_id(raw),
+            admin=request.admin,
             added_at=self._clock(),
-        )  # fmt: skip
+        )
         with self.store.transaction() as tx:
             self._admin(tx, caller)
             self._check_free(tx, entry.key, entry.name)
@@ -238,16 +243,22 @@ class Membership:
             _members.add_invite(
                 tx,
                 _members.InviteRow(
-                    request.digest, request.name, request.admin, request.expires_at,
-                    admin.key_id, None,
+                    request.digest,
+                    request.name,
+                    request.admin,
+                    request.expires_at,
+                    admin.key_id,
+                    None,
                 ),
-            )  # fmt: skip
+            )
             # A revoked member's key stays refused: the admin is told the code admits a new key.
             revoked = _members.revoked_named(tx, request.name)
         return Invite(
-            name=request.name, expires_at=request.expires_at, admin=request.admin,
+            name=request.name,
+            expires_at=request.expires_at,
+            admin=request.admin,
             revoked_at=revoked.revoked_at if revoked is not None else None,
-        )  # fmt: skip
+        )
 
     # -- joining ---------------------------------------------------------------------------
 
@@ -314,15 +325,20 @@ class Membership:
             raise RosterSigned(self.team)
         if bootstrap:
             raise RosterRefused(
-                self.team, "genesis_required", None,
+                self.team,
+                "genesis_required",
+                None,
                 "the first admin starts the signed roster: the join carries its genesis "
                 "(update memmesh)",
-            )  # fmt: skip
+            )
         self._check_free(tx, caller.key, invite.name)
         entry = RosterMember(
-            name=invite.name, key=caller.key, key_id=caller.key_id, admin=invite.admin,
+            name=invite.name,
+            key=caller.key,
+            key_id=caller.key_id,
+            admin=invite.admin,
             added_at=now,
-        )  # fmt: skip
+        )
         # One transaction: the invite is used up exactly when its member is added.
         _members.use_invite(tx, digest, now)
         _members.add_member(tx, entry)

@@ -227,9 +227,11 @@ class SignedRoster:
         table = _members.members(tx)
         if not table:
             raise RosterRefused(
-                self.team, "not_started", None,
+                self.team,
+                "not_started",
+                None,
                 "the team has no members: its first admin starts the roster by joining",
-            )  # fmt: skip
+            )
         entry = next((m for m in table if m.key == caller.key), None)
         if entry is None or entry.revoked_at is not None or not entry.admin:
             raise RosterRefused(
@@ -270,10 +272,12 @@ class SignedRoster:
                 row = _members.member(tx, member.key)
                 if before is not None and old is None and row is not None:
                     raise RosterRefused(
-                        self.team, "key_known", after.head.seq,
+                        self.team,
+                        "key_known",
+                        after.head.seq,
                         f"{member_id} was on the team's roster before it was signed, and left "
                         "off it when it was: a revoked key stays revoked",
-                    )  # fmt: skip
+                    )
                 _members.put_member(tx, _row(member))
                 if member.revoked_at is not None and (old is None or old.active):
                     _tables.drop_presence(tx, member_id)
@@ -313,10 +317,12 @@ def _peek(team: str, signed: SignedStatement) -> _Peek:
     except msgspec.DecodeError as exc:
         raise RosterRefused(team, "malformed", None, f"the statement is malformed: {exc}") from None
     return _Peek(
-        op=str(type(statement).__struct_config__.tag), seq=statement.seq,
-        signer=statement.signer, key=getattr(statement, "key", ""),
+        op=str(type(statement).__struct_config__.tag),
+        seq=statement.seq,
+        signer=statement.signer,
+        key=getattr(statement, "key", ""),
         invite_key=getattr(statement, "invite_key", ""),
-    )  # fmt: skip
+    )
 
 
 def _signer_id(signed: SignedStatement) -> str:
@@ -339,9 +345,13 @@ def _key_id(text: str) -> str:
 def _row(member: ChainMember) -> RosterMember:
     """A member of the chain as ``coord_members`` and the roster list it."""
     return RosterMember(
-        name=member.name, key=member.key, key_id=member.key_id, admin=member.admin,
-        added_at=member.added_at, revoked_at=member.revoked_at,
-    )  # fmt: skip
+        name=member.name,
+        key=member.key,
+        key_id=member.key_id,
+        admin=member.admin,
+        added_at=member.added_at,
+        revoked_at=member.revoked_at,
+    )
 
 
 def _differences(table: dict[str, tuple[str, bool]], signed: dict[str, tuple[str, bool]]) -> str:

@@ -207,9 +207,11 @@ class _OneAtATime(Mapping[str, F32]):
     """
 
     def __init__(
-        self, matrices: Mapping[str, tuple[npt.NDArray[np.generic], F32]],
-        tensors: Mapping[str, F32], largest: int,
-    ) -> None:  # fmt: skip
+        self,
+        matrices: Mapping[str, tuple[npt.NDArray[np.generic], F32]],
+        tensors: Mapping[str, F32],
+        largest: int,
+    ) -> None:
         self._matrices = matrices
         self._tensors = tensors
         self._block = np.empty(largest, np.float32)

@@ -246,15 +246,17 @@ def _verified_state(
     if cached is not None:
         if head_seq < cached.seq or not tail:
             raise RosterChainBroken(
-                None, "rollback",
+                None,
+                "rollback",
                 f"the coordinator's roster ends at statement {min(head_seq, cached.seq - 1)}, "
                 f"before statement {cached.seq} this member verified",
-            )  # fmt: skip
+            )
         if tail[0].hash != cached.hash:
             raise RosterChainBroken(
-                cached.seq, "fork",
+                cached.seq,
+                "fork",
                 f"the coordinator's statement {cached.seq} is not the one this member verified",
-            )  # fmt: skip
+            )
         tail = tail[1:]
     statements = kept + tail
     if not statements:
@@ -282,9 +284,13 @@ def roster_of(state: RosterState) -> Roster:
 def _member(member: ChainMember, name: str) -> RosterMember:
     """One member of the chain as the roster lists it, under the name output shows."""
     return RosterMember(
-        name=name, key=member.key, key_id=member.key_id, admin=member.admin,
-        added_at=member.added_at, revoked_at=member.revoked_at,
-    )  # fmt: skip
+        name=name,
+        key=member.key,
+        key_id=member.key_id,
+        admin=member.admin,
+        added_at=member.added_at,
+        revoked_at=member.revoked_at,
+    )
 
 
 def pin_root(client: Client, home: Path, policy: Policy) -> Policy:

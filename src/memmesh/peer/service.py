@@ -153,8 +153,9 @@ class Peer:
             except RosterChainBroken as exc:
                 _log.warning(
                     "the team's roster, as the coordinator serves it, does not verify, and "
-                    "this peer keeps the last one that did: %s", exc.message,
-                )  # fmt: skip
+                    "this peer keeps the last one that did: %s",
+                    exc.message,
+                )
                 return False
         if roster is None:
             return False
@@ -229,8 +230,9 @@ class Peer:
                     "the store's vectors are %s's now (reindexed), whose embedder cannot be "
                     "loaded here (%s): answering by words alone (lexical_only) until `mem team "
                     "serve` is restarted where it can",
-                    fingerprint, why,
-                )  # fmt: skip
+                    fingerprint,
+                    why,
+                )
             else:
                 _log.warning(
                     "the store's vectors are %s's now (reindexed): answering with them",

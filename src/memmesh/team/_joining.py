@@ -104,9 +104,15 @@ def join(
     else:  # a chain kept before is another team's now: its root must decide nothing here
         (home / CHAIN_FILENAME).unlink(missing_ok=True)
     return JoinedTeam(
-        member=member, team=answer.team, coordinator=url, name=chosen,
-        identity_created=created, policy_path=path, policy_created=existing is None, root=root,
-    )  # fmt: skip
+        member=member,
+        team=answer.team,
+        coordinator=url,
+        name=chosen,
+        identity_created=created,
+        policy_path=path,
+        policy_created=existing is None,
+        root=root,
+    )
 
 
 def _use_code(

@@ -73,9 +73,15 @@ TRIES = 3
 STALE_HEAD = "stale_roster_head"
 # Why a join statement cannot be made with a code: the invite is no longer open.
 _UNUSABLE_INVITE = {
-    "unknown_invite", "invite_used", "invite_cancelled", "invite_expired", "inviter_gone",
-    "name_mismatch", "name_taken", "bad_invite_secret",
-}  # fmt: skip
+    "unknown_invite",
+    "invite_used",
+    "invite_cancelled",
+    "invite_expired",
+    "inviter_gone",
+    "name_mismatch",
+    "name_taken",
+    "bad_invite_secret",
+}
 
 
 class Invited(msgspec.Struct, frozen=True, kw_only=True):
@@ -231,9 +237,12 @@ def _verified(statements: list[SignedStatement], head_seq: int, code: JoinCode) 
     assert code.root is not None
     if head_seq < 0:
         raise RosterNotTrusted(
-            code.team, "unsigned", None, "the join code names a signed roster, and the "
+            code.team,
+            "unsigned",
+            None,
+            "the join code names a signed roster, and the "
             "coordinator says the team's roster is not signed",
-        )  # fmt: skip
+        )
     try:
         return chain.verify_chain(statements, root_key_id=code.root, team=code.team)
     except RosterChainBroken as exc:
@@ -314,10 +323,20 @@ def invite(
     change(policy, identity, home, make)
     ((secret, expires_at, revoked_at),) = made
     code = JoinCode(
-        url=peer_url(policy.coordinator), team=policy.team, name=name, secret=secret,
-        expires_at=expires_at, pin=policy.coordinator_pin, admin=admin, root=policy.roster_root,
-    )  # fmt: skip
+        url=peer_url(policy.coordinator),
+        team=policy.team,
+        name=name,
+        secret=secret,
+        expires_at=expires_at,
+        pin=policy.coordinator_pin,
+        admin=admin,
+        root=policy.roster_root,
+    )
     return Invited(
-        code=code.encode(), name=name, team=policy.team, expires_at=expires_at, admin=admin,
+        code=code.encode(),
+        name=name,
+        team=policy.team,
+        expires_at=expires_at,
+        admin=admin,
         revoked_at=revoked_at,
-    )  # fmt: skip
+    )

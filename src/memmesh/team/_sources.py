@@ -324,10 +324,16 @@ def list_peers(
     make = client_factory or member_clients(policy, identity)
     calls = Calls(make, timeout=timeout)
     discovery = Discovery(
-        policy=policy, calls=calls, dropped=dropped, own_key=own_key,
-        interfaces=interfaces or ["127.0.0.1"], listen_seconds=DISCOVERY_SECONDS, home=home,
-        identity=identity, timeout=timeout,
-    )  # fmt: skip
+        policy=policy,
+        calls=calls,
+        dropped=dropped,
+        own_key=own_key,
+        interfaces=interfaces or ["127.0.0.1"],
+        listen_seconds=DISCOVERY_SECONDS,
+        home=home,
+        identity=identity,
+        timeout=timeout,
+    )
     run_blocking(find)
     if discovery.untrusted is not None:
         raise discovery.untrusted

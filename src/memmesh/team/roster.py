@@ -152,14 +152,22 @@ def _legacy_invite(
         )
         registered = client.post("/v1/invites", request, Invite)
         code = JoinCode(
-            url=peer_url(coordinator), team=policy.team, name=registered.name, secret=secret,
-            expires_at=registered.expires_at, pin=policy.coordinator_pin, admin=registered.admin,
-        )  # fmt: skip
+            url=peer_url(coordinator),
+            team=policy.team,
+            name=registered.name,
+            secret=secret,
+            expires_at=registered.expires_at,
+            pin=policy.coordinator_pin,
+            admin=registered.admin,
+        )
         return Invited(
-            code=code.encode(), name=registered.name, team=policy.team,
-            expires_at=registered.expires_at, admin=registered.admin,
+            code=code.encode(),
+            name=registered.name,
+            team=policy.team,
+            expires_at=registered.expires_at,
+            admin=registered.admin,
             revoked_at=registered.revoked_at,
-        )  # fmt: skip
+        )
 
     return ask
 
@@ -213,9 +221,11 @@ def add_member(
     if policy.roster_root is None:
         request = MemberAdd(name=name, key=key, admin=admin)
         added, policy = _on_table(
-            policy, identity, home,
+            policy,
+            identity,
+            home,
             lambda client: client.post("/v1/members/add", request, RosterMember),
-        )  # fmt: skip
+        )
         if added is not None:
             return added
 
@@ -273,15 +283,21 @@ def revoke(
     if policy.roster_root is None:
         request = MemberRevoke(member=member, purge=purge)
         answer, policy = _on_table(
-            policy, identity, home,
+            policy,
+            identity,
+            home,
             lambda client: client.post("/v1/members/revoke", request, RevokeResponse),
-        )  # fmt: skip
+        )
         if answer is not None:
             return answer
     revoked, purged = signed.change_member(
-        policy, identity, home, member,
-        lambda state, target: chain.revoke(state, identity, key=target.key), purge=purge,
-    )  # fmt: skip
+        policy,
+        identity,
+        home,
+        member,
+        lambda state, target: chain.revoke(state, identity, key=target.key),
+        purge=purge,
+    )
     return RevokeResponse(member=revoked, purged=purged)
 
 
@@ -312,10 +328,13 @@ def _set_role(
             return changed
     make = chain.promote if admin else chain.demote
     return signed.change_member(
-        policy, identity, home, member,
+        policy,
+        identity,
+        home,
+        member,
         lambda state, target: make(state, identity, key=target.key),
         no_change=AlreadyAdmin if admin else NoAdminToDemote,
-    )[0]  # fmt: skip
+    )[0]
 
 
 def _legacy_role(member: str, verb: str) -> Callable[[Client], RosterMember]:
@@ -339,6 +358,9 @@ def rename(
             "signed roster: an admin signs it first (mem team members sign)"
         )
     return signed.change_member(
-        policy, identity, home, member,
+        policy,
+        identity,
+        home,
+        member,
         lambda state, target: chain.rename(state, identity, key=target.key, name=name),
-    )[0]  # fmt: skip
+    )[0]
