@@ -84,26 +84,26 @@ def team_of(home: Path) -> Team:
 
 def chain_of(store: Store, item: Item) -> list[Item]:
     """Every version of ``item`` its revision chain links, oldest first."""
-    older: list[Item] = []
-    newer: list[Item] = []
     seen = {item.id}
-    step = item
-    while step.supersedes and step.supersedes not in seen and len(older) < MOST_VERSIONS:
-        found = store.items_by_id([step.supersedes]).get(step.supersedes)
-        if found is None:
-            break
-        older.append(found)
-        seen.add(found.id)
-        step = found
-    step = item
-    while step.superseded_by and step.superseded_by not in seen and len(newer) < MOST_VERSIONS:
-        found = store.items_by_id([step.superseded_by]).get(step.superseded_by)
-        if found is None:
-            break
-        newer.append(found)
-        seen.add(found.id)
-        step = found
+    older = _walk(store, item, "supersedes", seen)
+    newer = _walk(store, item, "superseded_by", seen)
     return [*reversed(older), item, *newer]
+
+
+def _walk(store: Store, item: Item, link: str, seen: set[str]) -> list[Item]:
+    """The versions ``item``'s ``link`` (``supersedes`` or ``superseded_by``) leads to, one
+    after another, at most :data:`MOST_VERSIONS`, none of ``seen`` (which it adds to)."""
+    found: list[Item] = []
+    step: Item | None = item
+    while step is not None and len(found) < MOST_VERSIONS:
+        next_id = getattr(step, link)
+        if next_id is None or next_id in seen:
+            break
+        step = store.items_by_id([next_id]).get(next_id)
+        if step is not None:
+            found.append(step)
+            seen.add(step.id)
+    return found
 
 
 def standing(store: Store, item: Item, team: Team) -> Standing:
