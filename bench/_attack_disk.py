@@ -100,7 +100,7 @@ def run_disk(
         coordinator = Coordinator(data, team=TEAM)
         try:
             if not scrub:
-                coordinator.store.scrub = lambda: True  # type: ignore[method-assign]
+                coordinator.store.cache.scrub = lambda: True  # type: ignore[method-assign]
             fingerprint = coordinator.store.embedder.fingerprint
             for start in range(0, items, 100):
                 batch = [

@@ -193,7 +193,7 @@ def _sign(
 ) -> None:
     """The admin signs one roster statement (``make``: a roster_chain helper) after the
     coordinator's head, which takes it."""
-    with host.store.reader() as tx:
+    with host.store.read() as tx:
         state = host.membership.signed.state(tx)
     assert state is not None
     request = StatementsRequest(statements=[make(state, admin.identity, **fields)])

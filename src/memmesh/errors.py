@@ -98,6 +98,7 @@ that this tree is the real one):
         ├── CandidateNotFound              1     404  candidate_not_found
         ├── CorruptDatabase                1     500  corrupt_database
         ├── DamagedVector                  1     500  damaged_vector
+        ├── DatabaseUnavailable            4     503  database_unavailable
         ├── EmbedderMismatch               1     500  embedder_mismatch
         ├── ForeignDatabase                1     500  foreign_database
         ├── HomeNotCreated                 1     500  home_not_created

@@ -27,7 +27,7 @@ def _ada(team: Team, tmp_path: Path) -> MemRunner:
 
 def _invites(team: Team) -> int:
     assert team.host is not None
-    with team.host.store.reader() as tx:
+    with team.host.store.read() as tx:
         return int(tx.execute("SELECT count(*) FROM coord_invites").fetchone()[0])
 
 

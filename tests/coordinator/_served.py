@@ -1,9 +1,12 @@
 """A coordinator served by a real server, as the coordinator's tests reach it."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from memmesh.coordinator import Coordinator
+from memmesh.local import Transaction
 from memmesh.net.client import Client
 from memmesh.registry import Identity, create_identity
 from tests._clock import FakeClock
@@ -30,3 +33,11 @@ class Served:
     def key(self, name: str) -> Identity:
         """A new member key."""
         return create_identity(self.root / name)
+
+
+@contextmanager
+def cache_read(coordinator: Coordinator) -> Iterator[Transaction]:
+    """Reads of the coordinator's search cache (its ``items``), brought up to its database."""
+    coordinator.store.follow()
+    with coordinator.store.cache.read() as tx:
+        yield tx

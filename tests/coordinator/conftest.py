@@ -1,5 +1,6 @@
-"""Fixtures for the coordinator's tests: a real coordinator over a real SQLite file, on a clock
-only the test moves, and the same served by a real uvicorn server."""
+"""Fixtures for the coordinator's tests: a real coordinator on each of its databases (a SQLite
+file, and a real PostgreSQL), on a clock only the test moves, and the same served by a real
+uvicorn server."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.registry import Identity
 from tests._clock import FakeClock
+from tests._postgres import database_url, postgres_server  # noqa: F401 - fixtures
 from tests._servers import running
 from tests._signed import add_member, make_admin
 from tests.coordinator._served import TOKEN, Served
@@ -26,9 +28,19 @@ def data(tmp_path: Path) -> Path:
     return tmp_path / "coordinator"
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest) -> str | None:
+    """Where the coordinator keeps its state: ``None`` for its SQLite file, or the URL of a
+    fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("database_url")
+    return url
+
+
 @pytest.fixture
-def coordinator(data: Path, clock: FakeClock) -> Iterator[Coordinator]:
-    opened = Coordinator(data, team=TEAM, clock=clock)
+def coordinator(data: Path, clock: FakeClock, database: str | None) -> Iterator[Coordinator]:
+    opened = Coordinator(data, team=TEAM, clock=clock, database=database)
     try:
         yield opened
     finally:

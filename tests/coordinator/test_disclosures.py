@@ -99,13 +99,15 @@ def test_disclosures_of_one_item_newest_first(
     assert len(_disclosed(coordinator, team["ada"], limit=1)) == 1
 
 
-def test_the_query_is_never_kept(coordinator: Coordinator, team: dict[str, Identity]) -> None:
+def test_the_query_is_never_kept(
+    coordinator: Coordinator, team: dict[str, Identity], database: str | None
+) -> None:
     _search(coordinator, team["carol"])
     coordinator.close()
 
-    files = coordinator.store.path.parent.glob("memory.db*")
+    files = coordinator.store.cache.path.parent.glob("memory.db*")
     assert all(b"zyzzogeton" not in path.read_bytes() for path in files)
-    reopened = Coordinator(coordinator.store.path.parent, team=TEAM)
+    reopened = Coordinator(coordinator.store.home, team=TEAM, database=database)
     try:
         assert len(_disclosed(reopened, team["ada"])) == 2  # the rows were written at close
     finally:

@@ -88,7 +88,7 @@ def test_an_invite_joins_the_signer_under_its_name_and_admin_flag(served: Inviti
         roster = client.get("/v1/members", Roster)
     assert [(m.name, m.admin) for m in roster.members] == [("ada", True), ("carol", True)]
     # Only the secret's SHA-256 ever reached the coordinator's file.
-    files = served.coordinator.store.path.parent.glob("memory.db*")
+    files = served.coordinator.store.cache.path.parent.glob("memory.db*")
     assert all(secret.encode() not in path.read_bytes() for path in files)
 
 

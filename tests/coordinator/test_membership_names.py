@@ -47,5 +47,5 @@ def test_a_badly_formed_name_is_a_400_with_its_code_and_the_rule(
     assert RULE in error["message"]
     assert "regex" not in error["message"]
     assert [m.name for m in served.coordinator.membership.roster().members] == ["ada"]
-    with served.coordinator.store.reader() as tx:
+    with served.coordinator.store.read() as tx:
         assert tx.execute("SELECT count(*) FROM coord_invites").fetchone()[0] == 1  # ada's own

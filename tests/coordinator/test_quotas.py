@@ -21,6 +21,7 @@ from memmesh.registry.envelopes import Envelope, seal
 from tests._clock import FakeClock
 from tests._servers import running
 from tests._signed import SignedAuth, add_member, caller, make_admin
+from tests.coordinator._served import cache_read
 from tests.registry._helpers import TEAM, publication, retraction
 
 TEXT = "The billing service retries webhooks five times."  # 48 bytes
@@ -63,6 +64,7 @@ def _stored(c: Coordinator) -> int:
     """Rows the coordinator holds, in its envelopes and in its store."""
     with c.store.read() as tx:
         (envelopes,) = tx.execute("SELECT count(*) FROM coord_envelopes").fetchone()
+    with cache_read(c) as tx:
         (items,) = tx.execute("SELECT count(*) FROM items").fetchone()
     assert envelopes == items
     return int(envelopes)

@@ -145,10 +145,12 @@ def test_a_revoked_key_is_refused_on_every_route(
 
 
 def test_a_revoke_in_one_worker_holds_in_another_at_once(
-    served: Served, ada: Identity, bob: Identity
+    served: Served, ada: Identity, bob: Identity, database: str | None
 ) -> None:
-    # A second process's coordinator over the same data folder, as `--workers 2` runs it.
-    other = Coordinator(served.root / "coordinator", team=TEAM, clock=served.clock)
+    # A second process's coordinator over the same data, as `--workers 2` runs it.
+    other = Coordinator(
+        served.root / "coordinator", team=TEAM, clock=served.clock, database=database
+    )
     try:
         other.admit(caller(bob))
         with served.client(ada) as client:
@@ -296,8 +298,7 @@ def test_revoking_someone_not_on_the_roster_is_not_found(served: Served, ada: Id
 
 
 # -- revocation and what it removes ----------------------------------------------------------
-
-
+@pytest.mark.parametrize("database", [None], ids=["sqlite"])  # SQLite's own files
 def test_revoke_with_purge_removes_the_member_s_items_from_search_storage_and_feed(
     served: Served, ada: Identity, bob: Identity
 ) -> None:
@@ -329,7 +330,7 @@ def test_revoke_with_purge_removes_the_member_s_items_from_search_storage_and_fe
         (wal,) = tx.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[:1]
     assert wal == 0
     assert texts == [("",)]
-    assert b"quokka ledger rotates" not in served.coordinator.store.path.read_bytes()
+    assert b"quokka ledger rotates" not in served.coordinator.store.cache.path.read_bytes()
 
 
 def test_revoke_without_purge_keeps_the_items_but_refuses_the_key(

@@ -27,7 +27,7 @@ GONE = "01JABCDEFGHJKMNPQRSTVWX002"
 KEPT_TEXT = "The quokka ledger rotates its signing keys every Tuesday at noon"
 GONE_TEXT = "Deploys to the marmot cluster need the canary flag set first"
 # The coordinator's tables as its schema version 1 made them.
-_VERSION_1 = Schema(owner="coordinator", migrations=COORDINATOR_SCHEMA.migrations[:1])
+_VERSION_1 = Schema(owner="coordinator", migrations=COORDINATOR_SCHEMA.sqlite[:1])
 
 
 def _old_coordinator_file(data: Path, ada: Identity) -> tuple[Envelope, Envelope]:

@@ -31,6 +31,7 @@ from memmesh.registry.envelopes import (
 )
 from tests._clock import FakeClock
 from tests._signed import NOBODY, author_of, caller
+from tests.coordinator._served import cache_read
 from tests.registry._helpers import TEAM, flip_bit, publication, retraction
 from tests.team._team import presence_for
 
@@ -108,11 +109,12 @@ def _found(c: Coordinator, query: str) -> list[str]:
 
 def _snapshot(c: Coordinator) -> Snapshot:
     """Everything a request could have changed: counts, the feed, the cache, presence."""
-    with c.store.read() as conn:
+    with cache_read(c) as conn:
         items = conn.execute(
             "SELECT id, text, kind, project, tags, author, status, content_hash, vector "
             "FROM items ORDER BY id"
         ).fetchall()
+    with c.store.read() as conn:
         presence = conn.execute(
             "SELECT key_id, payload, signature, expires_at FROM coord_presence ORDER BY key_id"
         ).fetchall()
@@ -140,8 +142,8 @@ def _database_bytes(c: Coordinator) -> bytes:
     with c.store.read() as conn:
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     assert busy == 0
-    wal = c.store.path.with_name(c.store.path.name + "-wal")
-    return c.store.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    wal = c.store.cache.path.with_name(c.store.cache.path.name + "-wal")
+    return c.store.cache.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
 # -- publish and search ----------------------------------------------------------------------
@@ -474,8 +476,7 @@ def test_new_version_the_cache_refuses_never_lifts_a_tombstone(
 
 
 # -- retraction ------------------------------------------------------------------------------
-
-
+@pytest.mark.parametrize("database", [None], ids=["sqlite"])  # SQLite's own files
 def test_retraction_purges_text_and_vector_and_keeps_only_the_tombstone(
     coordinator: Coordinator, identity: Identity
 ) -> None:
@@ -488,7 +489,7 @@ def test_retraction_purges_text_and_vector_and_keeps_only_the_tombstone(
     outcome = _retract(coordinator, tombstone)
 
     assert outcome == Outcome(item_id=ITEM, version=1, status="accepted")
-    with coordinator.store.read() as conn:
+    with cache_read(coordinator) as conn:
         text, tags, status, vector = conn.execute(
             "SELECT text, tags, status, vector FROM items WHERE id = ?",
             (_copy_of(coordinator, identity),),
@@ -595,10 +596,10 @@ def test_crash_between_storing_the_envelope_and_the_cache_heals_on_resend(
     coordinator = Coordinator(data, team=TEAM)
     envelope = seal(_pub(coordinator, identity), identity)
 
-    def die(**fields: Any) -> None:
+    def die(*args: Any) -> None:
         raise _Killed
 
-    monkeypatch.setattr(coordinator.store, "put", die)
+    monkeypatch.setattr(coordinator.store, "put_copy", die)
     with pytest.raises(_Killed):
         _publish(coordinator, envelope)
     coordinator.close()
@@ -617,17 +618,17 @@ def test_crash_between_storing_the_tombstone_and_the_purge_heals_on_resend(
     _publish(coordinator, seal(_pub(coordinator, identity), identity))
     tombstone = seal(retraction(identity), identity)
 
-    def die(item_id: str, tx: object = None) -> bool:
+    def die(*args: Any) -> None:
         raise _Killed
 
-    monkeypatch.setattr(coordinator.store, "purge", die)
+    monkeypatch.setattr(coordinator.store, "purge_copy", die)
     with pytest.raises(_Killed):
         _retract(coordinator, tombstone)
     coordinator.close()
     restarted = Coordinator(data, team=TEAM)
     try:
         assert _retract(restarted, tombstone).status in ("accepted", "duplicate")
-        with restarted.store.read() as conn:
+        with cache_read(restarted) as conn:
             (text,) = conn.execute(
                 "SELECT text FROM items WHERE id = ?", (_copy_of(restarted, identity),)
             ).fetchone()
@@ -738,7 +739,7 @@ def test_a_stranger_publishing_an_id_first_does_not_lock_its_author_out(
     assert _retract(coordinator, seal(retraction(identity), identity)).status == "accepted"
     (left,) = _search(coordinator, "quokka ledger signing keys").hits
     assert left.envelope == fake
-    with coordinator.store.read() as conn:
+    with cache_read(coordinator) as conn:
         texts = dict(conn.execute("SELECT id, text FROM items"))
     assert texts == {
         _copy_of(coordinator, identity): "",

@@ -81,7 +81,7 @@ def _raw(served: Served, signer: Identity, path: str, content: bytes) -> httpx.R
 
 
 def _chain_rows(served: Served) -> int:
-    with served.coordinator.store.reader() as tx:
+    with served.coordinator.store.read() as tx:
         (count,) = tx.execute("SELECT count(*) FROM coord_roster_chain").fetchone()
     return int(count)
 
@@ -366,13 +366,15 @@ def test_two_admins_racing_on_one_head_get_one_acceptance_and_one_stale_head(
 
 
 def test_a_head_another_worker_moved_is_verified_before_it_is_built_on(
-    team: SignedTeam,
+    team: SignedTeam, database: str | None
 ) -> None:
     served, ada = team.served, team.root
-    # A second process's coordinator over the same data folder, as `--workers 2` runs it.
-    other = Coordinator(served.root / "coordinator", team=TEAM, clock=served.clock)
+    # A second process's coordinator over the same data, as `--workers 2` runs it.
+    other = Coordinator(
+        served.root / "coordinator", team=TEAM, clock=served.clock, database=database
+    )
     try:
-        with other.store.reader() as tx:
+        with other.store.read() as tx:
             assert other.membership.signed.state(tx) is not None  # its head is kept now
         bob = team.member("bob")  # through the served process
         cy = served.key("cy")

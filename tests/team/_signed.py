@@ -137,7 +137,7 @@ class SignedTeam:
     def operator(self) -> Iterator[sqlite3.Connection]:
         """The coordinator's store file, opened as its operator would (committed on leaving)."""
         assert self.team.host is not None
-        with closing(sqlite3.connect(self.team.host.store.path)) as db, db:
+        with closing(sqlite3.connect(self.team.host.store.cache.path)) as db, db:
             yield db
 
     def _client(self, member: Member) -> Client:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memmesh.cli._common import Command, emit, lazy, nonempty
+from memmesh.cli._database import add_database_option, database_of
 from memmesh.cli._terminal import confirm
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
@@ -62,6 +63,7 @@ def register_items(command: Command) -> None:
 
 def _data_and_key(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
+    add_database_option(p)
     which = p.add_mutually_exclusive_group(required=required)
     which.add_argument("--key", type=nonempty, metavar="KEY", help=_KEY_HELP)
     which.add_argument(
@@ -101,14 +103,19 @@ def _holdings(args: argparse.Namespace, name: str) -> Iterator["Holdings"]:
     """The holdings of the coordinator's data folder ``--data`` (which must hold its store:
     a mistyped folder is not made into an empty coordinator)."""
     from memmesh.coordinator.holdings import Holdings
-    from memmesh.local.store import DB_FILENAME, Store
+    from memmesh.coordinator.storage import open_storage
+    from memmesh.local.store import DB_FILENAME
 
     data = Path(args.data).expanduser()
-    if not (data / DB_FILENAME).is_file():
+    database = database_of(args, f"coordinator {name}")
+    if database is None and not (data / DB_FILENAME).is_file():
         problem = f"{args.data} holds no coordinator data (no {DB_FILENAME})"
         raise UsageError(f"coordinator {name}", problem)
-    with Store(data, author="coordinator", durable=True) as store:
+    store = open_storage(data, database=database)
+    try:
         yield Holdings(store)
+    finally:
+        store.close()
 
 
 def _when(moment: float | None) -> str:

@@ -9,7 +9,7 @@ runs on the transaction or read the caller holds.
 
 from typing import NamedTuple
 
-from memmesh.local import Transaction
+from memmesh.coordinator.storage import Tx
 from memmesh.registry.roster_chain import SignedStatement
 
 __all__ = ["Head", "append", "head", "statements"]
@@ -25,7 +25,7 @@ class Head(NamedTuple):
     hash: str
 
 
-def head(tx: Transaction) -> Head | None:
+def head(tx: Tx) -> Head | None:
     """The last statement's seq and hash; ``None`` while the roster is not signed."""
     row = tx.execute(
         "SELECT seq, hash FROM coord_roster_chain ORDER BY seq DESC LIMIT 1"
@@ -33,12 +33,13 @@ def head(tx: Transaction) -> Head | None:
     return None if row is None else Head(int(row[0]), str(row[1]))
 
 
-def statements(tx: Transaction, start: int = 0, limit: int | None = None) -> list[SignedStatement]:
+def statements(tx: Tx, start: int = 0, limit: int | None = None) -> list[SignedStatement]:
     """The statements from seq ``start`` on, at most ``limit`` of them, in order."""
-    rows = tx.execute(
-        "SELECT body, signatures FROM coord_roster_chain WHERE seq >= ? ORDER BY seq LIMIT ?",
-        (start, -1 if limit is None else limit),
-    ).fetchall()
+    query = "SELECT body, signatures FROM coord_roster_chain WHERE seq >= ? ORDER BY seq"
+    if limit is None:
+        rows = tx.execute(query, (start,)).fetchall()
+    else:
+        rows = tx.execute(f"{query} LIMIT ?", (start, limit)).fetchall()
     return [
         SignedStatement(
             body=bytes(body),
@@ -51,7 +52,7 @@ def statements(tx: Transaction, start: int = 0, limit: int | None = None) -> lis
     ]
 
 
-def append(tx: Transaction, seq: int, signed: SignedStatement) -> None:
+def append(tx: Tx, seq: int, signed: SignedStatement) -> None:
     """Store ``signed`` as statement ``seq`` (the caller checked it extends the head)."""
     tx.execute(
         "INSERT INTO coord_roster_chain (seq, hash, body, signatures) VALUES (?, ?, ?, ?)",

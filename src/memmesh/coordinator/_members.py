@@ -11,7 +11,7 @@ signed, ``coord_members`` is kept as what the chain says (:func:`put_member`).
 
 from typing import Any, NamedTuple
 
-from memmesh.local import Schema, Transaction
+from memmesh.coordinator.storage import Tables, Tx
 from memmesh.net.presence import RosterMember
 
 __all__ = [
@@ -67,7 +67,35 @@ CREATE TABLE coord_roster_chain (
 );
 """
 
-ROSTER_SCHEMA = Schema(owner="roster", migrations=(_V1, _V2))
+# ``rowid`` keeps the order members were added in, as SQLite's own does.
+_PG_V1 = """
+CREATE TABLE coord_members (
+    key         text PRIMARY KEY,
+    key_id      text NOT NULL UNIQUE,
+    name        text NOT NULL,
+    admin       integer NOT NULL CHECK (admin IN (0, 1)),
+    added_at    double precision NOT NULL,
+    revoked_at  double precision,
+    rowid       bigint GENERATED ALWAYS AS IDENTITY
+);
+CREATE UNIQUE INDEX coord_members_active_name ON coord_members (name) WHERE revoked_at IS NULL;
+CREATE TABLE coord_invites (
+    digest      text PRIMARY KEY,
+    name        text NOT NULL,
+    admin       integer NOT NULL CHECK (admin IN (0, 1)),
+    expires_at  double precision NOT NULL,
+    created_by  text NOT NULL,
+    used_at     double precision
+);
+CREATE TABLE coord_roster_chain (
+    seq         bigint PRIMARY KEY,
+    hash        text NOT NULL UNIQUE,
+    body        bytea NOT NULL,
+    signatures  bytea NOT NULL
+);
+"""
+
+ROSTER_SCHEMA = Tables(owner="roster", sqlite=(_V1, _V2), postgresql=(_PG_V1,))
 
 # ``created_by`` of the invite the coordinator makes for its first admin.
 BOOTSTRAP = "bootstrap"
@@ -98,31 +126,31 @@ def _member(row: tuple[Any, ...]) -> RosterMember:
     )
 
 
-def enforced(tx: Transaction) -> bool:
+def enforced(tx: Tx) -> bool:
     """Whether the roster has any member (before the first one, it is not enforced)."""
     (exists,) = tx.execute("SELECT EXISTS (SELECT 1 FROM coord_members)").fetchone()
     return bool(exists)
 
 
-def member(tx: Transaction, key: str) -> RosterMember | None:
+def member(tx: Tx, key: str) -> RosterMember | None:
     """The roster's entry for ``key`` (revoked or not), if it has one."""
     row = tx.execute(f"{_MEMBER} WHERE key = ?", (key,)).fetchone()
     return None if row is None else _member(row)
 
 
-def members(tx: Transaction) -> list[RosterMember]:
+def members(tx: Tx) -> list[RosterMember]:
     """Every member ever admitted, revoked ones included, in the order they were added."""
     rows = tx.execute(f"{_MEMBER} ORDER BY added_at, rowid").fetchall()
     return [_member(row) for row in rows]
 
 
-def active_named(tx: Transaction, name: str) -> RosterMember | None:
+def active_named(tx: Tx, name: str) -> RosterMember | None:
     """The active member called ``name``, if there is one."""
     row = tx.execute(f"{_MEMBER} WHERE name = ? AND revoked_at IS NULL", (name,)).fetchone()
     return None if row is None else _member(row)
 
 
-def revoked_named(tx: Transaction, name: str) -> RosterMember | None:
+def revoked_named(tx: Tx, name: str) -> RosterMember | None:
     """The member called ``name`` who was revoked last, if one was."""
     row = tx.execute(
         f"{_MEMBER} WHERE name = ? AND revoked_at IS NOT NULL ORDER BY revoked_at DESC LIMIT 1",
@@ -131,7 +159,7 @@ def revoked_named(tx: Transaction, name: str) -> RosterMember | None:
     return None if row is None else _member(row)
 
 
-def find(tx: Transaction, text: str) -> RosterMember | None:
+def find(tx: Tx, text: str) -> RosterMember | None:
     """The member ``text`` names: a key, a member id, or a name (the active member of that
     name, else the one of that name revoked last)."""
     row = tx.execute(
@@ -143,7 +171,7 @@ def find(tx: Transaction, text: str) -> RosterMember | None:
     return None if row is None else _member(row)
 
 
-def active_admins(tx: Transaction) -> int:
+def active_admins(tx: Tx) -> int:
     """How many admins are not revoked."""
     (count,) = tx.execute(
         "SELECT count(*) FROM coord_members WHERE admin = 1 AND revoked_at IS NULL"
@@ -151,7 +179,7 @@ def active_admins(tx: Transaction) -> int:
     return int(count)
 
 
-def add_member(tx: Transaction, entry: RosterMember) -> None:
+def add_member(tx: Tx, entry: RosterMember) -> None:
     """Put ``entry`` on the roster (the caller has checked its key and name are free)."""
     tx.execute(
         "INSERT INTO coord_members (key, key_id, name, admin, added_at, revoked_at) "
@@ -160,21 +188,22 @@ def add_member(tx: Transaction, entry: RosterMember) -> None:
     )
 
 
-def revoke(tx: Transaction, key: str, at: float) -> None:
+def revoke(tx: Tx, key: str, at: float) -> None:
     """Mark ``key`` revoked at ``at`` (a key already revoked keeps its first time)."""
     tx.execute(
         "UPDATE coord_members SET revoked_at = ? WHERE key = ? AND revoked_at IS NULL", (at, key)
     )
 
 
-def put_member(tx: Transaction, entry: RosterMember) -> None:
+def put_member(tx: Tx, entry: RosterMember) -> None:
     """Make ``entry``'s key's row say what the signed roster says of it: added if it has none,
     else its name, role and revocation (a key revoked before keeps its first time, and a row
     keeps the time it was added: a team's roster signed after the fact keeps its history)."""
     tx.execute(
         "INSERT INTO coord_members (key, key_id, name, admin, added_at, revoked_at) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET name = excluded.name, "
-        "admin = excluded.admin, revoked_at = coalesce(revoked_at, excluded.revoked_at)",
+        "admin = excluded.admin, "
+        "revoked_at = coalesce(coord_members.revoked_at, excluded.revoked_at)",
         (
             entry.key,
             entry.key_id,
@@ -186,12 +215,12 @@ def put_member(tx: Transaction, entry: RosterMember) -> None:
     )
 
 
-def set_admin(tx: Transaction, key: str, admin: bool) -> None:
+def set_admin(tx: Tx, key: str, admin: bool) -> None:
     """Make ``key``'s member an admin (``admin``) or no longer one."""
     tx.execute("UPDATE coord_members SET admin = ? WHERE key = ?", (int(admin), key))
 
 
-def invite(tx: Transaction, digest: str) -> InviteRow | None:
+def invite(tx: Tx, digest: str) -> InviteRow | None:
     """The invite whose secret has SHA-256 ``digest``, if there is one."""
     row = tx.execute(
         "SELECT digest, name, admin, expires_at, created_by, used_at FROM coord_invites "
@@ -203,7 +232,7 @@ def invite(tx: Transaction, digest: str) -> InviteRow | None:
     return InviteRow(row[0], row[1], bool(row[2]), float(row[3]), row[4], row[5])
 
 
-def add_invite(tx: Transaction, row: InviteRow) -> None:
+def add_invite(tx: Tx, row: InviteRow) -> None:
     """Store a new invite (the caller has checked its digest is new)."""
     tx.execute(
         "INSERT INTO coord_invites (digest, name, admin, expires_at, created_by, used_at) "
@@ -212,12 +241,12 @@ def add_invite(tx: Transaction, row: InviteRow) -> None:
     )
 
 
-def use_invite(tx: Transaction, digest: str, at: float) -> None:
+def use_invite(tx: Tx, digest: str, at: float) -> None:
     """Mark the invite used at ``at``: it admits nobody else."""
     tx.execute("UPDATE coord_invites SET used_at = ? WHERE digest = ?", (at, digest))
 
 
-def open_invites(tx: Transaction, now: float, created_by: str) -> list[InviteRow]:
+def open_invites(tx: Tx, now: float, created_by: str) -> list[InviteRow]:
     """The unused, unexpired invites ``created_by`` made."""
     rows = tx.execute(
         "SELECT digest, name, admin, expires_at, created_by, used_at FROM coord_invites "
@@ -227,6 +256,6 @@ def open_invites(tx: Transaction, now: float, created_by: str) -> list[InviteRow
     return [InviteRow(r[0], r[1], bool(r[2]), float(r[3]), r[4], r[5]) for r in rows]
 
 
-def drop_unused_invites(tx: Transaction, created_by: str) -> None:
+def drop_unused_invites(tx: Tx, created_by: str) -> None:
     """Delete every unused invite ``created_by`` made: none of them admits anyone any more."""
     tx.execute("DELETE FROM coord_invites WHERE created_by = ? AND used_at IS NULL", (created_by,))

@@ -11,7 +11,7 @@ a newer version, which the member published since, is taken.
 Every function runs on the transaction or read the caller holds.
 """
 
-from memmesh.local import Schema, Transaction
+from memmesh.coordinator.storage import Tables, Tx
 
 __all__ = ["PURGED_SCHEMA", "mark", "version"]
 
@@ -25,20 +25,31 @@ CREATE TABLE coord_purged (
 );
 """
 
-PURGED_SCHEMA = Schema(owner="purged", migrations=(_V1,))
+_PG_V1 = """
+CREATE TABLE coord_purged (
+    author_key  text NOT NULL,
+    item_id     text NOT NULL,
+    version     bigint NOT NULL,
+    purged_at   double precision NOT NULL,
+    PRIMARY KEY (author_key, item_id)
+);
+"""
+
+PURGED_SCHEMA = Tables(owner="purged", sqlite=(_V1,), postgresql=(_PG_V1,))
 
 
-def mark(tx: Transaction, author_key: str, item_id: str, version: int, now: float) -> None:
+def mark(tx: Tx, author_key: str, item_id: str, version: int, now: float) -> None:
     """Remember that the author's item was purged at ``version``."""
     tx.execute(
         "INSERT INTO coord_purged (author_key, item_id, version, purged_at) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (author_key, item_id) DO UPDATE SET "
-        "version = max(version, excluded.version), purged_at = excluded.purged_at",
+        "version = CASE WHEN excluded.version > coord_purged.version THEN excluded.version "
+        "ELSE coord_purged.version END, purged_at = excluded.purged_at",
         (author_key, item_id, version, now),
     )
 
 
-def version(tx: Transaction, author_key: str, item_id: str) -> int | None:
+def version(tx: Tx, author_key: str, item_id: str) -> int | None:
     """The version the author's item had when it was last purged, if it ever was."""
     row = tx.execute(
         "SELECT version FROM coord_purged WHERE author_key = ? AND item_id = ?",

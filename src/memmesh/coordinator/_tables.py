@@ -9,13 +9,12 @@ the caller holds.
 """
 
 import hashlib
-import json
 from typing import Literal, NamedTuple
 
 import msgspec
 
 from memmesh.coordinator import _chain, _members
-from memmesh.local import Schema, Transaction
+from memmesh.coordinator.storage import Dialect, Tables, Tx, in_list
 from memmesh.registry.envelopes import Envelope, Publication, Retraction
 from memmesh.registry.identity import key_id, public_key_from_text
 
@@ -26,6 +25,7 @@ __all__ = [
     "Live",
     "Stored",
     "changes_after",
+    "copy_for",
     "copy_id",
     "counts",
     "drop_presence",
@@ -90,7 +90,42 @@ ALTER TABLE coord_envelopes ADD COLUMN applied_at REAL;
 UPDATE coord_envelopes SET applied_at = (julianday('now') - 2440587.5) * 86400.0;
 """
 
-COORDINATOR_SCHEMA = Schema(owner="coordinator", migrations=(_V1, _V2, _V3))
+# PostgreSQL's first version is SQLite's third.
+_PG_V1 = """
+CREATE TABLE coord_envelopes (
+    author_key  text NOT NULL,
+    item_id     text NOT NULL,
+    kind        text NOT NULL CHECK (kind IN ('publication', 'retraction')),
+    version     bigint NOT NULL,
+    payload     bytea NOT NULL,
+    signature   bytea NOT NULL,
+    cursor      bigint NOT NULL UNIQUE,
+    copy_id     text NOT NULL UNIQUE,
+    applied_at  double precision,
+    PRIMARY KEY (author_key, item_id)
+);
+CREATE INDEX coord_envelopes_item ON coord_envelopes (item_id);
+CREATE TABLE coord_presence (
+    key_id      text PRIMARY KEY,
+    payload     bytea NOT NULL,
+    signature   bytea NOT NULL,
+    expires_at  double precision NOT NULL
+);
+"""
+
+COORDINATOR_SCHEMA = Tables(owner="coordinator", sqlite=(_V1, _V2, _V3), postgresql=(_PG_V1,))
+
+_COLUMNS = "author_key, item_id, kind, version, payload, signature, cursor, copy_id, applied_at"
+# A row replaced whole: SQLite's REPLACE deletes the old one (its usage triggers count on it),
+# PostgreSQL's upsert updates it (so do its triggers).
+_SAVE: dict[Dialect, str] = {
+    "sqlite": f"INSERT OR REPLACE INTO coord_envelopes ({_COLUMNS}) VALUES ({', '.join('?' * 9)})",
+    "postgresql": (
+        f"INSERT INTO coord_envelopes ({_COLUMNS}) VALUES ({', '.join('?' * 9)}) "
+        "ON CONFLICT (author_key, item_id) DO UPDATE SET "
+        + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[2:])
+    ),
+}
 
 Kind = Literal["publication", "retraction"]
 
@@ -129,11 +164,20 @@ def copy_id(body: Publication | Retraction) -> str:
     has the same copy (a resend after a crash finds it), two pairs never share one, and at 81
     characters it is never the id of a copy made before version 2 (an item id is at most 64).
     """
-    digest = hashlib.sha256(f"{body.author_key}\n{body.item_id}".encode()).hexdigest()
-    return f"{body.key_id}.{digest}"
+    return _copy(body.key_id, body.author_key, body.item_id)
 
 
-def stored(tx: Transaction, author_key: str, item_id: str) -> Stored | None:
+def copy_for(author_key: str, item_id: str) -> str:
+    """:func:`copy_id` of the author's item, from its key."""
+    return _copy(key_id(public_key_from_text(author_key)), author_key, item_id)
+
+
+def _copy(member_id: str, author_key: str, item_id: str) -> str:
+    digest = hashlib.sha256(f"{author_key}\n{item_id}".encode()).hexdigest()
+    return f"{member_id}.{digest}"
+
+
+def stored(tx: Tx, author_key: str, item_id: str) -> Stored | None:
     """What is stored for the author's item: its kind, version, signed payload, copy id and
     when it was applied."""
     row = tx.execute(
@@ -147,7 +191,7 @@ def stored(tx: Transaction, author_key: str, item_id: str) -> Stored | None:
 
 
 def save(
-    tx: Transaction,
+    tx: Tx,
     kind: Kind,
     body: Publication | Retraction,
     envelope: Envelope,
@@ -158,22 +202,20 @@ def save(
     at ``applied_at``; the new cursor puts it at the end of the changes feed."""
     (cursor,) = tx.execute("SELECT coalesce(max(cursor), 0) + 1 FROM coord_envelopes").fetchone()
     tx.execute(
-        "INSERT OR REPLACE INTO coord_envelopes "
-        "(author_key, item_id, kind, version, payload, signature, cursor, copy_id, applied_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _SAVE[tx.dialect],
         (body.author_key, body.item_id, kind, body.version, envelope.payload,
          envelope.signature, cursor, copy, applied_at),
     )  # fmt: skip
 
 
-def live_publications(tx: Transaction, copy_ids: list[str]) -> dict[str, Live]:
+def live_publications(tx: Tx, copy_ids: list[str]) -> dict[str, Live]:
     """The live signed publication behind each of ``copy_ids`` that has one, in one query."""
     if not copy_ids:
         return {}
     rows = tx.execute(
         "SELECT copy_id, payload, signature, author_key, item_id FROM coord_envelopes "
-        "WHERE copy_id IN (SELECT value FROM json_each(?)) AND kind = 'publication'",
-        (json.dumps(copy_ids),),
+        f"WHERE copy_id IN {in_list(copy_ids)} AND kind = 'publication'",
+        copy_ids,
     ).fetchall()
     return {
         copy: Live(Envelope(payload=bytes(payload), signature=bytes(signature)), author, item)
@@ -181,7 +223,7 @@ def live_publications(tx: Transaction, copy_ids: list[str]) -> dict[str, Live]:
     }
 
 
-def live_author(tx: Transaction, member_id: str, item_id: str) -> tuple[str, int] | None:
+def live_author(tx: Tx, member_id: str, item_id: str) -> tuple[str, int] | None:
     """The key and version of the live publication ``item_id`` of the member whose key id is
     ``member_id``, if there is one."""
     rows = tx.execute(
@@ -195,7 +237,7 @@ def live_author(tx: Transaction, member_id: str, item_id: str) -> tuple[str, int
     return None
 
 
-def drop_rows(tx: Transaction, author_key: str) -> list[Dropped]:
+def drop_rows(tx: Tx, author_key: str) -> list[Dropped]:
     """Delete every row of ``author_key``, its live publications and its tombstones alike;
     returns what each was, for the caller to purge their searchable copies in the same
     transaction."""
@@ -209,9 +251,7 @@ def drop_rows(tx: Transaction, author_key: str) -> list[Dropped]:
     )
 
 
-def changes_after(
-    tx: Transaction, cursor: int, limit: int
-) -> list[tuple[int, Kind, str, int, Envelope]]:
+def changes_after(tx: Tx, cursor: int, limit: int) -> list[tuple[int, Kind, str, int, Envelope]]:
     """Up to ``limit`` items' states changed after ``cursor``, oldest change first: cursor,
     kind, item id, version and envelope (which names the author's key)."""
     rows = tx.execute(
@@ -234,7 +274,7 @@ class FeedMarks(NamedTuple):
     purges: str
 
 
-def feed_marks(tx: Transaction) -> FeedMarks:
+def feed_marks(tx: Tx) -> FeedMarks:
     """The feed's marks now: a few small reads, whatever the feed holds.
 
     The roster's version is a digest of every member's entry (a team's roster is small) and
@@ -254,7 +294,7 @@ def feed_marks(tx: Transaction) -> FeedMarks:
 
 
 def record_presence(
-    tx: Transaction, key_id: str, envelope: Envelope, expires_at: float, now: float, *, room: int
+    tx: Tx, key_id: str, envelope: Envelope, expires_at: float, now: float, *, room: int
 ) -> bool:
     """Keep a member's latest heartbeat until ``expires_at``, dropping every expired one;
     ``False`` (nothing kept) when ``key_id`` has none and ``room`` others are kept already."""
@@ -263,14 +303,15 @@ def record_presence(
     if known is None and online(tx, now) >= room:
         return False
     tx.execute(
-        "INSERT OR REPLACE INTO coord_presence (key_id, payload, signature, expires_at) "
-        "VALUES (?, ?, ?, ?)",
+        "INSERT INTO coord_presence (key_id, payload, signature, expires_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (key_id) DO UPDATE SET payload = excluded.payload, "
+        "signature = excluded.signature, expires_at = excluded.expires_at",
         (key_id, envelope.payload, envelope.signature, expires_at),
     )
     return True
 
 
-def online(tx: Transaction, now: float) -> int:
+def online(tx: Tx, now: float) -> int:
     """How many heartbeats are unexpired at ``now``."""
     (count,) = tx.execute(
         "SELECT count(*) FROM coord_presence WHERE expires_at > ?", (now,)
@@ -278,12 +319,12 @@ def online(tx: Transaction, now: float) -> int:
     return int(count)
 
 
-def drop_presence(tx: Transaction, key_id: str) -> None:
+def drop_presence(tx: Tx, key_id: str) -> None:
     """Forget the member's heartbeat (it was revoked)."""
     tx.execute("DELETE FROM coord_presence WHERE key_id = ?", (key_id,))
 
 
-def presence(tx: Transaction, now: float) -> list[tuple[str, Envelope]]:
+def presence(tx: Tx, now: float) -> list[tuple[str, Envelope]]:
     """Every heartbeat unexpired at ``now``, by member id: (member id, envelope)."""
     rows = tx.execute(
         "SELECT key_id, payload, signature FROM coord_presence WHERE expires_at > ? "
@@ -293,7 +334,7 @@ def presence(tx: Transaction, now: float) -> list[tuple[str, Envelope]]:
     return [(k, Envelope(payload=bytes(p), signature=bytes(s))) for k, p, s in rows]
 
 
-def counts(tx: Transaction, now: float) -> tuple[int, int, int]:
+def counts(tx: Tx, now: float) -> tuple[int, int, int]:
     """How many items are published, how many are tombstones, how many members are online."""
     kinds = dict(tx.execute("SELECT kind, count(*) FROM coord_envelopes GROUP BY kind"))
     return kinds.get("publication", 0), kinds.get("retraction", 0), online(tx, now)

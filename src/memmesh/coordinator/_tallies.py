@@ -25,8 +25,7 @@ from memmesh.coordinator.protocol import (
     Outcome,
     TallyChange,
 )
-from memmesh.local import Schema, Transaction
-from memmesh.local.store import Store
+from memmesh.coordinator.storage import CoordinatorStore, Tables, Tx
 from memmesh.net.presence import OutcomeStatus
 from memmesh.net.signing import Caller
 from memmesh.registry.envelopes import Envelope, Tally
@@ -52,7 +51,26 @@ CREATE TABLE coord_tally_cursor (
 INSERT INTO coord_tally_cursor (one, cursor) VALUES (1, 0);
 """
 
-TALLIES_SCHEMA = Schema(owner="tallies", migrations=(_V1,))
+_PG_V1 = """
+CREATE TABLE coord_tallies (
+    reporter_key_id text NOT NULL,
+    subject_key     text NOT NULL,
+    item_id         text NOT NULL,
+    seq             bigint NOT NULL,
+    payload         bytea NOT NULL,
+    signature       bytea NOT NULL,
+    cursor          bigint NOT NULL UNIQUE,
+    PRIMARY KEY (reporter_key_id, subject_key, item_id)
+);
+CREATE INDEX coord_tallies_feed ON coord_tallies (subject_key, cursor);
+CREATE TABLE coord_tally_cursor (
+    one     integer PRIMARY KEY CHECK (one = 1),
+    cursor  bigint NOT NULL
+);
+INSERT INTO coord_tally_cursor (one, cursor) VALUES (1, 0);
+"""
+
+TALLIES_SCHEMA = Tables(owner="tallies", sqlite=(_V1,), postgresql=(_PG_V1,))
 # Rows one reporter may hold: a member's local store keeps its tallies on at most 10,000
 # teammates' items (memmesh.local.tallies), so an honest member never reaches it.
 PER_REPORTER = 10_000
@@ -64,7 +82,7 @@ class TallyBook:
     """The tallies in the coordinator's ``store``; ``per_reporter`` bounds each reporter's
     rows (:data:`PER_REPORTER`)."""
 
-    def __init__(self, store: Store, *, per_reporter: int = PER_REPORTER) -> None:
+    def __init__(self, store: CoordinatorStore, *, per_reporter: int = PER_REPORTER) -> None:
         store.migrate(TALLIES_SCHEMA)
         self._store = store
         self.per_reporter = per_reporter
@@ -78,7 +96,7 @@ class TallyBook:
                 for envelope, body in opened
             ]
 
-    def _keep_one(self, tx: Transaction, envelope: Envelope, body: Tally) -> Outcome:
+    def _keep_one(self, tx: Tx, envelope: Envelope, body: Tally) -> Outcome:
         def outcome(status: OutcomeStatus, reason: str = "") -> Outcome:
             return Outcome(item_id=body.item_id, version=body.version, status=status, reason=reason)
 
@@ -106,15 +124,18 @@ class TallyBook:
             "UPDATE coord_tally_cursor SET cursor = cursor + 1 RETURNING cursor"
         ).fetchone()
         tx.execute(
-            "INSERT OR REPLACE INTO coord_tallies (reporter_key_id, subject_key, item_id, seq, "
-            "payload, signature, cursor) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO coord_tallies (reporter_key_id, subject_key, item_id, seq, payload, "
+            "signature, cursor) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (reporter_key_id, subject_key, item_id) DO UPDATE SET "
+            "seq = excluded.seq, payload = excluded.payload, signature = excluded.signature, "
+            "cursor = excluded.cursor",
             (body.key_id, subject_key, body.item_id, body.seq, envelope.payload,
              envelope.signature, cursor),
         )  # fmt: skip
         return outcome("accepted")
 
     @staticmethod
-    def _rows_of(tx: Transaction, reporter_key_id: str) -> int:
+    def _rows_of(tx: Tx, reporter_key_id: str) -> int:
         (count,) = tx.execute(
             "SELECT count(*) FROM coord_tallies WHERE reporter_key_id = ?", (reporter_key_id,)
         ).fetchone()
@@ -123,7 +144,7 @@ class TallyBook:
     def about(self, caller: Caller, request: MyTalliesRequest) -> MyTalliesResponse:
         """The newest tally of each reporter on each of the caller's live items, changed
         after ``request.cursor``, oldest change first."""
-        with self._store.reader() as tx:
+        with self._store.read() as tx:
             rows = tx.execute(
                 "SELECT cursor, item_id, payload, signature FROM coord_tallies "
                 "WHERE subject_key = ? AND cursor > ? ORDER BY cursor LIMIT ?",
@@ -149,7 +170,7 @@ def _live(stored: _tables.Stored | None) -> bool:
     return stored is not None and stored.kind == "publication"
 
 
-def drop(tx: Transaction, author_key: str, item_id: str) -> None:
+def drop(tx: Tx, author_key: str, item_id: str) -> None:
     """Delete every tally on the author's item (it was retracted), in the caller's ``tx``."""
     tx.execute(
         "DELETE FROM coord_tallies WHERE subject_key = ? AND item_id = ?", (author_key, item_id)

@@ -24,12 +24,14 @@ them), so that a client acts on the code and its fields, never on the sentence.
 """
 
 from memmesh.errors import ExitCode, MemmeshError
+from memmesh.local.errors import StoreError
 
 __all__ = [
     "AlreadyAdmin",
     "BadJoinCode",
     "BadMemberName",
     "CoordinatorError",
+    "DatabaseUnavailable",
     "LastAdmin",
     "MemberRevoked",
     "NoAdminToDemote",
@@ -47,6 +49,19 @@ _NAME_RULE = "1-64 letters, digits, '.', '-' or '_', starting with a letter or d
 
 class CoordinatorError(MemmeshError):
     """Something about the team host and joining it went wrong."""
+
+
+class DatabaseUnavailable(StoreError):
+    """The coordinator's PostgreSQL database cannot be reached or used now; nothing was
+    changed. ``database`` is its URL without the password; ``reason`` what failed."""
+
+    exit_code = ExitCode.UNREACHABLE
+    status = 503
+
+    def __init__(self, database: str, reason: str) -> None:
+        super().__init__(f"the coordinator's database {database} cannot be used: {reason}")
+        self.database = database
+        self.reason = reason
 
 
 class BadJoinCode(CoordinatorError):

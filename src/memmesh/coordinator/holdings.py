@@ -23,8 +23,7 @@ import msgspec
 
 from memmesh.coordinator import _members, _purged, _tables, _usage
 from memmesh.coordinator._usage import Usage
-from memmesh.local import Transaction
-from memmesh.local.store import Store
+from memmesh.coordinator.storage import CoordinatorStore, Tx
 from memmesh.net.errors import NotFound
 from memmesh.registry.envelopes import Envelope, Publication, Retraction, open_envelope
 from memmesh.registry.errors import BadSignature
@@ -66,7 +65,7 @@ class HeldItem(msgspec.Struct, frozen=True, kw_only=True):
 class Holdings:
     """The figures, rows and purges of every key in a coordinator's store."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: CoordinatorStore, *, clock: Callable[[], float] = time.time) -> None:
         for schema in (
             _tables.COORDINATOR_SCHEMA,
             _members.ROSTER_SCHEMA,
@@ -117,17 +116,19 @@ class Holdings:
             self.store.scrub()  # what is left of their texts on disk, once for all of them
         return erased
 
-    def purged(self, tx: Transaction, body: Publication | Retraction) -> bool:
+    def purged(self, tx: Tx, body: Publication | Retraction) -> bool:
         """Whether a purge took this version of the body's item (or a newer one)."""
         version = _purged.version(tx, body.author_key, body.item_id)
         return version is not None and body.version <= version
 
-    def usage(self, tx: Transaction, key: str) -> tuple[Usage, Usage]:
+    def usage(self, tx: Tx, key: str) -> tuple[Usage, Usage]:
         """What is kept for ``key`` and for every key together."""
         return _usage.of(tx, key), _usage.total(tx)
 
 
-def erase_publications(store: Store, tx: Transaction, key: str, *, now: float | None = None) -> int:
+def erase_publications(
+    store: CoordinatorStore, tx: Tx, key: str, *, now: float | None = None
+) -> int:
     """Delete every envelope ``key`` published, in ``tx``: its live publications (their
     searchable copies lose text and vector) and its tombstones. They leave the feed and the
     key's figures; ``coord_purged`` keeps each item's version (at ``now``), so that no
@@ -136,7 +137,7 @@ def erase_publications(store: Store, tx: Transaction, key: str, *, now: float | 
     live = 0
     for row in _tables.drop_rows(tx, key):
         _purged.mark(tx, key, row.item_id, row.version, when)
-        store.purge(row.copy_id, tx=tx)  # a tombstone's copy is blank already: no change
+        store.purge_copy(tx, row.copy_id)  # a tombstone's copy is blank already: no change
         if row.kind == "publication":
             live += 1
     return live

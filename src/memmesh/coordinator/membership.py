@@ -54,8 +54,7 @@ from memmesh.coordinator.protocol import (
     RevokeResponse,
 )
 from memmesh.coordinator.signed_roster import SignedRoster
-from memmesh.local import Transaction
-from memmesh.local.store import Store
+from memmesh.coordinator.storage import CoordinatorStore, Tx
 from memmesh.net.errors import BadRequest, Conflict, Forbidden, Revoked
 from memmesh.net.presence import Roster, RosterMember
 from memmesh.net.signing import Caller
@@ -82,7 +81,7 @@ class Membership:
 
     def __init__(
         self,
-        store: Store,
+        store: CoordinatorStore,
         *,
         team: str,
         coordinator_key: str,
@@ -101,7 +100,7 @@ class Membership:
 
     def admit(self, caller: Caller) -> None:
         """Return if ``caller`` may use the members' routes; :class:`Forbidden` otherwise."""
-        with self.store.reader() as tx:
+        with self.store.read() as tx:
             entry = _members.member(tx, caller.key)
             enforced = _members.enforced(tx)
         if entry is None and not enforced:
@@ -119,7 +118,7 @@ class Membership:
     def roster(self) -> Roster:
         """Every member ever admitted (revoked ones with their time), whether the roster is
         enforced, and the head of the signed roster it was derived from (-1: not signed)."""
-        with self.store.reader() as tx:
+        with self.store.read() as tx:
             entries = _members.members(tx)
             head = _chain.head(tx)
         return Roster(
@@ -131,10 +130,10 @@ class Membership:
 
     def enforced(self) -> bool:
         """Whether the roster has a member (and so admits members only)."""
-        with self.store.reader() as tx:
+        with self.store.read() as tx:
             return _members.enforced(tx)
 
-    def _admin(self, tx: Transaction, caller: Caller) -> RosterMember:
+    def _admin(self, tx: Tx, caller: Caller) -> RosterMember:
         """The caller's entry, an active admin's; :class:`RosterSigned` once the roster is
         signed (the coordinator no longer changes it on its own: admins sign each change)."""
         if _chain.head(tx) is not None:
@@ -144,7 +143,7 @@ class Membership:
             raise NotAnAdmin(self.team)
         return entry
 
-    def _found(self, tx: Transaction, member: str) -> RosterMember:
+    def _found(self, tx: Tx, member: str) -> RosterMember:
         """The member ``member`` names (see :func:`_members.find`); :class:`NoSuchMember`."""
         entry = _members.find(tx, member)
         if entry is None:
@@ -296,7 +295,7 @@ class Membership:
             embedder=self.store.embedder.name,
         )
 
-    def _join_invite(self, tx: Transaction, caller: Caller, request: JoinRequest) -> RosterMember:
+    def _join_invite(self, tx: Tx, caller: Caller, request: JoinRequest) -> RosterMember:
         """Use up the invite whose secret the request carries: the first admin's starts the
         signed roster with the request's genesis; another (made before the roster was
         signed) puts the caller in the table."""
@@ -371,7 +370,7 @@ class Membership:
             )
         return secret, expires
 
-    def _check_free(self, tx: Transaction, key: str, name: str) -> None:
+    def _check_free(self, tx: Tx, key: str, name: str) -> None:
         """:class:`Conflict` unless ``key`` was never on the roster and no active member is
         called ``name``."""
         existing = _members.member(tx, key)

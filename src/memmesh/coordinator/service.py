@@ -29,7 +29,7 @@ from memmesh.coordinator._outcomes import rejected, settled, stale
 from memmesh.coordinator._space import Space
 from memmesh.coordinator._tallies import TallyBook, drop
 from memmesh.coordinator._usage import Usage
-from memmesh.coordinator.errors import QuotaExceeded
+from memmesh.coordinator.errors import DatabaseUnavailable, QuotaExceeded
 from memmesh.coordinator.holdings import Holdings
 from memmesh.coordinator.membership import Membership
 from memmesh.coordinator.protocol import (
@@ -53,9 +53,8 @@ from memmesh.coordinator.protocol import (
     TalliesResponse,
 )
 from memmesh.coordinator.quotas import added, check
-from memmesh.local import Transaction
+from memmesh.coordinator.storage import Tx, open_storage
 from memmesh.local.errors import CorruptDatabase, StoreError, StoreFull, StoreLocked
-from memmesh.local.store import Store
 from memmesh.net.errors import BadUrl
 from memmesh.net.presence import PresenceRequest, PresenceResponse
 from memmesh.net.quotas import Quotas
@@ -101,6 +100,9 @@ class Coordinator:
       before rosters, behind its token); ``False`` admits nobody but a joiner until then.
     * ``quotas`` - the most it stores for one member and for the team (:class:`Quotas`).
     * ``loopback_peers`` - whether a presence may name a loopback URL (serving on loopback).
+    * ``database`` - a ``postgresql://`` URL: everything is kept there, for every coordinator
+      process of the team, and ``data`` holds this host's search cache (see
+      :mod:`memmesh.coordinator.storage`); ``None``: a SQLite file in ``data``.
 
     The routes' handlers take the verified :class:`Caller` first; :meth:`admit` decides
     whether a caller may use the members' routes at all (see :attr:`membership`).
@@ -116,16 +118,15 @@ class Coordinator:
         quotas: Quotas | None = None,
         clock: Callable[[], float] = time.time,
         loopback_peers: bool = True,
+        database: str | None = None,
     ) -> None:
         self.team = team
         self.loopback_peers = loopback_peers
         self.quotas = quotas or Quotas()
-        self.store = Store(
-            data, embedder=embedder, author="coordinator", durable=True, lexicon=True
-        )
+        self.store = open_storage(data, database=database, embedder=embedder)
         self._clock = clock
         # Every route's handler runs under it: see memmesh.coordinator._space.
-        self.space = Space(self.store)
+        self.space = Space(self.store.cache)
         try:
             self.store.migrate(_tables.COORDINATOR_SCHEMA)
             self.holdings = Holdings(self.store, clock=clock)
@@ -197,7 +198,7 @@ class Coordinator:
         refusal = self._refusal(caller, body)
         return body if refusal is None else rejected(body.item_id, body.version, refusal)
 
-    def _adding(self, tx: Transaction, body: Publication, envelope: Envelope) -> Usage:
+    def _adding(self, tx: Tx, body: Publication, envelope: Envelope) -> Usage:
         """What storing ``body`` would add to its author's share: an item if it is new, and
         the growth of its text; nothing if it would not be stored."""
         current = _tables.stored(tx, body.author_key, body.item_id)
@@ -223,13 +224,9 @@ class Coordinator:
                 # Again, in the write lock: a request racing this one may have filled a quota.
                 check(self.quotas, *self.holdings.usage(tx, body.author_key), added(current, body))
                 copy = _copy(current, body)
-                self.store.put(
-                    item_id=copy, text=body.text, kind=body.kind, project=body.project,
-                    tags=body.tags, author=body.author, created_at=body.published_at,
-                    vector=vector, tx=tx,
-                )  # fmt: skip
+                self.store.put_copy(tx, copy, body, vector)
                 _tables.save(tx, "publication", body, item.envelope, copy, self._clock())
-        except (StoreFull, StoreLocked, CorruptDatabase):
+        except (StoreFull, StoreLocked, CorruptDatabase, DatabaseUnavailable):
             raise  # the coordinator's own trouble (507, 503, 500), not the item's
         except StoreError as exc:
             # The envelope verified but does not make a valid item; nothing was written.
@@ -259,14 +256,14 @@ class Coordinator:
             copy = _copy(current, body)
             applied_at = self._clock()
             _tables.save(tx, "retraction", body, envelope, copy, applied_at)
-            self.store.purge(copy, tx=tx)
+            self.store.purge_copy(tx, copy)
             drop(tx, body.author_key, body.item_id)
         return Outcome(
             item_id=body.item_id, version=body.version, status="accepted",
             receipt=self._receipt(body, applied_at),
         )  # fmt: skip
 
-    def _unkept(self, tx: Transaction, body: Retraction) -> Outcome | None:
+    def _unkept(self, tx: Tx, body: Retraction) -> Outcome | None:
         """Why no tombstone is kept for an item the key holds nothing of here, else ``None``.
 
         Such a tombstone is a new row, counted like an item, so it is kept only while the
@@ -326,12 +323,13 @@ class Coordinator:
         served: dict[Envelope, tuple[str, str]] = {}
 
         def publications(copy_ids: list[str]) -> dict[str, Envelope]:
-            with self.store.reader() as tx:
+            with self.store.read() as tx:
                 live = _tables.live_publications(tx, copy_ids)
             served.update((pub.envelope, (pub.author_key, pub.item_id)) for pub in live.values())
             return {copy: pub.envelope for copy, pub in live.items()}
 
-        answer = answer_search(self.store, request, publications)
+        self.store.follow()
+        answer = answer_search(self.store.cache, request, publications)
         self._disclosed.record(caller.key, [served[hit.envelope] for hit in answer.hits])
         return answer
 

@@ -35,9 +35,8 @@ from memmesh.coordinator.protocol import (
     StatementsRequest,
     StatementsResponse,
 )
-from memmesh.local import Transaction
+from memmesh.coordinator.storage import CoordinatorStore, Tx
 from memmesh.local.errors import CorruptDatabase
-from memmesh.local.store import Store
 from memmesh.net.presence import RosterMember
 from memmesh.net.signing import Caller
 from memmesh.registry.errors import BadSignature, RosterChainBroken
@@ -71,7 +70,7 @@ class SignedRoster:
 
     def __init__(
         self,
-        store: Store,
+        store: CoordinatorStore,
         *,
         team: str,
         admit: Callable[[Caller], None],
@@ -83,7 +82,7 @@ class SignedRoster:
         self._clock = clock
         self._cached: RosterState | None = None
 
-    def state(self, tx: Transaction) -> RosterState | None:
+    def state(self, tx: Tx) -> RosterState | None:
         """The verified roster the stored chain says, ``None`` while the roster is not signed.
 
         Verified once per head: the chain is read and verified again only when its head is
@@ -99,7 +98,7 @@ class SignedRoster:
             state = verify_chain(stored, root_key_id=_signer_id(stored[0]), team=self.team)
         except (RosterChainBroken, BadSignature) as exc:
             # Only what verified was ever stored: the file was changed behind the coordinator.
-            raise CorruptDatabase(str(self.store.path), f"its signed roster: {exc}") from None
+            raise CorruptDatabase(self.store.where, f"its signed roster: {exc}") from None
         self._cached = state
         return state
 
@@ -113,7 +112,7 @@ class SignedRoster:
         The statements are served as stored, unverified here: members verify them."""
         if request.invite is None or not self._invited(caller, request.invite):
             self._admit(caller)
-        with self.store.reader() as tx:
+        with self.store.read() as tx:
             head = _chain.head(tx)
             page = _chain.statements(tx, request.start, MAX_CHAIN_PAGE + 1)
         return ChainResponse(
@@ -130,7 +129,7 @@ class SignedRoster:
             verify_signature(invite_key, proof.signature, message)
         except BadSignature:
             return False
-        with self.store.reader() as tx:
+        with self.store.read() as tx:
             state = self.state(tx)
         invite = None if state is None else state.invites.get(key_id(invite_key))
         if invite is None or invite.invite_key != proof.invite_key:
@@ -175,7 +174,7 @@ class SignedRoster:
             self.store.scrub()  # what is left of their texts on disk, once for all of them
         return StatementsResponse(head_seq=after.head.seq, head_hash=after.head.hash, purged=purged)
 
-    def start(self, tx: Transaction, caller: Caller, genesis: SignedStatement, name: str) -> None:
+    def start(self, tx: Tx, caller: Caller, genesis: SignedStatement, name: str) -> None:
         """Start the chain with ``genesis``, which makes ``caller`` (named ``name``, as its
         invite says) the team's root and first admin; the caller checked that the roster is
         empty and the invite is the first admin's."""
@@ -191,7 +190,7 @@ class SignedRoster:
             )
         self._apply(tx, None, [genesis])
 
-    def join(self, tx: Transaction, caller: Caller, signed: SignedStatement) -> RosterMember:
+    def join(self, tx: Tx, caller: Caller, signed: SignedStatement) -> RosterMember:
         """Append ``signed``, the caller's join by an invite on the chain, and return the new
         member (the caller checked its key was never on the roster)."""
         peek = _peek(self.team, signed)
@@ -219,7 +218,7 @@ class SignedRoster:
             raise StaleRosterHead(self.team, state.head.seq, seq)
 
     def _migrated(
-        self, tx: Transaction, caller: Caller, statements: Sequence[SignedStatement]
+        self, tx: Tx, caller: Caller, statements: Sequence[SignedStatement]
     ) -> RosterState:
         """The roster ``statements`` start, for a team whose roster is the coordinator's table:
         a genesis by the caller, an active admin there, and statements that make the table's
@@ -249,7 +248,7 @@ class SignedRoster:
         return state
 
     def _apply(
-        self, tx: Transaction, before: RosterState | None, statements: Sequence[SignedStatement]
+        self, tx: Tx, before: RosterState | None, statements: Sequence[SignedStatement]
     ) -> list[str]:
         """Check each statement after ``before`` (the empty chain: ``None``, whose genesis
         names its root), store it, and make ``coord_members`` say what it says; returns the
@@ -286,7 +285,7 @@ class SignedRoster:
         self._cached = state
         return revoked
 
-    def _fresh(self, tx: Transaction) -> RosterState:
+    def _fresh(self, tx: Tx) -> RosterState:
         """The state after what this transaction appended (kept in memory by :meth:`_apply`)."""
         state = self.state(tx)
         assert state is not None, "statements were just appended"

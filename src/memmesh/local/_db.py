@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from memmesh._files import private_file, reason, refuse_link
 from memmesh.local._fts5_tokens import register as register_tokens
@@ -49,6 +49,8 @@ class Transaction:
     """
 
     __slots__ = ("_conn", "writable")
+    # Which SQL it speaks, for components whose tables live on other databases as well.
+    dialect: Final = "sqlite"
 
     def __init__(self, conn: sqlite3.Connection, *, writable: bool) -> None:
         self._conn: sqlite3.Connection | None = conn

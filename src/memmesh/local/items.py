@@ -26,6 +26,7 @@ __all__ = [
     "Item",
     "Kind",
     "Status",
+    "check_copy",
     "check_kind",
     "check_name",
     "check_query",
@@ -83,6 +84,14 @@ def check_text(text: str) -> str:
     except UnicodeEncodeError:
         raise InvalidInput("text is not valid Unicode (it contains lone surrogates)") from None
     return stripped
+
+
+def check_copy(
+    text: str, kind: str, project: str, tags: list[str] | tuple[str, ...]
+) -> tuple[str, Kind, str, tuple[str, ...]]:
+    """The checked text, kind, project and tags of a copy of someone's item (see
+    :meth:`~memmesh.local.store.Store.put`), or :class:`InvalidInput`."""
+    return check_text(text), check_kind(kind), check_name(project, "project"), check_tags(tags)
 
 
 def check_kind(kind: str) -> Kind:

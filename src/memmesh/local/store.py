@@ -20,6 +20,7 @@ from memmesh.local.ids import new_id
 from memmesh.local.items import (
     GLOBAL,
     Item,
+    check_copy,
     check_kind,
     check_name,
     check_tags,
@@ -212,8 +213,7 @@ class Store:
         inside the caller's transaction (from :meth:`transaction`), so that the copy commits -
         or not - together with the caller's own rows.
         """
-        clean = check_text(text)
-        kind, project, tags = check_kind(kind), check_name(project, "project"), check_tags(tags)
+        clean, kind, project, tags = check_copy(text, kind, project, tags)
         # A vector from elsewhere is only a hint: scaled to unit length, or recomputed.
         unit = None if vector is None else unit_vector(vector, self.embedder.dim)
         if unit is None:
