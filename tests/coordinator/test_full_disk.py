@@ -37,6 +37,8 @@ def _fill(coordinator: Coordinator) -> None:
     with coordinator.store.transaction() as tx:
         pages = tx.execute("PRAGMA page_count").fetchone()[0]
         tx.execute(f"PRAGMA max_page_count = {pages}")
+
+
 @pytest.mark.parametrize("database", [None], ids=["sqlite"])  # SQLite's own files
 def test_a_full_disk_is_a_507_naming_no_file_and_the_log_names_it(
     coordinator: Coordinator, data: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -69,6 +71,8 @@ def test_a_full_disk_is_a_507_naming_no_file_and_the_log_names_it(
     assert str(data / "memory.db") in caplog.text
     assert [hit.envelope for hit in found.hits] == [envelope]
     assert info.published == 1
+
+
 @pytest.mark.parametrize("database", [None], ids=["sqlite"])  # SQLite's own files
 def test_a_publish_that_finds_the_disk_full_is_a_507_not_an_item_s_rejection(
     coordinator: Coordinator, tmp_path: Path

@@ -75,6 +75,8 @@ def _found(client: Client, item: SecretItem) -> bool:
     )
     bodies = [open_envelope(hit.envelope) for hit in answer.hits]
     return any(isinstance(b, Publication) and item.word in b.text for b in bodies)
+
+
 @pytest.mark.parametrize("database", [None], ids=["sqlite"])  # SQLite's own files
 def test_a_retraction_leaves_no_retracted_sentence_or_word_in_any_file_of_the_data_folder(
     served: Served, data: Path, bob: Identity
@@ -99,6 +101,8 @@ def _publish_secrets_and_kept(served: Served, ada: Identity, bob: Identity) -> N
         _publish(client, bob, SECRETS, 0)
     with served.client(ada) as client:
         _publish(client, ada, KEPT, 100)
+
+
 @pytest.mark.parametrize("database", [None], ids=["sqlite"])  # SQLite's own files
 def test_revoking_a_member_with_purge_leaves_none_of_its_text_in_any_file(
     served: Served, data: Path, ada: Identity, bob: Identity
@@ -115,6 +119,8 @@ def test_revoking_a_member_with_purge_leaves_none_of_its_text_in_any_file(
         assert not _found(client, SECRETS[1])
     assert traces(data, SECRETS) == {}
     assert found_anywhere(data, KEPT) == all_needles(KEPT)
+
+
 @pytest.mark.parametrize("database", [None], ids=["sqlite"])  # SQLite's own files
 def test_an_operator_s_purge_of_a_key_leaves_none_of_its_text_in_any_file(
     served: Served, data: Path, ada: Identity, bob: Identity
