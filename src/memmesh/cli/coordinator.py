@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from starlette.types import ASGIApp
 
+    from memmesh.coordinator.serve import CoordinatorSettings
     from memmesh.net.tls import Certificate
 
 __all__ = ["register"]
@@ -264,7 +265,8 @@ def _serve(args: argparse.Namespace) -> int:
         tls_key=certificate.key_path if certificate else None,
     )
     check_bind(args.host, token, tls=certificate is not None)
-    if args.url is None and _every_interface(args.host) and not _has_members(args, data):
+    coordinator = _coordinator_settings(args, data, token=token, certificate=certificate)
+    if args.url is None and _every_interface(args.host) and not _has_members(coordinator):
         raise UsageError(
             "coordinator serve",
             f"listening on {args.host}, give --url: the first admin's join code must hold an "
@@ -273,65 +275,71 @@ def _serve(args: argparse.Namespace) -> int:
     # Bound before anything is set up or said: a port in use is one line, and exit 1.
     sock = listen(settings)
     try:
-        _run(args, settings, sock, token=token, data=data, pin=pin, certificate=certificate)
+        _run(args, settings, sock, coordinator, pin=pin, certificate=certificate)
     finally:
         sock.close()
     return ExitCode.OK
+
+
+def _coordinator_settings(
+    args: argparse.Namespace, data: Path, *, token: str | None, certificate: "Certificate | None"
+) -> "CoordinatorSettings":
+    """What the coordinator is opened and served with, as the command line decides it."""
+    from memmesh.coordinator.serve import CoordinatorSettings
+    from memmesh.net.urls import is_loopback
+
+    return CoordinatorSettings(
+        data=data,
+        team=args.team,
+        embedder=args.embedder,
+        token=token,
+        url=args.url,
+        # Requests are signed for this coordinator by its --url and its certificate's pin.
+        pin=certificate.pin if certificate else None,
+        # Each quota's flag is named for its field (--member-items: member_items).
+        quotas=Quotas(**{name: getattr(args, name) for name in Quotas.__struct_fields__}),
+        # While the roster is empty, a signer is admitted only behind the team token or on
+        # loopback: beyond it without a token, the admin code is the only way in.
+        open_without_roster=bool(token) or is_loopback(args.host),
+        # Beyond loopback a presence on loopback would send teammates to their own machine;
+        # so it would behind a proxy whose --url members reach from elsewhere.
+        loopback_peers=is_loopback(args.host)
+        and (args.url is None or is_loopback(urlsplit(args.url).hostname or "")),
+    )
 
 
 def _run(
     args: argparse.Namespace,
     settings: ServeSettings,
     sock: "socket.socket",
+    coordinator: "CoordinatorSettings",
     *,
-    token: str | None,
-    data: Path,
     pin: str | None,
     certificate: "Certificate | None",
 ) -> None:
     """Set the coordinator up, say where it serves, and serve on ``sock`` until interrupted."""
-    from memmesh.coordinator import Coordinator, coordinator_app
     from memmesh.coordinator.bootstrap import admin_join_code
     from memmesh.coordinator.membership import when
+    from memmesh.coordinator.serve import CoordinatorApp, create_app, open_coordinator
     from memmesh.net.server import serve_processes
     from memmesh.net.urls import is_loopback
 
     host = f"[{args.host}]" if ":" in args.host else args.host
     served = f"{settings.scheme}://{host}:{sock.getsockname()[1]}"
-
-    def open_coordinator() -> "Coordinator":
-        # While the roster is empty, a signer is admitted only behind the team token or on
-        # loopback: beyond it without a token, the admin code is the only way in.
-        return Coordinator(
-            data,
-            team=args.team,
-            embedder=args.embedder,
-            open_without_roster=bool(token) or is_loopback(args.host),
-            # Beyond loopback a presence on loopback would send teammates to their own machine;
-            # so it would behind a proxy whose --url members reach from elsewhere.
-            loopback_peers=is_loopback(args.host)
-            and (args.url is None or is_loopback(urlsplit(args.url).hostname or "")),
-            quotas=Quotas(
-                member_items=args.member_items, member_bytes=args.member_bytes,
-                total_items=args.total_items, total_bytes=args.total_bytes,
-                presences=args.presences,
-            ),
-        )  # fmt: skip
-
     # Opened once here to check the data folder (and bring its schema up to date) before any
     # worker starts; each worker then opens its own.
-    with contextlib.closing(open_coordinator()) as coordinator:
-        fingerprint = coordinator.store.embedder.fingerprint
+    with contextlib.closing(open_coordinator(coordinator)) as opened:
+        fingerprint = opened.store.embedder.fingerprint
         join_url = args.url or served
         code = admin_join_code(
-            coordinator.membership, data, url=join_url,
+            opened.membership, coordinator.data, url=join_url,
             pin=pin if join_url.startswith("https:") else None, name=args.admin_name,
         )  # fmt: skip
     workers = f", {settings.workers} workers" if settings.workers > 1 else ""
     lines = [
         f"memmesh coordinator on {served} "
         f"(data {args.data}, embedder {fingerprint}{workers}"
-        f"{', no team token: every request is signed' if not token else ''})"
+        f"{', no team token: every request is signed' if not coordinator.token else ''})"
     ]
     if certificate is not None:
         lines.append(f"TLS pin: {certificate.pin}")
@@ -340,26 +348,23 @@ def _run(
     if code is not None:
         lines += [
             f"The roster is empty. Join code for the first admin ({code.name}; single use, until "
-            f"{when(code.expires_at)}; also in {data / 'admin-join-code'}):",
+            f"{when(code.expires_at)}; also in {coordinator.data / 'admin-join-code'}):",
             code.encode(),
             "Join with: mem team join CODE",
         ]
     print("\n".join(lines), file=sys.stderr, flush=True)
-    opened: list[Coordinator] = []
+    # Each app closes its coordinator as its server shuts down; those still open, here.
+    apps: list[CoordinatorApp] = []
 
     def make_app() -> "ASGIApp":
-        coordinator = open_coordinator()
-        opened.append(coordinator)
-        coordinator.store.warm()  # before it serves: no first search pays for the load
-        # Requests are signed for this coordinator by its --url and its certificate's pin.
-        pinned = certificate.pin if certificate else None
-        return coordinator_app(coordinator, token=token, url=args.url, pin=pinned)
+        apps.append(create_app(coordinator))
+        return apps[-1]
 
     try:
-        serve_processes(make_app, settings, token=token, sock=sock)
+        serve_processes(make_app, settings, token=coordinator.token, sock=sock)
     finally:
-        for coordinator in opened:
-            coordinator.close()
+        for app in apps:
+            app.close()
 
 
 def _check_url_scheme(args: argparse.Namespace) -> None:
@@ -418,14 +423,15 @@ def _every_interface(host: str) -> bool:
         return False
 
 
-def _has_members(args: argparse.Namespace, data: Path) -> bool:
-    """Whether the coordinator in ``data`` has a member already (then it makes no join code)."""
-    from memmesh.coordinator import Coordinator
+def _has_members(settings: "CoordinatorSettings") -> bool:
+    """Whether the coordinator ``settings`` describe has a member already (then it makes no
+    join code)."""
+    from memmesh.coordinator.serve import open_coordinator
     from memmesh.local.store import DB_FILENAME
 
-    if not (data / DB_FILENAME).is_file():
+    if not (settings.data / DB_FILENAME).is_file():
         return False
-    with contextlib.closing(Coordinator(data, team=args.team, embedder=args.embedder)) as held:
+    with contextlib.closing(open_coordinator(settings)) as held:
         return held.membership.enforced()
 
 

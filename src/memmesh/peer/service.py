@@ -15,12 +15,13 @@ item it discloses is logged with the asker's key (:mod:`memmesh.peer._disclosure
 
 While its owner's `mem reindex` stages the new vectors, the peer answers with the old ones.
 When the reindex switches the store to another embedder (`mem reindex --embedder NAME`), the
-next recall finds the store's vectors are another embedder's: the peer opens the store again
-(with ``reopen``), says so in one line of its log, and answers with it. When that embedder
-cannot be loaded here (its extra is missing), it opens the store with a stand-in for it
-(:attr:`~memmesh.local.store.Store.words_only`) and answers by words alone, saying
-``lexical_only`` in each answer and why in one line of its log; only when the store cannot be
-opened at all does it answer 503 (:class:`~memmesh.net.errors.Unavailable`).
+next recall finds the store's vectors are another embedder's: the peer takes it up in place,
+says so in one line of its log, and answers with it (:mod:`memmesh.net.following`, shared with
+the coordinator). When that embedder cannot be loaded here (its extra is missing), a stand-in
+takes its place (:attr:`~memmesh.local.store.Store.words_only`) and the peer answers by words
+alone, saying ``lexical_only`` in each answer and why in one line of its log; only when it
+cannot be taken up at all (another version of it is installed here) does it answer 503
+(:class:`~memmesh.net.errors.Unavailable`), saying why.
 """
 
 import hashlib
@@ -32,10 +33,9 @@ from pathlib import Path
 
 import msgspec
 
-from memmesh.errors import MemmeshError
-from memmesh.local.errors import EmbedderMismatch
 from memmesh.local.store import Store
-from memmesh.net.errors import Forbidden, Unavailable
+from memmesh.net.errors import Forbidden
+from memmesh.net.following import Space, Wording
 from memmesh.net.presence import Roster
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.signing import Caller
@@ -54,9 +54,14 @@ __all__ = ["PRESENCE_TTL", "Peer"]
 
 PRESENCE_TTL = 90.0
 _log = logging.getLogger("memmesh.peer")
-_SWITCHED = (
-    "this peer's store was switched to another embedder and it cannot open it again; "
-    "its owner must restart `mem team serve`"
+_WORDING = Wording(
+    log=_log,
+    followed="the store's vectors are {now}'s now (reindexed): answering with them",
+    words_only="the store's vectors are {now}'s now (reindexed), whose embedder cannot be "
+    "loaded here ({why}): answering by words alone (lexical_only) until `mem team serve` is "
+    "restarted where it can",
+    unusable="this peer's store was reindexed with an embedder it cannot use here; its owner "
+    "must restart `mem team serve` where that embedder is installed ({reason})",
 )
 
 
@@ -74,8 +79,8 @@ class Peer:
     * ``url`` - where teammates reach this peer (written into its signed presence).
     * ``tls_pin`` - the pin of the certificate it serves https with (``""``: plain http), in
       its signed presence too.
-    * ``reopen`` - opens the store again, after a reindex switched its embedder (``None``:
-      answer 503 then).
+    * ``reopen`` - no longer used: the store follows a reindex in place (accepted while
+      callers still pass it).
     """
 
     def __init__(
@@ -88,12 +93,11 @@ class Peer:
         tls_pin: str = "",
         reopen: Callable[[], Store] | None = None,
     ) -> None:
+        del reopen
         self.home = home
         self.store = store
-        self._reopen = reopen
-        self._reopening = threading.Lock()
-        self._retired: list[Store] = []
-        self._unopened = ""  # the embedder fingerprint the store could not be opened with
+        # Recall runs under it: it follows a reindex that switches the store's embedder.
+        self._space = Space(store, _WORDING)
         self.identity = identity
         self.url = url
         self.tls_pin = tls_pin
@@ -182,86 +186,23 @@ class Peer:
     def recall(self, caller: Caller, request: SearchRequest) -> SearchResponse:
         """The best of the owner's shareable items for the query; each hit is logged as
         disclosed to ``caller``."""
-        store = self.store
-        try:
-            return self._recall(store, caller, request)
-        except EmbedderMismatch as exc:
-            return self._recall(self._reopened(store, exc.stored), caller, request)
+        return self._space.guarded(self._recall)(caller, request)
 
-    def _recall(self, store: Store, caller: Caller, request: SearchRequest) -> SearchResponse:
+    def _recall(self, caller: Caller, request: SearchRequest) -> SearchResponse:
         _, mine = self.shareable()
         answer = answer_search(
-            store,
+            self.store,
             request,
             lambda item_ids: {i: mine[i].envelope for i in item_ids if i in mine},
             restrict=list(mine),
         )
         served = [_item_of.decode(hit.envelope.payload).item_id for hit in answer.hits]
-        _disclosures.record(store, caller.key, served)
+        _disclosures.record(self.store, caller.key, served)
         return answer
 
-    def _reopened(self, stale: Store, fingerprint: str) -> Store:
-        """The store opened again now that its vectors are ``fingerprint``'s, in place of
-        ``stale``: with ``reopen``, else with a stand-in for an embedder missing here;
-        :class:`Unavailable` when it cannot be opened at all (said once in the log)."""
-        with self._reopening:
-            if self.store is not stale:
-                return self.store  # another request has opened it again already
-            if self._reopen is None or self._unopened == fingerprint:
-                raise Unavailable(_SWITCHED)
-            why = ""
-            try:
-                store = self._opened(self._reopen)
-            except MemmeshError as exc:
-                why = exc.message
-                try:
-                    store = self._opened(
-                        lambda: Store(self.home, author=stale.author, lexicon=True, words_only=True)
-                    )
-                except MemmeshError:
-                    self._unopened = fingerprint
-                    _log.warning(
-                        "the store's vectors are %s's now, and it cannot be opened with them: "
-                        "%s", fingerprint, why,
-                    )  # fmt: skip
-                    raise Unavailable(_SWITCHED) from None
-            if store.words_only:
-                _log.warning(
-                    "the store's vectors are %s's now (reindexed), whose embedder cannot be "
-                    "loaded here (%s): answering by words alone (lexical_only) until `mem team "
-                    "serve` is restarted where it can",
-                    fingerprint,
-                    why,
-                )
-            else:
-                _log.warning(
-                    "the store's vectors are %s's now (reindexed): answering with them",
-                    store.embedder.fingerprint,
-                )
-            # In-flight requests may still read the old one: it is closed with the peer.
-            self._retired.append(stale)
-            self.store = store
-            self._registry = Registry(store, self.identity, "default")
-            with self._lock:
-                self._cache_key = self._cache = None
-            return store
-
-    @staticmethod
-    def _opened(open_store: Callable[[], Store]) -> Store:
-        """A store from ``open_store``, ready to answer (closed again if it is not)."""
-        store = open_store()
-        try:
-            store.migrate(_disclosures.DISCLOSURES_SCHEMA)
-            store.warm()
-        except BaseException:
-            store.close()
-            raise
-        return store
-
     def close(self) -> None:
-        """Close the store, and every one it was opened in place of."""
-        for store in (*self._retired, self.store):
-            store.close()
+        """Close the store."""
+        self.store.close()
 
     def confirm(self, caller: Caller, request: ConfirmRequest) -> ConfirmResponse:
         """For each id: whether the owner still publishes it, and at which version; each one
