@@ -17,6 +17,7 @@ DatabaseUnavailable` (503), never a traceback.
 import logging
 import re
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +48,12 @@ _WRITER_LOCK = 0x6D656D6D657368  # "memmesh"
 _WAIT_SECONDS = 30.0
 # Seconds between two follows of the feed by a process that serves no search meanwhile.
 FOLLOW_EVERY = 1.0
+# Seconds at least between two rewrites of the tables that held purged texts (see scrub).
+ERASE_EVERY = 5.0
+# Another advisory lock: one process at a time rewrites them.
+_ERASER_LOCK = 0x6D656D6D65726173  # "memmeras"
+# The tables whose dead rows may hold a purged text or vector.
+_ERASED = "coord_envelopes, coord_vectors"
 
 _VERSIONS = """
 CREATE TABLE IF NOT EXISTS coord_schema_versions (
@@ -149,12 +156,15 @@ class PostgresStore:
         return self.cache.embedder
 
     @contextmanager
-    def transaction(self) -> Iterator[PostgresTx]:
+    def transaction(self, *, alone: bool = True) -> Iterator[PostgresTx]:
+        """A write; ``alone``: one at a time across every process (``False`` for rows no
+        other write reads, as nonces, whose primary key decides a race)."""
         with self._connection() as conn:
             conn.isolation_level = IsolationLevel.READ_COMMITTED
             conn.read_only = False
             with _translated(self.url), conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITER_LOCK,))
+                if alone:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITER_LOCK,))
                 yield PostgresTx(conn)
 
     @contextmanager
@@ -200,17 +210,49 @@ class PostgresStore:
 
     def purge_copy(self, tx: Tx, copy: str) -> None:
         tx.execute("DELETE FROM coord_vectors WHERE copy_id = ?", (copy,))
+        # Owed with the purge itself: a process killed before it pays leaves it to another.
+        tx.execute(
+            "INSERT INTO coord_meta (key, value) VALUES ('erase_owed', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (copy,),
+        )
 
     def scrub(self) -> None:
-        """Vacuum the tables a purge touched (their dead rows become unreadable to any
-        query), then take the purges into this host's cache and scrub it."""
-        with _translated(self.url), self._connection() as conn:
-            conn.autocommit = True
-            try:
-                conn.execute("VACUUM coord_envelopes, coord_vectors, coord_tallies")
-            finally:
-                conn.autocommit = False
+        """Vacuum the tables a purge touched, then take the purges into this host's cache and
+        scrub it.
+
+        ``VACUUM`` makes the purged rows unreadable to any query at once, but leaves their
+        bytes in the table's pages until they are reused; the tables are rewritten (``VACUUM
+        FULL``, which replaces their files) by :meth:`erase`, at most every
+        :data:`ERASE_EVERY` seconds, by whichever process follows the feed first."""
+        with _translated(self.url), self._autocommit() as conn:
+            conn.execute(f"VACUUM {_ERASED}, coord_tallies")
         self.follow()
+
+    def erase(self) -> bool:
+        """Rewrite the tables that held purged texts, if a purge is owed and no other process
+        is at it; whether it did. The rewrite locks them for its length (about a second at
+        100,000 items: docs/scaling.md)."""
+        with _translated(self.url), self._autocommit() as conn:
+            if conn.execute("SELECT 1 FROM coord_meta WHERE key = 'erase_owed'").fetchone() is None:
+                return False
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_ERASER_LOCK,)).fetchone()
+            if row is None or not row[0]:
+                return False
+            try:
+                owed = conn.execute(
+                    "SELECT value FROM coord_meta WHERE key = 'erase_owed'"
+                ).fetchone()
+                if owed is None:
+                    return False
+                conn.execute(f"VACUUM FULL {_ERASED}")
+                # Unless another purge came meanwhile, which the next round pays.
+                conn.execute(
+                    "DELETE FROM coord_meta WHERE key = 'erase_owed' AND value = %s", (owed[0],)
+                )
+                return True
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_ERASER_LOCK,))
 
     def warm(self) -> None:
         self.follow()
@@ -230,12 +272,27 @@ class PostgresStore:
 
     def _follow_always(self) -> None:
         """Follow the feed every :data:`FOLLOW_EVERY` seconds, so that a purge made through
-        another process leaves this host's cache even when nobody searches here."""
+        another process leaves this host's cache even when nobody searches here, and
+        :meth:`erase` what purges left every :data:`ERASE_EVERY` seconds."""
+        erased = time.monotonic()
         while not self._stop.wait(FOLLOW_EVERY):
             try:
                 self.follow()
-            except Exception as exc:
-                _log.warning("the search cache could not follow the database: %s", exc)
+                if time.monotonic() - erased >= ERASE_EVERY:
+                    erased = time.monotonic()
+                    self.erase()
+            except Exception as exc:  # the next round tries again
+                _log.warning("the coordinator's database could not be followed: %s", exc)
+
+    @contextmanager
+    def _autocommit(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection outside any transaction (``VACUUM`` runs only there)."""
+        with self._connection() as conn:
+            conn.autocommit = True
+            try:
+                yield conn
+            finally:
+                conn.autocommit = False
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -255,7 +312,7 @@ class PostgresNonces:
         self._store = store
 
     def remember(self, key: str, nonce: str, at: float) -> bool:
-        with self._store.transaction() as tx:
+        with self._store.transaction(alone=False) as tx:
             row = tx.execute(
                 "INSERT INTO coord_nonces (key, nonce, at) VALUES (?, ?, ?) "
                 "ON CONFLICT (key, nonce) DO NOTHING RETURNING 1",
@@ -264,7 +321,7 @@ class PostgresNonces:
         return row is not None
 
     def prune(self, before: float) -> None:
-        with self._store.transaction() as tx:
+        with self._store.transaction(alone=False) as tx:
             tx.execute("DELETE FROM coord_nonces WHERE at < ?", (before,))
 
 

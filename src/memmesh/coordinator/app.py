@@ -7,8 +7,9 @@ is for the members the coordinator admits (:meth:`Coordinator.admit`), and the a
 check the admin flag besides. The chain's route admits its callers itself: members, and a
 joiner who proves it holds an open invite on the chain, which it reads before it is a member.
 Once the roster is signed, the routes by which an admin asked the coordinator to change it answer
-409 ``roster_signed``. The nonces of the members' requests are kept in the data folder
-(:class:`~memmesh.local.nonces.NonceFile`), for every worker process and across restarts.
+409 ``roster_signed``. The nonces of the members' requests are kept for every process and across
+restarts: in the database on PostgreSQL (``coord_nonces``), else in the data folder
+(:class:`~memmesh.local.nonces.NonceFile`).
 """
 
 import contextlib
@@ -284,7 +285,7 @@ def coordinator_app(
         verifier=RequestVerifier(
             coordinator_audience(coordinator.team),
             names=coordinator_names(coordinator, url=url, pin=pin),
-            nonces=NonceFile(coordinator.store.home),
+            nonces=coordinator.store.nonces() or NonceFile(coordinator.store.home),
         ),
         admit=coordinator.admit,
     )
