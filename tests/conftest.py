@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from memmesh.local.store import Store
+from tests._postgres import database_url, postgres_server  # noqa: F401 - fixtures for all
 
 if TYPE_CHECKING:
     from tests.team._signed import SignedTeam

@@ -10,7 +10,6 @@ import pytest
 from memmesh.coordinator import Coordinator, coordinator_app
 from memmesh.registry import Identity
 from tests._clock import FakeClock
-from tests._postgres import database_url, postgres_server  # noqa: F401 - fixtures
 from tests._servers import running
 from tests._signed import add_member, make_admin
 from tests.coordinator._served import TOKEN, Served

@@ -4,7 +4,6 @@ import argparse
 import contextlib
 import ipaddress
 import os
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,16 +22,11 @@ from memmesh.cli._common import (
     url,
 )
 from memmesh.cli._coordinator_items import register_items
+from memmesh.cli._coordinator_quotas import quota_flags
+from memmesh.cli._database import add_database_option, database_of
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
-from memmesh.net.quotas import (
-    DEFAULT_MEMBER_BYTES,
-    DEFAULT_MEMBER_ITEMS,
-    DEFAULT_PRESENCES,
-    DEFAULT_TOTAL_BYTES,
-    DEFAULT_TOTAL_ITEMS,
-    Quotas,
-)
+from memmesh.net.quotas import Quotas
 from memmesh.net.settings import (
     DEFAULT_CLIENT_CONNECTIONS,
     DEFAULT_CONCURRENCY,
@@ -84,6 +78,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.set_defaults(parser=p)
     p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
+    add_database_option(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     p.add_argument("--port", type=port, default=8400, help="port to listen on (8400)")
     p.add_argument(
@@ -171,7 +166,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="NAME",
         help="the name the first admin joins under, such as alice (admin)",
     )
-    _quota_flags(p)
+    quota_flags(p)
     register_items(command)
     p = command(
         "reindex",
@@ -190,57 +185,6 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.add_argument("--data", required=True, type=nonempty, metavar="DIR", help="data folder")
     p.add_argument("--embedder", metavar="NAME", help="switch to this embedder")
-
-
-def _quota_flags(p: argparse.ArgumentParser) -> None:
-    """The limits of what the coordinator stores (docs/operations.md, "Memory and quotas")."""
-    limits = p.add_argument_group(
-        "quotas", "publishes past them are refused whole (HTTP 413): see docs/operations.md"
-    )
-    for flag, default, what in (
-        ("--member-items", DEFAULT_MEMBER_ITEMS, "items one member key keeps, live and retracted"),
-        ("--member-bytes", DEFAULT_MEMBER_BYTES, "bytes of text in one key's live items"),
-        ("--total-items", DEFAULT_TOTAL_ITEMS, "items of every key together"),
-        ("--total-bytes", DEFAULT_TOTAL_BYTES, "bytes of text of every key together"),
-        ("--presences", DEFAULT_PRESENCES, "members online at once (a new one past it: refused)"),
-    ):
-        counted = not flag.endswith("bytes")
-        shown = f"{default:,}" if counted else _size_text(default)
-        parse = positive_int if counted else byte_size
-        metavar = "N" if counted else "SIZE"
-        limits.add_argument(
-            flag, type=parse, default=default, metavar=metavar, help=f"{what} ({shown})"
-        )
-
-
-_SIZES = {
-    "": 1,
-    "k": 1 << 10,
-    "kib": 1 << 10,
-    "m": 1 << 20,
-    "mib": 1 << 20,
-    "g": 1 << 30,
-    "gib": 1 << 30,
-}
-
-
-def byte_size(value: str) -> int:
-    """An argparse type: a size in bytes, ``4194304``, ``512K``, ``4M`` or ``1G`` (binary)."""
-    match = re.fullmatch(r"([0-9]{1,12})\s*([a-z]*)", value.strip().lower())
-    if match is None or match.group(2) not in _SIZES:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a size like 4194304, 512K, 4M or 1G")
-    size = int(match.group(1)) * _SIZES[match.group(2)]
-    if size < 1:
-        raise argparse.ArgumentTypeError("must be 1 byte or more")
-    return size
-
-
-def _size_text(size: int) -> str:
-    """``4194304`` as ``4M``, a size not a whole number of KiB as it is."""
-    for unit, factor in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if size % factor == 0:
-            return f"{size // factor}{unit}"
-    return str(size)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -294,6 +238,7 @@ def _coordinator_settings(
         embedder=args.embedder,
         token=token,
         url=args.url,
+        database=database_of(args, "coordinator serve"),
         # Requests are signed for this coordinator by its --url and its certificate's pin.
         pin=certificate.pin if certificate else None,
         # Each quota's flag is named for its field (--member-items: member_items).

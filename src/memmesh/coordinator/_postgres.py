@@ -30,13 +30,13 @@ from psycopg import IsolationLevel
 
 from memmesh.coordinator import _mirror
 from memmesh.coordinator.errors import DatabaseUnavailable
-from memmesh.coordinator.storage import Parameters, Rows, Tables, Tx, Vector
+from memmesh.coordinator.storage import Parameters, Rows, Tables, Tx, Vector, without_password
 from memmesh.embed import Embedder, unit_vector
 from memmesh.local.items import check_copy
 from memmesh.net.nonces import NonceStore
 from memmesh.registry.envelopes import Publication
 
-__all__ = ["POOL_SIZE", "PostgresStore", "PostgresTx", "redacted"]
+__all__ = ["POOL_SIZE", "PostgresNonces", "PostgresStore", "PostgresTx"]
 
 _log = logging.getLogger("memmesh.coordinator")
 
@@ -149,7 +149,7 @@ class PostgresStore:
 
     @property
     def where(self) -> str:
-        return redacted(self.url)
+        return without_password(self.url)
 
     @property
     def embedder(self) -> Embedder:
@@ -183,7 +183,7 @@ class PostgresStore:
             current = 0 if row is None else int(row[0])
             if current > len(tables.postgresql):
                 raise DatabaseUnavailable(
-                    redacted(self.url),
+                    without_password(self.url),
                     f"its {tables.owner} tables are at version {current}, newer than this "
                     f"memmesh knows ({len(tables.postgresql)}): upgrade memmesh",
                 )
@@ -301,7 +301,7 @@ class PostgresStore:
                 yield conn
         except psycopg_pool.PoolTimeout:
             raise DatabaseUnavailable(
-                redacted(self.url), f"no connection within {_WAIT_SECONDS:.0f}s"
+                without_password(self.url), f"no connection within {_WAIT_SECONDS:.0f}s"
             ) from None
 
 
@@ -323,11 +323,6 @@ class PostgresNonces:
     def prune(self, before: float) -> None:
         with self._store.transaction(alone=False) as tx:
             tx.execute("DELETE FROM coord_nonces WHERE at < ?", (before,))
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password, to be said in messages and logs."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -352,4 +347,4 @@ def _translated(url: str) -> Iterator[None]:
         yield
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatabaseUnavailable(redacted(url), reason) from None
+        raise DatabaseUnavailable(without_password(url), reason) from None

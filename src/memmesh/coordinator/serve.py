@@ -14,7 +14,6 @@ all run it), or by :meth:`CoordinatorApp.close`, where a server runs no lifespan
 
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import anyio.to_thread
 import msgspec
@@ -22,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memmesh.coordinator.app import coordinator_app
 from memmesh.coordinator.service import Coordinator
+from memmesh.coordinator.storage import without_password
 from memmesh.net.quotas import Quotas
 
 __all__ = ["CoordinatorApp", "CoordinatorSettings", "create_app", "open_coordinator"]
@@ -65,7 +65,7 @@ class CoordinatorSettings(msgspec.Struct, frozen=True, kw_only=True):
         if self.token is not None:
             shown["token"] = "***"
         if self.database is not None:
-            shown["database"] = _without_password(self.database)
+            shown["database"] = without_password(self.database)
         fields = ", ".join(f"{name}={value!r}" for name, value in shown.items())
         return f"CoordinatorSettings({fields})"
 
@@ -80,6 +80,7 @@ def open_coordinator(settings: CoordinatorSettings) -> Coordinator:
         open_without_roster=settings.open_without_roster,
         quotas=settings.quotas,
         loopback_peers=settings.loopback_peers,
+        database=settings.database,
     )
 
 
@@ -125,13 +126,3 @@ class CoordinatorApp:
                 return
             self._closed = True
         self.coordinator.close()
-
-
-def _without_password(url: str) -> str:
-    """``url`` with its password, if it holds one, as ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"{user}:***@{host}").geturl()

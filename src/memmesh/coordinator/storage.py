@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import msgspec
 import numpy as np
@@ -47,6 +48,7 @@ __all__ = [
     "Tx",
     "in_list",
     "open_storage",
+    "without_password",
 ]
 
 Dialect = Literal["sqlite", "postgresql"]
@@ -162,6 +164,15 @@ def in_list(values: Sequence[object]) -> str:
     """``(?, ?, ...)``: one placeholder for each of ``values`` (never empty)."""
     assert values, "an empty IN list"
     return f"({', '.join('?' * len(values))})"
+
+
+def without_password(url: str) -> str:
+    """``url`` with its password, if it holds one, as ``***``: what messages and logs say."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
 
 
 def open_storage(
