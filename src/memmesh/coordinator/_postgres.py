@@ -9,9 +9,9 @@ cache in its data folder (``search-cache/``) that follows the changes feed
 
 Connections come from a pool (psycopg 3). A write takes a transaction-scoped advisory lock
 before its first statement, so writes of every process commit one at a time, in the order
-their cursors were allocated; reads run in ``REPEATABLE READ``, one snapshot for all their
-statements. A database that cannot be reached is :class:`~memmesh.coordinator.errors.
-DatabaseUnavailable` (503), never a traceback.
+their cursors were allocated; reads run outside any transaction, each statement on the latest
+committed state, as SQLite's readers do. A database that cannot be reached is
+:class:`~memmesh.coordinator.errors.DatabaseUnavailable` (503), never a traceback.
 """
 
 import logging
@@ -26,7 +26,6 @@ from typing import Any, Final
 import psycopg
 import psycopg_pool
 from pgvector.psycopg import register_vector
-from psycopg import IsolationLevel
 
 from memmesh.coordinator import _mirror
 from memmesh.coordinator.errors import DatabaseUnavailable
@@ -132,6 +131,15 @@ class PostgresStore:
                 )
             )  # fmt: skip
             self._pool.open(wait=True, timeout=_WAIT_SECONDS)
+            # Nonces commit without waiting for the WAL's flush (see PostgresNonces).
+            self._nonce_pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
+                psycopg_pool.ConnectionPool(
+                    url, min_size=1, max_size=2, timeout=_WAIT_SECONDS, open=False,
+                    kwargs={"autocommit": True, "options": "-c synchronous_commit=off"},
+                    name="memmesh-nonces",
+                )
+            )  # fmt: skip
+            self._nonce_pool.open(wait=True, timeout=_WAIT_SECONDS)
         try:
             with self._connection() as conn, conn.transaction():
                 conn.execute(_VERSIONS)
@@ -140,6 +148,7 @@ class PostgresStore:
             self._mirror = _mirror.Mirror(self, self.cache)
         except BaseException:
             self._pool.close()
+            self._nonce_pool.close()
             raise
         self._stop = threading.Event()
         self._follower = threading.Thread(
@@ -156,24 +165,19 @@ class PostgresStore:
         return self.cache.embedder
 
     @contextmanager
-    def transaction(self, *, alone: bool = True) -> Iterator[PostgresTx]:
-        """A write; ``alone``: one at a time across every process (``False`` for rows no
-        other write reads, as nonces, whose primary key decides a race)."""
-        with self._connection() as conn:
-            conn.isolation_level = IsolationLevel.READ_COMMITTED
-            conn.read_only = False
-            with _translated(self.url), conn.transaction():
-                if alone:
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITER_LOCK,))
-                yield PostgresTx(conn)
+    def transaction(self) -> Iterator[PostgresTx]:
+        """A write, one at a time across every process: the advisory lock it takes first is
+        held until it commits."""
+        with self._connection() as conn, _translated(self.url), conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITER_LOCK,))
+            yield PostgresTx(conn)
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
-        with self._connection() as conn:
-            conn.isolation_level = IsolationLevel.REPEATABLE_READ
-            conn.read_only = True
-            with _translated(self.url), conn.transaction():
-                yield PostgresTx(conn)
+        """Reads, each statement on the latest committed state (as SQLite's readers): no
+        transaction to begin and end around them."""
+        with self._autocommit() as conn, _translated(self.url):
+            yield PostgresTx(conn)
 
     def migrate(self, tables: Tables) -> None:
         with self.transaction() as tx:
@@ -264,10 +268,17 @@ class PostgresStore:
     def nonces(self) -> NonceStore | None:
         return PostgresNonces(self)
 
+    @contextmanager
+    def nonce_connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the nonces' own pool (autocommit, no wait for the WAL's flush)."""
+        with _translated(self.url), self._connection(self._nonce_pool) as conn:
+            yield conn
+
     def close(self) -> None:
         self._stop.set()
         self._follower.join(timeout=5)
         self._pool.close()
+        self._nonce_pool.close()
         self.cache.close()
 
     def _follow_always(self) -> None:
@@ -295,9 +306,11 @@ class PostgresStore:
                 conn.autocommit = False
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(
+        self, pool: "psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None" = None
+    ) -> Iterator[psycopg.Connection[Any]]:
         try:
-            with self._pool.connection() as conn:
+            with (pool or self._pool).connection() as conn:
                 yield conn
         except psycopg_pool.PoolTimeout:
             raise DatabaseUnavailable(
@@ -306,23 +319,30 @@ class PostgresStore:
 
 
 class PostgresNonces:
-    """The members' request nonces in ``coord_nonces``: one table for every process."""
+    """The members' request nonces in ``coord_nonces``: one table for every process.
+
+    Each is one statement on a connection of its own pool, committed without waiting for the
+    WAL's flush (``synchronous_commit = off``): a request pays no disk wait, and a nonce
+    survives any coordinator process's end; a crash of the database server itself may lose
+    the last fraction of a second of them (docs/security.md), as SQLite's nonce file may
+    lose its last commits to a power cut.
+    """
 
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
 
     def remember(self, key: str, nonce: str, at: float) -> bool:
-        with self._store.transaction(alone=False) as tx:
-            row = tx.execute(
-                "INSERT INTO coord_nonces (key, nonce, at) VALUES (?, ?, ?) "
+        with self._store.nonce_connection() as conn:
+            row = conn.execute(
+                "INSERT INTO coord_nonces (key, nonce, at) VALUES (%s, %s, %s) "
                 "ON CONFLICT (key, nonce) DO NOTHING RETURNING 1",
                 (key, nonce, at),
             ).fetchone()
         return row is not None
 
     def prune(self, before: float) -> None:
-        with self._store.transaction(alone=False) as tx:
-            tx.execute("DELETE FROM coord_nonces WHERE at < ?", (before,))
+        with self._store.nonce_connection() as conn:
+            conn.execute("DELETE FROM coord_nonces WHERE at < %s", (before,))
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
