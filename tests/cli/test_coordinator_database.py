@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memmesh.coordinator import Coordinator
 from memmesh.coordinator.protocol import Info, PublishItem, PublishRequest, PublishResponse
 from memmesh.net.search import SearchRequest, SearchResponse
 from memmesh.net.server import free_port
@@ -66,3 +67,17 @@ def test_a_database_url_that_is_not_postgresql_is_a_usage_error(tmp_path: Path) 
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "--database takes a PostgreSQL URL" in done.stderr
+
+
+def test_reindexing_a_coordinator_on_postgresql_is_refused_and_says_why(
+    tmp_path: Path, database_url: str
+) -> None:
+    Coordinator(tmp_path / "data", team=TEAM, database=database_url).close()
+    done = subprocess.run(
+        [sys.executable, "-m", "memmesh", "coordinator", "reindex", "--data",
+         str(tmp_path / "data"), "--embedder", "hashing"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "keeps its state in PostgreSQL" in done.stderr
+    assert not (tmp_path / "data" / "memory.db").exists()

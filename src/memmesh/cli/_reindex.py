@@ -35,9 +35,17 @@ def reindex_progress(args: argparse.Namespace) -> AbstractContextManager[Progres
 def run_coordinator_reindex(args: argparse.Namespace) -> int:
     """`mem coordinator reindex`: re-embed the cache in ``--data``, which a running
     coordinator takes up at its next request (see :mod:`memmesh.coordinator._space`)."""
+    from memmesh.coordinator.storage import CACHE_FOLDER
     from memmesh.local.store import DB_FILENAME, Store
 
     data = Path(args.data).expanduser()
+    if not (data / DB_FILENAME).is_file() and (data / CACHE_FOLDER).is_dir():
+        problem = (
+            f"the coordinator of {args.data} keeps its state in PostgreSQL, whose vectors "
+            "cannot be re-embedded in place yet (docs/operations.md, the coordinator on "
+            "PostgreSQL)"
+        )
+        raise UsageError("coordinator reindex", problem)
     if not (data / DB_FILENAME).is_file():
         problem = f"{args.data} holds no coordinator data (no {DB_FILENAME})"
         raise UsageError("coordinator reindex", problem)

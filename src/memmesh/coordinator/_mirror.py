@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from memmesh.coordinator._tables import copy_for
+from memmesh.coordinator.storage import CACHE_FOLDER
 from memmesh.local.errors import EmbedderMismatch
 from memmesh.local.store import Store
 from memmesh.registry.envelopes import Publication
@@ -28,9 +29,8 @@ from memmesh.registry.envelopes import Publication
 if TYPE_CHECKING:
     from memmesh.coordinator._postgres import PostgresStore
 
-__all__ = ["CACHE_FOLDER", "Mirror", "open_cache"]
+__all__ = ["Mirror", "open_cache"]
 
-CACHE_FOLDER = "search-cache"
 # Feed rows applied in one transaction of the cache.
 BATCH = 2_000
 _DATABASE = "mirror_database"

@@ -40,6 +40,7 @@ from memmesh.net.nonces import NonceStore
 from memmesh.registry.envelopes import Publication
 
 __all__ = [
+    "CACHE_FOLDER",
     "CoordinatorStore",
     "Dialect",
     "Parameters",
@@ -52,6 +53,8 @@ __all__ = [
 ]
 
 Dialect = Literal["sqlite", "postgresql"]
+# The folder in a PostgreSQL coordinator's data folder that holds its host's search cache.
+CACHE_FOLDER = "search-cache"
 Parameters = Sequence[Any] | Mapping[str, Any]
 Vector = np.ndarray[Any, np.dtype[np.floating[Any]]]
 
