@@ -1,6 +1,7 @@
 """An attacker holding a member's captured signed request, against real `mem coordinator serve`
 processes on 127.0.0.1: it is worthless at another coordinator of the same team name, after a
-restart of the one it was meant for, and on any other worker process of that one."""
+restart of the one it was meant for, on any other worker process of that one, and on any other
+process sharing its PostgreSQL database."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ import pytest
 from memmesh.coordinator.protocol import ChangesRequest, ChangesResponse
 from memmesh.net.client import Client
 from memmesh.net.errors import Unreachable
+from memmesh.net.server import free_port
 from memmesh.net.signing import coordinator_audience
 from memmesh.registry.identity import Identity, create_identity
 from tests._servers import CoordinatorProcess
@@ -121,3 +123,32 @@ def test_one_captured_request_is_accepted_once_by_four_worker_processes(
 
     assert statuses.count(200) == 1, statuses
     assert set(statuses) == {200, 401}
+
+
+def test_one_captured_request_is_accepted_once_by_two_processes_on_one_database_and_after_restarts(
+    tmp_path: Path, member: Identity, database_url: str
+) -> None:
+    captured = Captured()
+    name = f"http://127.0.0.1:{free_port()}"  # the one --url both are known by
+    processes = [
+        # Two hosts: a data folder each, one database.
+        CoordinatorProcess(tmp_path / f"host-{n}", team=TEAM, token=None,
+                           args=("--database", database_url, "--url", name)).start()
+        for n in range(2)
+    ]  # fmt: skip
+    try:
+        # Signed for the shared name, kept on the way and never delivered.
+        with pytest.raises(Unreachable):
+            read_feed(name, member, captured, forward=False)
+        statuses = [captured.replay(processes[n % 2].url).status_code for n in range(20)]
+        for process in processes:
+            process.stop()
+            process.start()
+        after = [captured.replay(p.url).status_code for p in processes]
+    finally:
+        for process in processes:
+            process.stop()
+
+    assert statuses.count(200) == 1, statuses
+    assert set(statuses) == {200, 401}
+    assert after == [401, 401]
