@@ -146,7 +146,7 @@ MALFORMED = [
         "coordinator: 8400\n",
         1,
         "coordinator",
-        "Expected `str | null`, got `int`",
+        "Expected `str | array | null`, got `int`",
         id="coordinator-int",
     ),
     pytest.param(

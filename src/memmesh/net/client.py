@@ -1,8 +1,20 @@
 """The client side of the protocol: timeouts, a response size cap, typed responses, and each
-request signed by the member for the daemon it is meant for (:mod:`memmesh.net.signing`)."""
+request signed by the member for the daemon it is meant for (:mod:`memmesh.net.signing`).
+
+A service served by several processes at several addresses (a coordinator on one shared
+database) is reached at one of them: the client tries them in order, as libpq tries a
+multi-host connection string's hosts, and moves on to the next when one cannot be reached
+(connection refused, no answer in time, the connection dropped before the answer). Each
+attempt is signed afresh (a new nonce: the processes share the nonces they have seen, and would
+refuse the same signed request twice), always for the service's one name. Sending a request
+again after its connection dropped is safe only because the service's writes are idempotent
+(a resent publish, retraction or tally is answered ``duplicate``).
+"""
 
 import functools
 import ssl
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -41,18 +53,24 @@ class _ErrorBody(msgspec.Struct, frozen=True):
 class Client:
     """Talks to one memmesh service.
 
-    * ``base_url`` - the service, e.g. ``http://127.0.0.1:8400``.
+    * ``base_url`` - the service, e.g. ``http://127.0.0.1:8400``: its name, and its first
+      address.
+    * ``fallbacks`` - further addresses of the same service (its other processes), tried in
+      order, from the one that answered last, when one cannot be reached; the one answering
+      is :attr:`address`.
     * ``token`` - the team token, sent as a bearer token (``None`` sends none).
     * ``timeout`` - seconds for connecting and for each read; waiting longer raises
-      :class:`Timeout`.
+      :class:`Timeout` (or tries the next address).
     * ``max_response`` - bytes of response body read at most; more is a :class:`BadResponse`.
     * ``identity`` and ``audience`` - the member who signs every request, and for which daemon
       (see :mod:`memmesh.net.signing`); without an identity nothing is signed. A
       coordinator's audience is bound to the coordinator reached: to ``pin`` when given (the
       pin of its certificate that the member holds), else to the origin of ``base_url``
-      (:func:`~memmesh.net.audience.client_audience`).
+      (:func:`~memmesh.net.audience.client_audience`), whichever address a request goes to.
     * ``tls`` - the TLS context for an ``https`` service (a pinned one from
-      :mod:`memmesh.net.tls`); ``None`` trusts the system's certificate authorities.
+      :mod:`memmesh.net.tls`), or what makes one for an address, called before the first
+      connection there (its :class:`Unreachable` counts as that address's); ``None`` trusts
+      the system's certificate authorities.
     """
 
     def __init__(
@@ -66,27 +84,33 @@ class Client:
         identity: Identity | None = None,
         audience: str = "",
         pin: str = "",
-        tls: ssl.SSLContext | None = None,
+        tls: ssl.SSLContext | Callable[[str], ssl.SSLContext] | None = None,
+        fallbacks: Sequence[str] = (),
     ) -> None:
-        headers = {"authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
+        self.addresses = (self.base_url, *(url.rstrip("/") for url in fallbacks))
         self.max_response = max_response
         self.identity = identity
         self.audience = client_audience(audience, self.base_url, pin) if identity else audience
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout),
-            transport=transport,
-            follow_redirects=False,
-            verify=tls or _tls_context(),
-        )
-        # The path the service sees, which is what is signed (a base URL may have a prefix).
-        self._prefix = self._http.base_url.raw_path.decode("ascii").rstrip("/")
+        self._headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._timeout = timeout
+        self._transport = transport
+        self._tls = tls
+        self._current = 0
+        self._opened: dict[str, httpx.Client] = {}
+        self._opening = threading.Lock()
+
+    @property
+    def address(self) -> str:
+        """The address requests go to first: the one that answered last."""
+        return self.addresses[self._current]
 
     def close(self) -> None:
-        """Close the connection pool."""
-        self._http.close()
+        """Close the connection pools."""
+        with self._opening:
+            opened, self._opened = list(self._opened.values()), {}
+        for http in opened:
+            http.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -103,22 +127,62 @@ class Client:
         return self._call("GET", path, response)
 
     def _call(self, method: str, path: str, response: type[T], content: bytes | None = None) -> T:
+        failures: list[Unreachable] = []
+        start = self._current
+        for step in range(len(self.addresses)):
+            index = (start + step) % len(self.addresses)
+            try:
+                status, body = self._send(self.addresses[index], method, path, content)
+            except Unreachable as exc:
+                failures.append(exc)
+                continue
+            self._current = index
+            return self._decoded(self.addresses[index], path, status, body, response)
+        raise _none_answered(failures)
+
+    def _send(self, url: str, method: str, path: str, content: bytes | None) -> tuple[int, bytes]:
+        """The status and body ``url`` answers the request with, signed now."""
+        http = self._http(url)
         headers = {"content-type": "application/json"} if content is not None else {}
         if self.identity is not None:
+            # The path the service sees, which is what is signed (a base URL may have a prefix).
+            prefix = http.base_url.raw_path.decode("ascii").rstrip("/")
             signed = sign_request(
-                self.identity, method, self._prefix + path, content or b"", self.audience
+                self.identity, method, prefix + path, content or b"", self.audience
             )
             headers.update(signed)
         try:
-            with self._http.stream(method, path, content=content, headers=headers) as answer:
-                body = self._read(answer)
-                status = answer.status_code
+            with http.stream(method, path, content=content, headers=headers) as answer:
+                return answer.status_code, self._read(answer, url)
         except httpx.TimeoutException:
-            raise Timeout(f"{self.base_url} did not answer in time") from None
+            raise Timeout(f"{url} did not answer in time") from None
         except httpx.TransportError as exc:
-            raise Unreachable(f"{self.base_url} is unreachable: {exc}") from None
+            raise Unreachable(f"{url} is unreachable: {exc}") from None
         except (httpx.InvalidURL, UnicodeError) as exc:  # a host httpx cannot encode
-            raise BadUrl(self.base_url, str(exc)) from None
+            raise BadUrl(url, str(exc)) from None
+
+    def _http(self, url: str) -> httpx.Client:
+        """The connection pool of ``url``, opened at its first request."""
+        with self._opening:
+            http = self._opened.get(url)
+        if http is not None:
+            return http
+        tls = self._tls(url) if callable(self._tls) else self._tls
+        http = httpx.Client(
+            base_url=url,
+            headers=self._headers,
+            timeout=httpx.Timeout(self._timeout),
+            transport=self._transport,
+            follow_redirects=False,
+            verify=tls or _tls_context(),
+        )
+        with self._opening:
+            kept = self._opened.setdefault(url, http)
+        if kept is not http:  # another thread opened it meanwhile
+            http.close()
+        return kept
+
+    def _decoded(self, url: str, path: str, status: int, body: bytes, response: type[T]) -> T:
         if status != 200:
             try:
                 error = msgspec.json.decode(body, type=_ErrorBody).error
@@ -128,22 +192,29 @@ class Client:
         try:
             return msgspec.json.decode(body, type=response, strict=True)
         except msgspec.MsgspecError as exc:
-            raise BadResponse(f"{self.base_url}{path} answered out of protocol: {exc}") from None
+            raise BadResponse(f"{url}{path} answered out of protocol: {exc}") from None
 
-    def _read(self, answer: httpx.Response) -> bytes:
+    def _read(self, answer: httpx.Response, url: str) -> bytes:
         """The body, refusing to read more than the cap."""
+        too_large = f"{url} sent a response larger than {self.max_response} bytes"
         declared = answer.headers.get("content-length", "")
         if declared.isascii() and declared.isdigit() and int(declared) > self.max_response:
-            raise BadResponse(
-                f"{self.base_url} sent a response larger than {self.max_response} bytes"
-            )
+            raise BadResponse(too_large)
         chunks: list[bytes] = []
         size = 0
         for chunk in answer.iter_bytes():
             size += len(chunk)
             if size > self.max_response:
-                raise BadResponse(
-                    f"{self.base_url} sent a response larger than {self.max_response} bytes"
-                )
+                raise BadResponse(too_large)
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+def _none_answered(failures: list[Unreachable]) -> Unreachable:
+    """The error of a request no address answered: the one address's own, else one naming
+    what happened at each (a :class:`Timeout` when none answered in time)."""
+    if len(failures) == 1:
+        return failures[0]
+    told = "; ".join(failure.message for failure in failures)
+    kind = Timeout if all(isinstance(f, Timeout) for f in failures) else Unreachable
+    return kind(f"none of the addresses tried answered: {told}")

@@ -3,6 +3,10 @@
 * The coordinator: its URL from team.yaml, pinned with ``coordinator_pin`` when https, every
   request signed for that very coordinator (its pin, else its URL's origin: see
   :mod:`memmesh.net.audience`), and the team token (an optional outer gate) as bearer token.
+  When team.yaml lists the URLs of its processes, they are tried in order
+  (:class:`~memmesh.net.client.Client`), each pinned with the one pin, and every request is
+  signed for the first URL's origin when no pin is held: the ``--url`` each process is
+  started with.
 * A teammate's peer: the URL and pin from its signed presence, every request signed for that
   peer's audience, and never the team token (a peer knows askers by their keys).
 
@@ -11,6 +15,7 @@ Plain ``http`` beyond loopback is refused unless team.yaml says ``insecure_http:
 """
 
 import os
+from functools import partial
 
 from memmesh.net.client import DEFAULT_TIMEOUT, Client
 from memmesh.net.signing import coordinator_audience, peer_audience
@@ -31,18 +36,21 @@ def team_token(policy: Policy) -> str | None:
 def coordinator_client(
     policy: Policy, identity: Identity | None, *, timeout: float = 10.0
 ) -> Client:
-    """A client for the policy's coordinator; ``identity`` signs every request (``None``:
-    unsigned, for the routes anyone may call)."""
+    """A client for the policy's coordinator, at each of its addresses in turn; ``identity``
+    signs every request (``None``: unsigned, for the routes anyone may call). Nothing is
+    contacted yet: a pinned address's certificate is checked before its first request."""
     if policy.coordinator is None:
         raise NoCoordinator()
-    url = peer_url(policy.coordinator)
-    check_transport(url, insecure_http=policy.insecure_http)
+    first, *others = urls = [peer_url(url) for url in policy.coordinator_addresses()]
+    for url in urls:
+        check_transport(url, insecure_http=policy.insecure_http)
     tls, pin = None, ""
-    if url.startswith("https:") and policy.coordinator_pin:
+    if first.startswith("https:") and policy.coordinator_pin:
         pin = policy.coordinator_pin
-        tls = pinned_context(url, pin, timeout)
+        tls = partial(pinned_context, pin=pin, timeout=timeout)
     return Client(
-        url,
+        first,
+        fallbacks=others,
         token=team_token(policy),
         timeout=timeout,
         identity=identity,

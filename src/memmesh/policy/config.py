@@ -14,7 +14,7 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -103,7 +103,12 @@ class Policy(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     version: int = 1
     team: str = "default"
     identity: Identity | None = None
+    # The coordinator's URL; when team.yaml lists the URLs of its processes, the first: its
+    # name, which requests are bound to when no pin is held (memmesh.net.audience).
     coordinator: str | None = None
+    # The further URLs of that list, in order: tried in turn when one cannot be reached. No
+    # key of team.yaml (which writes them under ``coordinator:``): the loader fills it.
+    coordinator_fallbacks: tuple[str, ...] = ()
     # The SHA-256 pin of the coordinator's TLS certificate (``sha256:`` + 64 hex digits).
     coordinator_pin: str | None = None
     # The coordinator's own public key, which signs retraction receipts.
@@ -126,6 +131,10 @@ class Policy(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     def patterns(self) -> list[re.Pattern[str]]:
         """The user's never patterns, compiled (they were checked at load)."""
         return [re.compile(p) for p in self.never.patterns]
+
+    def coordinator_addresses(self) -> tuple[str, ...]:
+        """Every URL of the coordinator, in the order they are tried (none without one)."""
+        return () if self.coordinator is None else (self.coordinator, *self.coordinator_fallbacks)
 
 
 def load_policy(home: Path) -> Policy:
@@ -188,6 +197,7 @@ def parse_policy(source: str, path: str = POLICY_FILENAME) -> Policy:
     if not isinstance(data, dict):
         raise PolicyInvalid(path, 1, "(top level)", "the file must be a mapping of keys to values")
     _check_project_rules(data, path, lines)
+    data = _coordinator_split(data, path, lines)
     try:
         policy = msgspec.convert(data, Policy, strict=True)
     except msgspec.ValidationError as exc:
@@ -218,6 +228,72 @@ def _check_project_rules(data: dict[str, Any], path: str, lines: dict[str, int])
             raise PolicyInvalid(path, _line_of(lines, full), dotted(full), problem) from None
 
 
+def _coordinator_split(data: dict[str, Any], path: str, lines: dict[str, int]) -> dict[str, Any]:
+    """``data`` with ``coordinator`` checked, as one URL or a list of the URLs of one
+    coordinator (not empty, one scheme, no address twice), and split into the first
+    (``coordinator``) and the others (``coordinator_fallbacks``)."""
+
+    def fail(key: str, problem: str) -> NoReturn:
+        raise PolicyInvalid(path, _line_of(lines, key), dotted(key), problem)
+
+    if _FALLBACKS in data:
+        fail(f"$.{_FALLBACKS}", "unknown key")
+    written = data.get("coordinator")
+    if written is None:
+        return data
+    try:
+        urls: str | tuple[str, ...] = msgspec.convert(written, str | tuple[str, ...], strict=True)
+    except msgspec.ValidationError as exc:
+        key, problem = _validation_problem(exc, "$.coordinator")
+        fail(key, problem.replace("`str | array`", "`str | array | null`"))
+    if isinstance(urls, str):
+        _check_url(urls, "$.coordinator", fail)
+        return data
+    if not urls:
+        fail("$.coordinator", _NO_ADDRESS)
+    sound = [_check_url(url, f"$.coordinator[{i}]", fail) for i, url in enumerate(urls)]
+    scheme = sound[0].partition(":")[0]
+    for index, url in enumerate(sound):
+        if not url.startswith(f"{scheme}:"):
+            fail(f"$.coordinator[{index}]", _ONE_SCHEME.format(scheme))
+        if (earlier := sound.index(url)) < index:
+            fail(f"$.coordinator[{index}]", f"the same address as coordinator[{earlier}]")
+    return {**data, "coordinator": urls[0], _FALLBACKS: urls[1:]}
+
+
+_FALLBACKS = "coordinator_fallbacks"
+_NO_ADDRESS = (
+    "an empty list names no coordinator: give its URL, or the URLs of its processes; "
+    "without the key nothing is sent"
+)
+_ONE_SCHEME = (
+    "every address of the coordinator uses one scheme, the first's ({}://): "
+    "its processes serve the same certificate, or all plain http"
+)
+_SOUND = "must be an http:// or https:// URL naming only a host and port"
+
+
+def _check_url(url: str, key: str, fail: Callable[[str, str], NoReturn]) -> str:
+    """``url`` made sound (the check every contacted URL passes: memmesh.net.urls), else
+    ``fail`` at ``key``, suggesting what to write instead."""
+    try:
+        return normalised_url(url)
+    except UnsoundUrl as exc:
+        fail(key, f"{_SOUND}: {exc}{suggested_url(url) or _suggested_list(url)}")
+
+
+def _suggested_list(text: str) -> str:
+    """``; write several addresses as a list: [...]`` for sound URLs joined by commas."""
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) < 2:
+        return ""
+    try:
+        listed = [normalised_url(part) for part in parts]
+    except UnsoundUrl:
+        return ""
+    return f"; write several addresses as a list: [{', '.join(listed)}]"
+
+
 def _validation_problem(exc: msgspec.ValidationError, root: str) -> tuple[str, str]:
     """The key path (under ``root``) and the problem of a msgspec error, with an unknown field
     named as the key itself: "Object contains unknown field `x` - at `$.a`" -> ``root.a.x``."""
@@ -233,7 +309,7 @@ def _validation_problem(exc: msgspec.ValidationError, root: str) -> tuple[str, s
 def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
     """Rules the types alone cannot say."""
 
-    def fail(key: str, problem: str) -> None:
+    def fail(key: str, problem: str) -> NoReturn:
         raise PolicyInvalid(path, _line_of(lines, key), dotted(key), problem)
 
     if policy.identity is not None:
@@ -252,15 +328,8 @@ def _check(policy: Policy, path: str, lines: dict[str, int]) -> None:
             re.compile(pattern)
         except re.error as exc:
             fail(f"$.never.patterns[{index}]", f"bad regular expression: {exc}")
-    urls = {f"$.peers[{index}]": peer for index, peer in enumerate(policy.peers)}
-    if policy.coordinator is not None:
-        urls = {"$.coordinator": policy.coordinator, **urls}
-    for key, url in urls.items():
-        try:
-            normalised_url(url)  # the check every contacted URL passes (memmesh.net.urls)
-        except UnsoundUrl as exc:
-            problem = f"must be an http:// or https:// URL naming only a host and port: {exc}"
-            fail(key, problem + suggested_url(url))
+    for index, peer in enumerate(policy.peers):
+        _check_url(peer, f"$.peers[{index}]", fail)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", policy.token_env):
         fail("$.token_env", "must be an environment variable name")
     if policy.coordinator_pin is not None and not re.fullmatch(

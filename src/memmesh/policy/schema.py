@@ -15,8 +15,14 @@ def policy_schema() -> dict[str, Any]:
     from memmesh.embed import EMBEDDER_NAMES  # numpy: only where the schema is written
 
     schema: dict[str, Any] = msgspec.json.schema(Policy)
+    properties = schema["$defs"]["Policy"]["properties"]
     # A name the loader checks against the embedders this memmesh has.
-    schema["$defs"]["Policy"]["properties"]["embedder"]["enum"] = list(EMBEDDER_NAMES)
+    properties["embedder"]["enum"] = list(EMBEDDER_NAMES)
+    # One URL, or the URLs of the coordinator's processes, which the loader splits into the
+    # first and the others (no key of the file: memmesh.policy.config).
+    del properties["coordinator_fallbacks"]
+    urls = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    properties["coordinator"]["anyOf"].insert(1, urls)
     for definition in schema.get("$defs", {}).values():
         # Every definition is a policy struct, and the loader refuses unknown keys.
         definition["additionalProperties"] = False

@@ -71,6 +71,7 @@ def check_coordinator(
     try:
         with accepted(policy, identity), coordinator_client(policy, identity, timeout=timeout) as c:
             given = c.get("/v1/members", Roster)
+            url = c.address  # of the coordinator's addresses, the one that answered
             roster = trusted_roster(c, home, policy, given) or given
     except NoCoordinator as exc:
         return CoordinatorCheck(url=url, state="not_set", problem=exc.message, exit_code=3)
