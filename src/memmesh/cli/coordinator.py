@@ -22,6 +22,7 @@ from memmesh.cli._common import (
     url,
 )
 from memmesh.cli._coordinator_items import register_items
+from memmesh.cli._coordinator_migrate import register_migrate
 from memmesh.cli._coordinator_quotas import quota_flags
 from memmesh.cli._database import add_database_option, database_of
 from memmesh.cli.errors import UsageError
@@ -168,6 +169,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     quota_flags(p)
     register_items(command)
+    register_migrate(command)
     p = command(
         "reindex",
         lazy("memmesh.cli._reindex", "run_coordinator_reindex"),

@@ -55,6 +55,19 @@ class NonceFile:
             )
             return inserted.rowcount == 1
 
+    def unexpired(self, since: float) -> list[tuple[str, str, float]]:
+        """Every (key, nonce, time seen) seen at ``since`` or later (to move them elsewhere);
+        none when the file was never made."""
+        if not self.path.exists():
+            return []
+        with self._lock, _translated(self.path):
+            rows = (
+                self._connection()
+                .execute("SELECT key, nonce, at FROM seen_nonces WHERE at >= ?", (since,))
+                .fetchall()
+            )
+        return [(str(key), str(nonce), float(at)) for key, nonce, at in rows]
+
     def prune(self, before: float) -> None:
         """Forget the nonces seen before ``before``."""
         with self._lock, _translated(self.path):
