@@ -14,7 +14,7 @@ from typing import Literal, NamedTuple
 import msgspec
 
 from memmesh.coordinator import _chain, _members
-from memmesh.coordinator.storage import Dialect, Tables, Tx, in_list
+from memmesh.coordinator.storage import Dialect, Tables, Tx, one_of
 from memmesh.registry.envelopes import Envelope, Publication, Retraction
 from memmesh.registry.identity import key_id, public_key_from_text
 
@@ -212,10 +212,11 @@ def live_publications(tx: Tx, copy_ids: list[str]) -> dict[str, Live]:
     """The live signed publication behind each of ``copy_ids`` that has one, in one query."""
     if not copy_ids:
         return {}
+    among, values = one_of(tx, "copy_id", copy_ids)
     rows = tx.execute(
         "SELECT copy_id, payload, signature, author_key, item_id FROM coord_envelopes "
-        f"WHERE copy_id IN {in_list(copy_ids)} AND kind = 'publication'",
-        copy_ids,
+        f"WHERE {among} AND kind = 'publication'",
+        values,
     ).fetchall()
     return {
         copy: Live(Envelope(payload=bytes(payload), signature=bytes(signature)), author, item)

@@ -47,7 +47,7 @@ __all__ = [
     "Rows",
     "Tables",
     "Tx",
-    "in_list",
+    "one_of",
     "open_storage",
     "without_password",
 ]
@@ -163,10 +163,15 @@ class CoordinatorStore(Protocol):
     def close(self) -> None: ...
 
 
-def in_list(values: Sequence[object]) -> str:
-    """``(?, ?, ...)``: one placeholder for each of ``values`` (never empty)."""
-    assert values, "an empty IN list"
-    return f"({', '.join('?' * len(values))})"
+def one_of(tx: Tx, column: str, values: Sequence[object]) -> tuple[str, Parameters]:
+    """A condition that ``column`` is one of ``values`` (never empty), and its parameters:
+    ``IN (?, ?, ...)`` on SQLite; on PostgreSQL ``= ANY(?)`` with the list as one parameter,
+    one statement whatever its length (a prepared statement per length would crowd out the
+    others)."""
+    assert values, "an empty list of values"
+    if tx.dialect == "postgresql":
+        return f"{column} = ANY(?)", [list(values)]
+    return f"{column} IN ({', '.join('?' * len(values))})", list(values)
 
 
 def without_password(url: str) -> str:
