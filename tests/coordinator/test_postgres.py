@@ -17,6 +17,7 @@ from memmesh.coordinator.protocol import (
     PublishRequest,
     RetractRequest,
 )
+from memmesh.coordinator.storage import without_password
 from memmesh.local.errors import EmbedderMismatch
 from memmesh.net.quotas import Quotas
 from memmesh.net.search import SearchRequest
@@ -235,3 +236,20 @@ def _erased(store: PostgresStore) -> bool:
     with store.read() as tx:
         owed = tx.execute("SELECT 1 FROM coord_meta WHERE key = 'erase_owed'").fetchone()
     return owed is None
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("postgresql://ada:hunter2@db/memmesh", "postgresql://ada:***@db/memmesh"),
+        ("postgresql://ada:hunter2@[db/x", "postgresql://ada:***@[db/x"),
+        (
+            "postgresql://ada:p@ss:w@rd@db:5432/m?sslmode=verify-full",
+            "postgresql://ada:***@db:5432/m?sslmode=verify-full",
+        ),
+        ("postgresql://ada@db/memmesh", "postgresql://ada@db/memmesh"),
+        ("postgresql:///memmesh?host=/run/pg", "postgresql:///memmesh?host=/run/pg"),
+    ],
+)
+def test_a_url_is_said_without_its_password_however_it_is_written(url: str, said: str) -> None:
+    assert without_password(url) == said

@@ -29,7 +29,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit
 
 import msgspec
 import numpy as np
@@ -175,12 +174,17 @@ def one_of(tx: Tx, column: str, values: Sequence[object]) -> tuple[str, Paramete
 
 
 def without_password(url: str) -> str:
-    """``url`` with its password, if it holds one, as ``***``: what messages and logs say."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` with its password, if it holds one, as ``***``: what messages and logs say.
+    Whatever the URL, well formed or not: the scheme and what follows its ``user:`` up to
+    the last ``@`` before the path is taken out."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
         return url
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
+    authority, slash, path = rest.partition("/")
+    user, at, host = authority.rpartition("@")
+    if not at or ":" not in user:
+        return url
+    return f"{scheme}://{user.partition(':')[0]}:***@{host}{slash}{path}"
 
 
 def open_storage(
