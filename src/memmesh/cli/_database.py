@@ -30,9 +30,10 @@ def database_of(args: argparse.Namespace, command: str) -> str | None:
     """The database URL ``args`` name, ``None`` for the SQLite file; a URL that is not
     PostgreSQL's is a :class:`~memmesh.cli.errors.UsageError`."""
     from memmesh.cli.errors import UsageError
+    from memmesh.coordinator.storage import is_database_url
 
     url = args.database or os.environ.get(DATABASE_ENV) or None
-    if url is not None and not url.startswith(("postgresql://", "postgres://")):
+    if url is not None and not is_database_url(url):
         raise UsageError(
             command, "--database takes a PostgreSQL URL: postgresql://USER@HOST:PORT/DBNAME"
         )

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from memmesh.coordinator._sqlite import put_publication
 from memmesh.coordinator._tables import copy_for
 from memmesh.coordinator.storage import CACHE_FOLDER
+from memmesh.local import Transaction
 from memmesh.local.errors import EmbedderMismatch
 from memmesh.local.store import Store
 from memmesh.registry.envelopes import Publication
@@ -98,14 +100,10 @@ class Mirror:
         return len(rows) == BATCH
 
 
-def _put(cache: Store, ctx: Any, copy: str, payload: bytes, vector: Any) -> None:
+def _put(cache: Store, ctx: Transaction, copy: str, payload: bytes, vector: Any) -> None:
     """Put the copy of a live publication (verified when the database took it)."""
     body = msgspec.json.decode(payload, type=Publication)
-    vector = None if vector is None else vector.to_numpy()
-    cache.put(
-        item_id=copy, text=body.text, kind=body.kind, project=body.project, tags=body.tags,
-        author=body.author, created_at=body.published_at, vector=vector, tx=ctx,
-    )  # fmt: skip
+    put_publication(cache, copy, body, None if vector is None else vector.to_numpy(), ctx)
 
 
 def open_cache(db: "PostgresStore", data: Path, embedder: str | None) -> Store:

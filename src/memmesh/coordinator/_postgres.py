@@ -30,7 +30,7 @@ from pgvector.psycopg import register_vector
 from memmesh.coordinator import _mirror
 from memmesh.coordinator.errors import DatabaseUnavailable
 from memmesh.coordinator.storage import Parameters, Rows, Tables, Tx, Vector, without_password
-from memmesh.embed import Embedder, unit_vector
+from memmesh.embed import Embedder, hinted
 from memmesh.local.items import check_copy
 from memmesh.net.nonces import NonceStore
 from memmesh.registry.envelopes import Publication
@@ -126,19 +126,28 @@ class PostgresStore:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
                 psycopg_pool.ConnectionPool(
-                    url, min_size=1, max_size=POOL_SIZE, timeout=_WAIT_SECONDS,
-                    configure=_configure, open=False, name="memmesh-coordinator",
+                    url,
+                    min_size=1,
+                    max_size=POOL_SIZE,
+                    timeout=_WAIT_SECONDS,
+                    configure=_configure,
+                    open=False,
+                    name="memmesh-coordinator",
                 )
-            )  # fmt: skip
+            )
             self._pool.open(wait=True, timeout=_WAIT_SECONDS)
             # Nonces commit without waiting for the WAL's flush (see PostgresNonces).
             self._nonce_pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
                 psycopg_pool.ConnectionPool(
-                    url, min_size=1, max_size=2, timeout=_WAIT_SECONDS, open=False,
+                    url,
+                    min_size=1,
+                    max_size=2,
+                    timeout=_WAIT_SECONDS,
+                    open=False,
                     kwargs={"autocommit": True, "options": "-c synchronous_commit=off"},
                     name="memmesh-nonces",
                 )
-            )  # fmt: skip
+            )
             self._nonce_pool.open(wait=True, timeout=_WAIT_SECONDS)
         try:
             with self._connection() as conn, conn.transaction():
@@ -203,9 +212,7 @@ class PostgresStore:
 
     def put_copy(self, tx: Tx, copy: str, body: Publication, vector: Vector | None) -> None:
         clean, _, _, _ = check_copy(body.text, body.kind, body.project, body.tags)
-        unit = None if vector is None else unit_vector(vector, self.embedder.dim)
-        if unit is None:
-            unit = self.embedder.embed([clean])[0]
+        unit = hinted(self.embedder, clean, vector)
         tx.execute(
             "INSERT INTO coord_vectors (copy_id, vector) VALUES (?, ?) "
             "ON CONFLICT (copy_id) DO UPDATE SET vector = excluded.vector",
@@ -222,15 +229,13 @@ class PostgresStore:
         )
 
     def scrub(self) -> None:
-        """Vacuum the tables a purge touched, then take the purges into this host's cache and
-        scrub it.
+        """Take the purges into this host's cache and scrub it.
 
-        ``VACUUM`` makes the purged rows unreadable to any query at once, but leaves their
-        bytes in the table's pages until they are reused; the tables are rewritten (``VACUUM
-        FULL``, which replaces their files) by :meth:`erase`, at most every
-        :data:`ERASE_EVERY` seconds, by whichever process follows the feed first."""
-        with _translated(self.url), self._autocommit() as conn:
-            conn.execute(f"VACUUM {_ERASED}, coord_tallies")
+        In the database, a purged row is invisible to every query once its transaction
+        commits, but its bytes stay in the table's pages until they are reused; the purge made
+        a rewrite owed (:meth:`purge_copy`), which :meth:`erase` pays (``VACUUM FULL``, which
+        replaces the tables' files) at most every :data:`ERASE_EVERY` seconds, in whichever
+        process follows the feed first. A plain ``VACUUM`` here would change neither."""
         self.follow()
 
     def erase(self) -> bool:

@@ -18,7 +18,7 @@ from memmesh.local.store import Store
 from memmesh.net.nonces import NonceStore
 from memmesh.registry.envelopes import Publication
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteStore", "put_publication"]
 
 
 class SqliteStore:
@@ -57,10 +57,7 @@ class SqliteStore:
         self.cache.migrate(Schema(owner=tables.owner, migrations=tables.sqlite))
 
     def put_copy(self, tx: Tx, copy: str, body: Publication, vector: Vector | None) -> None:
-        self.cache.put(
-            item_id=copy, text=body.text, kind=body.kind, project=body.project, tags=body.tags,
-            author=body.author, created_at=body.published_at, vector=vector, tx=_own(tx),
-        )  # fmt: skip
+        put_publication(self.cache, copy, body, vector, _own(tx))
 
     def purge_copy(self, tx: Tx, copy: str) -> None:
         self.cache.purge(copy, tx=_own(tx))
@@ -79,6 +76,24 @@ class SqliteStore:
 
     def close(self) -> None:
         self.cache.close()
+
+
+def put_publication(
+    cache: Store, copy: str, body: Publication, vector: Vector | None, tx: Transaction
+) -> None:
+    """Put ``body`` in ``cache`` as the searchable copy ``copy``, inside ``tx`` (see
+    :meth:`Store.put`); SQLite's own copies and a PostgreSQL host's cache are made alike."""
+    cache.put(
+        item_id=copy,
+        text=body.text,
+        kind=body.kind,
+        project=body.project,
+        tags=body.tags,
+        author=body.author,
+        created_at=body.published_at,
+        vector=vector,
+        tx=tx,
+    )
 
 
 def _own(tx: Tx) -> Transaction:

@@ -36,6 +36,7 @@ from memmesh._embedders import EMBEDDER_NAMES
 from memmesh._policy_names import DEFAULT_TOKEN_ENV
 from memmesh.coordinator.errors import CoordinatorError
 from memmesh.coordinator.serve import CoordinatorApp, CoordinatorSettings, create_app
+from memmesh.coordinator.storage import is_database_url
 from memmesh.errors import MemmeshError
 from memmesh.net.app import error_body
 from memmesh.net.quotas import Quotas
@@ -124,7 +125,7 @@ def _embedder(name: str) -> str:
 
 
 def _database(url: str) -> str:
-    if urlsplit(url).scheme not in ("postgresql", "postgres"):
+    if not is_database_url(url):
         raise ValueError("not a postgresql:// URL")
     return url
 

@@ -42,7 +42,14 @@ from memmesh.coordinator._disclosures import DISCLOSURES_SCHEMA
 from memmesh.coordinator._postgres import PostgresTx, _translated
 from memmesh.coordinator._purged import PURGED_SCHEMA
 from memmesh.coordinator._tallies import TALLIES_SCHEMA
-from memmesh.coordinator.storage import CoordinatorStore, Tables, Tx, open_storage, without_password
+from memmesh.coordinator.storage import (
+    CoordinatorStore,
+    Tables,
+    Tx,
+    is_database_url,
+    open_storage,
+    without_password,
+)
 from memmesh.local.backup import held
 from memmesh.local.store import DB_FILENAME
 from memmesh.net.signing import REPLAY_WINDOW
@@ -65,7 +72,6 @@ SCHEMAS: tuple[Tables, ...] = (
 # coord_meta's keys of a move: the source it copies, and the move once verified.
 _ORIGIN = "migration_source"
 _DONE = "migration_done"
-_SCHEMES = ("postgresql://", "postgres://")
 
 Verdict = Literal["verified", "mismatch", "source_changed"]
 Progress = Callable[[int, int], None]
@@ -135,7 +141,7 @@ def migrate(
     (rows copied, rows to copy) after each batch. Raises
     :class:`~memmesh.coordinator.errors.DatabaseUnavailable` when the database cannot be used,
     and the store's errors when the source's file cannot."""
-    if not url.startswith(_SCHEMES):
+    if not is_database_url(url):
         shown = without_password(url)
         return Refused(
             reason="not_postgresql",

@@ -46,6 +46,7 @@ __all__ = [
     "Rows",
     "Tables",
     "Tx",
+    "is_database_url",
     "one_of",
     "open_storage",
     "without_password",
@@ -171,6 +172,11 @@ def one_of(tx: Tx, column: str, values: Sequence[object]) -> tuple[str, Paramete
     if tx.dialect == "postgresql":
         return f"{column} = ANY(?)", [list(values)]
     return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+
+
+def is_database_url(url: str) -> bool:
+    """Whether ``url`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return url.startswith(("postgresql://", "postgres://"))
 
 
 def without_password(url: str) -> str:

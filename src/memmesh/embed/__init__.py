@@ -4,7 +4,7 @@ optional model embedders."""
 from collections.abc import Callable
 
 from memmesh._embedders import DEFAULT_EMBEDDER, EMBEDDER_NAMES
-from memmesh.embed.base import Embedder, Vectors, closeness, unit_vector
+from memmesh.embed.base import Embedder, Vectors, closeness, hinted, unit_vector
 from memmesh.embed.errors import (
     EmbedderDamaged,
     EmbedderUnavailable,
@@ -25,6 +25,7 @@ __all__ = [
     "Vectors",
     "closeness",
     "get_embedder",
+    "hinted",
     "unit_vector",
 ]
 

@@ -6,7 +6,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Vectors", "closeness", "unit_vector"]
+__all__ = ["Embedder", "Vectors", "closeness", "hinted", "unit_vector"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -81,6 +81,13 @@ def unit_vector(vector: npt.NDArray[np.floating[Any]], dim: int) -> Vectors | No
         return None
     unit: Vectors = (wide / norm).astype(np.float32)
     return unit
+
+
+def hinted(embedder: Embedder, text: str, vector: npt.NDArray[np.floating[Any]] | None) -> Vectors:
+    """The unit vector ``text`` is kept with: ``vector`` (a hint from elsewhere) scaled to unit
+    length where it lies in ``embedder``'s space, else ``embedder``'s own embedding of it."""
+    unit = None if vector is None else unit_vector(vector, embedder.dim)
+    return embedder.embed([text])[0] if unit is None else unit
 
 
 def closeness(cosine: float, unrelated: tuple[float, float]) -> float:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memmesh._files import private_folder, reason
-from memmesh.embed import Embedder, get_embedder, unit_vector
+from memmesh.embed import Embedder, get_embedder, hinted
 from memmesh.local import _changes, _embedding, _lookup, _revise, _rows, _scrub, journal, outcomes
 from memmesh.local._db import DB_FILENAME, Database, Transaction, connection_of, scoped
 from memmesh.local._index import SearchIndex
@@ -215,9 +215,7 @@ class Store:
         """
         clean, kind, project, tags = check_copy(text, kind, project, tags)
         # A vector from elsewhere is only a hint: scaled to unit length, or recomputed.
-        unit = None if vector is None else unit_vector(vector, self.embedder.dim)
-        if unit is None:
-            unit = self.embedder.embed([clean])[0]
+        unit = hinted(self.embedder, clean, vector)
         with self._within(tx) as conn:
             content = _rows.Content(item_id, clean, kind, project, tags, author, unit)
             _rows.replace_copy(conn, content, created_at)
