@@ -233,15 +233,17 @@ def test_serve_with_a_certificate_of_its_own_serves_it_and_its_code_holds_no_pin
     try:
         process.start()
         output = process.output()
-        with _pinned(process.url, given.pin, create_identity(tmp_path / "ada")) as client:
+        code = _code_in(output)
+        ada = create_identity(tmp_path / "ada")
+        with _pinned(process.url, given.pin, ada) as client:
+            client.post("/v1/join", _first_admin(code, ada), JoinResponse)
             info = client.get("/v1/info", Info)
     finally:
         process.stop()
 
     assert _pin_in(output) == given.pin
-    code = _code_in(output)
     assert (code.url, code.pin) == ("https://team-host.example:8400", None)
-    assert info.roster is False
+    assert info.roster is True
     assert not (tmp_path / "data" / "tls").exists()
 
 
@@ -506,18 +508,27 @@ def test_serve_with_a_url_whose_scheme_contradicts_what_it_serves_is_a_usage_err
     assert not data.exists()
 
 
-def test_serve_over_http_behind_a_reverse_proxy_gives_a_join_code_without_a_pin(
+def test_behind_a_reverse_proxy_the_join_code_pins_nothing_and_no_stranger_gets_in(
     tmp_path: Path,
 ) -> None:
     # --insecure-http with the https URL of a proxy in front: the proxy's certificate is one
-    # the members' systems trust, so the code pins nothing.
+    # the members' systems trust, so the code pins nothing. It listens on loopback, but anyone
+    # reaches it through the proxy: before the first admin joins, only the admin code gets in.
     process = CoordinatorProcess(
         tmp_path / "data", team="acme", token=None,
         args=["--insecure-http", "--url", "https://memmesh.example.com"],
     )  # fmt: skip
+    stranger = create_identity(tmp_path / "mallory")
     try:
         process.start()
         output = process.output()
+        with (
+            signed_client(
+                process.url, stranger, team="acme", known_as="https://memmesh.example.com"
+            ) as client,
+            pytest.raises(Refused) as refused,
+        ):
+            client.get("/v1/info", Info)
     finally:
         process.stop()
 
@@ -526,6 +537,8 @@ def test_serve_over_http_behind_a_reverse_proxy_gives_a_join_code_without_a_pin(
     assert process.url.startswith("http://")
     assert "TLS pin" not in output
     assert not (tmp_path / "data" / "tls").exists()
+    assert refused.value.http_status == 403
+    assert "admin code" in str(refused.value)
 
 
 def test_an_admin_name_that_is_no_member_name_is_a_usage_error_with_the_rule(

@@ -234,6 +234,11 @@ def _coordinator_settings(
     from memmesh.coordinator.serve import CoordinatorSettings
     from memmesh.net.urls import is_loopback
 
+    # Only this machine reaches it: it listens on loopback and no --url (a reverse proxy in
+    # front of it, say) sends members from elsewhere.
+    this_machine_only = is_loopback(args.host) and (
+        args.url is None or is_loopback(urlsplit(args.url).hostname or "")
+    )
     return CoordinatorSettings(
         data=data,
         team=args.team,
@@ -245,13 +250,12 @@ def _coordinator_settings(
         pin=certificate.pin if certificate else None,
         # Each quota's flag is named for its field (--member-items: member_items).
         quotas=Quotas(**{name: getattr(args, name) for name in Quotas.__struct_fields__}),
-        # While the roster is empty, a signer is admitted only behind the team token or on
-        # loopback: beyond it without a token, the admin code is the only way in.
-        open_without_roster=bool(token) or is_loopback(args.host),
-        # Beyond loopback a presence on loopback would send teammates to their own machine;
-        # so it would behind a proxy whose --url members reach from elsewhere.
-        loopback_peers=is_loopback(args.host)
-        and (args.url is None or is_loopback(urlsplit(args.url).hostname or "")),
+        # While the roster is empty, a signer is admitted only behind the team token or when
+        # only this machine reaches it: otherwise the admin code is the only way in.
+        open_without_roster=bool(token) or this_machine_only,
+        # Reached from elsewhere, a presence on loopback would send teammates to their own
+        # machine.
+        loopback_peers=this_machine_only,
     )
 
 
