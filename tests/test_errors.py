@@ -81,6 +81,7 @@ def test_every_errors_module_is_covered() -> None:
         "memmesh.net.errors",
         "memmesh.policy.errors",
         "memmesh.registry.errors",
+        "memmesh.service.errors",
         "memmesh.team.errors",
     } <= names
 

@@ -61,6 +61,8 @@ MODULES = [
     "memmesh.net.errors",
     "memmesh.policy.errors",
     "memmesh.registry.errors",
+    "memmesh.service",
+    "memmesh.service.errors",
 ]
 
 
@@ -108,6 +110,7 @@ ERRORS_MODULES = [
     "memmesh.net.errors",
     "memmesh.policy.errors",
     "memmesh.registry.errors",
+    "memmesh.service.errors",
     "memmesh.team.errors",
 ]
 

@@ -92,6 +92,10 @@ that this tree is the real one):
     │   ├── NotYourItem                    1     403  not_your_item
     │   ├── RetractedBefore                2     409  retracted_before
     │   └── RosterChainBroken              1     500  roster_chain_broken
+    ├── ServiceError (service)             1     500  service_error
+    │   ├── NoServiceManager               1     500  no_service_manager
+    │   ├── NoTeam                         3     500  no_team
+    │   └── ServiceFileError               1     500  service_file_error
     └── StoreError (local)                 1     500  store_error
         ├── AmbiguousId                    2     400  ambiguous_id
         ├── BadExport                      2     400  bad_export

@@ -1,17 +1,21 @@
 """`mem doctor` checks the whole setup, through the real command line: the store, the team
-(team.yaml, the key, the coordinator, the embedder) and each client memmesh is installed
-into; every problem line is followed by what to do about it, and the exit code is 1."""
+(team.yaml, the key, the coordinator, the embedder), each service `mem service` installed
+and each client memmesh is installed into; every problem line is followed by what to do
+about it, and the exit code is 1."""
 
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from memmesh.net.server import free_port
 from memmesh.peer.lock import peer_lock
+from tests.cli._output import json_of
 from tests.conftest import MemRunner
+from tests.service._standins import StandIn
 from tests.team._team import Team
 
 pytestmark = pytest.mark.usefixtures("user_home")
@@ -220,4 +224,88 @@ def test_a_peer_daemon_is_asked_at_the_url_it_gives_teammates(loopback_team: Tea
     assert fix == (
         f"       fix: let teammates reach port {port} through this machine's firewall, "
         "or give the address they reach it at (`mem team serve --advertise https://NAME:PORT`)"
+    )
+
+
+# -- the services `mem service` installed -----------------------------------------------------
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="systemd user units are Linux's"
+)
+
+
+@pytest.fixture
+def systemctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StandIn:
+    """A stand-in systemctl first on PATH: no test reaches a real user manager."""
+    tools = tmp_path / "tools"
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return StandIn(tools, "systemctl")
+
+
+@linux_only
+def test_with_no_service_installed_doctor_asks_no_service_manager(
+    mem: MemRunner, systemctl: StandIn
+) -> None:
+    result = mem("doctor")
+
+    assert result.returncode == 0, result.stdout
+    assert not any(line.startswith(("[ok] service", "[FAIL] service")) for line in _checks(result))
+    assert systemctl.calls() == []
+
+
+@linux_only
+def test_an_installed_service_that_runs_is_ok_with_where_its_logs_are(
+    mem: MemRunner, systemctl: StandIn
+) -> None:
+    installed = json_of(mem("--json", "service", "install", "ui"))
+    unit = installed["unit"]
+    systemctl.answer("UnitFileState=enabled", "ActiveState=active", "SubState=running")
+
+    result = mem("doctor")
+
+    assert result.returncode == 0, result.stdout
+    assert (
+        f"[ok] service ui: {unit} is enabled and active (running); "
+        f"logs: journalctl --user -u {unit}"
+    ) in _checks(result)
+
+
+@linux_only
+def test_an_installed_service_that_stopped_fails_with_its_logs_and_how_to_start_it(
+    mem: MemRunner, systemctl: StandIn
+) -> None:
+    unit = json_of(mem("--json", "service", "install", "backup"))["unit"]
+    logs = f"journalctl --user -u {unit.removesuffix('.timer')}.service"
+    systemctl.answer("UnitFileState=disabled", "ActiveState=inactive", "SubState=dead")
+
+    result = mem("doctor")
+
+    assert result.returncode == 1, result.stdout
+    assert _after(_checks(result), "[FAIL] service backup") == [
+        f"[FAIL] service backup: {unit} is disabled and inactive (dead); logs: {logs}",
+        f"       fix: its logs say why; start it again: systemctl --user daemon-reload && "
+        f"systemctl --user enable --now {unit}",
+    ]
+
+
+@linux_only
+def test_an_installed_service_whose_manager_does_not_answer_fails(
+    mem: MemRunner, systemctl: StandIn
+) -> None:
+    systemctl.fail_with("Failed to connect to bus: No medium found")
+    unit = json_of(mem("--json", "service", "install", "ui"))["unit"]
+
+    result = mem("doctor")
+
+    assert result.returncode == 1, result.stdout
+    failed, fix = _after(_checks(result), "[FAIL] service ui")
+    assert failed == (
+        f"[FAIL] service ui: {unit} is installed, but systemd does not answer: "
+        "systemctl --user failed: Failed to connect to bus: No medium found"
+    )
+    assert fix == (
+        "       fix: in a login session of yours, run: systemctl --user daemon-reload && "
+        f"systemctl --user enable --now {unit}"
     )

@@ -1,11 +1,12 @@
 """`mem doctor`: the whole setup checked, each problem with what to do about it.
 
-Three parts, in the order a problem in one explains the next: the store
+Four parts, in the order a problem in one explains the next: the store
 (:func:`memmesh.local.doctor.diagnose`), the team (team.yaml, this member's key, whether the
 coordinator answers and accepts this member, the store's embedder against the team's, whether
-this member's peer daemon runs and teammates can reach it), and
-each coding agent client memmesh was installed into (its entries as `mem hook install` would
-write them now, and whether the command they name starts). A client memmesh was never
+this member's peer daemon runs and teammates can reach it), each service `mem service`
+installed for this home (whether it runs, and where its logs are), and each coding agent
+client memmesh was installed into (its entries as `mem hook install` would write them now,
+and whether the command they name starts). A client memmesh was never
 installed into is not a problem, and neither is a laptop with no team: both are said once.
 """
 
@@ -39,6 +40,7 @@ def doctor(args: argparse.Namespace) -> int:
         facts = store_doctor.facts(store)
         checks = store_doctor.diagnose(store)
         checks += _team_checks(home, store, offline=args.offline)
+    checks += _service_checks(home)
     checks += _agent_checks(args)
     checks += _hook_checks(home)
     ok = all(check.ok for check in checks)
@@ -193,6 +195,29 @@ def _peer_check(home: Path, policy: "Policy", *, offline: bool) -> Check:
     if found.state == "not_asked":
         return Check(name=name, ok=True, detail=f"{runs}: not asked (--offline)")
     return Check(name=name, ok=True, detail=f"{runs}, which answers")
+
+
+def _service_checks(home: Path) -> list[Check]:
+    """Each service `mem service` installed for this home: whether it runs, and where its
+    logs are. Nothing is asked when none is installed."""
+    import shlex
+
+    from memmesh.service import detect, states
+
+    checks: list[Check] = []
+    for state in states(detect(), home):
+        name = f"service {state.kind}"
+        start = " && ".join(shlex.join(command) for command in state.start)
+        if state.enabled is None:
+            detail = f"{state.unit} is installed, but {state.manager} does not answer: "
+            fix = f"in a login session of yours, run: {start}"
+            checks.append(Check(name=name, ok=False, detail=detail + state.problem, fix=fix))
+            continue
+        enabled = "enabled" if state.enabled else "disabled"
+        detail = f"{state.unit} is {enabled} and {state.state}; logs: {state.logs}"
+        fix = "" if state.active else f"its logs say why; start it again: {start}"
+        checks.append(Check(name=name, ok=bool(state.active), detail=detail, fix=fix))
+    return checks
 
 
 def _agent_checks(args: argparse.Namespace) -> list[Check]:

@@ -36,6 +36,7 @@ _MODULES = {
     "hook": "agents",
     "coordinator": "coordinator",
     "ui": "ui",
+    "service": "service",
     "demo": "demo",
     "completion": "completion",
 }

@@ -20,7 +20,8 @@ import msgspec
 
 from memmesh.errors import MemmeshError
 from memmesh.net.connect import peer_client
-from memmesh.net.urls import is_loopback, peer_url
+from memmesh.net.errors import BadUrl
+from memmesh.net.urls import is_loopback, peer_url, serves_tls
 from memmesh.net.wire import Health
 from memmesh.peer.lock import PeerRecord, running_peer
 from memmesh.policy.config import Policy
@@ -33,6 +34,7 @@ __all__ = [
     "lan_address",
     "peer_reach",
     "reach_problem",
+    "reached_at",
 ]
 
 # What `--host` takes to listen on every interface: the one flag that makes a peer reachable.
@@ -63,6 +65,22 @@ def lan_address(host: str, *, toward: str | None = None) -> str:
         if not is_loopback(named):
             return named
     return "::1" if family == socket.AF_INET6 else "127.0.0.1"
+
+
+def reached_at(host: str, address: str, port: int, advertise: str | None, tls: bool) -> str:
+    """The sound URL teammates reach the daemon at: https whenever it serves TLS, which it
+    does when asked, when told to be reached at https, or beyond loopback."""
+    advertised = peer_url(advertise) if advertise else None
+    secure = serves_tls(host, tls=tls)
+    if advertised is not None:
+        reached = urlsplit(advertised).hostname or ""
+        secure = secure or advertised.startswith("https:") or serves_tls(reached)
+    if advertised is None:
+        shown = f"[{address}]" if ":" in address else address
+        return peer_url(f"{'https' if secure else 'http'}://{shown}:{port}")
+    if secure and not advertised.startswith("https:"):
+        raise BadUrl(advertised, "this peer serves https, so teammates must reach it at https")
+    return advertised
 
 
 def _route_source(family: socket.AddressFamily, target: str) -> str:

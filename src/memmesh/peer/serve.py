@@ -26,15 +26,14 @@ from starlette.types import ASGIApp
 
 from memmesh.local.store import Store
 from memmesh.net.connect import coordinator_client, team_token
-from memmesh.net.errors import BadUrl, Refused
+from memmesh.net.errors import Refused
 from memmesh.net.server import Server, check_bind, listen
 from memmesh.net.settings import ServeSettings
 from memmesh.net.tls import Certificate, ensure_certificate
-from memmesh.net.urls import peer_url, serves_tls
 from memmesh.peer.app import peer_app
 from memmesh.peer.discovery import Advertiser
 from memmesh.peer.heartbeat import HEARTBEAT_INTERVAL, Heartbeat
-from memmesh.peer.reach import ReachProblem, lan_address, reach_problem
+from memmesh.peer.reach import ReachProblem, lan_address, reach_problem, reached_at
 from memmesh.peer.service import Peer
 from memmesh.policy import load_policy
 from memmesh.registry import load_identity
@@ -117,22 +116,6 @@ class PeerDaemon:
             self._server.should_exit = True
 
 
-def _reached_at(host: str, address: str, port: int, advertise: str | None, tls: bool) -> str:
-    """The sound URL teammates reach the daemon at: https whenever it serves TLS, which it
-    does when asked, when told to be reached at https, or beyond loopback."""
-    advertised = peer_url(advertise) if advertise else None
-    secure = serves_tls(host, tls=tls)
-    if advertised is not None:
-        reached = urlsplit(advertised).hostname or ""
-        secure = secure or advertised.startswith("https:") or serves_tls(reached)
-    if advertised is None:
-        shown = f"[{address}]" if ":" in address else address
-        return peer_url(f"{'https' if secure else 'http'}://{shown}:{port}")
-    if secure and not advertised.startswith("https:"):
-        raise BadUrl(advertised, "this peer serves https, so teammates must reach it at https")
-    return advertised
-
-
 @contextmanager
 def peer_daemon(
     home: Path,
@@ -168,7 +151,7 @@ def peer_daemon(
     # A sound URL before anything starts: it goes into the signed presence teammates contact.
     # Listening on every interface, the address of this machine that faces the coordinator.
     address = lan_address(host, toward=urlsplit(policy.coordinator or "").hostname)
-    url = _reached_at(host, address, port, advertise, tls)
+    url = reached_at(host, address, port, advertise, tls)
     check_bind(host, token, tls=url.startswith("https:"))
     certificate = None
     if url.startswith("https:"):
