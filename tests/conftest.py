@@ -5,7 +5,7 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,11 +76,13 @@ def store(home: Path) -> Iterator[Store]:
 
 
 class MemRunner:
-    """Runs the real `mem` command line in a subprocess against one home."""
+    """Runs the real `mem` command line in a subprocess against one home, with ``prefix``
+    before it (such as an ``nsenter`` into another network namespace)."""
 
-    def __init__(self, home: Path, cwd: Path) -> None:
+    def __init__(self, home: Path, cwd: Path, prefix: Sequence[str] = ()) -> None:
         self.home = home
         self.cwd = cwd
+        self.prefix = tuple(prefix)
 
     def __call__(
         self,
@@ -89,7 +91,7 @@ class MemRunner:
         home: bool = True,
         stdin: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "memmesh"]
+        command = [*self.prefix, sys.executable, "-m", "memmesh"]
         if home:
             command += ["--home", str(self.home)]
         environ = {**os.environ, **(env or {})}
