@@ -7,7 +7,6 @@ captures lexical and sub-word overlap only, which is why recall fuses it with BM
 strength is that it is instant, reproducible on every machine, and free of dependencies.
 """
 
-import hashlib
 import itertools
 import math
 from collections import defaultdict
@@ -37,6 +36,8 @@ _UNRELATED = (0.017, 0.051)
 @lru_cache(maxsize=1 << 18)
 def _bucket(feature: str, dim: int) -> tuple[int, float]:
     """Bucket index and sign of a feature, stable across processes and machines."""
+    import hashlib  # here: its OpenSSL takes 2 ms to load, which `mem` mostly does without
+
     digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
     return digest % dim, (1.0 if digest >> 63 else -1.0)
 
