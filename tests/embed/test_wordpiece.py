@@ -6,6 +6,7 @@ import random
 import string
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,7 +30,14 @@ def package() -> Tokenizer:
 
 @pytest.fixture(scope="module")
 def vocabulary() -> Vocabulary:
-    return _wordpiece.vocabulary(_WEIGHTS / _wordpiece.VOCABULARY_FILE)
+    """The lookup table the embedder reads."""
+    return _wordpiece.vocabulary(_WEIGHTS / _wordpiece.LOOKUP_FILE)
+
+
+def _tokens() -> list[str]:
+    """The vocabulary file's tokens, in id order."""
+    lines = (_WEIGHTS / _wordpiece.VOCABULARY_FILE).read_text(encoding="utf-8").split("\n")
+    return lines[:-1]
 
 
 def _theirs(tokenizer: Tokenizer, text: str) -> list[int]:
@@ -43,6 +51,28 @@ def test_the_vocabulary_file_is_the_tokenizers_own_in_id_order() -> None:
     assert lines.pop() == ""  # one token a line, each ended by a newline, as vocab.txt is
     assert lines == sorted(model["vocab"], key=model["vocab"].__getitem__)
     assert list(model["vocab"].values()) == list(range(len(lines)))
+
+
+def test_the_lookup_table_is_the_vocabulary_files_ascii_tokens_in_byte_order() -> None:
+    shipped = np.load(_WEIGHTS / _wordpiece.LOOKUP_FILE, allow_pickle=False)
+    tokens = _tokens()
+
+    assert np.array_equal(shipped, _wordpiece.lookup_table(tokens))
+    assert list(shipped["token"]) == sorted(shipped["token"])
+    assert {t.decode(): int(i) for t, i in shipped} == {
+        token: id_ for id_, token in enumerate(tokens) if token.isascii()
+    }
+
+
+def test_a_token_is_found_by_its_text_and_a_piece_not_in_the_vocabulary_is_not(
+    vocabulary: Vocabulary,
+) -> None:
+    ids = {token: id_ for id_, token in enumerate(_tokens())}
+
+    for token in ("[PAD]", "[UNK]", "the", "##ing", "telecommunications", "!", "a", "z"):
+        assert vocabulary.id_of(token) == ids[token]
+    for absent in ("", "qzxj", "##qzxj", "telecommunicationsx", "x" * 200, "[pad]"):
+        assert vocabulary.id_of(absent) is None
 
 
 def test_the_tokenizer_is_the_pipeline_read_here() -> None:
@@ -96,7 +126,7 @@ def test_the_ids_of_many_random_ascii_texts_are_the_packages(
     package: Tokenizer, vocabulary: Vocabulary
 ) -> None:
     rng = random.Random(11)
-    words = list(vocabulary.ids)[::7]
+    words = [token for token in _tokens() if token.isascii()][::7]
     pieces = [*string.printable, *"\x00\x01\x08\x0b\x0c\x0e\x1f\x7f", *SPECIAL_TOKENS]
     for _ in range(2000):
         parts = [
@@ -125,4 +155,19 @@ def test_a_vocabulary_without_the_unknown_token_is_refused(tmp_path: Path) -> No
     damaged = tmp_path / "vocab.txt"
     damaged.write_text("[PAD]\nhello\n", encoding="utf-8")
     with pytest.raises(ValueError, match="UNK"):
+        _wordpiece.vocabulary(damaged)
+
+
+def test_a_lookup_table_without_the_unknown_token_or_of_another_shape_is_refused(
+    tmp_path: Path,
+) -> None:
+    damaged = tmp_path / "vocab.npy"
+    np.save(damaged, _wordpiece.lookup_table(["[PAD]", "hello"]))
+    with pytest.raises(ValueError, match="UNK"):
+        _wordpiece.vocabulary(damaged)
+    np.save(damaged, np.arange(4))
+    with pytest.raises(ValueError, match="lookup table"):
+        _wordpiece.vocabulary(damaged)
+    damaged.write_bytes(b"")
+    with pytest.raises(ValueError, match="empty"):
         _wordpiece.vocabulary(damaged)

@@ -2,9 +2,13 @@
 
 A recall embeds one question. Importing the tokenizers package and building its tokenizer
 from ``minilm-static-tokenizer.json`` (466 kB) took about 20 ms of a `mem recall`'s start;
-reading the same vocabulary as a plain list, ``minilm-static-vocab.txt`` (the JSON's
-vocabulary, one token a line in id order, as BERT's ``vocab.txt``), takes about 4. So
-:mod:`.minilm_static` reads a few ASCII texts here and everything else with the package.
+making a dict of the same vocabulary, ``minilm-static-vocab.txt`` (the JSON's vocabulary, one
+token a line in id order, as BERT's ``vocab.txt``), took 7. What is read here instead is
+``minilm-static-vocab-ascii.npy``: the vocabulary's ASCII tokens in byte order, each beside
+its id (:func:`lookup_table` makes it from the text file, ``scripts/pack_vocabulary.py``
+writes it), loaded in a fraction of a millisecond, where a word piece is found by binary
+search. So :mod:`.minilm_static` reads a few ASCII texts here and everything else with the
+package.
 
 For ASCII text every step of that tokenizer is a rule on a handful of characters, which is
 why only such text is read here:
@@ -25,20 +29,26 @@ settings to the ones read here.
 """
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = [
+    "LOOKUP_FILE",
     "MAX_WORD",
     "SPECIAL_TOKENS",
     "UNK",
     "VOCABULARY_FILE",
     "Vocabulary",
+    "lookup_table",
     "vocabulary",
     "word_pieces",
 ]
 
 VOCABULARY_FILE = "minilm-static-vocab.txt"
+LOOKUP_FILE = "minilm-static-vocab-ascii.npy"
 UNK = "[UNK]"
 # The tokenizer's added tokens, matched in the text as written (none is normalized).
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -59,27 +69,69 @@ _NORMALIZED = str.maketrans(
 _WORDS = re.compile(r"[0-9a-z]+|[^ 0-9a-z]")
 
 
-class Vocabulary(NamedTuple):
-    """Each token's id, and the id of ``[UNK]``."""
+class Vocabulary:
+    """The ASCII word pieces of a vocabulary, found by their text (:meth:`id_of`).
 
-    ids: dict[str, int]
-    unknown: int
+    ``table`` is :func:`lookup_table`'s: each ASCII token (NUL-padded bytes) in byte order
+    beside its id. Raises ValueError for a table of another shape, or without ``[UNK]`` or a
+    special token.
+    """
+
+    def __init__(self, table: npt.NDArray[np.void]) -> None:
+        if table.dtype.names != ("token", "id") or table.ndim != 1:
+            raise ValueError(f"a lookup table of dtype {table.dtype} and shape {table.shape}")
+        self._tokens = np.ascontiguousarray(table["token"])
+        self._ids = table["id"]
+        self._longest = table.dtype["token"].itemsize
+        # One more than the largest id: the rows a table of word vectors must have.
+        self.size = int(self._ids.max()) + 1 if len(self._ids) else 0
+        found = {token: self.id_of(token) for token in SPECIAL_TOKENS}
+        missing = [token for token, id_ in found.items() if id_ is None]
+        if missing:
+            raise ValueError(f"the vocabulary has no {', '.join(missing)}")
+        self.special = {token: id_ for token, id_ in found.items() if id_ is not None}
+        self.unknown = self.special[UNK]
+
+    def id_of(self, token: str) -> int | None:
+        """The id of the ASCII ``token``, or ``None`` when the vocabulary has no such piece."""
+        if len(token) > self._longest:
+            return None
+        key = token.encode("ascii")
+        at = int(np.searchsorted(self._tokens, key))
+        if at < len(self._tokens) and self._tokens[at] == key:
+            return int(self._ids[at])
+        return None
+
+
+def lookup_table(tokens: Sequence[str]) -> npt.NDArray[np.void]:
+    """The ASCII ones of ``tokens`` (a vocabulary in id order) in byte order, each beside its
+    id: what :class:`Vocabulary` searches, and what ``LOOKUP_FILE`` holds."""
+    ascii_ids = sorted(
+        (token.encode("ascii"), id_) for id_, token in enumerate(tokens) if token.isascii()
+    )
+    longest = max((len(token) for token, _ in ascii_ids), default=1)
+    table = np.empty(len(ascii_ids), dtype=[("token", f"S{longest}"), ("id", "<u4")])
+    table["token"] = [token for token, _ in ascii_ids]
+    table["id"] = [id_ for _, id_ in ascii_ids]
+    return table
 
 
 def vocabulary(path: Path) -> Vocabulary:
-    """The vocabulary in ``path``, one token a line, in id order.
+    """The vocabulary in ``path``: a lookup table (``.npy``, see :func:`lookup_table`), or a
+    text file of one token a line, in id order.
 
-    Raises OSError or UnicodeDecodeError when it cannot be read, ValueError when it has no
-    ``[UNK]`` or special token.
+    Raises OSError or UnicodeDecodeError when it cannot be read, ValueError when it is no
+    table or has no ``[UNK]`` or special token.
     """
+    if path.suffix == ".npy":
+        try:
+            return Vocabulary(np.load(path, allow_pickle=False))
+        except EOFError:  # an empty file
+            raise ValueError(f"{path.name} is empty") from None
     tokens = path.read_text(encoding="utf-8").split("\n")
     if tokens[-1] == "":  # the newline that ends the last line
         tokens.pop()
-    ids = dict(zip(tokens, range(len(tokens)), strict=True))
-    missing = [token for token in SPECIAL_TOKENS if token not in ids]
-    if missing:
-        raise ValueError(f"the vocabulary has no {', '.join(missing)}")
-    return Vocabulary(ids, ids[UNK])
+    return Vocabulary(lookup_table(tokens))
 
 
 def word_pieces(text: str, vocabulary: Vocabulary) -> list[int]:
@@ -90,12 +142,11 @@ def word_pieces(text: str, vocabulary: Vocabulary) -> list[int]:
     """
     if not text.isascii():
         raise ValueError("only ASCII text is read here")
-    ids = vocabulary.ids
     out: list[int] = []
     # Split at the special tokens: every odd part is one of them.
     for n, part in enumerate(_SPECIAL.split(text)):
         if n % 2:
-            out.append(ids[part])
+            out.append(vocabulary.special[part])
             continue
         for word in _WORDS.findall(part.translate(_NORMALIZED)):
             _add_word(word, vocabulary, out)
@@ -104,7 +155,6 @@ def word_pieces(text: str, vocabulary: Vocabulary) -> list[int]:
 
 def _add_word(word: str, vocabulary: Vocabulary, out: list[int]) -> None:
     """Append ``word``'s pieces to ``out``, longest first, or ``[UNK]`` if one part has none."""
-    ids = vocabulary.ids
     if len(word) > MAX_WORD:
         out.append(vocabulary.unknown)
         return
@@ -112,7 +162,7 @@ def _add_word(word: str, vocabulary: Vocabulary, out: list[int]) -> None:
     start = 0
     while start < len(word):
         for end in range(len(word), start, -1):
-            piece = ids.get(word[start:end] if start == 0 else _PREFIX + word[start:end])
+            piece = vocabulary.id_of(word[start:end] if start == 0 else _PREFIX + word[start:end])
             if piece is not None:
                 pieces.append(piece)
                 start = end

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from memmesh.embed._encoder import encoder
 from memmesh.embed._pooling import summed_rows
-from memmesh.embed._wordpiece import VOCABULARY_FILE, Vocabulary, word_pieces
+from memmesh.embed._wordpiece import LOOKUP_FILE, Vocabulary, word_pieces
 from memmesh.embed._wordpiece import vocabulary as read_vocabulary
 from memmesh.embed.base import Vectors
 from memmesh.embed.errors import EmbedderDamaged
@@ -86,13 +86,13 @@ def _table() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
 
 @cache
 def _vocabulary() -> Vocabulary:
-    """The tokenizer's vocabulary as a plain list, for the texts read in Python."""
+    """The tokenizer's ASCII word pieces, for the texts read in Python."""
     try:
-        vocabulary = read_vocabulary(_WEIGHTS / VOCABULARY_FILE)
+        vocabulary = read_vocabulary(_WEIGHTS / LOOKUP_FILE)
     except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
         raise EmbedderDamaged(_NAME, f"vocabulary: {error}") from None
-    if len(vocabulary.ids) != _table()[0].shape[0]:
-        raise EmbedderDamaged(_NAME, f"a vocabulary of {len(vocabulary.ids)} tokens")
+    if vocabulary.size > _table()[0].shape[0]:
+        raise EmbedderDamaged(_NAME, f"a vocabulary of {vocabulary.size} tokens")
     return vocabulary
 
 
