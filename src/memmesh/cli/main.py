@@ -2,7 +2,8 @@
 
 A command pays only for what it needs (docs/benchmarks.md, "Start-up"): `mem --version` is
 answered before anything else is imported; a command named on the line builds only its own
-module's part of the parser (:data:`_MODULES`), the whole tree being built for everything else
+part of the parser (its module's, :data:`_MODULES`, with the module's other commands dropped:
+:class:`_Commands`), the whole tree being built for everything else
 (`mem --help`, a mistyped command); and registering a command imports nothing heavy: each
 command imports what it needs when it runs (``cli/_common.lazy``, imports inside handlers).
 """
@@ -14,7 +15,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from memmesh import __version__, _blas
 from memmesh.cli import _stdout
@@ -69,8 +70,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole `mem` command line; with ``command`` (one of its commands), only the part
-    that command's module adds, which parses that command as the whole tree does."""
+    """The whole `mem` command line; with ``command`` (one of its commands), only that
+    command's part, which parses it as the whole tree does."""
     from memmesh.cli._common import nonempty
 
     parser = _Parser(
@@ -91,13 +92,44 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     commands = cast(
-        "argparse._SubParsersAction[argparse.ArgumentParser]",
-        parser.add_subparsers(title="commands", metavar="COMMAND"),
+        "_Commands", parser.add_subparsers(title="commands", metavar="COMMAND", action=_Commands)
     )
+    commands.only = command
     wanted = [_MODULES[command]] if command else dict.fromkeys(_MODULES.values())
     for module in wanted:
         importlib.import_module(f"memmesh.cli.{module}").register(commands)
     return parser
+
+
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _SubParsers = argparse._SubParsersAction
+
+
+class _Commands(_SubParsers):
+    """`mem`'s commands; with ``only`` set, every other command a module adds goes to a parser
+    that keeps nothing (:class:`_Dropped`): a module such as `local` adds 19 commands, and
+    parsing one needs none of the others' options (4 ms of a `mem recall`)."""
+
+    only: str | None = None
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if self.only is not None and name != self.only:
+            return cast("argparse.ArgumentParser", _Dropped())
+        parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+        return parser
+
+
+class _Dropped:
+    """A parser of a command this run does not parse: what is added to it, or to the groups
+    and subcommands it gives, is dropped."""
+
+    def __getattr__(self, name: str) -> "_Dropped":
+        return self
+
+    def __call__(self, *args: object, **kwargs: object) -> "_Dropped":
+        return self
 
 
 def main(argv: Sequence[str] | None = None) -> int:
