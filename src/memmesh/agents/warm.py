@@ -22,7 +22,6 @@ keeps the team cache following the coordinator (:func:`memmesh.agents.freshness.
 """
 
 import contextlib
-import hashlib
 import json
 import os
 import socket
@@ -65,6 +64,8 @@ def socket_path(home: Path) -> Path:
     path = home / _SOCKET_NAME
     if len(os.fsencode(path)) <= _MAX_SOCKET_PATH:
         return path
+    import hashlib  # here: its OpenSSL takes 2 ms to load, a hook's tenth
+
     digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:24]
     return _private_folder() / f"{digest}.sock"
 
