@@ -253,3 +253,42 @@ def test_a_time_no_date_can_show_is_rejected(identity: Identity, moment: float) 
 def test_the_last_second_of_year_9999_is_a_time_still_accepted(identity: Identity) -> None:
     body = publication(identity, published_at=253_402_300_799.0)
     assert open_envelope(seal(body, identity)) == body
+
+
+def test_an_envelope_met_again_is_not_verified_again(
+    identity: Identity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same publication reaches a member from the coordinator and from its author's peer,
+    # in one recall-team and the next: one signature check is enough for its exact bytes.
+    from memmesh.registry import envelopes
+
+    checked: list[bytes] = []
+    real = envelopes.verify_signature
+
+    def counted(key: Any, signature: bytes, payload: bytes) -> None:
+        checked.append(payload)
+        real(key, signature, payload)
+
+    monkeypatch.setattr(envelopes, "verify_signature", counted)
+    envelope = seal(publication(identity, text="verified once per process"), identity)
+    first = open_envelope(envelope)
+    again = open_envelope(Envelope(payload=bytes(envelope.payload), signature=envelope.signature))
+
+    assert again == first
+    assert checked == [envelope.payload]
+
+
+def test_a_verified_payload_under_another_signature_is_still_refused(identity: Identity) -> None:
+    envelope = seal(publication(identity, text="verified, then replayed"), identity)
+    open_envelope(envelope)
+    forged = bytes([envelope.signature[0] ^ 1]) + envelope.signature[1:]
+    changed = envelope.payload.replace(b"replayed", b"rewritten")
+
+    assert (
+        reason_of(Envelope(payload=envelope.payload, signature=forged))
+        == "the signature does not verify"
+    )
+    assert (
+        reason_of(Envelope(payload=changed, signature=envelope.signature))
+        == "the signature does not verify"
+    )

@@ -8,6 +8,7 @@ inside the payload and the key id against that key, then decodes the payload str
 Vectors travel beside envelopes, never inside the signature.
 """
 
+import functools
 import hashlib
 from typing import Annotated
 
@@ -146,11 +147,36 @@ _decoder = msgspec.json.Decoder(Body, strict=True)
 
 
 def open_envelope(envelope: Envelope) -> Body:
-    """The verified body of ``envelope``; raises :class:`BadSignature` on any defect."""
-    if len(envelope.payload) > _MAX_PAYLOAD:
+    """The verified body of ``envelope``; raises :class:`BadSignature` on any defect.
+
+    The same envelope reaches a member again and again (a publication from the coordinator
+    and from its author's peer, in one recall-team and the next): the bodies of the last
+    :data:`_OPENED_MAX` envelopes of at most :data:`_OPENED_PAYLOAD` bytes that opened are
+    kept, by their exact payload and signature, and given again without a second check (a
+    body is frozen; a defect is never kept, so it is checked, and refused, each time).
+    """
+    if len(envelope.payload) <= _OPENED_PAYLOAD:
+        return _opened(envelope.payload, envelope.signature)
+    return _open(envelope.payload, envelope.signature)
+
+
+# Envelopes kept opened: at most 2,048 of at most 4 KiB (a publication's payload is some
+# hundreds of bytes), so that the cache holds at most 8 MiB whoever sends them.
+_OPENED_MAX = 2048
+_OPENED_PAYLOAD = 4096
+
+
+@functools.lru_cache(maxsize=_OPENED_MAX)
+def _opened(payload: bytes, signature: bytes) -> Body:
+    return _open(payload, signature)
+
+
+def _open(payload: bytes, signature: bytes) -> Body:
+    """:func:`open_envelope` itself."""
+    if len(payload) > _MAX_PAYLOAD:
         raise BadSignature("the payload is too large")
     try:
-        body = _decoder.decode(envelope.payload)
+        body = _decoder.decode(payload)
     except msgspec.DecodeError as exc:
         raise BadSignature(f"the payload is malformed: {exc}") from None
     if body.format != FORMAT_VERSION:
@@ -158,7 +184,7 @@ def open_envelope(envelope: Envelope) -> Body:
     public_key = public_key_from_text(body.author_key)
     if key_id(public_key) != body.key_id:
         raise BadSignature("the key id does not match the author's key")
-    verify_signature(public_key, envelope.signature, envelope.payload)
+    verify_signature(public_key, signature, payload)
     if isinstance(body, Publication) and text_hash(body.text) != body.content_hash:
         raise BadSignature("the content hash does not match the text")
     if isinstance(body, Tally) and body.seq != body.worked + body.failed + body.partial:
