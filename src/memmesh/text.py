@@ -234,7 +234,10 @@ def _is_exact(raw: str, parts: list[str]) -> bool:
     """A token worth matching verbatim: it joins several parts, is a flag, or has digits."""
     if len(raw) < 2:
         return False
-    return len(parts) > 1 or raw.startswith("-") or any(c.isdigit() for c in raw)
+    if len(parts) > 1 or raw.startswith("-"):
+        return True
+    # Most tokens are letters alone: one call in C says so before any character is looked at.
+    return not raw.isalpha() and any(c.isdigit() for c in raw)
 
 
 _NEGATIONS = frozenset(
