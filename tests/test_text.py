@@ -244,3 +244,12 @@ def test_counted_is_singular_for_one_only(
     count: int, noun: str, plural: str | None, expected: str
 ) -> None:
     assert text.counted(count, noun, plural) == expected
+
+
+@pytest.mark.parametrize(
+    "sample",
+    ["Webhooks retry 8 times on E1234 (node-gyp, --force)", "東京のサーバー", "", "the and of"],
+)
+def test_the_token_set_of_a_text_is_its_tokens_as_a_set_asked_again_or_not(sample: str) -> None:
+    assert text.token_set(sample) == frozenset(text.tokens(sample))
+    assert text.token_set(sample) == frozenset(text.tokens(sample))

@@ -47,6 +47,7 @@ __all__ = [
     "printable",
     "shares_exact_token",
     "stem",
+    "token_set",
     "tokens",
     "words",
 ]
@@ -210,6 +211,14 @@ def tokens(text: str) -> list[Token]:
             if part not in STOPWORDS:
                 out.append(stem(part))
     return out
+
+
+@lru_cache(maxsize=4096)
+def token_set(text: str) -> frozenset[Token]:
+    """The set of :func:`tokens` of ``text``, kept for the last 4,096 texts asked about: a
+    teammate's item is scored against prompt after prompt (the prompt hook's team cache, a
+    recall-team's repeated hits) and its text does not change."""
+    return frozenset(tokens(text))
 
 
 def exact_tokens(text: str) -> set[str]:

@@ -61,7 +61,7 @@ def team_score(
     if not terms.words:
         return None
     item_text = text + " " + " ".join(tags)
-    coverage = len(terms.words & set(_text.tokens(item_text))) / len(terms.words)
+    coverage = len(terms.words & _text.token_set(item_text)) / len(terms.words)
     exact = _text.shares_exact_token(terms.exact, item_text)
     close = closeness(cosine, embedder.unrelated) if cosine is not None else None
     if not ((close is not None and close >= MIN_CLOSENESS) or exact or coverage >= MIN_COVERAGE):
