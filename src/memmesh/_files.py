@@ -10,7 +10,6 @@ import errno
 import os
 import pwd
 import stat
-import tempfile
 from pathlib import Path
 
 __all__ = [
@@ -61,6 +60,8 @@ def write_atomically(path: Path, text: str, mode: int) -> None:
     """Replace ``path`` with ``text`` at once (a reader sees the old file or the new, never half
     of one), with permissions ``mode``: written beside it, synced, renamed over it. Raises
     ``OSError``; the temporary file never stays behind."""
+    import tempfile  # here: with random and shutil, 1 ms that a reading command never needs
+
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
