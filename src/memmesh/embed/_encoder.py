@@ -265,7 +265,9 @@ def load(folder: Path) -> Encoder:
         index = json.loads((folder / _INDEX).read_text(encoding="utf-8"))
         arrays: dict[str, npt.NDArray[np.generic]] = {}
         for kind, dtype in _KINDS.items():
-            flat = np.load(folder / f"minilm-query-{kind}.npy", mmap_mode="r")
+            # A plain view of the mapping: numpy's memmap class would run Python code for
+            # every array taken from it, on every query.
+            flat = np.asarray(np.load(folder / f"minilm-query-{kind}.npy", mmap_mode="r"))
             if flat.dtype != dtype or flat.ndim != 1:
                 raise ValueError(f"the {kind} file holds {flat.dtype} in {flat.ndim} dimensions")
             if kind == "float32" and not np.isfinite(flat).all():
