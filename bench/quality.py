@@ -48,20 +48,26 @@ the queries carry no id and no text occurs twice) is even, else in the **report*
 ``--half report`` (never looked at while tuning) and LoCoMo as the held-out figures.
 
 ``--rankings`` adds recall's one-half modes (``vector``: cosine alone; ``lexical``: BM25
-alone; both still behind recall's gate) and a bench-only ranking of every item by raw cosine
-with no gate at all, so that what fusion and the gate contribute is visible.
+alone; both still behind recall's gate), the fused ranking without the answer's floor and cut
+(``hybrid, uncut``: ``recall(answer=False)``, ranked as the one-half modes are, so that fusion
+is compared with them apart from the answer's length) and a bench-only ranking of every item
+by raw cosine with no gate at all, so that what fusion and the gate contribute is visible.
 
 ``--locomo [PATH]`` runs the LoCoMo dev split instead (default
 ``../shared/eval/locomo-dev.json``; licensed CC BY-NC, so it is read here at run time and never
 copied into the repository; skipped when absent): each conversation its own store, a turn per
 ``remember()``, R@5/R@10/MRR@10 per mode over the 759 evidence-labelled questions, exactly as
-``bench/local_recall.py --quality-only`` measures it.
+``bench/local_recall.py --quality-only`` measures it; with ``--rankings``, once more for the
+``hybrid, uncut`` row.
 
 ``--throughput N`` embeds N short synthetic developer memories (the generator of
 ``bench/local_recall.py``) with the process pinned to one CPU and prints texts per second.
 """
 
 import argparse
+import contextlib
+import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -70,7 +76,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -91,6 +97,7 @@ K = 10
 TYPES = ("paraphrase", "token", "noise", "private_probe")
 HALVES = ("tune", "report", "all")
 UNGATED = "cosine, ungated"
+UNCUT = "hybrid, uncut"
 
 
 def half_of(query: str) -> str:
@@ -182,6 +189,12 @@ def run_teamdev(
                 if name == UNGATED:
                     hit_ids = ungated_ranking(store, query["q"], matrix, items)
                     gave_up = False
+                elif name == UNCUT:
+                    ranked = recall(
+                        store, query["q"], k=K, project=GLOBAL, answer=False, record=False
+                    )
+                    hit_ids = [hit.item.id for hit in ranked.hits]
+                    gave_up = ranked.abstained
                 else:
                     mode = cast(Mode, name)  # every other ranking is one of recall's modes
                     began = time.perf_counter()
@@ -261,6 +274,32 @@ def print_teamdev(result: TeamdevResult) -> None:
     print(f"recall -k 10 (hybrid), {lat.n} calls: p50 {lat.p50:.2f} ms, p95 {lat.p95:.2f} ms")
 
 
+@contextlib.contextmanager
+def _uncut_hybrid() -> Iterator[None]:
+    """``local_recall``'s LoCoMo run asks hybrid recall only, without the answer's floor and
+    cut (its loop is the measurement; this changes only what it calls)."""
+    swapped = {"recall": functools.partial(recall, answer=False), "MODES": ("hybrid",)}
+    saved = {name: getattr(local_recall, name) for name in swapped}
+    try:
+        for name, value in swapped.items():
+            setattr(local_recall, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(local_recall, name, value)
+
+
+def run_locomo(path: Path, embedder: str, uncut: bool) -> local_recall.QualityResult:
+    """LoCoMo dev as ``bench/local_recall.py`` measures it; with ``uncut``, a ``hybrid, uncut``
+    row after the three modes."""
+    quality = local_recall.run_quality(path, embedder, "remember")
+    if uncut:
+        with _uncut_hybrid():
+            (row,) = local_recall.run_quality(path, embedder, "remember").rows
+        quality.rows.append(dataclasses.replace(row, mode=UNCUT))
+    return quality
+
+
 def run_throughput(embedder: str, count: int) -> tuple[float, int]:
     """Texts per second embedding ``count`` short memories, pinned to one CPU, in batches of
     the size a reindex uses; and the CPU it ran on."""
@@ -318,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.locomo.is_file():
             print(f"\n== LoCoMo: skipped, {args.locomo} not found")
             return 0
-        quality = local_recall.run_quality(args.locomo, args.embedder, "remember")
+        quality = run_locomo(args.locomo, args.embedder, args.rankings)
         local_recall.print_quality(quality)
         report["locomo"] = asdict(quality)
     else:
@@ -335,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _quality_team.print_team(team)
             report["teamdev_team"] = asdict(team)
         else:
-            modes = ["hybrid", "vector", "lexical", UNGATED] if args.rankings else ["hybrid"]
+            modes = ["hybrid", UNCUT, "vector", "lexical", UNGATED] if args.rankings else ["hybrid"]
             result = run_teamdev(data, args.embedder, args.half, modes, tags=args.tags)
             print_teamdev(result)
             report["teamdev"] = asdict(result)

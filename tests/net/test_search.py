@@ -140,11 +140,11 @@ def test_a_foreign_vector_is_never_compared_the_store_embeds_the_query_itself(
 def test_a_source_returns_what_its_own_answer_would_cut_for_the_asker_to_judge(
     tmp_path: Path,
 ) -> None:
-    # A store's answer keeps what reaches half its best score, in units of its own BM25; the
+    # A store's answer keeps what reaches 0.4 of its best score, in units of its own BM25; the
     # asker scores every source's hits again in units that hold across sources and cuts
     # itself. Cut here as well, a hit the team's ranking would keep never reached it.
     query = "node-gyp E1234 on the build host: what do I install?"
-    weaker = "The deploy script needs python3 on the build host; the docs job installs it first."
+    weaker = "The build host is rebooted every Sunday night."
     unrelated = "Commit messages follow Conventional Commits; the squash title lands on main."
     with Store(tmp_path / "source") as store:
         ids = [store.remember(text, kind="fact")[0].id for text in (OTHER, weaker, unrelated)]

@@ -261,9 +261,9 @@ def test_an_envelope_met_again_is_not_verified_again(
     # The same publication reaches a member from the coordinator and from its author's peer,
     # in one recall-team and the next: one signature check is enough for its exact bytes.
     from memmesh.registry import envelopes
+    from memmesh.registry.identity import verify_signature as real
 
     checked: list[bytes] = []
-    real = envelopes.verify_signature
 
     def counted(key: Any, signature: bytes, payload: bytes) -> None:
         checked.append(payload)

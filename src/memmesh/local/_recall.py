@@ -8,9 +8,10 @@
    above what two unrelated texts get from that embedder (:func:`memmesh.embed.closeness`,
    calibrated per embedder by ``bench/calibrate.py``). So every setting below means the same
    whichever embedder the store uses.
-3. Relevance (:func:`_relevance`) is ``vector_weight * max(closeness, 0) + W_LEXICAL * bm25 /
-   best_bm25``, plus ``W_EXACT`` when the item holds one of the query's exact tokens
-   verbatim. ``vector_weight`` is the embedder's: how much its cosine tells beyond the words.
+3. Relevance (:func:`memmesh.local._fusion.fused`) is ``vector_weight * max(closeness, 0) +
+   W_LEXICAL * bm25 / best_bm25``, plus ``W_EXACT`` when the item holds one of the query's
+   exact tokens verbatim. ``vector_weight`` is the embedder's: how much its cosine tells beyond
+   the words.
 4. A candidate counts only when it passes an absolute gate (:func:`_passes_gate`): a
    closeness of ``MIN_CLOSENESS``, or ``MIN_COVERAGE`` of the query's content words, or one of
    its exact tokens.
@@ -22,7 +23,7 @@
    (``answer=False``): the asker scores its hits again in other units and answers itself.
 
 The weights and the two answer settings were chosen on the tuning half of teamdev (see
-``bench/quality.py`` and docs/benchmarks.md, which quotes the other half).
+``bench/fusion.py`` and docs/benchmarks.md, which quotes the other half and LoCoMo).
 
 An explained recall says what each step made of every candidate (:mod:`._explain`); it ranks
 exactly as a plain one does, and only it runs the extra search that finds what would match
@@ -44,6 +45,7 @@ from memmesh.embed import Vectors, closeness, unit_vector
 from memmesh.local import journal, outcomes
 from memmesh.local._explain import Explanation, Miss, Parts, Reason, left_out
 from memmesh.local._fulltext import bm25, scope_token, seqs_of
+from memmesh.local._fusion import W_EXACT, W_LEXICAL, Weights, fused
 from memmesh.local._rows import ItemRow, item_of, outcome_score_of
 from memmesh.local._running import Running
 from memmesh.local._workers import Workers
@@ -71,17 +73,14 @@ __all__ = [
 ]
 
 Mode = Literal["hybrid", "lexical", "vector"]
-# The relative BM25's weight; a spread of closeness weighs the embedder's ``vector_weight``.
-W_LEXICAL = 0.3
-# Sharing an exact token with the query (``node-gyp`` itself, not ``node-gyp-build``): with
-# the best BM25 match it reaches MIN_RELEVANCE alone, so an identifier asked for is answered.
-W_EXACT = 0.3
 # Closer than about 5 in 6 unrelated texts: the gate drops only what is plainly unrelated.
 MIN_CLOSENESS = 1.0
 MIN_COVERAGE = 0.25
-# The best hit must reach this, or recall abstains; the rest must reach this share of it.
+# The best hit must reach this, or recall abstains; the rest must reach this share of it. On
+# teamdev's tuning half 0.5 cut answers that either half alone ranks in its first ten, and at
+# 0.3 a question naming an identifier got about four hits instead of two (bench/fusion.py).
 MIN_RELEVANCE = 0.6
-MIN_SHARE_OF_BEST = 0.5
+MIN_SHARE_OF_BEST = 0.4
 _POOL = 50
 # Worker threads run the BM25 half of recalls beside the vector half in the caller.
 _LEXICAL_WORKERS = Workers(4, "bm25")
@@ -168,7 +167,8 @@ def recall(
             also_explain if explain else None, answer,
         )  # fmt: skip
     if explain and explained is None:  # a query of stopwords and punctuation only
-        nothing = _Query(set(), set(), store.embedder.unrelated, store.embedder.vector_weight, mode)
+        weights = Weights(store.embedder.vector_weight)
+        nothing = _Query(set(), set(), store.embedder.unrelated, weights, mode)
         explained = _explanation(nothing, k, [], store.clock(), ())
     latency = (time.perf_counter() - started) * 1000
     trace = None
@@ -196,7 +196,7 @@ class _Query(NamedTuple):
     exact: set[str]
     words: set[str]
     unrelated: tuple[float, float]
-    vector_weight: float
+    weights: Weights
     mode: Mode
 
 
@@ -223,9 +223,7 @@ def _relevance(query: "_Query", close: float, lexical: float, exact: bool) -> fl
         return close
     if query.mode == "lexical":
         return lexical
-    # A cosine no closer than unrelated texts get is no evidence either way: it adds nothing.
-    vector = query.vector_weight * max(close, 0.0)
-    return vector + W_LEXICAL * lexical + (W_EXACT if exact else 0.0)
+    return fused(query.weights, close, lexical, exact)
 
 
 def _passes_gate(close: float, exact: bool, coverage: float) -> bool:
@@ -234,20 +232,24 @@ def _passes_gate(close: float, exact: bool, coverage: float) -> bool:
     return close >= MIN_CLOSENESS or exact or coverage >= MIN_COVERAGE
 
 
-def _answer(kept: list["_Kept"], final: bool) -> tuple[list["_Kept"], list["_Kept"], Reason]:
+def _answer(
+    kept: list["_Kept"], final: bool, floor: float | None = None, share: float | None = None
+) -> tuple[list["_Kept"], list["_Kept"], Reason]:
     """The ranked candidates an answer keeps, those it leaves out, and why it left them.
 
     A hybrid answer abstains (keeps nothing: ``below_floor``) when its best score is under
-    ``MIN_RELEVANCE``, and otherwise drops what scores under ``MIN_SHARE_OF_BEST`` of the best
-    (``far_below_best``). An answer that is not ``final`` keeps them all: a one-half ranking's
-    scores are in other units, and recall-team scores a source's hits again in its own.
+    ``MIN_RELEVANCE`` (or ``floor``), and otherwise drops what scores under ``MIN_SHARE_OF_BEST``
+    (or ``share``) of the best (``far_below_best``). An answer that is not ``final`` keeps them
+    all: a one-half ranking's scores are in other units, and recall-team scores a source's hits
+    again in its own.
     """
     if not final or not kept:
         return kept, [], "far_below_best"
     best = -kept[0][0]
-    if best < MIN_RELEVANCE:
+    if best < (MIN_RELEVANCE if floor is None else floor):
         return [], kept, "below_floor"
-    cut = next((i for i, entry in enumerate(kept) if -entry[0] < MIN_SHARE_OF_BEST * best), None)
+    least = (MIN_SHARE_OF_BEST if share is None else share) * best
+    cut = next((i for i, entry in enumerate(kept) if -entry[0] < least), None)
     if cut is None:
         return kept, [], "far_below_best"
     return kept[:cut], kept[cut:], "far_below_best"
@@ -292,7 +294,7 @@ def _ranked(
     query_words = {token for token in query_tokens if token.isalnum()} or query_tokens
     judge = _Query(
         _text.exact_tokens(query), query_words, store.embedder.unrelated,
-        store.embedder.vector_weight, mode,
+        Weights(store.embedder.vector_weight), mode,
     )  # fmt: skip
     judged: _Judged | None = {} if explain is not None else None
     kept = _judge(store, judge, found, found.seqs, rows, now, judged)
@@ -430,7 +432,7 @@ def _explanation(
         min_coverage=MIN_COVERAGE,
         min_relevance=MIN_RELEVANCE,
         min_share_of_best=MIN_SHARE_OF_BEST,
-        weights={"vector": query.vector_weight, "lexical": W_LEXICAL, "exact": W_EXACT},
+        weights=query.weights._asdict(),
         exclude_at=outcomes.EXCLUDE_AT,
         query_words=tuple(sorted(query.words)),
         query_exact=tuple(sorted(query.exact)),
