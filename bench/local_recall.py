@@ -76,18 +76,27 @@ from _common import (
     thread_settings,
 )
 from memmesh.embed import DEFAULT_EMBEDDER, EMBEDDER_NAMES
-from memmesh.local._recall import Mode, recall
+from memmesh.local._recall import Mode, recall, scope_of
 from memmesh.local.ids import new_id
 from memmesh.local.items import check_tags
 from memmesh.local.store import Store, content_hash
 
 LOCOMO = Path(__file__).resolve().parents[1].parent / "shared/eval/locomo-dev.json"
+TEAMDEV = LOCOMO.with_name("teamdev.json")
 MODES: tuple[Mode, ...] = ("lexical", "vector", "hybrid")
 K = 10
 SEED = 20240601
 _BULK_BATCH = 1000
 _WRITER_ROUNDS = 50
 _COLD_ROUNDS = 3
+_FULL_REMEMBERS = 1000  # remember() calls timed once the store holds every item
+# The 1-bit code scan tried beside the exact scan: rows rescored exactly per query (64 per
+# hit of a recall's pool of 50).
+_CODE_CANDIDATES = 3200
+# Goals of issue 30, printed beside what this run measured.
+GOAL_HYBRID_SHARE_OF_FLOOR = 0.5
+GOAL_COLD_MS = 150.0
+GOAL_REMEMBER_RATE = 1000.0
 
 
 # -- synthetic developer memories ------------------------------------------------------------
@@ -266,6 +275,10 @@ class SpeedResult:
     latencies: list[Latency] = field(default_factory=list)
     cold_open_ms: list[float] = field(default_factory=list)
     ratio_p50: float = 0.0
+    # (what, measured, goal or floor, met): printed together at the end.
+    goals: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # (queries, share whose top 10 is the exact scan's, p50 ms) of the 1-bit code scan
+    codes: list[tuple[str, float, float]] = field(default_factory=list)
 
 
 def remember_all(
@@ -405,6 +418,85 @@ def time_floor(
     return out
 
 
+def time_exact_scan(
+    matrix: npt.NDArray[np.float32], query_vectors: Sequence[npt.NDArray[np.float32]], k: int
+) -> list[float]:
+    """The floor's work done with one product per row (``np.vecdot``, what the vector index
+    uses) instead of BLAS's matrix-vector product."""
+    seqs = np.arange(len(matrix))
+    out = []
+    for vector in [*query_vectors[:5], *query_vectors]:  # the first five warm up
+        started = time.perf_counter()
+        scores = np.vecdot(matrix, vector)
+        top = np.argpartition(-scores, k - 1)[:k]
+        top[np.lexsort((seqs[top], -scores[top]))]
+        out.append(ms_since(started))
+    return out[5:]
+
+
+def time_index_search(
+    store: Store, queries: Sequence[tuple[str, str]], vectors: Sequence[npt.NDArray[np.float32]]
+) -> list[float]:
+    """The vector index's search alone, as recall asks it (a pool of 50 in project + global)."""
+    with store.searching(), store.index.lock:
+        view = store.index.vectors.view()
+    out = []
+    for (_, project), vector in zip(
+        [*queries[:5], *queries], [*vectors[:5], *vectors], strict=True
+    ):
+        started = time.perf_counter()
+        view.search(vector, scope_of(project), 50)
+        out.append(ms_since(started))
+    return out[5:]
+
+
+def code_trial(
+    matrix: npt.NDArray[np.float32], query_vectors: Sequence[npt.NDArray[np.float32]]
+) -> tuple[float, float]:
+    """A 1-bit code scan over every row (each coordinate's side of the rows' mean, Hamming
+    distance by ``np.bitwise_count``) and an exact rescore of the nearest
+    ``_CODE_CANDIDATES`` (ties at the last distance included): the share of queries whose
+    top 10 is the exact scan's (same rows, same order), and its p50 ms per query."""
+    center = matrix.mean(axis=0)
+    codes = np.ascontiguousarray(np.packbits(matrix > center, axis=1).view(np.uint64).T)
+    rows = np.arange(len(matrix))
+    same, times = 0, []
+    for vector in query_vectors:
+        exact = np.vecdot(matrix, vector)
+        wanted = np.lexsort((rows, -exact))[:K]
+        started = time.perf_counter()
+        code = np.packbits(vector > center).view(np.uint64)
+        apart = np.zeros(len(matrix), dtype=np.uint16)
+        for word in range(len(code)):
+            apart += np.bitwise_count(codes[word] ^ code[word])
+        limit = int(np.searchsorted(np.cumsum(np.bincount(apart)), _CODE_CANDIDATES))
+        near = np.flatnonzero(apart <= limit)
+        scores = np.vecdot(matrix[near], vector)
+        found = near[np.lexsort((near, -scores))[:K]]
+        times.append(ms_since(started))
+        same += bool(np.array_equal(found, wanted))
+    return same / len(query_vectors), float(np.percentile(times, 50))
+
+
+def teamdev_trial(store: Store, matrix: npt.NDArray[np.float32]) -> tuple[float, float] | None:
+    """:func:`code_trial` with teamdev's facts among the store's rows, asked teamdev's
+    queries (``None`` without the file)."""
+    if not TEAMDEV.is_file():
+        return None
+    data = json.loads(TEAMDEV.read_text(encoding="utf-8"))
+    facts = store.embedder.embed([fact["text"] for fact in data["facts"]])
+    queries = [store.embedder.embed_query(query["q"]) for query in data["queries"]]
+    return code_trial(np.concatenate([matrix, facts]), queries)
+
+
+def time_full_remember(store: Store, items: Sequence[Synthetic]) -> float:
+    """remember() per second into the store once it holds every item (novelty gate and all)."""
+    started = time.perf_counter()
+    for item in items:
+        store.remember(item.text, kind=item.kind, project=item.project, tags=item.tags)
+    return len(items) / (time.perf_counter() - started)
+
+
 def time_after_foreign_write(
     store: Store,
     embedder: str,
@@ -462,6 +554,11 @@ def time_cold_open(
     return out
 
 
+def vector_file(home: Path) -> Path:
+    """The vector index's file beside the store (local/_vector_file.py)."""
+    return home / "index" / "memory.db.vectors"
+
+
 def profile_recalls(store: Store, queries: Sequence[tuple[str, str]], top: int = 30) -> str:
     """cProfile of one pass of hybrid recalls, sorted by own time."""
     profiler = cProfile.Profile()
@@ -510,9 +607,30 @@ def run_speed(
                 vectors.append(store.embedder.embed_query(query))
                 embed_ms.append(ms_since(started))
             result.latencies.append(Latency.of("  embed_query alone", embed_ms))
-            floor = time_floor(store_matrix(store), vectors, K)
+            matrix = store_matrix(store)
+            floor = time_floor(matrix, vectors, K)
             result.latencies.append(Latency.of(f"numpy floor (matvec + top-{K})", floor))
-            result.ratio_p50 = result.latencies[0].p50 / result.latencies[-1].p50
+            floor_p50 = result.latencies[-1].p50
+            result.ratio_p50 = result.latencies[0].p50 / floor_p50
+            exact = Latency.of(
+                "  the floor's work by np.vecdot", time_exact_scan(matrix, vectors, K)
+            )
+            searched = Latency.of("vector index search alone (pool 50)", time_index_search(
+                store, queries, vectors))  # fmt: skip
+            result.latencies += [exact, searched]
+            result.goals += [
+                ("recall hybrid p50 / floor p50", f"{result.ratio_p50:.2f}x",
+                 f"<= {GOAL_HYBRID_SHARE_OF_FLOOR}x", _met(
+                     result.ratio_p50 <= GOAL_HYBRID_SHARE_OF_FLOOR)),
+                ("vector index search p50 / floor p50", f"{searched.p50 / floor_p50:.3f}x",
+                 "a small fraction", "-"),
+            ]  # fmt: skip
+            log(f"[speed {size:,}] 1-bit code scan beside the exact scan")
+            result.codes.append(("benchmark's", *code_trial(matrix, vectors)))
+            trial = teamdev_trial(store, matrix)
+            if trial is not None:
+                result.codes.append(("teamdev's, its facts among the rows", *trial))
+            del matrix
 
             log(f"[speed {size:,}] recall after another process writes ({_WRITER_ROUNDS} rounds)")
             after = time_after_foreign_write(store, embedder, queries, extra)
@@ -520,10 +638,25 @@ def run_speed(
             if profile:
                 log(f"[speed {size:,}] profiling one pass of hybrid recalls")
                 profile_text = profile_recalls(store, queries)
+            log(f"[speed {size:,}] remember() x{_FULL_REMEMBERS} into the full store")
+            rate = time_full_remember(store, Corpus(SEED + 3).items(_FULL_REMEMBERS))
+            result.goals.append((
+                f"remember() into the full store ({_FULL_REMEMBERS:,} items)", f"{rate:.0f}/s",
+                f">= {GOAL_REMEMBER_RATE:.0f}/s", _met(rate >= GOAL_REMEMBER_RATE),
+            ))  # fmt: skip
 
         log(f"[speed {size:,}] cold open + first recall x{_COLD_ROUNDS}")
         result.cold_open_ms = time_cold_open(home, embedder, queries, _COLD_ROUNDS)
-        result.latencies.append(Latency.of("cold: open Store + first recall", result.cold_open_ms))
+        cold = Latency.of("cold: open Store + first recall", result.cold_open_ms)
+        result.latencies.append(cold)
+        result.goals.append((
+            "cold: open Store + first recall, p50", f"{cold.p50:.0f} ms",
+            f"<= {GOAL_COLD_MS:.0f} ms", _met(cold.p50 <= GOAL_COLD_MS),
+        ))  # fmt: skip
+        if vector_file(home).exists():
+            vector_file(home).unlink()
+            rebuilt = time_cold_open(home, embedder, queries, 1)
+            result.latencies.append(Latency.of("cold, vector file missing (writes it)", rebuilt))
         db_files = [home / "memory.db", home / "memory.db-wal"]
         result.db_megabytes = sum(p.stat().st_size for p in db_files if p.exists()) / 1e6
     return result, profile_text
@@ -707,6 +840,19 @@ def print_speed(results: Sequence[SpeedResult]) -> None:
             f"N={res.size:,}: recall hybrid p50 / numpy floor p50 = {res.ratio_p50:.1f}x; "
             f"{res.active_items:,} active items, database {res.db_megabytes:.0f} MB"
         )
+    print("\n== Speed: each figure beside its floor or goal (issue 30)")
+    rows = [[res.size, *goal] for res in results for goal in res.goals]
+    print(table(["N", "measure", "this run", "floor / goal", "met"], rows))
+    print(
+        f"\n== A 1-bit code scan + exact rescore of the nearest {_CODE_CANDIDATES:,} (tried; the"
+        "\n   index scores every row of the scope exactly): top 10 equal to the exact scan's"
+    )
+    rows = [[res.size, what, share, p50] for res in results for what, share, p50 in res.codes]
+    print(table(["N", "queries", "share identical", "p50 ms"], rows))
+
+
+def _met(met: bool) -> str:
+    return "met" if met else "missed"
 
 
 def print_quality(result: QualityResult) -> None:

@@ -1,10 +1,12 @@
 """The vector index's views: what a search reads never changes under it."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from memmesh.embed import Vectors
 from memmesh.local.store import Store
 
 COPY = "01JC0PY0000000000000000001"
@@ -159,3 +161,57 @@ def test_a_load_in_small_parts_answers_as_a_load_in_one(
         ]
         assert answers[0] == answers[1]
         assert len(answers[0][0]) == 25  # the forgotten one is out, the moved copy counted once
+
+
+def _exact(store: Store, query: Vectors, projects: list[str]) -> list[tuple[int, float]]:
+    """The exact scan of the store file's active rows of ``projects``, best first."""
+    marks = ",".join("?" * len(projects))
+    with store._db.read() as conn:
+        rows = conn.execute(
+            f"SELECT seq, vector FROM items WHERE status = 'active' AND project IN ({marks})",
+            projects,
+        ).fetchall()
+    scored = [(-float(np.dot(np.frombuffer(blob, np.float32), query)), seq) for seq, blob in rows]
+    return [(seq, -score) for score, seq in sorted(scored)]
+
+
+def test_rows_answer_alike_in_the_base_in_the_tail_and_in_each_new_base(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows go to the tail and into a new base every few writes here; every answer is the
+    exact scan's, and a view keeps answering as when it was taken."""
+    from memmesh.local import _vectors
+
+    monkeypatch.setattr(_vectors, "_TAIL_MIN", 4)
+    with Store(home, author="tester") as store:
+        queries = [store.embedder.embed_query(q) for q in ("webhook retry", BEFORE, AFTER)]
+        for number in range(30):
+            store.remember(f"webhook retry note {number}", project=("web", "api")[number % 2])
+        _put(store, BEFORE, project="web")
+        _refresh(store)
+        with store.index.lock:
+            first = store.index.vectors.view()
+        kept = [first.search(query, ["web", "api"], 50) for query in queries]
+        writes: list[Callable[[], object]] = [
+            lambda: _put(store, AFTER, project="web"),  # a new vector for a base row
+            lambda: _put(store, AFTER, project="api"),  # then another project
+            lambda: store.forget(store.items(project="web")[0].id),
+            lambda: store.purge(store.items(project="api")[-1].id),
+            lambda: store.remember("one more webhook note", project="global"),
+        ]
+        for write in writes * 2:
+            write()
+            _refresh(store)
+            with store.index.lock:
+                view = store.index.vectors.view()
+            for query in queries:
+                for scope in (["web"], ["api", "global"], ["web", "api", "global"]):
+                    assert view.search(query, scope, 100) == _exact(store, query, scope)
+            seqs = [seq for seq, _ in _exact(store, queries[0], ["web", "api", "global"])]
+            assert view.cosine(queries[0], seqs) == dict(
+                _exact(store, queries[0], ["web", "api", "global"])
+            )
+            base = store.index.vectors._base
+            assert base is not None
+            assert len(base) <= len(store.items(status=None))  # one row per item at most
+        assert [first.search(query, ["web", "api"], 50) for query in queries] == kept

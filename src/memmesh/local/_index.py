@@ -67,9 +67,9 @@ class SearchIndex:
             self.forget_rows_read()
 
     def loaded_rev(self) -> int:
-        """The last rev both in-memory indexes have loaded."""
-        lexicon = self.lexicon.last_rev if self.lexicon is not None else self.vectors.last_rev
-        return min(self.vectors.last_rev, lexicon)
+        """The last rev both in-memory indexes have loaded for good."""
+        vectors = self.vectors.settled_rev
+        return min(vectors, self.lexicon.last_rev) if self.lexicon is not None else vectors
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Bring the indexes up to the rows ``conn`` sees."""

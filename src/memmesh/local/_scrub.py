@@ -13,6 +13,9 @@ deleted row held in its pages, but two other copies of the text outlive the row:
   purge among them, and a checkpoint only copies the newest ones into the file: the log is
   emptied to zero bytes (``wal_checkpoint(TRUNCATE)``) once no reader is left on an older
   snapshot.
+* The index's vector file beside the store (``HOME/index``, :mod:`memmesh.local._vector_file`)
+  keeps each row's vector as it was when the file was written: the scrub zeroes the purged
+  items' rows in it, in place.
 
 A purge records that a scrub is owed in its own transaction (:func:`owe`); :func:`scrub` pays
 it, and a store that opens with one still owed pays it then, so that a process dying between
@@ -23,6 +26,7 @@ and disk blocks the filesystem freed.
 
 import sqlite3
 
+from memmesh.local import _vector_file
 from memmesh.local._db import Database
 from memmesh.local._embedding import SCRUB_OWED, meta, set_meta
 
@@ -47,6 +51,8 @@ def scrub(db: Database) -> bool:
         if meta(conn, SCRUB_OWED) == "1":
             conn.execute("INSERT INTO items_fts (items_fts) VALUES ('optimize')")
             set_meta(conn, SCRUB_OWED, "0")
+    with db.read() as conn:  # the purged items' vectors, zeroed in the index's file
+        _vector_file.erase(conn)
     if db.truncate_wal():
         return True
     with db.write() as conn:
