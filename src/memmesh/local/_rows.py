@@ -243,8 +243,10 @@ def newest(
 def same_text(conn: sqlite3.Connection, digest: str, project: str) -> int | None:
     """The row number of the oldest active item of ``project`` with this content hash."""
     row = conn.execute(
-        "SELECT seq FROM items WHERE content_hash = ? AND project = ? AND status = 'active' "
-        "ORDER BY seq LIMIT 1",
+        # The hash finds one row or a few; SQLite's planner would otherwise walk the scope
+        # index over every active item of the project (20 ms at 100,000 items).
+        "SELECT seq FROM items INDEXED BY items_hash "
+        "WHERE content_hash = ? AND project = ? AND status = 'active' ORDER BY seq LIMIT 1",
         (digest, project),
     ).fetchone()
     return None if row is None else int(row[0])
