@@ -16,7 +16,7 @@ def test_recall_cafe_finds_the_cafe_in_a_hashing_store(mem: MemRunner) -> None:
     found = mem("recall", "cafe", env=HASHING)
 
     assert (found.returncode, found.stderr) == (0, "")
-    assert found.stdout == f"2.581  {item_id[:10]}  [fact, global]  {CAFE}\n"
+    assert found.stdout == f"2.681  {item_id[:10]}  [fact, global]  {CAFE}\n"
 
 
 def test_a_store_of_older_hashing_vectors_asks_for_a_reindex(mem: MemRunner) -> None:
