@@ -16,7 +16,8 @@ leftover is removed by the next writer. Writers and :func:`erase` take an ``floc
 
 **Purged items.** A purge zeroes an item's vector in the store file; :func:`erase` zeroes it
 here too, in place (as SQLite's ``secure_delete`` does), and a file written afterwards never
-holds it. The index calls it when it loads a purged row.
+holds it. The purge's scrub calls it (:mod:`memmesh.local._scrub`), and the index again when it
+loads a purged row.
 
 Layout, little-endian: the magic (16 bytes); the CRC-32 of each of the 5 sections and of
 those 20 bytes (24 bytes); the header's length (u64) and CRC-32 (u32, then 4 zero bytes); the
@@ -121,9 +122,7 @@ def _layout(header: _Header) -> tuple[list[tuple[int, tuple[int, ...]]], int]:
 
 
 def _sections(base: Base) -> list[npt.NDArray[Any]]:
-    return [
-        base.matrix, base.seqs, base.revs, base.active.view(np.uint8), base.row_of,
-    ]  # fmt: skip
+    return [base.matrix, base.seqs, base.revs, base.active.view(np.uint8), base.row_of]
 
 
 def _sum(array: npt.NDArray[Any]) -> int:
@@ -248,12 +247,18 @@ def _written(path: Path, base: Base, fingerprint: str, identity: tuple[str, int,
     """Write ``base`` to a temporary file beside ``path`` and rename it over ``path``."""
     latest = base.latest()
     header = _Header(
-        format=_FORMAT, fingerprint=fingerprint, dim=base.matrix.shape[1],
-        store=identity[0], device=identity[1], inode=identity[2], rev=base.rev,
-        rows=len(base), seqs=len(base.row_of),
+        format=_FORMAT,
+        fingerprint=fingerprint,
+        dim=base.matrix.shape[1],
+        store=identity[0],
+        device=identity[1],
+        inode=identity[2],
+        rev=base.rev,
+        rows=len(base),
+        seqs=len(base.row_of),
         projects=[(name, start, stop) for name, (start, stop) in base.projects.items()],
         latest=(int(base.seqs[latest]), int(base.revs[latest]), _sum(base.matrix[latest])),
-    )  # fmt: skip
+    )
     raw = msgspec.json.encode(header)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
