@@ -249,20 +249,24 @@ def _token_warning(variable: str) -> str:
     )
 
 
-def _installed_json(done: "Installed") -> dict[str, Any]:
+def _done_json(done: "Installed | Removed") -> dict[str, Any]:
+    """What an install and an uninstall both say: the service, what was run, what is owed."""
     return {
         "service": done.kind,
         "manager": done.manager,
         "unit": done.unit,
         "dry_run": done.dry_run,
-        "files": [
-            {"path": path, "content": content}
-            for path, content in zip(done.files, done.contents, strict=True)
-        ],
         "commands": [list(c) for c in done.commands],
-        "started": done.started,
         "problem": done.problem,
         "pending": [list(c) for c in done.pending],
+    }
+
+
+def _installed_json(done: "Installed") -> dict[str, Any]:
+    files = zip(done.files, done.contents, strict=True)
+    return _done_json(done) | {
+        "files": [{"path": path, "content": content} for path, content in files],
+        "started": done.started,
         "logs": done.logs,
     }
 
@@ -298,16 +302,7 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _removed_json(done: "Removed") -> dict[str, Any]:
-    return {
-        "service": done.kind,
-        "manager": done.manager,
-        "unit": done.unit,
-        "dry_run": done.dry_run,
-        "removed": list(done.removed),
-        "commands": [list(c) for c in done.commands],
-        "problem": done.problem,
-        "pending": [list(c) for c in done.pending],
-    }
+    return _done_json(done) | {"removed": list(done.removed)}
 
 
 def _removed_text(done: "Removed") -> str:
