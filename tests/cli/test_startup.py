@@ -43,6 +43,12 @@ RECALL_FREE = (
     "logging",
     "zipfile",
     "threadpoolctl",
+    # Nor what only writing or printing help needs: tempfile (and random), shutil (with bz2
+    # and lzma: argparse asks it the terminal's width), and dataclasses (the vector index's
+    # records are msgspec structs, as the items are).
+    "tempfile",
+    "shutil",
+    "dataclasses",
 )
 
 

@@ -5,7 +5,6 @@ store is never believed. A purged item's vector does not stay in it.
 Every answer is checked against the exact scan of the store file's own rows.
 """
 
-import dataclasses
 import json
 import os
 import shutil
@@ -15,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -235,7 +235,7 @@ def test_a_file_written_from_rows_read_before_a_purge_never_holds_its_vector(
         read = _vector_file.load(conn, fingerprint, store.embedder.dim)
         assert read is not None
         # Rows another process read before the purge, and writes out after it.
-        before = dataclasses.replace(
+        before = msgspec.structs.replace(
             read, matrix=read.matrix.copy(), active=read.active.copy(), saved=False
         )
     store.purge(_id(11))

@@ -10,8 +10,8 @@ A base is made in memory (:func:`build`) or mapped from the vector file
 
 import bisect
 import functools
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -23,8 +23,7 @@ __all__ = ["NOWHERE", "Base", "Part", "Rows", "build"]
 NOWHERE = -1
 
 
-@dataclass(frozen=True, slots=True)
-class Rows:
+class Rows(msgspec.Struct, frozen=True):
     """Rows of one project a search reads: vectors, row numbers, statuses."""
 
     matrix: Vectors
@@ -32,8 +31,7 @@ class Rows:
     active: npt.NDArray[np.bool_]
 
 
-@dataclass(frozen=True)
-class Base:
+class Base(msgspec.Struct, frozen=True, dict=True):
     """Rows at ``rev``: vectors, row numbers, revs, statuses.
 
     ``projects`` maps a project to its rows' range; ``row_of[seq]`` is a row number's row
@@ -76,8 +74,7 @@ class Base:
         return int(np.argmax(self.revs))
 
 
-@dataclass(frozen=True, slots=True)
-class Part:
+class Part(msgspec.Struct, frozen=True):
     """Rows of one project that go into a new base, in any order."""
 
     matrix: Vectors

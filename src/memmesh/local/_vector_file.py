@@ -31,7 +31,6 @@ import mmap
 import os
 import sqlite3
 import struct
-import tempfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -260,6 +259,8 @@ def _written(path: Path, base: Base, fingerprint: str, identity: tuple[str, int,
         latest=(int(base.seqs[latest]), int(base.revs[latest]), _sum(base.matrix[latest])),
     )
     raw = msgspec.json.encode(header)
+    import tempfile  # here, as in memmesh._files: a command that only reads never needs it
+
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w+b") as out:

@@ -10,8 +10,8 @@ compact codes measured beside it lost on speed or on agreement: docs/benchmarks.
 """
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -71,8 +71,7 @@ class Revs(Mapping[int, int]):
         return sum(1 for _ in self)
 
 
-@dataclass(frozen=True, slots=True)
-class View:
+class View(msgspec.Struct, frozen=True):
     """Rows of a :class:`memmesh.local._vectors.VectorIndex` when the view was taken.
 
     ``blocks`` gives each project's rows (the base's, then the tail's), ``tails`` the tail's

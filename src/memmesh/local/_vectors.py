@@ -26,9 +26,9 @@ again, and until then no base is made and nothing is saved.
 
 import functools
 import sqlite3
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -90,11 +90,10 @@ class _Block:
         self.active = _grown(self.active[: self.size], capacity)
 
 
-@dataclass
-class _Pass:
+class _Pass(msgspec.Struct):
     """What one refresh has copied already (each array at most once), and what it saw."""
 
-    blocks: set[str] = field(default_factory=set)
+    blocks: set[str] = msgspec.field(default_factory=set)
     base_active: bool = False
     where: bool = False
     changed: int = 0  # rows new or different from the row held

@@ -5,7 +5,6 @@ from here when first asked for: the rules are what the prompt hook's client need
 starts without msgspec (about 17 ms of every prompt; docs/benchmarks.md).
 """
 
-import getpass
 import os
 import re
 from datetime import UTC, datetime
@@ -135,6 +134,8 @@ def default_author() -> str:
 
 
 def _login_name() -> str:
+    import getpass  # here: only a command that writes an item asks for the login name
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):
