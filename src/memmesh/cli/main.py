@@ -88,7 +88,10 @@ def _terminal_columns() -> int:
             columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
         except (AttributeError, ValueError, OSError):
             columns = 0
-    return columns or 80
+    return columns or _FALLBACK_COLUMNS
+
+
+_FALLBACK_COLUMNS = 80
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
