@@ -11,7 +11,7 @@ at run time.
 
 1. **teamdev pairs.** Every pair of shared facts in the same project (877: 12 of them
    ``dup_of`` pairs, the same fact by two members in other words; 865 not) is put to
-   :func:`memmesh.team._corroborate.same_fact` (with the cosine of the asker's own embedder
+   :func:`memmesh.consolidate.corroborate.same_fact` (with the cosine of the asker's own embedder
    for the variants that use one), under the rule recall-team uses and under variants that
    each change one of its conditions. Printed: the dup pairs merged (of 12) and the other
    pairs wrongly merged (of 865; "cross-owner": those of two owners, the only ones
@@ -49,7 +49,7 @@ from _common import table
 from memmesh.embed import EmbedderUnavailable, get_embedder
 from memmesh.embed.base import Embedder
 from memmesh.local.items import GLOBAL
-from memmesh.team._corroborate import RULE, Rule, Statement, corroborating_groups, same_fact
+from memmesh.consolidate.corroborate import RULE, Rule, Statement, corroborating_groups, same_fact
 from memmesh.team.rank import QueryTerms, team_score
 from team_recall import SEED, Corpus  # the team benchmark's generator of related memories
 

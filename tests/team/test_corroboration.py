@@ -8,7 +8,7 @@ import pytest
 
 from memmesh.embed import HashingEmbedder
 from memmesh.registry import Envelope
-from memmesh.team._corroborate import Statement, corroborating_groups, same_fact
+from memmesh.consolidate.corroborate import Statement, corroborating_groups, same_fact
 from memmesh.team.recall import TeamAnswer
 from tests.team._team import (
     NOWHERE,

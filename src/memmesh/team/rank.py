@@ -14,7 +14,7 @@ Before scoring, copies of one item from several sources are merged: the highest 
 and at equal versions the live author's copy. An item is its author's key and its id
 (:data:`~memmesh.team._checks.ItemKey`): another key's item with the same id is another item,
 whatever its version, and replaces nothing. (Different authors' items that state one fact are
-merged after ranking, into one hit: :mod:`memmesh.team._corroborate`.)
+merged after ranking, into one hit: :mod:`memmesh.consolidate.corroborate`.)
 """
 
 from collections.abc import Iterable

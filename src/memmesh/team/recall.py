@@ -23,7 +23,7 @@
 7. Hits are deduplicated per author and item (highest version wins) and ranked by
    :func:`memmesh.team.rank.team_score`, one score comparable across sources.
 8. Different authors' items that state one fact are then one hit (corroboration,
-   :mod:`memmesh.team._corroborate`): the best ranked keeps its text, score and place, and
+   :mod:`memmesh.consolidate.corroborate`): the best ranked keeps its text, score and place, and
    lists the others in ``also``. ``k`` counts these hits: facts, not items.
 9. An author is shown, and matched by ``author``, by the roster's name for their key (or their
    member id when the roster names none), never by the label inside the envelope.
@@ -58,10 +58,11 @@ from memmesh.team._calls import (
     run_blocking,
 )
 from memmesh.team._checks import Candidate, ItemKey, PeerSeen, verified_hit
-from memmesh.team._corroborate import corroborating_groups
+from memmesh.consolidate.corroborate import corroborating_groups
 from memmesh.team._explain import Fate, TeamExplanation, Trail
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
+from memmesh.team.contradictions import Otherwise
 from memmesh.team.errors import KeyRevoked
 from memmesh.team.last import note_last
 from memmesh.team.rank import QueryTerms, answered, merge, ranked
@@ -94,7 +95,9 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     the same fact. ``author`` is the roster's name for that key, or the member id when the
     roster names none. The fields are those of the best ranked item stating the fact;
     ``also`` holds the other authors' items stating it, best ranked first, each a hit with its
-    own score (and no ``also`` of its own).
+    own score (and no ``also`` of its own). ``contradicted_by`` holds the other hits by
+    another author that contradict it, once the answer was flagged
+    (:func:`memmesh.team.contradictions.flag_answer`).
     """
 
     id: str
@@ -109,6 +112,7 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     tags: tuple[str, ...]
     published_at: float
     also: tuple["TeamHit", ...] = ()
+    contradicted_by: tuple[Otherwise, ...] = ()
 
     @property
     def authors(self) -> list[tuple[str, str]]:

@@ -1,0 +1,2 @@
+"""Consolidation: near-duplicate memories merged, contradictions surfaced for their owner to
+resolve, and decay."""
