@@ -8,7 +8,7 @@ from tests.conftest import MemRunner
 
 HIT_KEYS = {
     "id", "text", "score", "kind", "project", "tags", "author", "cosine", "lexical",
-    "outcome_score", "reinforcements",
+    "outcome_score", "reinforcements", "stale",
 }  # fmt: skip
 
 

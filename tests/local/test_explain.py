@@ -129,7 +129,8 @@ def test_every_reason_is_one_of_the_closed_set(store: Store) -> None:
     assert answer.explanation is not None
     assert {left.reason for left in answer.explanation.left_out} <= set(REASONS)
     assert set(REASONS) == {
-        "below_gate", "below_floor", "far_below_best", "outcome_excluded", "out_of_scope",
+        "below_gate", "below_floor", "far_below_best", "not_in_force", "outcome_excluded",
+        "out_of_scope",
         "ranked_below_k", "withheld",
     }  # fmt: skip
 

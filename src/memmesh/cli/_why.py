@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memmesh.cli._common import Command, emit, open_store, shown_ids
+from memmesh.cli._holds import add_as_of, as_of, stale_json, stale_of, stale_text
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K, iso
@@ -19,6 +20,7 @@ from memmesh.views import recall_json, replay_json
 
 if TYPE_CHECKING:
     from memmesh.local import Explanation, LeftOut, Parts, Recall, Replay, Then
+    from memmesh.local.anchors import Staleness
     from memmesh.local.items import Item
 
 __all__ = ["add_recall", "explained_text"]
@@ -48,9 +50,10 @@ def add_recall(
         description=_RECALL + " Each recall is traced: --json gives its trace id and "
         "--explain prints it last, for `mem why --trace ID`. The last 1,000 recalls keep their "
         "query, in the local store only.",
-        json_shape='{"query", "hits": [{"id", "text", "score", ...}], "abstained", "projects", '
-        '"latency_ms", "trace"};\n  with --explain each hit has "parts", and "explanation" '
-        'the gate, the weights and "left_out"',
+        json_shape='{"query", "hits": [{"id", "text", "score", ..., "stale"}], "abstained", '
+        '"projects", "latency_ms", "trace"};\n  "stale": the hit\'s anchored files that changed '
+        'since, [{"path", "changed", "gone", "anchored_at"}];\n  with --as-of, "as_of"; with '
+        '--explain each hit has "parts", and "explanation" the gate, the weights and "left_out"',
     )
     p.add_argument("query", help="what you want to know")
     p.add_argument("-k", type=int, default=5, metavar="N", help=f"at most N hits (1-{MAX_K})")
@@ -60,6 +63,7 @@ def add_recall(
         action="store_true",
         help="the parts of each hit's score, then the near misses and why each was left out",
     )
+    add_as_of(p)
     p = command(
         "why",
         _why,
@@ -84,11 +88,20 @@ def _recall(args: argparse.Namespace) -> int:
     from memmesh.local import recall
 
     project = resolve_project(args.project)
+    moment = as_of(args)
     with open_store(args) as store:
-        answer = recall(store, args.query, k=args.k, project=project, explain=args.explain)
+        answer = recall(
+            store, args.query, k=args.k, project=project, explain=args.explain, as_of=moment
+        )
         shown = shown_ids(store, _ids_in(answer))
-    text = explained_text(answer, shown) if args.explain else _hits_text(answer, shown)
-    emit(args, recall_json(answer), text)
+        stale = stale_of(store, [hit.item.id for hit in answer.hits])
+    text = explained_text(answer, shown) if args.explain else _hits_text(answer, shown, stale=stale)
+    data = recall_json(answer)
+    for hit in data["hits"]:
+        hit["stale"] = stale_json(stale.get(hit["id"], []))
+    if moment is not None:
+        data["as_of"] = iso(moment)
+    emit(args, data, text)
     return ExitCode.OK
 
 
@@ -121,12 +134,19 @@ def _ids_in(answer: "Recall") -> list[str]:
     return [hit.item.id for hit in answer.hits] + [miss.item.id for miss in left]
 
 
-def _hits_text(answer: "Recall", shown: dict[str, str], parts: bool = False) -> str:
+def _hits_text(
+    answer: "Recall",
+    shown: dict[str, str],
+    parts: bool = False,
+    stale: "dict[str, list[Staleness]] | None" = None,
+) -> str:
     if answer.abstained:
         return f"nothing relevant in {' + '.join(answer.projects)} (abstained)"
     lines = []
     for hit in answer.hits:
         lines.append(f"{hit.score:.3f}  {_item_line(hit.item, shown)}")
+        if stale and hit.item.id in stale:
+            lines.append(f"       {stale_text(stale[hit.item.id])}")
         if parts and hit.parts is not None:
             lines.append(f"       {parts_text(hit.parts, hit.item)}")
     return "\n".join(lines)
@@ -202,6 +222,8 @@ def reason_text(miss: "LeftOut", explanation: "Explanation", projects: tuple[str
             f"score {parts.score:.3f}, under {explanation.min_share_of_best:.0%} of the best "
             "hit's: too far behind to be worth showing"
         )
+    if miss.reason == "not_in_force":
+        return f"it holds {_validity_text(item)}, which leaves this moment out"
     if miss.reason == "outcome_excluded":
         return (
             f"its track record {item.outcome_score:+.2f} is at or below "
@@ -252,3 +274,9 @@ def _fate_text(then: "Then", explanation: "Explanation", projects: tuple[str, ..
         by = f" by {then.item.superseded_by}" if then.item.superseded_by else ""
         return f"no longer recalled: {then.item.status}{by}{changed}"
     return f"no longer a candidate: nothing in it is near the query now{changed}"
+
+
+def _validity_text(item: "Item") -> str:
+    """When the item holds, in words: "from DATE", "until DATE" or both."""
+    ends = [("from", item.valid_from), ("until", item.valid_until)]
+    return " ".join(f"{word} {iso(at)}" for word, at in ends if at is not None)

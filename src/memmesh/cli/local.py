@@ -20,6 +20,7 @@ from memmesh.cli._common import (
     shown_ids,
     warn,
 )
+from memmesh.cli._holds import add_holds, holds_of, keep, stale_json, stale_text, validity_lines
 from memmesh.cli._input import keep_secret_option, screened, text_argument
 from memmesh.errors import ExitCode
 from memmesh.local.items import GLOBAL, KINDS, iso
@@ -58,6 +59,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     _project_options(p, allow_global=True)
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
     keep_secret_option(p)
+    add_holds(p)
 
     _why.add_recall(command, lambda parser: _project_options(parser, allow_global=False))
 
@@ -184,9 +186,14 @@ def _remember(args: argparse.Namespace) -> int:
     project = _project(args)
     safe = screened(args, text_argument(args.text, "remember"), args.tag)
     with open_store(args) as store:
-        item, status = store.remember(
-            safe.text, kind=args.kind or "fact", project=project, tags=safe.tags
-        )
+        holds = holds_of(args, store.clock())
+        with store.transaction() as tx:
+            item, status = store.remember(
+                safe.text, kind=args.kind or "fact", project=project, tags=safe.tags, tx=tx
+            )
+            if holds.given:
+                keep(tx, item.id, holds, store.clock())
+        item = store.get(item.id) if holds.given else item
         shown = shown_id(store, item.id)
     data = {"id": item.id, "status": status, "item": item.to_dict()}
     safe.report(data)
@@ -204,15 +211,20 @@ def _remember(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from memmesh.local import tallies
+    from memmesh.local.anchors import staleness
 
     with open_store(args) as store:
         item = store.get(args.id)
         worked, failed, partial = tallies.team_records(store, [item.id]).get(item.id, (0, 0, 0))
+        files = staleness(store, [item.id]).get(item.id, [])
     teammates = {"worked": worked, "failed": failed, "partial": partial}
-    text = _item_text(item)
+    text = "\n".join([_item_text(item), *validity_lines(item)])
+    for f in files:
+        text += f"\nabout:          {f.path}" + (f" ({stale_text([f])})" if f.stale else "")
     if worked or failed or partial:
         text += f"\nteammates:      worked {worked}, failed {failed}, partial {partial}"
-    emit(args, {"item": item.to_dict(), "teammates": teammates}, text)
+    about = stale_json(files)
+    emit(args, {"item": item.to_dict(), "teammates": teammates, "about": about}, text)
     return ExitCode.OK
 
 

@@ -32,6 +32,8 @@ _LOCAL = (
 )  # fmt: skip
 _MODULES = {
     **dict.fromkeys(_LOCAL, "local"),
+    "consolidate": "consolidate",
+    "resolve": "consolidate",
     "team": "team",
     "mcp": "agents",
     "hook": "agents",

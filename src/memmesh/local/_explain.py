@@ -10,6 +10,8 @@ A recall with ``explain=True`` (:func:`memmesh.local.recall`) gives each hit its
   floor, so the recall abstained;
 * ``far_below_best`` - it passes the gate but scores under the share of the best hit's score
   an answer keeps;
+* ``not_in_force`` - it holds only from or until a date that leaves the recall's moment
+  out (:mod:`memmesh.local.validity`);
 * ``outcome_excluded`` - its track record is at or below ``outcomes.EXCLUDE_AT``;
 * ``out_of_scope`` - it passes the gate but lives in a project outside the recall's scope;
 * ``ranked_below_k`` - it passes the gate but ``rank`` is past ``k``;
@@ -44,6 +46,7 @@ Reason = Literal[
     "below_gate",
     "below_floor",
     "far_below_best",
+    "not_in_force",
     "outcome_excluded",
     "out_of_scope",
     "ranked_below_k",

@@ -50,6 +50,7 @@ from memmesh.local._rows import ItemRow, item_of, outcome_score_of
 from memmesh.local._running import Running
 from memmesh.local._workers import Workers
 from memmesh.local.items import GLOBAL, MAX_K, Item, check_name, check_query
+from memmesh.local.validity import held_at, in_force
 
 if TYPE_CHECKING:
     from memmesh.local._lexicon import LexiconView
@@ -82,12 +83,10 @@ MIN_COVERAGE = 0.25
 MIN_RELEVANCE = 0.6
 MIN_SHARE_OF_BEST = 0.4
 _POOL = 50
-# Worker threads run the BM25 half of recalls beside the vector half in the caller.
+# Worker threads run the BM25 half of recalls beside the vector half in the caller
+# (benchmarks switch PARALLEL_HALVES off to measure the gain: docs/benchmarks.md).
 _LEXICAL_WORKERS = Workers(4, "bm25")
-# Benchmarks switch this off to measure the gain (docs/benchmarks.md).
 PARALLEL_HALVES = True
-
-
 _running = Running()
 
 
@@ -138,6 +137,7 @@ def recall(
     also_explain: Collection[str] = (),
     answer: bool = True,
     scope: Sequence[str] | None = None,
+    as_of: float | None = None,
 ) -> Recall:
     """The ``k`` most relevant active items for ``query`` in ``project`` plus global, or in
     the projects ``scope`` names (each as given: global only when it is among them).
@@ -150,7 +150,9 @@ def recall(
     those item ids (a peer answers only from its published items). ``explain`` gives each hit
     its :class:`Parts` and adds the best near misses (:mod:`memmesh.local._explain`), and
     those of ``also_explain`` past that cap. ``answer=False`` returns the best ``k`` that pass
-    the gate, without the answer's floor and cut (step 6).
+    the gate, without the answer's floor and cut (step 6). ``as_of`` answers from the items
+    the store held, active and in force, at that moment (:func:`memmesh.local.validity.held_at`),
+    by meaning alone: the word index holds only the items active now.
     """
     started = time.perf_counter()
     clean = check_query(query, k)
@@ -159,12 +161,13 @@ def recall(
     else:
         projects = [check_name(name, "project") for name in dict.fromkeys(scope)] or [GLOBAL]
     query_tokens = set(_text.tokens(clean))
+    mode = "vector" if as_of is not None else mode
     hits: list[Hit] = []
     explained = None
     if query_tokens:
         hits, explained = _ranked(
             store, clean, query_tokens, projects, k, mode, query_vector, restrict,
-            also_explain if explain else None, answer,
+            also_explain if explain else None, answer, as_of,
         )  # fmt: skip
     if explain and explained is None:  # a query of stopwords and punctuation only
         weights = Weights(store.embedder.vector_weight)
@@ -266,6 +269,7 @@ def _ranked(
     restrict: Collection[str] | None,
     explain: Collection[str] | None,
     answer: bool,
+    as_of: float | None = None,
 ) -> tuple[list[Hit], Explanation | None]:
     """The hits; with ``explain`` (the item ids always to explain), their explanation too."""
     pool = max(_POOL, 4 * k)
@@ -274,13 +278,16 @@ def _ranked(
     wide, elsewhere = _Found([], {}, {}), []
     with _running, store.searching() as conn:
         only = seqs_of(conn, restrict) if restrict is not None else None
+        if as_of is not None:
+            held = held_at(conn, as_of, projects)
+            only = held if only is None else sorted(set(held) & set(only))
         if only == [] and explain is None:
             return [], None
         with store.index.lock:
             vectors = store.index.vectors.view()
             words = store.index.lexicon.view() if store.index.lexicon is not None else None
         embed = store.embedder.embed_query if query_vector is None else query_vector
-        found = _search(conn, vectors, words, query, embed, projects, pool, mode, only)
+        found = _search(conn, vectors, words, query, embed, projects, pool, mode, only, as_of)
         if explain is not None:
             # What would match in any project, without the restriction: only when explaining.
             read = embed if found.vector is None else found.vector
@@ -297,7 +304,7 @@ def _ranked(
         Weights(store.embedder.vector_weight), mode,
     )  # fmt: skip
     judged: _Judged | None = {} if explain is not None else None
-    kept = _judge(store, judge, found, found.seqs, rows, now, judged)
+    kept = _judge(store, judge, found, found.seqs, rows, now, judged, as_of)
     kept.sort()
     kept, dropped, dropped_why = _answer(kept, answer and mode == "hybrid")
     hits = [
@@ -337,6 +344,7 @@ def _search(
     pool: int,
     mode: Mode,
     only: list[int] | None,
+    as_of: float | None = None,
     *,
     parallel: bool = True,
 ) -> _Found:
@@ -356,7 +364,9 @@ def _search(
         if callable(query_vector):  # the encoder reads the query while BM25 runs
             query_vector = query_vector(query)
         vector_hits = (
-            vectors.search(query_vector, projects, pool, only) if mode != "lexical" else []
+            vectors.search(query_vector, projects, pool, only, every_status=as_of is not None)
+            if mode != "lexical"
+            else []
         )
     finally:
         if pending is not None:  # the worker is done with the connection before this goes on
@@ -379,6 +389,7 @@ def _judge(
     rows: dict[int, ItemRow],
     now: float,
     judged: _Judged | None,
+    as_of: float | None = None,
 ) -> list[_Kept]:
     """The candidates among ``seqs`` that pass the gate and their track record, unsorted;
     with ``judged``, the verdict on every candidate and its parts go there."""
@@ -386,11 +397,12 @@ def _judge(
     kept: list[_Kept] = []
     for seq in seqs:
         row = rows.get(seq)
-        if row is None or row.status != "active" or not row.text:
+        if row is None or (row.status != "active" and as_of is None) or not row.text:
             continue  # gone, archived or purged since the index and the full-text search saw it
         outcome_score = outcome_score_of(row, now)
         excluded = outcome_score <= outcomes.EXCLUDE_AT
-        if excluded and judged is None:
+        lapsed = not in_force(row.valid_from, row.valid_until, now if as_of is None else as_of)
+        if (excluded or lapsed) and judged is None:
             continue
         cosine = found.cosines.get(seq, 0.0)
         raw = found.bm25.get(seq, 0.0)
@@ -404,11 +416,12 @@ def _judge(
             continue
         relevance = _relevance(query, close, lex, exact)
         factor = outcomes.rank_factor(outcome_score, row.reinforcements)
-        if passes and not excluded:
+        if passes and not excluded and not lapsed:
             kept.append((-relevance * factor, row.id, seq, cosine, lex))
         if judged is not None:
             reason: Reason | None = None if passes else "below_gate"
-            judged[seq] = "outcome_excluded" if excluded else reason, Parts(
+            reason = "outcome_excluded" if excluded else reason
+            judged[seq] = "not_in_force" if lapsed else reason, Parts(
                 cosine=cosine, closeness=close, bm25=raw, lexical=lex,
                 exact_tokens=tuple(sorted(query.exact & item_exact)),
                 exact_bonus=relevance - _relevance(query, close, lex, False),
@@ -419,11 +432,7 @@ def _judge(
 
 
 def _explanation(
-    query: _Query,
-    k: int,
-    misses: list[Miss],
-    now: float,
-    keep: Collection[str],
+    query: _Query, k: int, misses: list[Miss], now: float, keep: Collection[str]
 ) -> Explanation:
     """The gate and weights in force, and the near misses (:func:`left_out`)."""
     return Explanation(

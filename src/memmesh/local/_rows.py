@@ -60,6 +60,9 @@ class ItemRow(NamedTuple):
     superseded_by: str | None
     supersedes: str | None
     rev: int
+    valid_from: float | None
+    valid_until: float | None
+    coauthors: str
 
 
 ITEM_COLUMNS = ", ".join(ItemRow._fields)
@@ -93,6 +96,9 @@ def item_of(row: ItemRow | tuple[Any, ...], now: float) -> Item:
         status=row.status,
         superseded_by=row.superseded_by,
         supersedes=row.supersedes,
+        valid_from=row.valid_from,
+        valid_until=row.valid_until,
+        coauthors=tuple(json.loads(row.coauthors)),
     )
 
 
@@ -154,8 +160,8 @@ def insert_whole(conn: sqlite3.Connection, rows: list[tuple[ItemRow, Vectors]]) 
     conn.executemany(
         "INSERT INTO items (id, text, kind, project, tags, author, created_at, updated_at, "
         "reinforcements, worked, failed, partial, outcomes_at, status, superseded_by, "
-        "supersedes, rev, content_hash, vector) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "supersedes, rev, valid_from, valid_until, coauthors, content_hash, vector) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             (*row[1:], content_hash(row.text), vector.astype(np.float32).tobytes())
             for row, vector in rows

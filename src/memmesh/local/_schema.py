@@ -234,8 +234,36 @@ CREATE INDEX inbox_text ON inbox (content_hash, project, status);
 CREATE INDEX inbox_status ON inbox (status, seq);
 """
 
+# What keeps an item true (memmesh.local.validity, memmesh.local.anchors, memmesh.local.merge):
+# the dates between which it holds (Unix seconds, either open), the other members whose
+# items were merged into it, the files it speaks of (each as its repository-relative path,
+# the lines meant, a digest of them and a short hash of each line, to tell how much changed;
+# ``repo`` is the repository's folder on this machine and never leaves it), and when a recall
+# last returned it.
+_V10 = """
+ALTER TABLE items ADD COLUMN valid_from REAL;
+ALTER TABLE items ADD COLUMN valid_until REAL;
+ALTER TABLE items ADD COLUMN coauthors TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE item_anchors (
+    item_id     TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    first_line  INTEGER NOT NULL DEFAULT 0,
+    last_line   INTEGER NOT NULL DEFAULT 0,
+    repo        TEXT NOT NULL,
+    digest      TEXT NOT NULL,
+    line_hashes BLOB NOT NULL,
+    anchored_at REAL NOT NULL,
+    PRIMARY KEY (item_id, path, first_line, last_line)
+);
+CREATE INDEX events_item ON events (item_id, seq) WHERE item_id IS NOT NULL;
+CREATE TABLE item_recalls (
+    item_id TEXT PRIMARY KEY,
+    last_at REAL NOT NULL,
+    times   INTEGER NOT NULL DEFAULT 1
+);
+"""
 MIGRATIONS: dict[int, str] = {
-    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9,
+    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10,
 }  # fmt: skip
 SCHEMA_VERSION = max(MIGRATIONS)
 STORE_SCHEMA = Schema(

@@ -91,6 +91,8 @@ class View(msgspec.Struct, frozen=True):
         projects: Iterable[str],
         count: int,
         only: Sequence[int] | None = None,
+        *,
+        every_status: bool = False,
     ) -> list[tuple[int, float]]:
         """The ``count`` best (seq, cosine) pairs among active rows of ``projects`` (and among
         the ``only`` seqs, if given), best first; equal cosines by row number."""
@@ -103,7 +105,7 @@ class View(msgspec.Struct, frozen=True):
             for rows in self.blocks.get(project, ()):
                 if not len(rows.seqs):
                     continue
-                keep = rows.active
+                keep = np.ones(len(rows.seqs), bool) if every_status else rows.active
                 if allowed is not None:
                     keep = keep & np.isin(rows.seqs, allowed)
                 places = np.flatnonzero(keep)

@@ -81,6 +81,12 @@ def log_recall(
     trace_id = os.urandom(6).hex() if traced else None
     figures = {"latency_ms": round(latency_ms, 3), "hits": len(item_ids), "abstained": not item_ids}
     log(conn, at, "recall", None, **figures, mode=mode, **({"trace": trace_id} if traced else {}))
+    # When each item was last returned: consolidation proposes archiving what no recall wants.
+    conn.executemany(
+        "INSERT INTO item_recalls (item_id, last_at) VALUES (?, ?) ON CONFLICT (item_id) "
+        "DO UPDATE SET last_at = excluded.last_at, times = times + 1",
+        [(item_id, at) for item_id in dict.fromkeys(item_ids)],
+    )
     if trace_id is not None:
         # A repeated id (one chance in 2^48 per recall) replaces the older trace.
         cursor = conn.execute(

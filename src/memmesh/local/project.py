@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memmesh.local.items import GLOBAL, check_name
 
-__all__ = ["git_repository_name", "resolve_project"]
+__all__ = ["git_repository_name", "git_repository_root", "resolve_project"]
 
 
 def resolve_project(
@@ -26,8 +26,15 @@ def resolve_project(
 
 def git_repository_name(start: Path) -> str | None:
     """Name of the git work tree containing ``start`` (its top folder), as a valid name."""
+    root = git_repository_root(start)
+    if root is None:
+        return None
+    return re.sub(r"[^A-Za-z0-9._-]", "-", root.name).lstrip("._-")[:64] or None
+
+
+def git_repository_root(start: Path) -> Path | None:
+    """The top folder of the git work tree containing ``start``, or ``None``."""
     for folder in (start, *start.parents):
         if (folder / ".git").exists():
-            name = re.sub(r"[^A-Za-z0-9._-]", "-", folder.name).lstrip("._-")[:64]
-            return name or None
+            return folder
     return None

@@ -241,23 +241,23 @@ class Store:
         open then empties."""
         return _scrub.scrub(self._db)
 
-    def forget(self, item_id: str) -> Item:
+    def forget(self, item_id: str, tx: Transaction | None = None) -> Item:
         """Archive an active item: it stays in history but is no longer recalled."""
         now = self.clock()
-        with self._writing() as conn:
+        with self._within(tx) as conn:
             item = _lookup.active(conn, item_id, now)
             _rows.change(conn, item.id, now, status="archived")
             journal.log(conn, now, "forget", item.id)
             return _rows.one(conn, "id = ?", item.id, now)
 
-    def unforget(self, item_id: str) -> Item:
+    def unforget(self, item_id: str, tx: Transaction | None = None) -> Item:
         """Make a forgotten (archived) item active again: recalled as before.
 
         Raises :class:`NotRestorable` when it is active, was revised rather than forgotten,
         was erased (a purge), or an active item of its project says the same.
         """
         now = self.clock()
-        with self._writing() as conn:
+        with self._within(tx) as conn:
             return _changes.unforget(conn, item_id, now)
 
     def edit(

@@ -88,6 +88,9 @@ class Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     supersedes: str | None = None
     superseded_by: str | None = None
     content_hash: str | None = None
+    valid_from: float | None = None
+    valid_until: float | None = None
+    coauthors: list[str] = []
 
 
 class _Header(msgspec.Struct, forbid_unknown_fields=False):
@@ -128,7 +131,8 @@ def _record_of(row: ItemRow) -> Record:
         updated_at=row.updated_at, reinforcements=row.reinforcements, worked=row.worked,
         failed=row.failed, partial=row.partial, outcomes_at=row.outcomes_at,
         supersedes=row.supersedes, superseded_by=row.superseded_by,
-        content_hash=content_hash(row.text),
+        content_hash=content_hash(row.text), valid_from=row.valid_from,
+        valid_until=row.valid_until, coauthors=json.loads(row.coauthors),
     )  # fmt: skip
 
 
@@ -190,9 +194,12 @@ def _check(record: Record) -> None:
     if record.status not in STATUSES:
         raise InvalidInput(f"unknown status {record.status!r}")
     counts = (record.worked, record.failed, record.partial, record.created_at, record.updated_at)
-    times = (record.outcomes_at,) if record.outcomes_at is not None else ()
+    optional = (record.outcomes_at, record.valid_from, record.valid_until)
+    times = tuple(time for time in optional if time is not None)
     if record.reinforcements < 0 or not all(math.isfinite(n) and n >= 0 for n in counts + times):
         raise InvalidInput("counts and times must be finite and not negative")
+    for name in record.coauthors:
+        check_name(name, "author")
     for item_id in (record.id, record.supersedes, record.superseded_by):
         if item_id is not None and not is_valid_id(item_id):
             shown = item_id if len(item_id) <= 40 else item_id[:39] + "…"
@@ -318,4 +325,6 @@ def _row_of(record: Record, rev: int) -> ItemRow:
         partial=record.partial, outcomes_at=record.outcomes_at,
         status=record.status,  # type: ignore[arg-type]
         superseded_by=record.superseded_by, supersedes=record.supersedes, rev=rev,
+        valid_from=record.valid_from, valid_until=record.valid_until,
+        coauthors=json.dumps(record.coauthors),
     )  # fmt: skip

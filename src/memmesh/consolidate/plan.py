@@ -1,0 +1,164 @@
+"""What consolidation finds in a store, changing nothing: the plan `mem consolidate` reports.
+
+* **Duplicates** - active items that say one thing (:func:`memmesh.consolidate.conflicts.
+  classify`: restatements with the same values), grouped: ``--apply`` merges each group
+  into one item (:mod:`memmesh.local.merge`), the text of the one that earned most.
+* **Contradictions** - pairs that say the same subject has different values ("we use Redis
+  locks" and "we use Postgres advisory locks"): only their owner settles them (`mem resolve A
+  B --keep A|B|both`); a pair kept as both is not raised again.
+* **Decay** - items past their use (:mod:`memmesh.local.aging`): failing, expired, or unused
+  for two half-lives; ``--apply`` archives them, which `mem unforget` or ``--undo`` takes
+  back. Nothing is ever deleted.
+* **Stale** - items anchored to a file that has changed enough since
+  (:mod:`memmesh.local.anchors`): listed for their owner, never changed.
+
+Pairs are read among the items near each other (:func:`memmesh.local.neighbors.near_pairs`):
+a cosine at :data:`MIN_CLOSENESS` spreads above what unrelated texts get from the store's
+embedder, which every restatement and contradiction of ``bench/data/pairs.json`` reaches.
+"""
+
+import time
+from collections.abc import Iterable
+
+import msgspec
+
+from memmesh.consolidate._tables import CONSOLIDATE_SCHEMA
+from memmesh.consolidate.conflicts import Statement, classify_statements
+from memmesh.local import Item
+from memmesh.local.aging import Aged, aged
+from memmesh.local.anchors import Staleness, staleness
+from memmesh.local.neighbors import near_pairs
+from memmesh.local.store import Store
+
+__all__ = [
+    "DEFAULT_HALF_LIFE_DAYS",
+    "MIN_CLOSENESS",
+    "Contradiction",
+    "Duplicates",
+    "Plan",
+    "Stale",
+    "plan",
+    "resolved_pairs",
+]
+
+DEFAULT_HALF_LIFE_DAYS = 90.0
+MIN_CLOSENESS = 3.0
+
+
+class Duplicates(msgspec.Struct, frozen=True, kw_only=True):
+    """Items that say one thing; ``keep`` is the one whose text the merge keeps."""
+
+    items: tuple[Item, ...]
+    keep: str
+    reason: str
+
+
+class Contradiction(msgspec.Struct, frozen=True, kw_only=True):
+    """Two items giving one subject different values (``values``: ``a``'s, then ``b``'s)."""
+
+    a: Item
+    b: Item
+    subject: str
+    values: tuple[str, str]
+    reason: str
+
+
+class Stale(msgspec.Struct, frozen=True, kw_only=True):
+    """An item whose anchored files changed enough since it was written."""
+
+    item: Item
+    files: tuple[Staleness, ...]
+
+
+class Plan(msgspec.Struct, frozen=True, kw_only=True):
+    """What consolidation found; ``compared`` counts the pairs read, ``seconds`` the time."""
+
+    duplicates: tuple[Duplicates, ...]
+    contradictions: tuple[Contradiction, ...]
+    decay: tuple[Aged, ...]
+    stale: tuple[Stale, ...]
+    compared: int
+    seconds: float
+
+    @property
+    def empty(self) -> bool:
+        """Whether there is nothing to do or to show."""
+        return not (self.duplicates or self.contradictions or self.decay or self.stale)
+
+
+def plan(store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> Plan:
+    """What consolidation finds in ``store`` now (see the module's notes)."""
+    started = time.perf_counter()
+    store.migrate(CONSOLIDATE_SCHEMA)
+    median, spread = store.embedder.unrelated
+    pairs = near_pairs(store, floor=median + MIN_CLOSENESS * spread)
+    statements: dict[str, Statement] = {}
+    kept_both = resolved_pairs(store)
+    same: list[tuple[Item, Item]] = []
+    contradictions: list[Contradiction] = []
+    for pair in pairs:
+        a = statements.setdefault(pair.a.id, Statement(pair.a.text))
+        b = statements.setdefault(pair.b.id, Statement(pair.b.text))
+        verdict = classify_statements(a, b, cosine=pair.cosine)
+        if verdict.relation == "duplicate" and pair.a.project == pair.b.project:
+            same.append((pair.a, pair.b))  # a merge keeps one project: across two, both stay
+        elif verdict.relation == "contradicts" and _key(pair.a.id, pair.b.id) not in kept_both:
+            contradictions.append(Contradiction(
+                a=pair.a, b=pair.b, subject=verdict.subject, values=verdict.values,
+                reason=verdict.reason,
+            ))  # fmt: skip
+    duplicates = _groups(same)
+    merged = {item.id for group in duplicates for item in group.items}
+    contradictions = [c for c in contradictions if not {c.a.id, c.b.id} <= merged]
+    decay = [entry for entry in aged(store, half_life_days=half_life_days)
+             if entry.item.id not in merged]  # fmt: skip
+    files = staleness(store)
+    stale = [Stale(item=item, files=tuple(f for f in files[item.id] if f.stale))
+             for item in store.items_by_id(list(files)).values()
+             if any(f.stale for f in files[item.id])]  # fmt: skip
+    return Plan(
+        duplicates=tuple(duplicates), contradictions=tuple(contradictions), decay=tuple(decay),
+        stale=tuple(sorted(stale, key=lambda s: s.item.id)), compared=len(pairs),
+        seconds=time.perf_counter() - started,
+    )  # fmt: skip
+
+
+def resolved_pairs(store: Store) -> set[tuple[str, str]]:
+    """The contradictions their owner kept as both, each as (smaller id, larger id)."""
+    store.migrate(CONSOLIDATE_SCHEMA)
+    with store.read() as tx:
+        rows = tx.execute("SELECT a, b FROM consolidate_pairs WHERE kept = 'both'").fetchall()
+    return {(str(a), str(b)) for a, b in rows}
+
+
+def _key(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+def _groups(pairs: Iterable[tuple[Item, Item]]) -> list[Duplicates]:
+    """The pairs' items joined into groups (two items in one pair are in one group)."""
+    parent: dict[str, str] = {}
+    items: dict[str, Item] = {}
+
+    def root(item_id: str) -> str:
+        while parent[item_id] != item_id:
+            parent[item_id] = parent[parent[item_id]]
+            item_id = parent[item_id]
+        return item_id
+
+    for a, b in pairs:
+        for item in (a, b):
+            parent.setdefault(item.id, item.id)
+            items[item.id] = item
+        parent[root(a.id)] = root(b.id)
+    members: dict[str, list[Item]] = {}
+    for item_id in parent:
+        members.setdefault(root(item_id), []).append(items[item_id])
+    groups = []
+    for group in members.values():
+        group.sort(key=lambda item: item.id)
+        keep = max(group, key=lambda item: (item.reinforcements, item.created_at, item.id))
+        reason = f"{len(group)} items say the same; the merge keeps {keep.id}'s text"
+        groups.append(Duplicates(items=tuple(group), keep=keep.id, reason=reason))
+    groups.sort(key=lambda group: group.items[0].id)
+    return groups

@@ -1,0 +1,205 @@
+"""Items tied to the code they speak of: an anchor on a file, and whether it has gone stale.
+
+``mem remember --about PATH[:LINES]`` anchors an item to a file of a git repository (its lines
+``N`` or ``N-M``, or all of it): the anchor keeps the file's path from the repository's top,
+a digest of the lines meant, and a short hash of each of them. When the file changes, the
+share of those lines no longer found anywhere in it says how much (:func:`check`): moving a
+block, or adding lines around it, changes nothing; rewriting it does. From
+:data:`STALE_SHARE` on, or when the file is gone, the item *may be stale*: recall and the
+hooks say so beside it, and consolidation lists it. Nothing is changed or hidden because of
+it: the owner decides.
+
+The repository's folder on this machine is kept beside the anchor to find the file again; it
+never leaves the store: only the path from the repository's top and the hashes are shown to
+anyone else.
+"""
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+import msgspec
+
+from memmesh.local._db import Transaction, connection_of
+from memmesh.local.errors import InvalidInput
+from memmesh.local.project import git_repository_root
+from memmesh.local.store import Store
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "STALE_SHARE",
+    "Anchor",
+    "Staleness",
+    "anchor_file",
+    "anchors_of",
+    "check",
+    "parse_about",
+    "save",
+    "staleness",
+]
+
+# From this share of the anchored lines changed or gone, the item may be stale: a quarter of a
+# block rewritten is a change of what it does; a renamed variable in a long block is not.
+STALE_SHARE = 0.25
+MAX_FILE_BYTES = 4 * 1024 * 1024
+_HASH_BYTES = 4
+
+
+class Anchor(msgspec.Struct, frozen=True, kw_only=True):
+    """One file an item speaks of: ``path`` from the repository's top (``/``-separated), the
+    lines meant (``first_line`` to ``last_line``, 1-based; both 0 for the whole file)."""
+
+    path: str
+    first_line: int = 0
+    last_line: int = 0
+    repo: str
+    digest: str
+    line_hashes: bytes
+    anchored_at: float
+
+    @property
+    def shown(self) -> str:
+        """``PATH`` or ``PATH:N-M``, as the user gives it."""
+        if not self.first_line:
+            return self.path
+        lines = str(self.first_line)
+        return (
+            self.path
+            + ":"
+            + (lines if self.last_line == self.first_line else f"{lines}-{self.last_line}")
+        )
+
+
+class Staleness(msgspec.Struct, frozen=True, kw_only=True):
+    """How far an anchored file (``path`` as the user gave it: ``PATH`` or ``PATH:N-M``) moved
+    from what the item was written against: the share of its anchored lines changed or gone
+    (1.0 when the file is gone or unreadable)."""
+
+    path: str
+    changed: float
+    gone: bool
+    anchored_at: float
+
+    @property
+    def stale(self) -> bool:
+        """Whether it changed enough that the item may no longer hold."""
+        return self.gone or self.changed >= STALE_SHARE
+
+
+def parse_about(spec: str, cwd: Path) -> tuple[Path, str, int, int]:
+    """``PATH[:LINES]`` (LINES ``N`` or ``N-M``) as the repository's folder, the path from its
+    top and the lines; :class:`InvalidInput` says what is wrong."""
+    path_text, lines = spec, ""
+    head, sep, tail = spec.rpartition(":")
+    if sep and head and tail.replace("-", "").isdigit():
+        path_text, lines = head, tail
+    first = last = 0
+    if lines:
+        low, _, high = lines.partition("-")
+        first, last = int(low), int(high or low)
+        if first < 1 or last < first:
+            raise InvalidInput(f"lines {lines!r} of {path_text}: give N or N-M, from line 1")
+    path = (cwd / path_text).resolve()
+    if not path.is_file():
+        raise InvalidInput(f"--about {path_text}: no such file")
+    root = git_repository_root(path.parent)
+    if root is None:
+        raise InvalidInput(f"--about {path_text}: not in a git repository")
+    return root, PurePosixPath(path.relative_to(root.resolve())).as_posix(), first, last
+
+
+def anchor_file(repo: Path, path: str, first: int, last: int, now: float) -> Anchor:
+    """The anchor of lines ``first`` to ``last`` (0, 0: all) of ``repo/path`` as it is now;
+    :class:`InvalidInput` when the file cannot be read or lacks those lines."""
+    lines = _lines(repo / path)
+    if lines is None:
+        raise InvalidInput(f"--about {path}: cannot be read as text (at most 4 MiB)")
+    if first and last > len(lines):
+        raise InvalidInput(f"--about {path}: it has {len(lines)} lines, not {last}")
+    meant = lines[first - 1 : last] if first else lines
+    return Anchor(
+        path=path, first_line=first, last_line=last, repo=str(repo), digest=_digest(meant),
+        line_hashes=b"".join(_line_hash(line) for line in meant if line), anchored_at=now,
+    )  # fmt: skip
+
+
+def check(anchor: Anchor) -> Staleness:
+    """How far the anchored file has moved since the anchor was taken."""
+    lines = _lines(Path(anchor.repo) / anchor.path)
+    if lines is None:
+        return Staleness(path=anchor.shown, changed=1.0, gone=True, anchored_at=anchor.anchored_at)
+    meant = lines[anchor.first_line - 1 : anchor.last_line] if anchor.first_line else lines
+    changed = 0.0
+    if _digest(meant) != anchor.digest:
+        wanted = [anchor.line_hashes[i : i + _HASH_BYTES]
+                  for i in range(0, len(anchor.line_hashes), _HASH_BYTES)]  # fmt: skip
+        present = {_line_hash(line) for line in lines if line}
+        missing = sum(1 for digest in wanted if digest not in present)
+        changed = missing / len(wanted) if wanted else 1.0
+    return Staleness(path=anchor.shown, changed=changed, gone=False, anchored_at=anchor.anchored_at)
+
+
+def save(tx: Transaction, item_id: str, anchors: Iterable[Anchor]) -> None:
+    """Keep ``anchors`` for the item, inside the caller's transaction (one per file and lines:
+    anchoring the same lines again takes them as they are now)."""
+    connection_of(tx).executemany(
+        "INSERT OR REPLACE INTO item_anchors (item_id, path, first_line, last_line, repo, "
+        "digest, line_hashes, anchored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(item_id, a.path, a.first_line, a.last_line, a.repo, a.digest, a.line_hashes,
+          a.anchored_at) for a in anchors],
+    )  # fmt: skip
+
+
+def anchors_of(conn: sqlite3.Connection, item_ids: Iterable[str]) -> dict[str, list[Anchor]]:
+    """Each of ``item_ids``'s anchors (items without any are left out)."""
+    wanted = list(dict.fromkeys(item_ids))
+    out: dict[str, list[Anchor]] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            "SELECT item_id, path, first_line, last_line, repo, digest, line_hashes, anchored_at "
+            f"FROM item_anchors WHERE item_id IN ({', '.join('?' * len(chunk))}) "
+            "ORDER BY item_id, path, first_line",
+            chunk,
+        )
+        for item_id, path, first, last, repo, digest, hashes, at in rows:
+            out.setdefault(item_id, []).append(Anchor(
+                path=path, first_line=first, last_line=last, repo=repo, digest=digest,
+                line_hashes=bytes(hashes), anchored_at=at,
+            ))  # fmt: skip
+    return out
+
+
+def staleness(store: Store, item_ids: Iterable[str] | None = None) -> dict[str, list[Staleness]]:
+    """How each anchored file of ``item_ids`` (of every active item, for ``None``) stands now;
+    items without anchors are left out."""
+    with store.read() as tx:
+        conn = connection_of(tx)
+        if item_ids is None:
+            item_ids = [i for (i,) in conn.execute(
+                "SELECT DISTINCT item_id FROM item_anchors JOIN items ON items.id = item_id "
+                "WHERE items.status = 'active'"
+            )]  # fmt: skip
+        anchors = anchors_of(conn, item_ids)
+    return {item_id: [check(anchor) for anchor in held] for item_id, held in anchors.items()}
+
+
+def _lines(path: Path) -> list[str] | None:
+    """The file's lines, each without its ending and trailing spaces, or ``None``."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_FILE_BYTES or b"\0" in data:
+        return None
+    return [line.rstrip() for line in data.decode("utf-8", "replace").splitlines()]
+
+
+def _digest(lines: list[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def _line_hash(line: str) -> bytes:
+    return hashlib.blake2b(line.strip().encode("utf-8"), digest_size=_HASH_BYTES).digest()
