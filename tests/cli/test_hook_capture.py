@@ -3,6 +3,7 @@ JSON on standard input, in a real subprocess): it exits 0 and prints nothing, th
 candidates land in the inbox, and a transcript it cannot read is journaled, never shown."""
 
 import json
+import time
 from pathlib import Path
 
 from memmesh.local import inbox
@@ -77,3 +78,31 @@ def test_codex_s_precompact_hook_proposes_its_rollout_as_mem_ingest_codex_does(
         hooked = sorted(c.text for c in inbox.pending(store))
         assert hooked == sorted(c.text for c in inbox.pending(expected))
     assert hooked
+
+
+def test_a_session_s_end_records_a_consolidation_report_at_most_once_a_day(
+    mem: MemRunner,
+) -> None:
+    from memmesh.consolidate.runs import last_run as last_consolidation
+
+    mem("remember", "--global", "we use Redis locks for the job queue")
+    mem("remember", "--global", "we use Postgres advisory locks for the job queue")
+    transcript = HERE / "claude" / "claude-session.jsonl"
+    hook = ("hook", "capture", "--client", "claude")
+
+    assert mem(*hook, stdin=_hook_input(transcript, "SessionEnd")).returncode == 0
+    deadline = time.monotonic() + 30
+    run = None
+    while run is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        with Store(mem.home) as store:
+            run = last_consolidation(store)
+    assert run is not None
+    assert run.contradictions == 1
+    assert run.applied == 0
+
+    assert mem(*hook, stdin=_hook_input(transcript, "SessionEnd")).returncode == 0
+    time.sleep(2)
+    with Store(mem.home) as store:
+        assert last_consolidation(store) == run
+        assert len(store.items()) == 2

@@ -30,8 +30,8 @@ def test_show_prints_the_whole_item_as_json_and_as_text(mem: MemRunner) -> None:
 
     # Nobody else has reported on it: its teammates' record is all zeros (and not printed).
     teammates = {"worked": 0, "failed": 0, "partial": 0}
-    shown = json_of(mem("show", item["id"], "--json"))
-    assert shown == {"item": item, "teammates": teammates, "about": []}
+    whole = json_of(mem("show", item["id"], "--json"))
+    assert whole == {"item": item, "teammates": teammates, "about": []}
 
     # A lower-case prefix of at least 4 characters is enough.
     shown = mem("show", item["id"][:10].lower())

@@ -7,6 +7,10 @@ Claude Code runs it before it compacts a conversation (``PreCompact``) and as a 
 it must never slow or break the agent: it prints nothing, exits 0 whatever happens, gives up
 past :data:`DEADLINE_S` (under the client's own hook timeout), and keeps each run, with the
 error it swallowed, in the hooks' journal (:mod:`memmesh.local.hooklog`, hook ``capture``).
+
+Then, when no consolidation run was recorded for :data:`CONSOLIDATE_EVERY_S`, it starts `mem
+consolidate --record` in a process of its own (a report only: it changes nothing), which the
+next session's brief shows.
 """
 
 import argparse
@@ -17,18 +21,24 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memmesh.cli._common import home_of, open_store
 from memmesh.cli._hooks import hook_input, journal
 from memmesh.errors import ExitCode
 
-__all__ = ["DEADLINE_S", "EXTRACT_S", "run_capture"]
+if TYPE_CHECKING:
+    from memmesh.local.store import Store
+
+__all__ = ["CONSOLIDATE_EVERY_S", "DEADLINE_S", "EXTRACT_S", "run_capture"]
 
 # The hook gives up (exits 0, the error journaled) when it is not done by then; the client
 # kills its hooks after 10 s (agents/_entries.py HOOK_TIMEOUT_SECONDS).
 DEADLINE_S = 8.0
 # What the extract command ($MEM_EXTRACT_COMMAND) may take within the hook.
 EXTRACT_S = 5.0
+# A session's end starts a consolidation report at most this often.
+CONSOLIDATE_EVERY_S = 24 * 3600.0
 
 
 def run_capture(args: argparse.Namespace) -> int:
@@ -67,7 +77,17 @@ def _capture(args: argparse.Namespace) -> tuple[str, str, str]:
         report = propose_transcript(
             store, args.client, Path(path).expanduser(), args.project, extract_timeout=EXTRACT_S
         )
+        _consolidate_when_due(args, store)
     return session, report.project, report.error or report.extract_error or ""
+
+
+def _consolidate_when_due(args: argparse.Namespace, store: "Store") -> None:
+    """Start a recorded consolidation report when none was recorded for a day."""
+    from memmesh._processes import start_detached
+    from memmesh.consolidate.runs import due
+
+    if due(store, CONSOLIDATE_EVERY_S):
+        start_detached(home_of(args), "consolidate", "--record")
 
 
 def _journal(home: Path, started: float, session: str, project: str, error: str) -> None:

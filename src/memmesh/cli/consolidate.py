@@ -51,6 +51,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="an item nobody recalled, reinforced or changed for two half-lives is proposed "
         "for archiving (default: 90)",
     )
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="keep this run's findings for the session brief and the page (what the schedule "
+        "and the end of an agent's session run)",
+    )
     p.add_argument("--log", action="store_true", help="list the audit journal, newest first")
     p.add_argument("--undo", metavar="ID", help="take back the journal entry ID")
     p = command(
@@ -77,6 +83,8 @@ def _consolidate(args: argparse.Namespace) -> int:
         raise UsageError("consolidate", "give one of --apply, --log and --undo")
     if args.only and not args.apply:
         raise UsageError("consolidate", "--only goes with --apply")
+    if args.record and (args.log or args.undo is not None):
+        raise UsageError("consolidate", "--record goes with a run, not with --log or --undo")
     with open_store(args) as store:
         if args.log:
             entries = history(store)
@@ -95,6 +103,10 @@ def _consolidate(args: argparse.Namespace) -> int:
         )
         if applied is not None and applied.done:
             _retract(args, store)
+        if args.record:
+            from memmesh.consolidate.runs import record
+
+            record(store, found, applied)
     emit(args, _plan_json(found, applied), _plan_text(found, applied))
     return ExitCode.OK
 
