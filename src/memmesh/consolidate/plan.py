@@ -39,6 +39,7 @@ __all__ = [
     "Stale",
     "plan",
     "resolved_pairs",
+    "statement_of",
 ]
 
 DEFAULT_HALF_LIFE_DAYS = 90.0
@@ -97,8 +98,7 @@ def plan(store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> Pla
     same: list[tuple[Item, Item]] = []
     contradictions: list[Contradiction] = []
     for pair in pairs:
-        a = statements.setdefault(pair.a.id, Statement(pair.a.text))
-        b = statements.setdefault(pair.b.id, Statement(pair.b.text))
+        a, b = statement_of(statements, pair.a), statement_of(statements, pair.b)
         verdict = classify_statements(a, b, cosine=pair.cosine)
         if verdict.relation == "duplicate" and pair.a.project == pair.b.project:
             same.append((pair.a, pair.b))  # a merge keeps one project: across two, both stay
@@ -129,6 +129,14 @@ def resolved_pairs(store: Store) -> set[tuple[str, str]]:
     with store.read() as tx:
         rows = tx.execute("SELECT a, b FROM consolidate_pairs WHERE kept = 'both'").fetchall()
     return {(str(a), str(b)) for a, b in rows}
+
+
+def statement_of(read: dict[str, Statement], item: Item) -> Statement:
+    """The item's text read for comparing, once per item (``read`` keeps them by id)."""
+    found = read.get(item.id)
+    if found is None:
+        found = read[item.id] = Statement(item.text)
+    return found
 
 
 def _key(a: str, b: str) -> tuple[str, str]:

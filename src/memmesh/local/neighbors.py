@@ -3,14 +3,15 @@ contradictions.
 
 Every active item is compared, by the exact cosine of the store's vectors, with every other
 active item of its own project and of global (a recall's scope: global's items only with
-global's), in blocks of :data:`_BLOCK` rows, one matrix product each. Of the pairs at
-``floor`` or nearer, each item keeps its ``per_item`` nearest; a pair appears once. The
-cost grows with the square of a scope's size: the product is about 3e12 operations at
-100,000 items in one project (docs/benchmarks.md, "Consolidation"), and the memory one block
-takes is ``_BLOCK`` times the scope's rows.
+global's). The rows are read in project order, so each project's rows are one run of the
+matrix; its rows are taken :data:`_BLOCK` at a time, each block multiplied by the rows after
+it in its project (each pair is computed once) and by global's. Of the pairs at ``floor`` or
+nearer, each row keeps the ``per_item`` nearest of those its block computed for it (its pairs
+with the rows after it and with global's); a pair appears once. The cost grows with the
+square of a scope's size: about 2.6e12 operations at 100,000 items in one project
+(docs/benchmarks.md, "Consolidation"); a block's scores take ``_BLOCK`` times the scope's
+rows in memory.
 """
-
-from collections.abc import Iterator
 
 import msgspec
 import numpy as np
@@ -39,61 +40,77 @@ def near_pairs(store: Store, *, floor: float, per_item: int = 8) -> list[NearPai
     nearest first."""
     now = store.clock()
     with store.read() as tx:
-        conn = connection_of(tx)
-        read = conn.execute(
-            f"SELECT {ITEM_COLUMNS}, vector FROM items WHERE status = 'active' AND text != '' "
-            "ORDER BY seq"
-        ).fetchall()
-    rows = [ItemRow._make(row[:-1]) for row in read]
-    vectors = [bytes(row[-1]) for row in read]
-    if len(rows) < 2:
+        read = (
+            connection_of(tx)
+            .execute(
+                f"SELECT {ITEM_COLUMNS}, vector FROM items WHERE status = 'active' AND text != '' "
+                "ORDER BY project, seq"
+            )
+            .fetchall()
+        )
+    if len(read) < 2:
         return []
-    matrix = np.frombuffer(b"".join(vectors), np.float32).reshape(len(rows), -1)
-    projects = np.array([row.project for row in rows])
-    found: dict[tuple[int, int], float] = {}
-    for mine, theirs in _scopes(projects):
-        for i, j, cosine in _near(matrix, mine, theirs, floor, per_item):
-            found[(min(i, j), max(i, j))] = cosine
-    ordered = sorted(found.items(), key=lambda entry: (-entry[1], entry[0]))
-    return [
-        NearPair(a=item_of(rows[i], now), b=item_of(rows[j], now), cosine=cosine)
-        for (i, j), cosine in ordered
-    ]
+    rows = [ItemRow._make(row[:-1]) for row in read]
+    matrix = np.frombuffer(b"".join(bytes(row[-1]) for row in read), np.float32)
+    matrix = matrix.reshape(len(rows), -1)
+    projects = [row.project for row in rows]
+    ranges = {name: (projects.index(name), len(projects) - projects[::-1].index(name))
+              for name in dict.fromkeys(projects)}  # fmt: skip
+    shared = ranges.get(GLOBAL, (0, 0))
+    found: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]] = []
+    for name, (first, last) in ranges.items():
+        others = (0, 0) if name == GLOBAL else shared
+        for start in range(first, last, _BLOCK):
+            found.append(_near(matrix, start, min(start + _BLOCK, last), last, others, floor,
+                               per_item))  # fmt: skip
+    a = np.concatenate([f[0] for f in found])
+    b = np.concatenate([f[1] for f in found])
+    cosines = np.concatenate([f[2] for f in found])
+    order = np.lexsort((b, a, -cosines))
+    items: dict[int, Item] = {}
 
+    def item(index: int) -> Item:
+        if index not in items:
+            items[index] = item_of(rows[index], now)
+        return items[index]
 
-def _scopes(
-    projects: npt.NDArray[np.str_],
-) -> Iterator[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
-    """For each project, its rows and the rows they are compared with (theirs and global's)."""
-    shared = np.flatnonzero(projects == GLOBAL)
-    for project in np.unique(projects):
-        mine = np.flatnonzero(projects == project)
-        yield mine, mine if project == GLOBAL else np.concatenate([mine, shared])
+    pairs = []
+    for i, j, cosine in zip(
+        a[order].tolist(), b[order].tolist(), cosines[order].tolist(), strict=True
+    ):
+        older, newer = (i, j) if rows[i].seq < rows[j].seq else (j, i)
+        pairs.append(NearPair(a=item(older), b=item(newer), cosine=cosine))
+    return pairs
 
 
 def _near(
     matrix: npt.NDArray[np.float32],
-    mine: npt.NDArray[np.intp],
-    theirs: npt.NDArray[np.intp],
+    start: int,
+    stop: int,
+    last: int,
+    others: tuple[int, int],
     floor: float,
     per_item: int,
-) -> Iterator[tuple[int, int, float]]:
-    """Each row of ``mine`` with its ``per_item`` nearest other rows of ``theirs`` at ``floor``
-    or nearer."""
-    against = matrix[theirs]
-    for start in range(0, len(mine), _BLOCK):
-        rows = mine[start : start + _BLOCK]
-        scores = matrix[rows] @ against.T
-        hit_rows, hit_cols = np.nonzero(scores >= floor)  # row by row, in order
-        bounds = np.flatnonzero(np.diff(hit_rows)) + 1
-        for found_rows, cols in zip(
-            np.split(hit_rows, bounds), np.split(hit_cols, bounds), strict=True
-        ):
-            if not len(found_rows):
-                continue
-            r = int(found_rows[0])
-            cols = cols[theirs[cols] != rows[r]]
-            if len(cols) > per_item:
-                cols = cols[np.argsort(-scores[r, cols], kind="stable")[:per_item]]
-            for c in cols.tolist():
-                yield int(rows[r]), int(theirs[c]), float(scores[r, c])
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    """The pairs of rows ``start`` to ``stop`` with the rows after each up to ``last`` (its
+    own project's) and with the rows ``others`` (global's, for another project), at ``floor``
+    or nearer, each row's ``per_item`` nearest: row numbers, row numbers, cosines."""
+    block = matrix[start:stop]
+    own = block @ matrix[start:last].T
+    own[np.tril_indices(stop - start)] = -np.inf  # each pair once, and no row with itself
+    parts = [(own, start)]
+    if others[1] > others[0]:
+        parts.append((block @ matrix[others[0] : others[1]].T, others[0]))
+    rows, cols, values = [], [], []
+    for scores, base in parts:
+        r, c = np.nonzero(scores >= floor)
+        rows.append(r)
+        cols.append(c + base)
+        values.append(scores[r, c])
+    r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(values)
+    order = np.lexsort((-v, r))  # row by row, nearest first
+    r, c, v = r[order], c[order], v[order]
+    firsts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+    rank = np.arange(len(r)) - np.repeat(firsts, np.diff(np.r_[firsts, len(r)]))
+    keep = rank < per_item
+    return r[keep] + start, c[keep], v[keep]
