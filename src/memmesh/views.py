@@ -172,7 +172,8 @@ def team_answer_json(answer: "TeamAnswer") -> dict[str, Any]:
 
 def team_hit_json(hit: "TeamHit") -> dict[str, Any]:
     """A team hit: its score rounded as every score shown is, its time in ISO 8601 UTC, and the
-    items in ``also`` alike."""
+    items in ``also`` alike; ``contradicted_by`` lists the other hits by another author that
+    contradict it (author, key_id, item_id, text, reason; empty when none)."""
     data: dict[str, Any] = msgspec.to_builtins(hit)
     data["score"] = round(hit.score, 4)
     data["published_at"] = iso(hit.published_at)
@@ -343,7 +344,9 @@ def brief_outcome(item: "Item") -> dict[str, Any]:
 def brief_team_hit(hit: "TeamHit") -> dict[str, Any]:
     """A teammate's hit from recall-team: its author's words made inert; when other members
     stated the fact too, ``also`` names each of them and their item's id (their words are not
-    repeated)."""
+    repeated); when another author's hit in the answer contradicts it, ``contradicted_by``
+    names each, their item's id and what the two disagree on (``reason``; their item is a hit
+    of the same answer)."""
     shown = _teammates(
         hit.id, hit.text, hit.author, hit.key_id, hit.kind, hit.project, hit.score, hit.source
     )
@@ -351,6 +354,16 @@ def brief_team_hit(hit: "TeamHit") -> dict[str, Any]:
         shown["also"] = [
             {"id": also.id, "author": inert(also.author), "author_id": also.key_id}
             for also in hit.also
+        ]
+    if hit.contradicted_by:
+        shown["contradicted_by"] = [
+            {
+                "id": other.item_id,
+                "author": inert(other.author),
+                "author_id": other.key_id,
+                "reason": inert(other.reason),
+            }
+            for other in hit.contradicted_by
         ]
     return shown
 

@@ -11,6 +11,13 @@ Teammates' lines come under :data:`~memmesh.text.TEAMMATES_NOTE`, their tag-shap
 inert (:func:`memmesh.text.inert`), and in turns (:func:`by_turns`): each teammate's first
 line, then each one's second, so that one teammate's items never push the others' out.
 
+An item that another author's item in the brief contradicts (a teammate's, or the member's
+own: :func:`memmesh.team.contradictions.otherwise`) has a line under it naming them, ``bob
+says otherwise: ...`` (:func:`memmesh.agents.teampart.otherwise_line`, quoting at most
+:data:`FLAG_CHARS` of their text). An item and its flag are kept or dropped together, like any
+line, so the brief never grows past its limit for a flag; only an item that would not fit
+with its flag is shown without it, rather than not at all.
+
 Clients read a session-start hook's answer differently: Claude Code and Codex add plain
 standard output to the context, Cursor reads ``additional_context`` from a JSON object. Each
 client gives the hook a JSON object on standard input naming the working folder, which decides
@@ -18,7 +25,7 @@ the project.
 """
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,6 +37,7 @@ if TYPE_CHECKING:  # the prompt hook reads this module, and must start lean
     from memmesh.local.teamcache import CachedItem
 
 __all__ = [
+    "FLAG_CHARS",
     "MAX_CHARS",
     "TEAM_CHARS",
     "by_turns",
@@ -46,6 +54,8 @@ MAX_CHARS = 600
 TEAM_CHARS = 240
 MAX_ITEM_CHARS = 150
 MAX_PREFERENCES = 3
+# Characters of a contradicting item's text the line under a flagged item quotes at most.
+FLAG_CHARS = 60
 TEAM_HEADER = "From your team"
 _T = TypeVar("_T")
 
@@ -63,26 +73,34 @@ def render(
     their age (empty while the cache is fresh)."""
     if not team:
         return _local(digest, limit)
-    wanted = len(render_team(team, team_note, limit=limit))
-    local = _local(digest, limit - min(wanted, TEAM_CHARS) - 1)
+    flags = _flags(digest, team)
+    wanted = len(render_team(team, team_note, limit=limit, flags=flags))
+    local = _local(digest, limit - min(wanted, TEAM_CHARS) - 1, flags)
     room = limit - len(local) - (1 if local else 0)
     about = "" if digest.project == GLOBAL else f" about {digest.project}"
     title = TEAM_HEADER if local else f"memmesh: what your team shared{about}"
-    shared = render_team(team, team_note, limit=room, title=title)
+    shared = render_team(team, team_note, limit=room, title=title, flags=flags)
     return "\n".join(part for part in (local, shared) if part)
 
 
 def render_team(
-    team: "list[CachedItem]", note: str = "", *, limit: int = MAX_CHARS, title: str = TEAM_HEADER
+    team: "list[CachedItem]",
+    note: str = "",
+    *,
+    limit: int = MAX_CHARS,
+    title: str = TEAM_HEADER,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
     """The team's lines under the notice and their header, each teammate's in turn
     (:func:`by_turns`), in at most ``limit`` characters (the last lines dropped until they
-    fit); empty when not even one fits."""
+    fit); empty when not even one fits. ``flags`` holds the line under each line whose item
+    someone says otherwise of."""
     from memmesh.agents.teampart import author_line
 
     header = f"{TEAMMATES_NOTE} {title} ({note}):" if note else f"{TEAMMATES_NOTE} {title}:"
     fair = by_turns(team, lambda item: item.key_id)
-    return fit(header, [author_line(item, limit=MAX_ITEM_CHARS) for item in fair], limit)
+    lines = [author_line(item, limit=MAX_ITEM_CHARS) for item in fair]
+    return fit(header, [line + (flags or {}).get(line, "") for line in lines], limit)
 
 
 def by_turns(items: Sequence[_T], author: Callable[[_T], str]) -> list[_T]:
@@ -102,12 +120,16 @@ def by_turns(items: Sequence[_T], author: Callable[[_T], str]) -> list[_T]:
 
 def fit(header: str, lines: list[str], limit: int) -> str:
     """``header`` and the first of ``lines`` that fit together in ``limit`` characters (the
-    last dropped first); empty when not even one fits."""
+    last dropped first); empty when not even one fits. A line of several (an item and the
+    line under it) is one: when it is the last left and does not fit, it is tried alone."""
     lines = list(lines)
     while lines:
         text = "\n".join([header, *lines])
         if len(text) <= limit:
             return text
+        if len(lines) == 1 and "\n" in lines[0]:
+            lines[0] = lines[0].split("\n", 1)[0]
+            continue
         lines.pop()
     return ""
 
@@ -118,15 +140,22 @@ def one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _local(digest: "Digest", limit: int) -> str:
+def _local(digest: "Digest", limit: int, flags: Mapping[str, str] | None = None) -> str:
+    flagged = flags or {}
     items = [_line(item) for item in digest.items]
     preferences = [_line(item) for item in digest.preferences[:MAX_PREFERENCES]]
+    items = [line + flagged.get(line, "") for line in items]
+    preferences = [line + flagged.get(line, "") for line in preferences]
     about = "" if digest.project == GLOBAL else f" about {digest.project}"
     header = f"memmesh: what you know{about} (recall more with memmesh):"
     while items or preferences:
         text = _assemble(header, items, preferences)
         if len(text) <= limit:
             return text
+        last = items or preferences
+        if len(items) + len(preferences) == 1 and "\n" in last[0]:
+            last[0] = last[0].split("\n", 1)[0]  # the last line left goes without its flag
+            continue
         # Drop the least useful project line first, but keep one preference while we can.
         if items and (len(items) > 1 or len(preferences) <= 1):
             items.pop()
@@ -168,6 +197,24 @@ def working_folder(stdin_text: str) -> Path | None:
 
 def _line(item: "Useful") -> str:
     return f"- [{item.kind}] {one_line(item.text, MAX_ITEM_CHARS)}"
+
+
+def _flags(digest: "Digest", team: "list[CachedItem]") -> dict[str, str]:
+    """The line under each line of the brief whose item another author's item in it
+    contradicts (teammates' of the member's items and of each other's, the member's of
+    teammates'), by the line it goes under."""
+    from memmesh.agents.teampart import author_line, otherwise_line
+    from memmesh.team.contradictions import Said, otherwise
+
+    own = [*digest.items, *digest.preferences[:MAX_PREFERENCES]]
+    items = [Said(key_id="", author="", item_id=u.id, text=u.text) for u in own]
+    items += [Said(key_id=c.key_id, author=c.author, item_id=c.item_id, text=c.text) for c in team]
+    lines = [_line(u) for u in own] + [author_line(c, limit=MAX_ITEM_CHARS) for c in team]
+    flags: dict[str, str] = {}
+    for line, said in zip(lines, otherwise(items), strict=True):
+        if said:
+            flags.setdefault(line, f"\n   {otherwise_line(said, limit=FLAG_CHARS)}")
+    return flags
 
 
 def _assemble(header: str, items: list[str], preferences: list[str]) -> str:

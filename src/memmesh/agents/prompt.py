@@ -19,6 +19,11 @@ Whatever the client, a block holding teammates' lines opens with
 :data:`~memmesh.text.TEAMMATES_NOTE` on its header's line, their tag-shaped text is made inert
 (:func:`memmesh.text.inert`), and they take turns (:func:`memmesh.agents.brief.by_turns`):
 each teammate's best line before anyone's second, the member's own lines in their place.
+
+A line whose item another author's line contradicts (a teammate's, or the member's own:
+:func:`memmesh.team.contradictions.otherwise`) names them at its end, ``— bob says otherwise:
+...`` (:func:`memmesh.agents.teampart.otherwise_line`), on the same line: the block's lines are
+its items, one each, and a flagged line that does not fit the budget is dropped whole.
 """
 
 import contextlib
@@ -78,14 +83,15 @@ class PromptInput(NamedTuple):
 
 class Line(NamedTuple):
     """One item of the block: its score (local and team scores are in the same units), the
-    text shown after its kind, the id the journal records, and the teammate who wrote it
-    (empty: the member's own)."""
+    text shown after its kind, the id the journal records, the teammate who wrote it (empty:
+    the member's own), and who says otherwise of it, as shown (empty: nobody)."""
 
     score: float
     kind: str
     text: str
     ref: str
     author: str = ""
+    otherwise: str = ""
 
     @property
     def of_team(self) -> bool:
@@ -93,12 +99,12 @@ class Line(NamedTuple):
         return "/" in self.ref
 
 
-_REQUIRED = set(Line._fields) - {"author"}
+_REQUIRED = set(Line._fields) - {"author", "otherwise"}
 
 
 def lines_of(value: object) -> list[Line]:
     """The lines in the warm server's answer (each a JSON object of :class:`Line`'s fields,
-    ``author`` alone optional); ``ValueError`` when it is anything else."""
+    ``author`` and ``otherwise`` optional); ``ValueError`` when it is anything else."""
     if not isinstance(value, list):
         raise ValueError("the warm server's lines are not a list")
     lines = []
@@ -106,7 +112,7 @@ def lines_of(value: object) -> list[Line]:
         if not isinstance(entry, dict) or not _REQUIRED <= set(entry) <= set(Line._fields):
             raise ValueError("a line of the warm server's answer is not a line")
         score = entry["score"]
-        strings = [entry.get(name, "") for name in ("kind", "text", "ref", "author")]
+        strings = [entry.get(name, "") for name in ("kind", "text", "ref", "author", "otherwise")]
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise ValueError("a line of the warm server's answer has no score")
         if not all(isinstance(field, str) for field in strings) or not strings[2]:
@@ -219,7 +225,7 @@ def _with_id(line: Line) -> str:
     source = (
         f"team, by {_quoted(line, line.author or key)}" if line.of_team else printable(line.kind)
     )
-    return f"- {text} ({source}; id {_quoted(line, item_id)})"
+    return f"- {text} ({source}; id {_quoted(line, item_id)})" + _flag(line)
 
 
 def _shown(line: Line) -> str:
@@ -227,7 +233,13 @@ def _shown(line: Line) -> str:
 
     text = _quoted(line, one_line(line.text, MAX_ITEM_CHARS))
     who = f"{_quoted(line, line.author)}: " if line.author else ""
-    return f"- [{_quoted(line, line.kind)}] {who}{text}"
+    return f"- [{_quoted(line, line.kind)}] {who}{text}" + _flag(line)
+
+
+def _flag(line: Line) -> str:
+    """Who says otherwise of the line's item, at its end (the words were made harmless
+    where they were found: :func:`memmesh.agents.teampart.otherwise_line`)."""
+    return f" \u2014 {printable(line.otherwise)}" if line.otherwise else ""
 
 
 def _quoted(line: Line, text: str) -> str:
@@ -281,4 +293,22 @@ def recall_lines(
         teampart.start_refresh(home)
     shown = any(line.author for line in lines) or teamcache.withheld(state)
     note = teampart.age_note(state) if shown else ""
-    return lines, note
+    return _flagged(lines), note
+
+
+def _flagged(lines: list[Line]) -> list[Line]:
+    """``lines``, each naming who among the others' authors says otherwise of its item."""
+    if not any(line.of_team for line in lines):
+        return lines
+    from memmesh.agents.teampart import otherwise_line
+    from memmesh.team.contradictions import Said, otherwise
+
+    items = []
+    for line in lines:
+        key, _, item_id = line.ref.rpartition("/")
+        items.append(Said(key_id=key, author=line.author, item_id=item_id, text=line.text))
+    flags = otherwise(items)
+    return [
+        line._replace(otherwise=otherwise_line(said))
+        for line, said in zip(lines, flags, strict=True)
+    ]

@@ -253,7 +253,9 @@ def build_server(
         """Ask the whole team: the coordinator's cache and every teammate online.
 
         Use it when your own recall abstains or the question is about something a teammate
-        owns. Hits carry the author and the source that answered; every hit is verified.
+        owns. Hits carry the author and the source that answered; every hit is verified. A
+        hit another author's hit contradicts names them in `contradicted_by`: the team does
+        not agree on it, so say so rather than pick one.
         """
         return await run(lambda: tools.recall_team(query, k=k, project=project, author=author))
 

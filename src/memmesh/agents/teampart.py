@@ -8,23 +8,44 @@ cache as it is; the refresh's lock keeps a second one from running, and after a 
 the next waits :data:`RETRY_S` (:mod:`memmesh.agents.freshness` has the numbers). When what the
 hook shows is older than :data:`TTL_S`, or the last refresh failed, it says how old it is; once
 the coordinator has not confirmed it for the offline bound, it says the items are withheld.
+
+An item that another author's item among those shown contradicts
+(:func:`memmesh.team.contradictions.otherwise`) names them: ``bob says otherwise: ...`` (``you
+say otherwise`` for the member's own), their text cut to :data:`FLAG_CHARS`
+(:func:`otherwise_line`).
 """
 
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memmesh.agents.freshness import RETRY_S, WITHHELD, refresh_after
 from memmesh.local.teamcache import CachedItem, CacheState, refresh_running, withheld
 from memmesh.text import inert, printable
 
-__all__ = ["RETRY_S", "TTL_S", "age_note", "author_line", "needs_refresh", "start_refresh"]
+if TYPE_CHECKING:
+    from memmesh.team.contradictions import Otherwise
+
+__all__ = [
+    "FLAG_CHARS",
+    "RETRY_S",
+    "TTL_S",
+    "age_note",
+    "author_line",
+    "needs_refresh",
+    "otherwise_line",
+    "start_refresh",
+]
 
 # What the team's lines may be older than before the hooks say how old they are.
 TTL_S = 600.0
 MAX_ITEM_CHARS = 150
+# Characters of a contradicting item's text a hook shows at most.
+FLAG_CHARS = 100
 
 
 def needs_refresh(home: Path, state: CacheState, *, now: float | None = None) -> bool:
@@ -82,6 +103,24 @@ def author_line(item: CachedItem, *, limit: int = MAX_ITEM_CHARS) -> str:
 
     text = printable(inert(one_line(item.text, limit)))
     return f"- [{printable(inert(item.kind))}] {printable(inert(item.author))}: {text}"
+
+
+def otherwise_line(said: "Sequence[Otherwise]", *, limit: int = FLAG_CHARS) -> str:
+    """``bob says otherwise: text`` for the first of ``said`` (``you say otherwise: ...``
+    when it is the member's own, whose ``key_id`` is empty), ``(and 2 more)`` for the rest;
+    the text on one line, cut to ``limit`` characters, a teammate's words shown harmlessly.
+    Empty when ``said`` is."""
+    from memmesh.agents.brief import one_line
+
+    if not said:
+        return ""
+    first, more = said[0], len(said) - 1
+    text = printable(one_line(first.text, limit))
+    if first.key_id:
+        line = f"{printable(inert(first.author))} says otherwise: {inert(text)}"
+    else:
+        line = f"you say otherwise: {text}"
+    return line + (f" (and {more} more)" if more else "")
 
 
 def _ago(seconds: float) -> str:

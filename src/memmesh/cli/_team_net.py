@@ -201,6 +201,7 @@ def _feed_line(entry: "FeedEntry", shown: str | None) -> str:
 
 def run_recall_team(args: argparse.Namespace) -> int:
     from memmesh.cli._team_explain import explanation_lines, scope_json, scope_line
+    from memmesh.team.contradictions import flag_answer
     from memmesh.team.recall import recall_team
     from memmesh.team.tallies import note_answer
 
@@ -219,6 +220,7 @@ def run_recall_team(args: argparse.Namespace) -> int:
             deadline=args.timeout + 1.0, interfaces=args.interface,
         )  # fmt: skip
         note_answer(store, identity, answer)  # so that `mem outcome` can credit them
+    answer = flag_answer(answer)  # a teammate who says otherwise is named
     data = {**team_answer_json(answer), "scope": scope_json(args, answer)}
     lines = [_answer_text(answer, scope_line(args, answer))]
     if args.explain and answer.explanation is not None:
@@ -231,13 +233,20 @@ def run_recall_team(args: argparse.Namespace) -> int:
 
 
 def _answer_text(answer: "TeamAnswer", searched: str) -> str:
-    # Every field but the score comes from the network: each is shown on the hit's one line.
-    lines = [
-        f"{hit.score:.3f}  {printable(hit.author):<10} {printable(hit.id)}  "
-        f"[{printable(hit.kind)}, {printable(hit.project)}] {printable(hit.text)}"
-        f"  (via {printable(hit.source)})" + _also_said(hit)
-        for hit in answer.hits
-    ] or ["nothing relevant from the team (abstained)"]
+    # Every field but the score comes from the network: each is shown on the hit's one line,
+    # and each teammate who says otherwise on one line under it.
+    lines = []
+    for hit in answer.hits:
+        lines.append(
+            f"{hit.score:.3f}  {printable(hit.author):<10} {printable(hit.id)}  "
+            f"[{printable(hit.kind)}, {printable(hit.project)}] {printable(hit.text)}"
+            f"  (via {printable(hit.source)})" + _also_said(hit)
+        )
+        lines += [
+            printable(f"   {other.author} says otherwise: {other.text} ({other.item_id})")
+            for other in hit.contradicted_by
+        ]
+    lines = lines or ["nothing relevant from the team (abstained)"]
     parts = []
     for source in answer.sources:
         ok = source.status == "ok"

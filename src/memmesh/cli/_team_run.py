@@ -17,7 +17,7 @@ from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
 from memmesh.registry import Planned, load_identity
 from memmesh.team.member import Member, reported_action, try_policy, withholding
 from memmesh.team.status import embedder_mismatch
-from memmesh.text import counted
+from memmesh.text import counted, printable
 
 if TYPE_CHECKING:
     from memmesh.team.tallies import TallyReport
@@ -226,12 +226,15 @@ def run_retract(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    from memmesh.team.contradicted import contradicted
     from memmesh.team.status import team_status
 
     with _member(args) as team:
         status = team_status(team)
         policy, identity = team.policy, team.identity
         unreceipted = shown_ids(team.store, status.unreceipted, pad=False)
+        said = contradicted(team.store.home, team.registry.live(), own_key=identity.key_id)
+        contested = shown_ids(team.store, [own.id for own in said])
     lines = [
         f"member {status.member_id} in team {status.team}; "
         f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
@@ -260,7 +263,19 @@ def run_status(args: argparse.Namespace) -> int:
             f"retractions without the coordinator's receipt: {len(status.unreceipted)} "
             f"({', '.join(unreceipted.values())}); `mem team sync` asks again"
         )
+    if said:
+        lines.append(
+            f"teammates say otherwise of {len(said)} of your published items "
+            "(as the team cache holds theirs):"
+        )
+    for own in said:
+        lines.append(printable(f"    {contested[own.id]}  {own.text}"))
+        lines += [
+            printable(f"       {other.author} says otherwise: {other.text} ({other.item_id})")
+            for other in own.contradicted_by
+        ]
     data = msgspec.to_builtins(status)
+    data["contradicted"] = msgspec.to_builtins(said)
     code = ExitCode.OK
     if args.check:
         from memmesh.cli._team_net import team_check

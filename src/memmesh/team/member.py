@@ -144,8 +144,10 @@ class Member:
         interfaces: list[str] | None = None,
     ) -> "TeamAnswer":
         """recall-team for this member, who signs every request: every source gets
-        ``timeout``, the whole ask a second more. Raises :class:`Unreachable` when no source
-        answered."""
+        ``timeout``, the whole ask a second more; each hit names the other hits by another
+        author that contradict it (:func:`memmesh.team.contradictions.flag_answer`). Raises
+        :class:`Unreachable` when no source answered."""
+        from memmesh.team.contradictions import flag_answer
         from memmesh.team.recall import recall_team
         from memmesh.team.tallies import note_answer
 
@@ -164,7 +166,7 @@ class Member:
             interfaces=interfaces,
         )
         note_answer(self.store, self.identity, answer)  # so that `mem outcome` can credit them
-        return answer
+        return flag_answer(answer)
 
 
 def reported_action(planned: Planned, *, dry_run: bool) -> str:

@@ -42,6 +42,7 @@ from functools import partial
 
 import msgspec
 
+from memmesh.consolidate.corroborate import corroborating_groups
 from memmesh.embed import Embedder
 from memmesh.local import GLOBAL, MIN_RELEVANCE, MIN_SHARE_OF_BEST, recall
 from memmesh.local.store import Store
@@ -58,7 +59,6 @@ from memmesh.team._calls import (
     run_blocking,
 )
 from memmesh.team._checks import Candidate, ItemKey, PeerSeen, verified_hit
-from memmesh.consolidate.corroborate import corroborating_groups
 from memmesh.team._explain import Fate, TeamExplanation, Trail
 from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers

@@ -4,7 +4,8 @@ The query is checked as every recall checks it before anything is sent; the coor
 every live peer are asked at once, each within :data:`TIMEOUT` seconds (the whole ask a
 second more), and the teammates' items shown are noted as given, so that `mem outcome` can
 credit them. The answer keeps each hit's authors, its source, the projects searched and, per
-answering source, what it returned and what became of each hit.
+answering source, what it returned and what became of each hit; a hit that another author's
+hit contradicts names them (:func:`memmesh.team.contradictions.flag_answer`).
 """
 
 import msgspec
@@ -14,6 +15,7 @@ from memmesh.local.items import GLOBAL, MAX_K, check_name, check_query
 from memmesh.local.store import Store
 from memmesh.policy import Policy
 from memmesh.registry.identity import Identity
+from memmesh.team.contradictions import flag_answer
 from memmesh.team.fates import fate_words
 from memmesh.team.recall import TeamAnswer, recall_team
 from memmesh.team.tallies import note_answer
@@ -80,7 +82,7 @@ def ask(store: Store, policy: Policy, identity: Identity, question: Asked) -> Te
         deadline=TIMEOUT + 1.0,
     )
     note_answer(store, identity, answer)  # so that `mem outcome` can credit them
-    return answer
+    return flag_answer(answer)
 
 
 def cut_words(fate: str) -> str:

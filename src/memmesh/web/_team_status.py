@@ -13,6 +13,10 @@ store's revision (every write to an item), the registry's head (every publicatio
 retraction), team.yaml as it reads now, the member's key and the store's embedder. After a
 change only what changed is counted again (:class:`~memmesh.team.status.Tally`); what awaits
 sync and the receipts still owed are read afresh on every visit.
+
+The member's published items a teammate's item contradicts (as `mem team status` lists them,
+:mod:`memmesh.team.contradicted`) are found again only when the registry's head or the team
+cache changed.
 """
 
 import threading
@@ -22,10 +26,12 @@ from typing import Literal
 
 import msgspec
 
+from memmesh.local import teamcache
 from memmesh.local.items import check_name
 from memmesh.local.store import Store
 from memmesh.policy import Policy, load_policy
 from memmesh.registry import Registry, load_identity, withheld
+from memmesh.team.contradicted import Contradicted, contradicted
 from memmesh.team.member import Member, try_policy, withholding
 from memmesh.team.status import Tally, TeamStatus, team_status
 
@@ -55,11 +61,13 @@ class ItemRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Overview(msgspec.Struct, frozen=True, kw_only=True):
-    """The member's standing (``status``), what it means in one line each (``hints``), and
-    the items of ``project`` when one is asked for (``more``: it holds more than are shown)."""
+    """The member's standing (``status``), what it means in one line each (``hints``), their
+    published items a teammate's contradicts (``contradicted``), and the items of ``project``
+    when one is asked for (``more``: it holds more than are shown)."""
 
     status: TeamStatus
     hints: list[str]
+    contradicted: list[Contradicted] = msgspec.field(default_factory=list)
     project: str = ""
     rows: list[ItemRow] = msgspec.field(default_factory=list)
     more: bool = False
@@ -75,6 +83,8 @@ class _Kept:
         self.basis: tuple[Policy | None, str, str] | None = None
         self.status: TeamStatus | None = None
         self.rows: dict[str, tuple[list[ItemRow], bool]] = {}
+        # The registry's head and the team cache's state they were found under.
+        self.contradicted: tuple[object, list[Contradicted]] | None = None
 
 
 _KEPT: "weakref.WeakKeyDictionary[Store, _Kept]" = weakref.WeakKeyDictionary()
@@ -115,8 +125,9 @@ def current(store: Store, home: Path, changing: threading.Lock, project: str = "
         hints = [hint for hint in (withholding(len(status.policy_withholds)),) if hint]
         if status.embedder_mismatch:
             hints.append(status.embedder_mismatch)
+        said = _contradicted(kept, registry, home)
         if not project:
-            return Overview(status=status, hints=hints)
+            return Overview(status=status, hints=hints, contradicted=said)
         if project not in kept.rows:
             # Nothing changed since the count (else it was counted again above): nothing to
             # retract first.
@@ -127,7 +138,27 @@ def current(store: Store, home: Path, changing: threading.Lock, project: str = "
                 kept.rows.clear()
             kept.rows[project] = (rows, len(items) > SHOWN)
         rows, more = kept.rows[project]
-        return Overview(status=status, hints=hints, project=project, rows=rows, more=more)
+        return Overview(
+            status=status, hints=hints, contradicted=said, project=project, rows=rows, more=more
+        )
+
+
+def _contradicted(kept: _Kept, registry: Registry, home: Path) -> list[Contradicted]:
+    """The member's published items a teammate's cached item contradicts, found again only
+    when the registry's head or the team cache changed."""
+    cache = teamcache.state(home)
+    basis = (
+        registry.head(),
+        cache.refreshed_at,
+        cache.items,
+        cache.retracted,
+        teamcache.withheld(cache),
+    )
+    if kept.contradicted is None or kept.contradicted[0] != basis:
+        own_key = registry.identity.key_id
+        found = contradicted(home, registry.live(), own_key=own_key)
+        kept.contradicted = (basis, found)
+    return kept.contradicted[1]
 
 
 def _rows(member: Member, item_ids: list[str]) -> list[ItemRow]:
