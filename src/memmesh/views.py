@@ -20,7 +20,7 @@ Two families:
   (:func:`memmesh.text.inert`), and a team hit names its author's member id ``author_id``.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -32,6 +32,7 @@ from memmesh.text import TEAMMATES_NOTE, inert
 if TYPE_CHECKING:
     from memmesh.coordinator.holdings import HeldItem, KeyHoldings
     from memmesh.local import Hit, Parts, Recall, Replay
+    from memmesh.local.anchors import Staleness
     from memmesh.local.items import Item
     from memmesh.local.teamcache import CachedItem
     from memmesh.team.feed import FeedEntry
@@ -55,6 +56,7 @@ __all__ = [
     "peer_json",
     "recall_json",
     "replay_json",
+    "stale_json",
     "team_answer_json",
     "team_explanation_json",
     "team_hit_json",
@@ -76,9 +78,11 @@ def parts_json(parts: "Parts", item: "Item") -> dict[str, Any]:
     return parts.to_dict(item)
 
 
-def hit_json(hit: "Hit") -> dict[str, Any]:
+def hit_json(hit: "Hit", stale: "Sequence[Staleness]" = ()) -> dict[str, Any]:
     """A recall hit: its item's id, text and fields, its score and the cosine and lexical parts
-    of it; all of its ``parts`` when the recall was explained."""
+    of it; all of its ``parts`` when the recall was explained; ``stale``, its anchored files
+    that changed enough since (memmesh.local.anchors: ``path``, ``changed``, ``gone``,
+    ``anchored_at``), empty when none or not looked at."""
     item = hit.item
     data: dict[str, Any] = {
         "id": item.id,
@@ -92,19 +96,32 @@ def hit_json(hit: "Hit") -> dict[str, Any]:
         "lexical": round(hit.lexical, 4),
         "outcome_score": round(item.outcome_score, 4),
         "reinforcements": item.reinforcements,
+        "stale": [stale_json(found) for found in stale],
     }
     if hit.parts:
         data["parts"] = parts_json(hit.parts, item)
     return data
 
 
-def recall_json(answer: "Recall") -> dict[str, Any]:
+def stale_json(found: "Staleness") -> dict[str, Any]:
+    """An anchored file that changed since its item was written, as a hit shows it."""
+    return {
+        "path": found.path,
+        "changed": round(found.changed, 3),
+        "gone": found.gone,
+        "anchored_at": iso(found.anchored_at),
+    }
+
+
+def recall_json(
+    answer: "Recall", stale: "Mapping[str, Sequence[Staleness]] | None" = None
+) -> dict[str, Any]:
     """A recall, as `mem recall --json` prints it: the hits, whether it abstained, the projects
     it searched, how long it took and the ``trace`` it is kept under (when recorded); an
     explained one adds its ``explanation`` (the gate, the weights, the near misses)."""
     data: dict[str, Any] = {
         "query": answer.query,
-        "hits": [hit_json(hit) for hit in answer.hits],
+        "hits": [hit_json(hit, (stale or {}).get(hit.item.id, ())) for hit in answer.hits],
         "abstained": answer.abstained,
         "projects": list(answer.projects),
         "latency_ms": round(answer.latency_ms, 3),

@@ -85,7 +85,7 @@ def test_each_list_reads_a_bounded_number_of_rows_through_its_index(store: Store
     store.remember("Staging deploys need the VPN", kind="gotcha", project="web")
     connection = sqlite3.connect(store.path)
     try:
-        for sql, params in ((PROJECT_SQL, ("web", CANDIDATES)), (PREFERENCES_SQL, (CANDIDATES,))):
+        for sql, params in ((PROJECT_SQL, (0.0, "web", CANDIDATES)), (PREFERENCES_SQL, (0.0, 5))):
             plan = " | ".join(
                 row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}", params)
             )
@@ -101,7 +101,7 @@ def test_each_list_reads_a_bounded_number_of_rows_through_its_index(store: Store
 def test_the_preferences_query_uses_its_partial_index(store: Store) -> None:
     connection = sqlite3.connect(store.path)
     try:
-        plan = [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {PREFERENCES_SQL}", (5,))]
+        plan = [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {PREFERENCES_SQL}", (0, 5))]
     finally:
         connection.close()
     assert plan == ["SCAN items USING INDEX items_preferences"]

@@ -16,7 +16,10 @@ own: :func:`memmesh.team.contradictions.otherwise`) has a line under it naming t
 says otherwise: ...`` (:func:`memmesh.agents.teampart.otherwise_line`, quoting at most
 :data:`FLAG_CHARS` of their text). An item and its flag are kept or dropped together, like any
 line, so the brief never grows past its limit for a flag; only an item that would not fit
-with its flag is shown without it, rather than not at all.
+with its flag is shown without it, rather than not at all. An item of the member's whose
+anchored file changed since has a line under it too, ``may be stale: PATH changed since
+DATE`` (:mod:`memmesh.local.anchors`), kept or dropped with it in the same way; an item out of
+the dates it holds between is not in the brief at all (:mod:`memmesh.local.validity`).
 
 Clients read a session-start hook's answer differently: Claude Code and Codex add plain
 standard output to the context, Cursor reads ``additional_context`` from a JSON object. Each
@@ -142,10 +145,10 @@ def one_line(text: str, limit: int) -> str:
 
 def _local(digest: "Digest", limit: int, flags: Mapping[str, str] | None = None) -> str:
     flagged = flags or {}
-    items = [_line(item) for item in digest.items]
-    preferences = [_line(item) for item in digest.preferences[:MAX_PREFERENCES]]
-    items = [line + flagged.get(line, "") for line in items]
-    preferences = [line + flagged.get(line, "") for line in preferences]
+    chosen = (digest.items, digest.preferences[:MAX_PREFERENCES])
+    items, preferences = (
+        [_line(u) + flagged.get(_line(u), "") + _stale(u) for u in useful] for useful in chosen
+    )
     about = "" if digest.project == GLOBAL else f" about {digest.project}"
     header = f"memmesh: what you know{about} (recall more with memmesh):"
     while items or preferences:
@@ -197,6 +200,11 @@ def working_folder(stdin_text: str) -> Path | None:
 
 def _line(item: "Useful") -> str:
     return f"- [{item.kind}] {one_line(item.text, MAX_ITEM_CHARS)}"
+
+
+def _stale(item: "Useful") -> str:
+    """The line under an item whose anchored files changed since (memmesh.local.anchors)."""
+    return f"\n   {one_line(item.stale, MAX_ITEM_CHARS)}" if item.stale else ""
 
 
 def _flags(digest: "Digest", team: "list[CachedItem]") -> dict[str, str]:

@@ -84,7 +84,8 @@ class PromptInput(NamedTuple):
 class Line(NamedTuple):
     """One item of the block: its score (local and team scores are in the same units), the
     text shown after its kind, the id the journal records, the teammate who wrote it (empty:
-    the member's own), and who says otherwise of it, as shown (empty: nobody)."""
+    the member's own), who says otherwise of it, as shown (empty: nobody), and what to say
+    of its anchored files that changed since (empty: none did)."""
 
     score: float
     kind: str
@@ -92,6 +93,7 @@ class Line(NamedTuple):
     ref: str
     author: str = ""
     otherwise: str = ""
+    stale: str = ""
 
     @property
     def of_team(self) -> bool:
@@ -99,12 +101,12 @@ class Line(NamedTuple):
         return "/" in self.ref
 
 
-_REQUIRED = set(Line._fields) - {"author", "otherwise"}
+_REQUIRED = set(Line._fields) - {"author", "otherwise", "stale"}
 
 
 def lines_of(value: object) -> list[Line]:
     """The lines in the warm server's answer (each a JSON object of :class:`Line`'s fields,
-    ``author`` and ``otherwise`` optional); ``ValueError`` when it is anything else."""
+    ``author``, ``otherwise`` and ``stale`` optional); ``ValueError`` when it is anything else."""
     if not isinstance(value, list):
         raise ValueError("the warm server's lines are not a list")
     lines = []
@@ -112,7 +114,7 @@ def lines_of(value: object) -> list[Line]:
         if not isinstance(entry, dict) or not _REQUIRED <= set(entry) <= set(Line._fields):
             raise ValueError("a line of the warm server's answer is not a line")
         score = entry["score"]
-        strings = [entry.get(name, "") for name in ("kind", "text", "ref", "author", "otherwise")]
+        strings = [entry.get(name, "") for name in Line._fields[1:]]
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise ValueError("a line of the warm server's answer has no score")
         if not all(isinstance(field, str) for field in strings) or not strings[2]:
@@ -237,9 +239,10 @@ def _shown(line: Line) -> str:
 
 
 def _flag(line: Line) -> str:
-    """Who says otherwise of the line's item, at its end (the words were made harmless
-    where they were found: :func:`memmesh.agents.teampart.otherwise_line`)."""
-    return f" \u2014 {printable(line.otherwise)}" if line.otherwise else ""
+    """Who says otherwise of the line's item, and that it may be stale, at its end (the words
+    were made harmless where they were found: :func:`memmesh.agents.teampart.otherwise_line`)."""
+    said = [printable(flag) for flag in (line.otherwise, line.stale) if flag]
+    return "".join(f" \u2014 {flag}" for flag in said)
 
 
 def _quoted(line: Line, text: str) -> str:
@@ -264,6 +267,8 @@ def recall_lines(
     from memmesh.agents import teampart
     from memmesh.agents.brief import by_turns
     from memmesh.local import recall, teamcache
+    from memmesh.local.anchors import note as stale_note
+    from memmesh.local.anchors import staleness
     from memmesh.local.store import Store
     from memmesh.team.cached import for_query
 
@@ -271,10 +276,12 @@ def recall_lines(
     with contextlib.nullcontext(store) if store is not None else Store(home) as store:
         vector = store.embedder.embed_query(prompt)
         found = recall(store, prompt, k=local_k, project=project, record=False, query_vector=vector)
+        stale = staleness(store, [hit.item.id for hit in found.hits])
         lines += [
-            Line(score=hit.score, kind=hit.item.kind, text=hit.item.text, ref=hit.item.id)
+            Line(score=hit.score, kind=hit.item.kind, text=hit.item.text, ref=hit.item.id,
+                 stale=stale_note(stale.get(hit.item.id, [])))
             for hit in found.hits
-        ]
+        ]  # fmt: skip
         state = teamcache.state(home)
         if state.items:
             pool = for_query(

@@ -4,7 +4,7 @@ file changed since (docs/consolidation.md)."""
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from memmesh.local.items import iso
 
@@ -107,24 +107,6 @@ def stale_of(store: "Store", item_ids: list[str]) -> "dict[str, list[Staleness]]
         for i, files in found.items()
         if any(f.stale for f in files)
     }
-
-
-def stale_text(files: "list[Staleness]") -> str:
-    """``may be stale: PATH changed since DATE``, for the files of one item."""
-    said = []
-    for f in files:
-        said.append(
-            f"{f.path} is gone" if f.gone else f"{f.path} changed since {iso(f.anchored_at)[:10]}"
-        )
-    return "may be stale: " + "; ".join(said)
-
-
-def stale_json(files: "list[Staleness]") -> list[dict[str, Any]]:
-    return [
-        {"path": f.path, "changed": round(f.changed, 3), "gone": f.gone,
-         "anchored_at": iso(f.anchored_at)}
-        for f in files
-    ]  # fmt: skip
 
 
 def validity_lines(item: "Item") -> list[str]:

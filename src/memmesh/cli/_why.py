@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memmesh.cli._common import Command, emit, open_store, shown_ids
-from memmesh.cli._holds import add_as_of, as_of, stale_json, stale_of, stale_text
+from memmesh.cli._holds import add_as_of, as_of, stale_of
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K, iso
@@ -96,9 +96,7 @@ def _recall(args: argparse.Namespace) -> int:
         shown = shown_ids(store, _ids_in(answer))
         stale = stale_of(store, [hit.item.id for hit in answer.hits])
     text = explained_text(answer, shown) if args.explain else _hits_text(answer, shown, stale=stale)
-    data = recall_json(answer)
-    for hit in data["hits"]:
-        hit["stale"] = stale_json(stale.get(hit["id"], []))
+    data = recall_json(answer, stale)
     if moment is not None:
         data["as_of"] = iso(moment)
     emit(args, data, text)
@@ -146,7 +144,9 @@ def _hits_text(
     for hit in answer.hits:
         lines.append(f"{hit.score:.3f}  {_item_line(hit.item, shown)}")
         if stale and hit.item.id in stale:
-            lines.append(f"       {stale_text(stale[hit.item.id])}")
+            from memmesh.local.anchors import note
+
+            lines.append(f"       {note(stale[hit.item.id])}")
         if parts and hit.parts is not None:
             lines.append(f"       {parts_text(hit.parts, hit.item)}")
     return "\n".join(lines)

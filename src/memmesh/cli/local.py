@@ -20,7 +20,7 @@ from memmesh.cli._common import (
     shown_ids,
     warn,
 )
-from memmesh.cli._holds import add_holds, holds_of, keep, stale_json, stale_text, validity_lines
+from memmesh.cli._holds import add_holds, holds_of, keep, validity_lines
 from memmesh.cli._input import keep_secret_option, screened, text_argument
 from memmesh.errors import ExitCode
 from memmesh.local.items import GLOBAL, KINDS, iso
@@ -211,7 +211,8 @@ def _remember(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from memmesh.local import tallies
-    from memmesh.local.anchors import staleness
+    from memmesh.local.anchors import note, staleness
+    from memmesh.views import stale_json
 
     with open_store(args) as store:
         item = store.get(args.id)
@@ -220,10 +221,10 @@ def _show(args: argparse.Namespace) -> int:
     teammates = {"worked": worked, "failed": failed, "partial": partial}
     text = "\n".join([_item_text(item), *validity_lines(item)])
     for f in files:
-        text += f"\nabout:          {f.path}" + (f" ({stale_text([f])})" if f.stale else "")
+        text += f"\nabout:          {f.path}" + (f" ({note([f])})" if f.stale else "")
     if worked or failed or partial:
         text += f"\nteammates:      worked {worked}, failed {failed}, partial {partial}"
-    about = stale_json(files)
+    about = [stale_json(found) for found in files]
     emit(args, {"item": item.to_dict(), "teammates": teammates, "about": about}, text)
     return ExitCode.OK
 

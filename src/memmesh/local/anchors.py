@@ -15,16 +15,21 @@ anyone else.
 """
 
 import hashlib
+import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from memmesh.local._db import Transaction, connection_of
 from memmesh.local.errors import InvalidInput
+from memmesh.local.items import iso
 from memmesh.local.project import git_repository_root
-from memmesh.local.store import Store
+
+if TYPE_CHECKING:
+    from memmesh.local.store import Store
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -34,6 +39,7 @@ __all__ = [
     "anchor_file",
     "anchors_of",
     "check",
+    "note",
     "parse_about",
     "save",
     "staleness",
@@ -44,6 +50,8 @@ __all__ = [
 STALE_SHARE = 0.25
 MAX_FILE_BYTES = 4 * 1024 * 1024
 _HASH_BYTES = 4
+# ASCII digits only: "²".isdigit() is true, yet int("²") raises.
+_LINES = re.compile(r"[0-9]+(?:-[0-9]+)?")
 
 
 class Anchor(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,7 +100,7 @@ def parse_about(spec: str, cwd: Path) -> tuple[Path, str, int, int]:
     top and the lines; :class:`InvalidInput` says what is wrong."""
     path_text, lines = spec, ""
     head, sep, tail = spec.rpartition(":")
-    if sep and head and tail.replace("-", "").isdigit():
+    if sep and head and _LINES.fullmatch(tail):
         path_text, lines = head, tail
     first = last = 0
     if lines:
@@ -151,8 +159,11 @@ def save(tx: Transaction, item_id: str, anchors: Iterable[Anchor]) -> None:
     )  # fmt: skip
 
 
-def anchors_of(conn: sqlite3.Connection, item_ids: Iterable[str]) -> dict[str, list[Anchor]]:
-    """Each of ``item_ids``'s anchors (items without any are left out)."""
+def anchors_of(
+    conn: "sqlite3.Connection | Transaction", item_ids: Iterable[str]
+) -> dict[str, list[Anchor]]:
+    """Each of ``item_ids``'s anchors (items without any are left out), read through a
+    connection or a transaction of the store."""
     wanted = list(dict.fromkeys(item_ids))
     out: dict[str, list[Anchor]] = {}
     for start in range(0, len(wanted), 500):
@@ -171,7 +182,7 @@ def anchors_of(conn: sqlite3.Connection, item_ids: Iterable[str]) -> dict[str, l
     return out
 
 
-def staleness(store: Store, item_ids: Iterable[str] | None = None) -> dict[str, list[Staleness]]:
+def staleness(store: "Store", item_ids: Iterable[str] | None = None) -> dict[str, list[Staleness]]:
     """How each anchored file of ``item_ids`` (of every active item, for ``None``) stands now;
     items without anchors are left out."""
     with store.read() as tx:
@@ -183,6 +194,17 @@ def staleness(store: Store, item_ids: Iterable[str] | None = None) -> dict[str, 
             )]  # fmt: skip
         anchors = anchors_of(conn, item_ids)
     return {item_id: [check(anchor) for anchor in held] for item_id, held in anchors.items()}
+
+
+def note(files: Sequence[Staleness]) -> str:
+    """What recall, the hooks and `mem show` say of an item whose ``files`` changed enough:
+    ``may be stale: PATH changed since DATE`` (or ``PATH is gone``); empty when none did."""
+    said = [
+        f"{f.path} is gone" if f.gone else f"{f.path} changed since {iso(f.anchored_at)[:10]}"
+        for f in files
+        if f.stale
+    ]
+    return "may be stale: " + "; ".join(said) if said else ""
 
 
 def _lines(path: Path) -> list[str] | None:

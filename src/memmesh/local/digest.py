@@ -6,6 +6,7 @@ through the ``items_useful`` and ``items_preferences`` indexes (never the whole 
 no embedder: it needs no vectors.
 """
 
+import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,6 +16,7 @@ import msgspec
 
 from memmesh.local import outcomes
 from memmesh.local._db import DB_FILENAME, Database
+from memmesh.local.anchors import anchors_of, check, note
 from memmesh.local.items import GLOBAL, check_name
 
 __all__ = ["CANDIDATES", "PREFERENCES_SQL", "PROJECT_SQL", "Digest", "Useful", "digest"]
@@ -24,14 +26,17 @@ __all__ = ["CANDIDATES", "PREFERENCES_SQL", "PROJECT_SQL", "Digest", "Useful", "
 CANDIDATES = 40
 
 _COLUMNS = "id, text, kind, project, reinforcements, worked, failed, partial, outcomes_at"
+# Only items in force now (memmesh.local.validity): ``?1`` is now.
+_IN_FORCE = "(valid_from IS NULL OR valid_from <= ?1) AND (valid_until IS NULL OR valid_until > ?1)"
 PROJECT_SQL = (
-    f"SELECT {_COLUMNS} FROM items INDEXED BY items_useful WHERE project = ? AND status = 'active' "
-    "ORDER BY reinforcements DESC, worked DESC, updated_at DESC LIMIT ?"
+    f"SELECT {_COLUMNS} FROM items INDEXED BY items_useful "
+    f"WHERE project = ?2 AND status = 'active' AND {_IN_FORCE} "
+    "ORDER BY reinforcements DESC, worked DESC, updated_at DESC LIMIT ?3"
 )
 PREFERENCES_SQL = (
     f"SELECT {_COLUMNS} FROM items INDEXED BY items_preferences "
     "WHERE kind = 'preference' AND status = 'active' AND project = 'global' "
-    "ORDER BY reinforcements DESC, worked DESC, updated_at DESC LIMIT ?"
+    f"AND {_IN_FORCE} ORDER BY reinforcements DESC, worked DESC, updated_at DESC LIMIT ?2"
 )
 
 
@@ -44,6 +49,8 @@ class Useful(msgspec.Struct, frozen=True, kw_only=True):
     project: str
     reinforcements: int
     outcome_score: float
+    # ``may be stale: PATH changed since DATE`` when a file it is anchored to changed.
+    stale: str = ""
 
     @property
     def usefulness(self) -> float:
@@ -72,13 +79,25 @@ def digest(home: Path, project: str, *, now: float | None = None) -> Digest:
     db = Database(path)
     try:
         with db.read() as conn:
-            items = _ranked(conn.execute(PROJECT_SQL, (project, CANDIDATES)), moment)
-            preferences = _ranked(conn.execute(PREFERENCES_SQL, (CANDIDATES,)), moment)
+            items = _ranked(conn.execute(PROJECT_SQL, (moment, project, CANDIDATES)), moment)
+            preferences = _ranked(conn.execute(PREFERENCES_SQL, (moment, CANDIDATES)), moment)
+            stale = _stale(conn, [item.id for item in (*items, *preferences)])
     finally:
         db.close()
     if project == GLOBAL:
         items = [item for item in items if item.kind != "preference"]
+    items = [msgspec.structs.replace(i, stale=stale[i.id]) if i.id in stale else i for i in items]
+    preferences = [
+        msgspec.structs.replace(i, stale=stale[i.id]) if i.id in stale else i for i in preferences
+    ]
     return Digest(project=project, items=items, preferences=preferences)
+
+
+def _stale(conn: sqlite3.Connection, item_ids: list[str]) -> dict[str, str]:
+    """What to say of each item whose anchored files changed enough since (by id)."""
+    found = anchors_of(conn, item_ids)
+    said = {item_id: note([check(a) for a in held]) for item_id, held in found.items()}
+    return {item_id: text for item_id, text in said.items() if text}
 
 
 def _ranked(rows: Iterable[tuple[Any, ...]], now: float) -> list[Useful]:
