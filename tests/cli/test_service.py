@@ -354,11 +354,14 @@ def test_bad_arguments_are_refused_in_one_line_and_change_nothing(
 def test_install_alone_shows_which_services_there_are_and_installs_nothing(
     mem: MemRunner, systemctl: StandIn, units: Path
 ) -> None:
+    from memmesh.service.units import KINDS
+
     result = mem("service", "install")
 
     assert result.returncode == 2
-    for service in ("peer", "ui", "backup"):
-        assert f"\n    {service} " in result.stderr
+    lines = result.stderr.splitlines()
+    listed = {line.split()[0] for line in lines if line[:4].isspace() and line[4:5].isalpha()}
+    assert listed == set(KINDS)
     assert not units.exists()
 
 
@@ -445,13 +448,17 @@ def test_the_command_lines_choices_and_defaults_are_the_services_own() -> None:
     peer = parser.parse_args(["service", "install", "peer"])
     ui = parser.parse_args(["service", "install", "ui"])
     backup = parser.parse_args(["service", "install", "backup"])
+    consolidate = parser.parse_args(["service", "install", "consolidate"])
 
     assert (peer.host, peer.port, peer.manager) == (units.PEER_HOST, units.PEER_PORT, "auto")
     assert ui.port == units.UI_PORT
     assert (backup.keep, backup.every) == (units.BACKUP_KEEP, units.BACKUP_EVERY)
+    assert (consolidate.every, consolidate.apply) == (units.CONSOLIDATE_EVERY, False)
     for kind in units.KINDS:
         assert parser.parse_args(["service", "uninstall", kind]).service == kind
-    for every in units.SCHEDULES:
-        assert parser.parse_args(["service", "install", "backup", "--every", every]).every == every
+        assert parser.parse_args(["service", "install", kind]).service == kind
+    for kind in units.SCHEDULED:
+        for every in units.SCHEDULES:
+            assert parser.parse_args(["service", "install", kind, "--every", every]).every == every
     for manager in managers.MANAGER_CHOICES:
         assert parser.parse_args(["service", "status", "--manager", manager]).manager == manager

@@ -10,7 +10,8 @@ import pytest
 
 from memmesh.service.install import install, states, uninstall
 from memmesh.service.launchd import Launchd
-from memmesh.service.units import PEER_HOST, backup_spec, peer_spec, ui_spec
+from memmesh.service.units import PEER_HOST, Kind, Schedule, peer_spec, ui_spec
+from tests.service._scheduled import BUILDERS
 from tests.service._standins import StandIn
 
 MEM = (str(Path(sys.executable).with_name("mem")),)
@@ -44,6 +45,7 @@ def test_the_peer_agent_runs_at_login_is_kept_alive_and_logs_into_the_home(
     assert "\t" not in agent.text  # indented with spaces: a dry run shows it as it is
 
 
+@pytest.mark.parametrize("kind", list(BUILDERS))
 @pytest.mark.parametrize(
     ("every", "interval"),
     [
@@ -52,15 +54,18 @@ def test_the_peer_agent_runs_at_login_is_kept_alive_and_logs_into_the_home(
         ("weekly", {"Weekday": 1, "Hour": 0, "Minute": 0}),
     ],
 )
-def test_the_backup_agent_runs_on_a_calendar_interval(
-    user_home: Path, tmp_path: Path, every: str, interval: dict[str, int]
+def test_a_scheduled_agent_runs_on_a_calendar_interval(
+    user_home: Path, tmp_path: Path, kind: Kind, every: Schedule, interval: dict[str, int]
 ) -> None:
-    spec = backup_spec(tmp_path / "home", MEM, keep=10, every=every)  # type: ignore[arg-type]
+    home = tmp_path / "home"
+    spec = BUILDERS[kind](home, MEM, every)
 
     (agent,) = Launchd().render(spec)
     plist = plistlib.loads(agent.text.encode())
 
     assert plist["StartCalendarInterval"] == interval
+    assert plist["ProgramArguments"] == list(spec.argv)
+    assert plist["StandardOutPath"] == str(home / "logs" / f"{kind}.log")
     assert "KeepAlive" not in plist
     assert plist.get("RunAtLoad", False) is False
 
@@ -108,3 +113,29 @@ def test_an_agent_launchd_does_not_know_is_installed_but_not_loaded(
     (state,) = states("launchd", home)  # the stand-in exits 113 to `print`: not loaded
 
     assert (state.enabled, state.active) == (False, False)
+
+
+@pytest.mark.parametrize("kind", list(BUILDERS))
+def test_a_loaded_scheduled_agent_that_is_not_running_is_active_waiting_for_its_time(
+    user_home: Path, launchctl: StandIn, tmp_path: Path, kind: Kind
+) -> None:
+    home = tmp_path / "home"
+    install("launchd", BUILDERS[kind](home, MEM, "daily"))
+    launchctl.answer(f"gui/501/dev.memmesh.{kind} = {{", "\tstate = not running", "}")
+
+    (state,) = states("launchd", home)
+
+    assert (state.kind, state.enabled, state.active) == (kind, True, True)
+    assert state.state == "loaded, not running"
+
+
+def test_a_loaded_daemon_that_is_not_running_is_not_active(
+    user_home: Path, launchctl: StandIn, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    install("launchd", ui_spec(home, MEM, port=8420))
+    launchctl.answer("gui/501/dev.memmesh.ui = {", "\tstate = not running", "}")
+
+    (state,) = states("launchd", home)
+
+    assert (state.enabled, state.active) == (True, False)

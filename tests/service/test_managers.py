@@ -9,7 +9,7 @@ import pytest
 from memmesh.service.errors import NoServiceManager
 from memmesh.service.install import install, uninstall
 from memmesh.service.managers import detect
-from memmesh.service.units import PEER_HOST, backup_spec, peer_spec
+from memmesh.service.units import PEER_HOST, backup_spec, consolidate_spec, peer_spec
 
 
 @pytest.fixture
@@ -78,6 +78,21 @@ def test_without_a_manager_the_backup_says_which_crontab_line_to_add(tmp_path: P
     assert " && /opt/mem --home " in line
     assert "100\\% home" in line  # cron reads a bare % as a newline
     assert "crontab -e" in raised.value.message
+
+
+def test_without_a_manager_consolidation_says_which_crontab_line_to_add(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    spec = consolidate_spec(home, ("/opt/mem",), every="hourly", apply=True)
+
+    with pytest.raises(NoServiceManager) as raised:
+        install("none", spec)
+
+    logs = home / "logs"
+    assert raised.value.instead == (
+        f"0 * * * * mkdir -p {logs} && /opt/mem --home {home} consolidate --record --apply "
+        f">> {logs / 'consolidate.log'} 2>&1"
+    )
+    assert raised.value.service == "consolidate"
 
 
 def test_without_a_manager_there_is_nothing_to_uninstall(tmp_path: Path) -> None:

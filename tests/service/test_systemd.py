@@ -10,7 +10,8 @@ import pytest
 
 from memmesh.service.install import install, states, uninstall
 from memmesh.service.systemd import Systemd, exec_line
-from memmesh.service.units import PEER_HOST, backup_spec, peer_spec, ui_spec
+from memmesh.service.units import PEER_HOST, Schedule, ServiceSpec, peer_spec, ui_spec
+from tests.service._scheduled import BUILDERS, scheduled_specs
 from tests.service._standins import (
     StandIn,
     requires_systemd_analyze,
@@ -23,6 +24,12 @@ MEM = (str(Path(sys.executable).with_name("mem")),)
 @pytest.fixture
 def systemctl(user_home: Path, tmp_path: Path) -> StandIn:
     return StandIn(tmp_path / "tools", "systemctl")
+
+
+@pytest.fixture(params=list(BUILDERS))
+def scheduled(request: pytest.FixtureRequest, tmp_path: Path) -> ServiceSpec:
+    """Each scheduled service in turn, of a home in ``tmp_path``, run every hour."""
+    return BUILDERS[request.param](tmp_path / "home", MEM, "hourly")
 
 
 def _unit(text: str, key: str) -> list[str]:
@@ -57,12 +64,10 @@ def test_the_peer_restarts_on_failure_but_not_once_its_key_is_revoked(
     assert shlex.split(line) == list(spec.argv)
 
 
-def test_the_backup_is_a_oneshot_service_and_a_persistent_timer(
-    user_home: Path, tmp_path: Path
+def test_a_scheduled_service_is_a_oneshot_service_and_a_persistent_timer(
+    user_home: Path, scheduled: ServiceSpec
 ) -> None:
-    spec = backup_spec(tmp_path / "home", MEM, keep=4, every="hourly")
-
-    service, timer = Systemd().render(spec)
+    service, timer = Systemd().render(scheduled)
 
     assert (service.path.suffix, timer.path.suffix) == (".service", ".timer")
     assert service.path.stem == timer.path.stem
@@ -71,6 +76,9 @@ def test_the_backup_is_a_oneshot_service_and_a_persistent_timer(
     assert _unit(timer.text, "OnCalendar") == ["hourly"]
     assert _unit(timer.text, "Persistent") == ["true"]
     assert _unit(timer.text, "WantedBy") == ["timers.target"]
+    (line,) = _unit(service.text, "ExecStart")
+    assert shlex.split(line) == list(scheduled.argv)
+    assert f"service install {scheduled.id.kind}`;" in timer.text
 
 
 def test_exec_lines_keep_spaces_quotes_percent_and_dollar_signs_as_they_are() -> None:
@@ -86,7 +94,7 @@ def test_exec_lines_keep_spaces_quotes_percent_and_dollar_signs_as_they_are() ->
 @requires_systemd_analyze
 @pytest.mark.parametrize("every", ["hourly", "daily", "weekly"])
 def test_systemd_analyze_verifies_every_unit_written(
-    user_home: Path, systemctl: StandIn, tmp_path: Path, every: str
+    user_home: Path, systemctl: StandIn, tmp_path: Path, every: Schedule
 ) -> None:
     # A program and a home whose paths need quoting and escaping.
     odd = tmp_path / "my tools 100%"
@@ -97,12 +105,12 @@ def test_systemd_analyze_verifies_every_unit_written(
     specs = [
         peer_spec(home, program, host=PEER_HOST, port=8410, advertise="https://ada.lan:8410"),
         ui_spec(home, program, port=8420),
-        backup_spec(home, program, keep=10, every=every),  # type: ignore[arg-type]
+        *scheduled_specs(home, program, every),
     ]
 
     written = [Path(f) for spec in specs for f in install("systemd", spec).files]
 
-    assert sorted(p.suffix for p in written) == [".service"] * 3 + [".timer"]
+    assert sorted(p.suffix for p in written) == [".service"] * 4 + [".timer"] * 2
     verified = systemd_verify(written, user_home)
     assert (verified.returncode, verified.stderr) == (0, "")
 
@@ -121,18 +129,17 @@ def test_verify_would_catch_a_unit_whose_program_is_missing(
 
 
 def test_install_reloads_enables_and_restarts_and_uninstall_leaves_nothing_behind(
-    user_home: Path, systemctl: StandIn, tmp_path: Path
+    user_home: Path, systemctl: StandIn, scheduled: ServiceSpec
 ) -> None:
     folder = Systemd().folder
     folder.mkdir(parents=True)
     (folder / "someone-else.service").write_text("[Service]\nExecStart=/bin/true\n", "utf-8")
     before = sorted(p.name for p in folder.iterdir())
-    spec = backup_spec(tmp_path / "home", MEM, keep=10, every="daily")
-    unit = f"{spec.id.stem}.timer"
+    unit = f"{scheduled.id.stem}.timer"
 
-    installed = install("systemd", spec)
-    again = install("systemd", spec)
-    removed = uninstall("systemd", spec.id)
+    installed = install("systemd", scheduled)
+    again = install("systemd", scheduled)
+    removed = uninstall("systemd", scheduled.id)
 
     assert (installed.started, again.started, installed.pending) == (True, True, ())
     assert systemctl.calls() == [
@@ -182,6 +189,21 @@ def test_links_enabling_the_unit_are_removed_with_it_and_their_folder_when_empty
 
     assert removed.removed == (str(unit), str(wants / unit.name))
     assert list(unit.parent.iterdir()) == []
+
+
+def test_the_link_enabling_a_timer_is_removed_with_it_and_its_folder_when_empty(
+    user_home: Path, systemctl: StandIn, scheduled: ServiceSpec
+) -> None:
+    service, timer = (Path(f) for f in install("systemd", scheduled).files)
+    wants = timer.parent / "timers.target.wants"
+    wants.mkdir()
+    (wants / timer.name).symlink_to(timer)
+    systemctl.fail_with("Failed to connect to bus: No medium found")
+
+    removed = uninstall("systemd", scheduled.id)
+
+    assert removed.removed == (str(service), str(timer), str(wants / timer.name))
+    assert list(timer.parent.iterdir()) == []
 
 
 def test_no_systemctl_at_all_is_said_as_such(

@@ -6,12 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from memmesh.cli.main import build_parser
 from memmesh.service.units import (
     BACKUP_KEEP,
+    KINDS,
     PEER_HOST,
     PEER_PORT,
+    SCHEDULED,
     UI_PORT,
     backup_spec,
+    consolidate_spec,
     peer_spec,
     service_id,
     this_mem,
@@ -72,6 +76,46 @@ def test_the_backup_runs_on_a_schedule_and_keeps_n_copies(user_home: Path, tmp_p
 
     assert spec.argv[-3:] == ("backup", "--keep", "10")
     assert spec.schedule == "weekly"
+
+
+def test_consolidation_without_apply_only_reports_and_records_its_run(
+    user_home: Path, tmp_path: Path
+) -> None:
+    spec = consolidate_spec(tmp_path, MEM, every="daily", apply=False)
+
+    assert spec.argv == (*MEM, "--home", str(tmp_path), "consolidate", "--record")
+    assert spec.schedule == "daily"
+    assert spec.id.stem.startswith("memmesh-consolidate-")
+
+
+def test_consolidation_with_apply_merges_and_archives(user_home: Path, tmp_path: Path) -> None:
+    spec = consolidate_spec(tmp_path, MEM, every="hourly", apply=True)
+
+    assert spec.argv[-3:] == ("consolidate", "--record", "--apply")
+    assert spec.schedule == "hourly"
+
+
+@pytest.mark.parametrize("apply", [False, True])
+def test_the_consolidation_command_line_is_one_mem_accepts(tmp_path: Path, apply: bool) -> None:
+    spec = consolidate_spec(tmp_path, MEM, every="daily", apply=apply)
+
+    args = build_parser().parse_args(list(spec.argv[1:]))
+
+    assert (args.home, args.record, args.apply) == (str(tmp_path), True, apply)
+
+
+def test_scheduled_kinds_run_on_a_schedule_and_daemons_do_not(tmp_path: Path) -> None:
+    specs = [
+        peer_spec(tmp_path, MEM, host=PEER_HOST, port=PEER_PORT, advertise=None),
+        ui_spec(tmp_path, MEM, port=UI_PORT),
+        backup_spec(tmp_path, MEM, keep=BACKUP_KEEP, every="daily"),
+        consolidate_spec(tmp_path, MEM, every="daily", apply=False),
+    ]
+
+    assert [spec.id.kind for spec in specs] == list(KINDS)
+    assert [spec.id.kind for spec in specs if spec.id.scheduled] == list(SCHEDULED)
+    assert all((spec.schedule is not None) == spec.id.scheduled for spec in specs)
+    assert SCHEDULED == ("backup", "consolidate")
 
 
 def test_this_mem_is_the_script_beside_this_python(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""`mem service ...`: the peer daemon, the local page and backups as services of this laptop,
-started at login and again after a crash (systemd user units, launchd agents).
+"""`mem service ...`: the peer daemon and the local page as services of this laptop, started
+at login and again after a crash, and backups and consolidation on a schedule (systemd user
+units, launchd agents).
 
 Registering imports nothing but the parser's helpers: the choices and defaults below are
 :mod:`memmesh.service.units`'s (tests/cli/test_service.py holds them equal), and each command
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-_KINDS: "tuple[Kind, ...]" = ("peer", "ui", "backup")
+_KINDS: "tuple[Kind, ...]" = ("peer", "ui", "backup", "consolidate")
 _SCHEDULES = ("hourly", "daily", "weekly")
 _MANAGERS = ("auto", "systemd", "launchd", "none")
 _PEER_HOST = "0.0.0.0"  # noqa: S104 (every interface: the service is there for teammates)
@@ -38,6 +39,13 @@ _PEER_PORT = 8410
 _UI_PORT = 8420
 _BACKUP_KEEP = 10
 _BACKUP_EVERY = "daily"
+_CONSOLIDATE_EVERY = "daily"
+# What every scheduled service's description says of its schedule.
+_ON_SCHEDULE = (
+    "on a schedule (a systemd timer, or launchd's StartCalendarInterval): at the start of "
+    "every hour, day (00:00) or week (Monday 00:00); a run missed while the laptop slept runs "
+    "when it wakes."
+)
 _INSTALLED_SHAPE = (
     '{"service", "manager", "unit", "dry_run", "files": [{"path", "content"}], "commands", '
     '"started", "problem", "pending", "logs"}'
@@ -49,16 +57,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     sub = command_group(
         commands,
         "service",
-        "Run the peer daemon, the local page or backups as a service of this laptop: started "
-        "at login and again after a crash.",
+        "Run the peer daemon or the local page as a service of this laptop, started at login "
+        "and again after a crash, or backups or consolidation on a schedule.",
         "mem service install peer",
-        description="Run the peer daemon, the local page or backups as a service of this "
-        "laptop: a systemd user unit on Linux, a launchd agent on macOS, started at login and "
-        "again after a crash, logging where `mem doctor` says. Each service names its memmesh "
-        "home and runs this installation's `mem` by its absolute path; the default home's "
-        "services are memmesh-peer, memmesh-ui and memmesh-backup (dev.memmesh.* with "
-        "launchd), another home's add a short suffix of its own, so that several homes can "
-        "each install theirs.",
+        description="Run the peer daemon or the local page as a service of this laptop, "
+        "started at login and again after a crash, or backups or consolidation on a schedule: "
+        "a systemd user unit on Linux, a launchd agent on macOS, logging where `mem doctor` "
+        "says. Each service names its memmesh home and runs this installation's `mem` by its "
+        "absolute path; the default home's services are memmesh-peer, memmesh-ui, "
+        "memmesh-backup and memmesh-consolidate (dev.memmesh.* with launchd), another home's "
+        "add a short suffix of its own, so that several homes can each install theirs.",
     )
     command = command_adder(sub)
     _install_commands(sub)
@@ -96,7 +104,7 @@ def _install_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
         command_group(
             sub,
             "install",
-            "Install a service and start it: the peer daemon, the page or backups.",
+            "Install a service and start it: the peer daemon, the page, backups or consolidation.",
             "mem service install peer",
             description="Install a service and start it. On Linux it writes a systemd user "
             "unit into $XDG_CONFIG_HOME/systemd/user (~/.config/systemd/user), then runs "
@@ -162,10 +170,8 @@ def _install_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
         _install,
         "Back up the store on a schedule, keeping the newest N copies.",
         "mem service install backup --keep 10 --every daily",
-        description="Run `mem backup --keep N` for this home on a schedule (a systemd "
-        "timer, or launchd's StartCalendarInterval): at the start of every hour, day (00:00) "
-        "or week (Monday 00:00); a run missed while the laptop slept runs when it wakes. "
-        "The copies go to the home's backups/ folder.",
+        description=f"Run `mem backup --keep N` for this home {_ON_SCHEDULE} The copies go "
+        "to the home's backups/ folder.",
         json_shape=_INSTALLED_SHAPE,
     )
     p.add_argument(
@@ -175,11 +181,34 @@ def _install_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
         metavar="N",
         help=f"copies to keep ({_BACKUP_KEEP})",
     )
-    p.add_argument(
-        "--every", choices=_SCHEDULES, default=_BACKUP_EVERY, help=f"how often ({_BACKUP_EVERY})"
+    _schedule_options(p, "backup", _BACKUP_EVERY)
+
+    p = command(
+        "consolidate",
+        _install,
+        "Consolidate memory on a schedule: a report, or with --apply, merging and archiving.",
+        "mem service install consolidate --apply --every weekly",
+        description=f"Run `mem consolidate --record` for this home {_ON_SCHEDULE} Without "
+        "--apply each run only reports (near-duplicates, contradictions, items past their use, "
+        "items whose code changed) and changes nothing; with --apply it also merges the "
+        "duplicates and archives what is past its use, each action journaled and undoable "
+        "(`mem consolidate --log`, `mem consolidate --undo ID`). --record keeps each run's "
+        "summary, which the session brief and the page show.",
+        json_shape=_INSTALLED_SHAPE,
     )
-    _manager_options(p)
-    p.set_defaults(service="backup")
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="merge duplicates and archive items past their use at each run (default: only report)",
+    )
+    _schedule_options(p, "consolidate", _CONSOLIDATE_EVERY)
+
+
+def _schedule_options(parser: argparse.ArgumentParser, service: str, every: str) -> None:
+    """``--every`` and the manager's options of the scheduled ``service``."""
+    parser.add_argument("--every", choices=_SCHEDULES, default=every, help=f"how often ({every})")
+    _manager_options(parser)
+    parser.set_defaults(service=service)
 
 
 def _manager_options(parser: argparse.ArgumentParser, *, dry_run: bool = True) -> None:
@@ -206,7 +235,14 @@ def _manager(args: argparse.Namespace) -> "ManagerName":
 
 
 def _install(args: argparse.Namespace) -> int:
-    from memmesh.service import backup_spec, install, peer_spec, this_mem, ui_spec
+    from memmesh.service import (
+        backup_spec,
+        consolidate_spec,
+        install,
+        peer_spec,
+        this_mem,
+        ui_spec,
+    )
 
     home = home_of(args)
     extra: dict[str, str] = {}
@@ -230,14 +266,27 @@ def _install(args: argparse.Namespace) -> int:
             f"the page: {extra['url']} (`mem ui` prints the address that signs you in, and "
             "opens it)"
         )
-    else:
+    elif args.service == "backup":
         spec = backup_spec(home, this_mem(), keep=args.keep, every=args.every)
         lines.append(f"backups: {spec.id.home}/backups, the newest {args.keep} kept")
+    else:
+        spec = consolidate_spec(home, this_mem(), every=args.every, apply=args.apply)
+        lines.append(_APPLIES if args.apply else _REPORTS)
     done = install(_manager(args), spec, dry_run=args.dry_run)
     if not done.dry_run and not done.started:
         warn(f"{done.unit} is installed but not started: {done.problem}", "service_not_started")
     emit(args, {**_installed_json(done), **extra}, _installed_text(done, lines))
     return ExitCode.OK
+
+
+_REPORTS = (
+    "each run reports what `mem consolidate` shows and changes nothing; installed with "
+    "--apply, it merges duplicates and archives items past their use"
+)
+_APPLIES = (
+    "each run merges duplicates and archives items past their use: `mem consolidate --log` "
+    "lists what it did, `mem consolidate --undo ID` takes one back"
+)
 
 
 def _token_warning(variable: str) -> str:
@@ -280,7 +329,7 @@ def _installed_text(done: "Installed", lines: list[str]) -> str:
     else:
         shown += [f"wrote {path}" for path in done.files]
         if done.started:
-            when = "on its schedule" if done.kind == "backup" else "at login and after a failure"
+            when = done.schedule or "at login and after a failure"
             shown.append(f"{done.unit} is installed and started; it runs {when}")
         else:
             shown += [
@@ -339,7 +388,7 @@ def _status(args: argparse.Namespace) -> int:
 def _none_installed(kind: str | None) -> str:
     if kind:
         return f"{kind}: not installed (`mem service install {kind}` installs it)"
-    return "no service installed for this home (`mem service install peer|ui|backup`)"
+    return f"no service installed for this home (`mem service install {'|'.join(_KINDS)}`)"
 
 
 def _state_json(state: "ServiceState") -> dict[str, Any]:

@@ -1,18 +1,20 @@
-"""memmesh's services on a laptop: the peer daemon, the local page and scheduled backups,
-installed as systemd user units or launchd agents, so that they start at login and again
-after a crash (`mem service`)."""
+"""memmesh's services on a laptop: the peer daemon and the local page, started at login and
+again after a crash, and backups and consolidation on a schedule, installed as systemd user
+units or launchd agents (`mem service`)."""
 
 from memmesh.service.errors import NoServiceManager, NoTeam, ServiceError, ServiceFileError
 from memmesh.service.install import Installed, Removed, ServiceState, install, states, uninstall
 from memmesh.service.managers import MANAGER_CHOICES, ManagerName, detect
 from memmesh.service.units import (
     KINDS,
+    SCHEDULED,
     SCHEDULES,
     Kind,
     Schedule,
     ServiceId,
     ServiceSpec,
     backup_spec,
+    consolidate_spec,
     peer_spec,
     service_id,
     this_mem,
@@ -22,6 +24,7 @@ from memmesh.service.units import (
 __all__ = [
     "KINDS",
     "MANAGER_CHOICES",
+    "SCHEDULED",
     "SCHEDULES",
     "Installed",
     "Kind",
@@ -36,6 +39,7 @@ __all__ = [
     "ServiceSpec",
     "ServiceState",
     "backup_spec",
+    "consolidate_spec",
     "detect",
     "install",
     "peer_spec",

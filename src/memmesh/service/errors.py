@@ -18,8 +18,8 @@ class ServiceError(MemmeshError):
 
 class NoServiceManager(ServiceError):
     """This system has neither systemd nor launchd, so nothing was installed for the
-    ``service`` (peer, ui, backup); ``instead`` is the command (or crontab line) that does
-    its work without one, ``""`` when there is none to give (an uninstall)."""
+    ``service`` (peer, ui, backup, consolidate); ``instead`` is the command (or crontab line)
+    that does its work without one, ``""`` when there is none to give (an uninstall)."""
 
     def __init__(self, service: str, instead: str, *, how: str = "") -> None:
         found = "no systemd or launchd found on this system, "

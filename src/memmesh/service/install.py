@@ -21,7 +21,7 @@ from memmesh.service.errors import NoServiceManager, ServiceFileError
 from memmesh.service.fallback import instead
 from memmesh.service.managers import Manager, ManagerName, manager_named
 from memmesh.service.plan import Command
-from memmesh.service.units import KINDS, Kind, ServiceId, ServiceSpec, service_id
+from memmesh.service.units import KINDS, Kind, Schedule, ServiceId, ServiceSpec, service_id
 
 __all__ = ["Installed", "Removed", "ServiceState", "install", "states", "uninstall"]
 
@@ -30,6 +30,7 @@ class Installed(msgspec.Struct, frozen=True, kw_only=True):
     """A service installed (or, with ``dry_run``, what installing it would do).
 
     * ``unit`` - what the manager calls it; ``logs`` - where its output goes.
+    * ``schedule`` - how often a scheduled service runs; ``None`` for a daemon.
     * ``files``, ``contents`` - each file written (or to write) and all its text.
     * ``commands`` - what was run (or would be) around writing them.
     * ``started`` - the manager loaded and started it; if not, ``problem`` says why, and
@@ -40,6 +41,7 @@ class Installed(msgspec.Struct, frozen=True, kw_only=True):
     manager: str
     unit: str
     logs: str
+    schedule: Schedule | None
     files: tuple[str, ...]
     contents: tuple[str, ...]
     commands: tuple[tuple[str, ...], ...]
@@ -97,6 +99,7 @@ def install(manager: ManagerName, spec: ServiceSpec, *, dry_run: bool = False) -
         manager=manager,
         unit=chosen.unit(spec.id),
         logs=chosen.logs(spec.id),
+        schedule=spec.schedule,
         files=tuple(str(f.path) for f in plan.files),
         contents=tuple(f.text for f in plan.files),
         commands=tuple(c.argv for c in (*plan.before, *plan.after)),

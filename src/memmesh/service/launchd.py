@@ -5,8 +5,8 @@ A daemon (peer, ui) starts when loaded and at each login (``RunAtLoad``) and is 
 when it exits with a failure (``KeepAlive: {SuccessfulExit: false}``), at most every
 :data:`THROTTLE_SECONDS`. launchd cannot spare one exit status from that, so a peer whose key
 was revoked is started again and exits again (3) at that pace, until its service is removed.
-A scheduled service (backup) runs at each ``StartCalendarInterval``; one missed while the Mac
-slept runs when it wakes. launchd keeps no journal: both output streams go to
+A scheduled service (backup, consolidate) runs at each ``StartCalendarInterval``; one missed
+while the Mac slept runs when it wakes. launchd keeps no journal: both output streams go to
 ``HOME/logs/KIND.log`` in the memmesh home.
 """
 
@@ -111,7 +111,7 @@ class Launchd:
         if not answer.ok:
             return State(enabled=False, active=False, shown="not loaded")
         running = any(line.strip() == "state = running" for line in answer.out.splitlines())
-        active = running or sid.kind == "backup"
+        active = running or sid.scheduled
         return State(
             enabled=True, active=active, shown="running" if running else "loaded, not running"
         )

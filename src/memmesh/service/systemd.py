@@ -2,10 +2,10 @@
 
 A daemon (peer, ui) is one ``.service`` started at login (``WantedBy=default.target``) and
 restarted when it fails (``Restart=on-failure``), except with its ``final_exit`` status
-(``RestartPreventExitStatus``: the peer's revoked key). A scheduled service (backup) is a
-``Type=oneshot`` ``.service`` and a ``.timer`` of the same name (``Persistent=true``: a run
-missed while the laptop slept runs at the next start). They log to the user's journal:
-``journalctl --user -u UNIT``.
+(``RestartPreventExitStatus``: the peer's revoked key). A scheduled service (backup,
+consolidate) is a ``Type=oneshot`` ``.service`` and a ``.timer`` of the same name
+(``Persistent=true``: a run missed while the laptop slept runs at the next start). They log
+to the user's journal: ``journalctl --user -u UNIT``.
 
 Installing reloads the manager, enables the unit and restarts it, so that a re-install with
 other options takes effect at once. ``systemd-analyze --user verify`` accepts every unit
@@ -60,12 +60,12 @@ class Systemd:
 
     def unit(self, sid: ServiceId) -> str:
         """The unit that is enabled and started: the timer of a scheduled service."""
-        return f"{sid.stem}.timer" if sid.kind == "backup" else f"{sid.stem}.service"
+        return f"{sid.stem}.timer" if sid.scheduled else f"{sid.stem}.service"
 
     def paths(self, sid: ServiceId) -> tuple[Path, ...]:
         """The files a service of ``sid`` is made of."""
         service = self.folder / f"{sid.stem}.service"
-        return (service, service.with_suffix(".timer")) if sid.kind == "backup" else (service,)
+        return (service, service.with_suffix(".timer")) if sid.scheduled else (service,)
 
     def logs(self, sid: ServiceId) -> str:
         """The command that shows the service's log."""
@@ -120,7 +120,7 @@ class Systemd:
         paths = self.paths(sid)
         links = tuple(link for path in paths for link in self.folder.glob(f"*.wants/{path.name}"))
         # The folder `enable` links the unit from, which it leaves behind empty.
-        wants = self.folder / f"{'timers' if sid.kind == 'backup' else 'default'}.target.wants"
+        wants = self.folder / f"{'timers' if sid.scheduled else 'default'}.target.wants"
         return Plan(
             remove=(*paths, *links),
             folders=(wants,),

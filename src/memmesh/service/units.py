@@ -4,6 +4,11 @@
   restarted when it fails, except once its key was revoked (it then exits 3 for good).
 * ``ui`` - the local page (`mem ui`) on a fixed port, so that its address stays the same.
 * ``backup`` - `mem backup --keep N`, run on a schedule.
+* ``consolidate`` - `mem consolidate --record` (with ``--apply``, or only reporting), run on a
+  schedule.
+
+A scheduled kind (:data:`SCHEDULED`) runs to completion at each of its times; the others are
+daemons, kept running. A manager tells them apart by :attr:`ServiceId.scheduled` alone.
 
 Every service runs this installation's `mem` by its absolute path (:func:`this_mem`) and
 names its home with ``--home``, so that it runs the same whatever the login environment holds.
@@ -24,11 +29,13 @@ from memmesh.home import DEFAULT_HOME
 __all__ = [
     "BACKUP_EVERY",
     "BACKUP_KEEP",
+    "CONSOLIDATE_EVERY",
     "KINDS",
     "LOGS_FOLDER",
     "PEER_HOST",
     "PEER_PORT",
     "REVOKED_EXIT",
+    "SCHEDULED",
     "SCHEDULES",
     "UI_PORT",
     "Kind",
@@ -36,14 +43,17 @@ __all__ = [
     "ServiceId",
     "ServiceSpec",
     "backup_spec",
+    "consolidate_spec",
     "peer_spec",
     "service_id",
     "this_mem",
     "ui_spec",
 ]
 
-Kind = Literal["peer", "ui", "backup"]
-KINDS: tuple[Kind, ...] = ("peer", "ui", "backup")
+Kind = Literal["peer", "ui", "backup", "consolidate"]
+KINDS: tuple[Kind, ...] = ("peer", "ui", "backup", "consolidate")
+# The kinds run to completion on a schedule; every other kind is a daemon.
+SCHEDULED: tuple[Kind, ...] = ("backup", "consolidate")
 Schedule = Literal["hourly", "daily", "weekly"]
 SCHEDULES: tuple[Schedule, ...] = ("hourly", "daily", "weekly")
 
@@ -52,6 +62,7 @@ PEER_PORT = 8410
 UI_PORT = 8420  # fixed, so that the page's address stays the same from one login to the next
 BACKUP_KEEP = 10
 BACKUP_EVERY: Schedule = "daily"
+CONSOLIDATE_EVERY: Schedule = "daily"
 # What `mem team serve` exits with once the coordinator says this member's key was revoked.
 REVOKED_EXIT = 3
 # The folder of the home the services log into where the manager keeps no journal (launchd).
@@ -61,6 +72,7 @@ _WHAT: dict[Kind, str] = {
     "peer": "memmesh peer daemon",
     "ui": "memmesh local page",
     "backup": "memmesh backup",
+    "consolidate": "memmesh consolidation",
 }
 
 
@@ -76,6 +88,12 @@ class ServiceId(msgspec.Struct, frozen=True, kw_only=True):
         if Path(self.home) == DEFAULT_HOME.expanduser().resolve():
             return ""
         return hashlib.sha256(self.home.encode()).hexdigest()[:_SUFFIX_LENGTH]
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether the service runs to completion on a schedule (:data:`SCHEDULED`), rather
+        than as a daemon kept running."""
+        return self.kind in SCHEDULED
 
     @property
     def stem(self) -> str:
@@ -96,13 +114,17 @@ class ServiceId(msgspec.Struct, frozen=True, kw_only=True):
 class ServiceSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A service to install: what it is (``id``), the command it runs (``argv``), a line
     saying what it is (``description``); with a ``schedule``, a run to completion at each
-    of its times, else a daemon restarted when it fails, unless it exits ``final_exit``."""
+    of its times, else a daemon restarted when it fails, unless it exits ``final_exit``.
+    A spec has a ``schedule`` exactly when its kind is scheduled."""
 
     id: ServiceId
     argv: tuple[str, ...]
     description: str
     schedule: Schedule | None = None
     final_exit: int | None = None
+
+    def __post_init__(self) -> None:
+        assert (self.schedule is not None) == self.id.scheduled, f"{self.id.kind}: schedule"
 
 
 def service_id(kind: Kind, home: Path) -> ServiceId:
@@ -161,3 +183,14 @@ def ui_spec(home: Path, mem: tuple[str, ...], *, port: int) -> ServiceSpec:
 def backup_spec(home: Path, mem: tuple[str, ...], *, keep: int, every: Schedule) -> ServiceSpec:
     """`mem backup --keep KEEP` of ``home``, once ``every`` hour, day or week."""
     return _spec("backup", home, mem, ("backup", "--keep", str(keep)), schedule=every)
+
+
+def consolidate_spec(
+    home: Path, mem: tuple[str, ...], *, every: Schedule, apply: bool
+) -> ServiceSpec:
+    """`mem consolidate --record` of ``home``, once ``every`` hour, day or week: a report
+    that changes nothing, or with ``apply`` (``--apply``) one that merges duplicates and
+    archives items past their use. ``--record`` keeps each run's summary, which the session
+    brief and the page show."""
+    command = ("consolidate", "--record", *(("--apply",) if apply else ()))
+    return _spec("consolidate", home, mem, command, schedule=every)
