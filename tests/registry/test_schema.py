@@ -65,6 +65,12 @@ def test_a_log_made_before_the_registry_kept_its_own_migrations_is_adopted(
         "DROP TABLE team_tallies",
         "DROP TABLE team_tally_cursor",
         "DROP TABLE inbox",
+        "DROP TABLE item_anchors",
+        "DROP TABLE item_recalls",
+        "DROP INDEX events_item",
+        "ALTER TABLE items DROP COLUMN valid_from",
+        "ALTER TABLE items DROP COLUMN valid_until",
+        "ALTER TABLE items DROP COLUMN coauthors",
         "PRAGMA user_version = 4",
     )
 

@@ -25,6 +25,7 @@ __all__ = [
     "Envelope",
     "Presence",
     "Publication",
+    "PublishedAnchor",
     "Receipt",
     "Retraction",
     "Tally",
@@ -58,8 +59,38 @@ class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     seq: Counter
 
 
-class Publication(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="publication"):
-    """One version of a published item, as signed by its author."""
+# A path from a repository's top: relative, "/"-separated, never climbing out of it.
+RepoPath = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1, max_length=512, pattern=r"^(?!/)(?![A-Za-z]:)(?!.*(^|/)\.\.(/|$))[^\\\x00]+$"
+    ),
+]
+Line = Annotated[int, msgspec.Meta(ge=0, le=10_000_000)]
+
+
+class PublishedAnchor(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A file the published item speaks of (memmesh.local.anchors), as it travels: the path
+    from the repository's top, the lines meant (0, 0: all of it), a digest of them and a
+    short hash of each (hex). Never where the repository lies on its author's disk."""
+
+    path: RepoPath
+    first_line: Line = 0
+    last_line: Line = 0
+    digest: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+    line_hashes: Annotated[str, msgspec.Meta(max_length=8 * 4096, pattern=r"^([0-9a-f]{8})*$")]
+
+
+class Publication(
+    _Body,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    tag="publication",
+    omit_defaults=True,
+):
+    """One version of a published item, as signed by its author. ``anchors`` is left out of
+    the payload when there are none, so that an item without any is signed as before."""
 
     author: str
     published_at: Timestamp
@@ -69,6 +100,7 @@ class Publication(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, 
     tags: tuple[str, ...]
     content_hash: str
     embedder: str
+    anchors: Annotated[tuple[PublishedAnchor, ...], msgspec.Meta(max_length=16)] = ()
 
 
 class Retraction(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="retraction"):

@@ -16,12 +16,13 @@ from typing import Literal
 import msgspec
 
 from memmesh.local import Transaction
+from memmesh.local.anchors import anchors_of
 from memmesh.local.errors import ItemNotFound
 from memmesh.local.items import Item
 from memmesh.policy.config import Policy
 from memmesh.policy.decide import Decision, decide
 from memmesh.policy.errors import PublishRefused
-from memmesh.registry.envelopes import Publication, Retraction, text_hash
+from memmesh.registry.envelopes import Publication, PublishedAnchor, Retraction, text_hash
 from memmesh.registry.errors import NotPublished, NotYourItem, RetractedBefore
 from memmesh.registry.log import Entry, Live, Registry
 
@@ -94,8 +95,19 @@ def publish(
                 author=item.author, published_at=registry.store.clock(), text=item.text,
                 kind=item.kind, project=item.project, tags=item.tags,
                 content_hash=text_hash(item.text), embedder=registry.store.embedder.fingerprint,
+                anchors=_anchors(tx, item.id),
             )  # fmt: skip
         return planned
+
+
+def _anchors(tx: Transaction, item_id: str) -> tuple[PublishedAnchor, ...]:
+    """The item's anchors as they travel: the path from the repository's top and the hashes,
+    never the repository's folder."""
+    return tuple(
+        PublishedAnchor(path=a.path, first_line=a.first_line, last_line=a.last_line,
+                        digest=a.digest, line_hashes=a.line_hashes.hex())
+        for a in anchors_of(tx, [item_id]).get(item_id, [])
+    )  # fmt: skip
 
 
 def eligible(registry: Registry, policy: Policy) -> tuple[list[str], list[str]]:
@@ -246,7 +258,7 @@ def _plan(
         current = live.get(item.id)
         if not decision.allowed:
             action: Action = "refused"
-        elif current is not None and _same(current.publication, item, registry):
+        elif current is not None and _same(current.publication, item, registry, tx):
             action, version = "unchanged", current.publication.version
         elif current is None and version > 1 and not again:
             action = "retracted"  # every version so far was taken back
@@ -256,7 +268,7 @@ def _plan(
     return out
 
 
-def _same(publication: Publication, item: Item, registry: Registry) -> bool:
+def _same(publication: Publication, item: Item, registry: Registry, tx: Transaction) -> bool:
     """Whether publishing ``item`` again would say nothing new."""
     return (
         publication.content_hash == text_hash(item.text)
@@ -264,6 +276,7 @@ def _same(publication: Publication, item: Item, registry: Registry) -> bool:
         and publication.project == item.project
         and publication.tags == item.tags
         and publication.embedder == registry.store.embedder.fingerprint
+        and publication.anchors == _anchors(tx, item.id)
     )
 
 
