@@ -239,7 +239,8 @@ CREATE INDEX inbox_status ON inbox (status, seq);
 # items were merged into it, the files it speaks of (each as its repository-relative path,
 # the lines meant, a digest of them and a short hash of each line, to tell how much changed;
 # ``repo`` is the repository's folder on this machine and never leaves it), and when a recall
-# last returned it.
+# last returned it; a candidate in the inbox keeps the anchors its item will get (``about``,
+# JSON: the files a captured fix edited, as they were when it was captured).
 _V10 = """
 ALTER TABLE items ADD COLUMN valid_from REAL;
 ALTER TABLE items ADD COLUMN valid_until REAL;
@@ -256,6 +257,7 @@ CREATE TABLE item_anchors (
     PRIMARY KEY (item_id, path, first_line, last_line)
 );
 CREATE INDEX events_item ON events (item_id, seq) WHERE item_id IS NOT NULL;
+ALTER TABLE inbox ADD COLUMN about TEXT NOT NULL DEFAULT '[]';
 CREATE TABLE item_recalls (
     item_id TEXT PRIMARY KEY,
     last_at REAL NOT NULL,
