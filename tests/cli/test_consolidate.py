@@ -156,3 +156,15 @@ def test_recall_as_of_answers_with_what_held_then(mem: MemRunner) -> None:
     bad = mem("recall", "deploys", "--as-of", "yesterday")
     assert bad.returncode == 2
     assert "is not a date" in bad.stderr
+
+
+def test_the_session_brief_says_what_the_last_recorded_run_left_to_tidy(mem: MemRunner) -> None:
+    _remember(mem, REDIS)
+    _remember(mem, POSTGRES)
+    assert "memory to tidy" not in mem("hook", "brief", "--project", "global").stdout
+
+    assert mem("consolidate", "--record").returncode == 0
+
+    brief = mem("hook", "brief", "--project", "global").stdout
+    assert brief.rstrip().endswith("memory to tidy: 1 contradiction (`mem consolidate`)")
+    assert len(brief.rstrip()) <= 600

@@ -95,14 +95,13 @@ def test_a_session_s_end_records_a_consolidation_report_at_most_once_a_day(
     run = None
     while run is None and time.monotonic() < deadline:
         time.sleep(0.2)
-        with Store(mem.home) as store:
-            run = last_consolidation(store)
+        run = last_consolidation(mem.home)
     assert run is not None
     assert run.contradictions == 1
     assert run.applied == 0
 
     assert mem(*hook, stdin=_hook_input(transcript, "SessionEnd")).returncode == 0
     time.sleep(2)
+    assert last_consolidation(mem.home) == run
     with Store(mem.home) as store:
-        assert last_consolidation(store) == run
         assert len(store.items()) == 2

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from memmesh.consolidate.runs import last_run
-from memmesh.local.store import Store
 from tests.cli._output import error_line, json_error, json_of
 from tests.conftest import MemRunner
 from tests.service._standins import (
@@ -116,8 +115,7 @@ def test_the_command_the_timer_runs_is_one_mem_runs(
 
     assert ran.returncode == 0, ran.stderr
     assert ", 0 past their use, " in ran.stdout.splitlines()[0]
-    with Store(mem.home, author="tester") as store:
-        run = last_run(store)
+    run = last_run(mem.home)
     assert run is not None
     assert run.applied == 0
 

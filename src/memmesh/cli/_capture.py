@@ -21,14 +21,10 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memmesh.cli._common import home_of, open_store
 from memmesh.cli._hooks import hook_input, journal
 from memmesh.errors import ExitCode
-
-if TYPE_CHECKING:
-    from memmesh.local.store import Store
 
 __all__ = ["CONSOLIDATE_EVERY_S", "DEADLINE_S", "EXTRACT_S", "run_capture"]
 
@@ -77,16 +73,16 @@ def _capture(args: argparse.Namespace) -> tuple[str, str, str]:
         report = propose_transcript(
             store, args.client, Path(path).expanduser(), args.project, extract_timeout=EXTRACT_S
         )
-        _consolidate_when_due(args, store)
+    _consolidate_when_due(args)
     return session, report.project, report.error or report.extract_error or ""
 
 
-def _consolidate_when_due(args: argparse.Namespace, store: "Store") -> None:
+def _consolidate_when_due(args: argparse.Namespace) -> None:
     """Start a recorded consolidation report when none was recorded for a day."""
     from memmesh._processes import start_detached
     from memmesh.consolidate.runs import due
 
-    if due(store, CONSOLIDATE_EVERY_S):
+    if due(home_of(args), time.time(), CONSOLIDATE_EVERY_S):
         start_detached(home_of(args), "consolidate", "--record")
 
 

@@ -201,12 +201,25 @@ def _brief(args: argparse.Namespace) -> int:
         said = f"{TEAM_HEADER}: {note}"
         kept = render(local, limit=MAX_CHARS - len(said) - 1)
         text = "\n".join(part for part in (kept, said) if part)
+    text = _with_tidy(home, text, MAX_CHARS)
     output = hook_output(args.client, text)
     emit(args, {"project": project, "brief": text, "team_note": note}, output)
     _journal_brief(home, raw, project, local.items, team, text)
     if args.client:
         _warm_up(home)
     return ExitCode.OK
+
+
+def _with_tidy(home: Path, text: str, limit: int) -> str:
+    """``text`` and, when the last consolidation run left something for the member and it
+    fits, one line saying what (memmesh.consolidate.runs)."""
+    from memmesh.consolidate.runs import last_run, summary
+
+    run = last_run(home)
+    tidy = summary(run) if run is not None else ""
+    if not tidy or len(text) + len(tidy) + 1 > limit:
+        return text
+    return f"{text}\n{tidy}" if text else tidy
 
 
 def _warm_up(home: Path) -> None:

@@ -106,7 +106,7 @@ def _consolidate(args: argparse.Namespace) -> int:
         if args.record:
             from memmesh.consolidate.runs import record
 
-            record(store, found, applied)
+            record(home_of(args), found, applied, now=store.clock())
     emit(args, _plan_json(found, applied), _plan_text(found, applied))
     return ExitCode.OK
 

@@ -3,9 +3,7 @@
 ``consolidate_log`` is the audit journal: one row per action consolidation took (a merge, an
 archive, a resolved contradiction), with what taking it back needs, and when it was taken
 back. ``consolidate_pairs`` keeps the contradictions their owner resolved, so that a pair kept
-as both is never raised again (``a`` is the smaller id of the two). ``consolidate_runs``
-(migration 2) keeps what each recorded run found (`mem consolidate --record`: the schedule and
-the session's end), which the brief and the page show and the hook's throttle reads.
+as both is never raised again (``a`` is the smaller id of the two).
 """
 
 from memmesh.local import Schema
@@ -32,17 +30,4 @@ CREATE TABLE consolidate_pairs (
 );
 """
 
-_V2 = """
-CREATE TABLE consolidate_runs (
-    seq            INTEGER PRIMARY KEY,
-    at             REAL NOT NULL,
-    duplicates     INTEGER NOT NULL,
-    contradictions INTEGER NOT NULL,
-    decay          INTEGER NOT NULL,
-    stale          INTEGER NOT NULL,
-    applied        INTEGER NOT NULL,
-    seconds        REAL NOT NULL
-);
-"""
-
-CONSOLIDATE_SCHEMA = Schema(owner="consolidate", migrations=(_V1, _V2))
+CONSOLIDATE_SCHEMA = Schema(owner="consolidate", migrations=(_V1,))

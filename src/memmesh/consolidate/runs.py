@@ -1,25 +1,29 @@
-"""The record of consolidation's runs: what each recorded run found and did.
+"""The last consolidation run: what it found and did, kept in the home for the brief.
 
-`mem consolidate --record` (what the schedule and the session's end run) keeps one row per
-run; the newest :data:`KEPT` are kept. The session brief and the page show the last one ("3
-contradictions to settle: `mem consolidate`"), and the SessionEnd hook starts a run only when
-the last one is older than its period (:func:`due`).
+`mem consolidate --record` (what the schedule and the session's end run) writes its counts to
+``HOME/consolidation.json`` (replaced at once, private to the member). The session brief reads
+it without opening the store ("2 contradictions to settle: `mem consolidate`"), and the
+SessionEnd hook starts a run only when the last one is older than its period (:func:`due`).
+A file that cannot be read, or is not what this module writes, counts as no run.
 """
+
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from memmesh.consolidate._tables import CONSOLIDATE_SCHEMA
-from memmesh.consolidate.actions import Applied
-from memmesh.consolidate.plan import Plan
-from memmesh.local.store import Store
+from memmesh._files import FILE_MODE, write_atomically
 
-__all__ = ["KEPT", "Run", "due", "last_run", "record"]
+if TYPE_CHECKING:
+    from memmesh.consolidate.actions import Applied
+    from memmesh.consolidate.plan import Plan
 
-KEPT = 100
-_COLUMNS = "at, duplicates, contradictions, decay, stale, applied, seconds"
+__all__ = ["FILENAME", "Run", "due", "last_run", "record", "summary"]
+
+FILENAME = "consolidation.json"
 
 
-class Run(msgspec.Struct, frozen=True, kw_only=True):
+class Run(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One recorded run: how many of each finding, how many actions it took, how long."""
 
     at: float
@@ -31,39 +35,39 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     seconds: float
 
 
-def record(store: Store, plan: Plan, applied: Applied | None) -> Run:
-    """Keep what ``plan`` found (and ``applied`` did) as the newest run."""
+def record(home: Path, plan: "Plan", applied: "Applied | None", *, now: float) -> Run:
+    """Keep what ``plan`` found (and ``applied`` did) as the last run; raises ``OSError``."""
     run = Run(
-        at=store.clock(), duplicates=len(plan.duplicates), contradictions=len(plan.contradictions),
+        at=now, duplicates=len(plan.duplicates), contradictions=len(plan.contradictions),
         decay=len(plan.decay), stale=len(plan.stale),
-        applied=0 if applied is None else len(applied.done), seconds=plan.seconds,
+        applied=0 if applied is None else len(applied.done), seconds=round(plan.seconds, 3),
     )  # fmt: skip
-    store.migrate(CONSOLIDATE_SCHEMA)
-    with store.transaction() as tx:
-        cursor = tx.execute(
-            f"INSERT INTO consolidate_runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run.at, run.duplicates, run.contradictions, run.decay, run.stale, run.applied,
-             run.seconds),
-        )  # fmt: skip
-        tx.execute("DELETE FROM consolidate_runs WHERE seq <= ?", ((cursor.lastrowid or 0) - KEPT,))
+    write_atomically(home / FILENAME, msgspec.json.encode(run).decode(), FILE_MODE)
     return run
 
 
-def last_run(store: Store) -> Run | None:
-    """The newest recorded run, or ``None``."""
-    store.migrate(CONSOLIDATE_SCHEMA)
-    with store.read() as tx:
-        row = tx.execute(
-            f"SELECT {_COLUMNS} FROM consolidate_runs ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-    if row is None:
+def last_run(home: Path) -> Run | None:
+    """The last recorded run, or ``None``."""
+    try:
+        return msgspec.json.decode((home / FILENAME).read_bytes(), type=Run)
+    except (OSError, msgspec.DecodeError):
         return None
-    at, duplicates, contradictions, decay, stale, applied, seconds = row
-    return Run(at=at, duplicates=duplicates, contradictions=contradictions, decay=decay,
-               stale=stale, applied=applied, seconds=seconds)  # fmt: skip
 
 
-def due(store: Store, every_s: float) -> bool:
+def due(home: Path, now: float, every_s: float) -> bool:
     """Whether no run was recorded in the last ``every_s`` seconds."""
-    last = last_run(store)
-    return last is None or store.clock() - last.at >= every_s
+    last = last_run(home)
+    return last is None or not 0 <= now - last.at < every_s
+
+
+def summary(run: Run) -> str:
+    """What the brief says of the last run when something waits for the member; empty when
+    nothing does (or the last run applied everything it could)."""
+    waiting = [
+        (run.contradictions, "contradiction", "contradictions"),
+        (0 if run.applied else run.duplicates, "group of duplicates", "groups of duplicates"),
+        (0 if run.applied else run.decay, "item past its use", "items past their use"),
+        (run.stale, "item whose code changed", "items whose code changed"),
+    ]
+    said = [f"{count} {one if count == 1 else many}" for count, one, many in waiting if count]
+    return f"memory to tidy: {', '.join(said)} (`mem consolidate`)" if said else ""
