@@ -257,9 +257,12 @@ def key_holdings_json(share: "KeyHoldings") -> dict[str, Any]:
 Tally = tuple[int, int, int]
 
 
-def brief_hit(item: "Item", score: float, teammates: Tally | None = None) -> dict[str, Any]:
-    """The member's own item as a hit: id, text, kind, score, the project unless global, and
-    ``record``, its track record and ``teammates``' tally in words, once one was reported."""
+def brief_hit(
+    item: "Item", score: float, teammates: Tally | None = None, stale: str = ""
+) -> dict[str, Any]:
+    """The member's own item as a hit: id, text, kind, score, the project unless global,
+    ``record``, its track record and ``teammates``' tally in words, once one was reported, and
+    ``stale``, ``may be stale: PATH changed since DATE``, when an anchored file changed."""
     hit: dict[str, Any] = {
         "id": item.id,
         "text": item.text,
@@ -274,6 +277,8 @@ def brief_hit(item: "Item", score: float, teammates: Tally | None = None) -> dic
     )
     if any(said):
         hit["record"] = "; ".join(part for part in said if part)
+    if stale:
+        hit["stale"] = stale
     return hit
 
 
@@ -290,13 +295,16 @@ def brief_parts(parts: "Parts") -> dict[str, Any]:
     }
 
 
-def brief_recall(answer: "Recall", teammates: Mapping[str, Tally]) -> dict[str, Any]:
+def brief_recall(
+    answer: "Recall", teammates: Mapping[str, Tally], stale: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A recall's answer, short; with its explanation (``why`` per hit, the ``gate``, the near
     misses in ``left_out``) when it was explained. ``teammates`` holds the tallies teammates
-    reported for the hits, by item id (:func:`memmesh.local.tallies.team_records`)."""
+    reported for the hits, by item id (:func:`memmesh.local.tallies.team_records`); ``stale``
+    what to say of the hits whose anchored files changed, by item id."""
     result: dict[str, Any] = {
         "hits": [
-            brief_hit(h.item, h.score, teammates.get(h.item.id))
+            brief_hit(h.item, h.score, teammates.get(h.item.id), (stale or {}).get(h.item.id, ""))
             | ({"why": brief_parts(h.parts)} if h.parts else {})
             for h in answer.hits
         ],

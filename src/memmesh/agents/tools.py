@@ -33,6 +33,7 @@ from memmesh.local import (
     replay,
     tallies,
 )
+from memmesh.local.anchors import note, staleness
 from memmesh.local.outcomes import Outcome
 from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
@@ -68,6 +69,12 @@ class Tools:
         if self.read_only:
             raise ReadOnly(tool)
 
+    def _stale(self, answer: Recall) -> dict[str, str]:
+        """What to say of the hits whose anchored files changed since (memmesh.local.anchors)."""
+        found = staleness(self.store, [hit.item.id for hit in answer.hits])
+        said = {item_id: note(files) for item_id, files in found.items()}
+        return {item_id: text for item_id, text in said.items() if text}
+
     def _teammates(self, answer: Recall) -> dict[str, tuple[int, int, int]]:
         """What teammates reported of the recall's hits, for their track record."""
         return tallies.team_records(self.store, [hit.item.id for hit in answer.hits])
@@ -81,7 +88,7 @@ class Tools:
         vector = self.store.embedder.embed_query(query)
         answer = recall(self.store, query, k=k, project=scope, explain=explain, query_vector=vector)
         self.last = tuple(hit.item.id for hit in answer.hits)
-        result = brief_recall(answer, self._teammates(answer))
+        result = brief_recall(answer, self._teammates(answer), self._stale(answer))
         if self.team:
             result |= self._cached(query, scope, vector, k)
         return result
