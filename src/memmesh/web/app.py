@@ -1,8 +1,8 @@
 """The page's Starlette app: its sections' routes behind :class:`~memmesh.web.security.Guard`.
 
-Each section is a module with its ``routes`` (:mod:`.memory`, :mod:`.inbox`, :mod:`.team`,
-:mod:`.health`); this module adds the sign-in page, the static files and how a failure is
-shown. A failure is a page, never a traceback: a memmesh error with its own words and the
+Each section is a module with its ``routes`` (:mod:`.memory`, :mod:`.inbox`, :mod:`._review`,
+:mod:`.team`, :mod:`.health`); this module adds the sign-in page, the static files and how a
+failure is shown. A failure is a page, never a traceback: a memmesh error with its own words and the
 status it names (a refusal by the team's policy is 403, an item that is not there 404), an
 unknown path 404, and anything unforeseen 500 with no detail (the page logs it).
 """
@@ -19,7 +19,7 @@ from starlette.staticfiles import StaticFiles
 
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.local.store import Store
-from memmesh.web import health, inbox, memory, team
+from memmesh.web import _review, health, inbox, memory, team
 from memmesh.web.security import Guard, csrf_token, same_token, set_cookie
 from memmesh.web.session import Session, session_of
 from memmesh.web.templating import Templates
@@ -43,6 +43,7 @@ def create_app(home_store: Store, *, token: str) -> Starlette:
         Mount("/static", StaticFiles(packages=[("memmesh.web", "static")]), name="static"),
         *memory.routes,
         *inbox.routes,
+        *_review.routes,
         *team.routes,
         *health.routes,
     ]

@@ -24,7 +24,13 @@ from memmesh.text import printable
 __all__ = ["SECTIONS", "Templates"]
 
 # The page's sections, in the order the navigation shows them: (path, title).
-SECTIONS = (("/", "Memory"), ("/inbox", "Inbox"), ("/team", "Team"), ("/health", "Health"))
+SECTIONS = (
+    ("/", "Memory"),
+    ("/inbox", "Inbox"),
+    ("/review", "Review"),
+    ("/team", "Team"),
+    ("/health", "Health"),
+)
 _NOTICE_MOST = 500
 
 
