@@ -15,14 +15,12 @@ say otherwise`` for the member's own), their text cut to :data:`FLAG_CHARS`
 (:func:`otherwise_line`).
 """
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memmesh._processes import start_detached
 from memmesh.agents.freshness import RETRY_S, WITHHELD, refresh_after
 from memmesh.local.teamcache import CachedItem, CacheState, refresh_running, withheld
 from memmesh.text import inert, printable
@@ -66,16 +64,7 @@ def needs_refresh(home: Path, state: CacheState, *, now: float | None = None) ->
 def start_refresh(home: Path) -> None:
     """Start `mem team cache refresh` for ``home`` in a process of its own session, detached
     from the hook's standard streams, and return at once. Raises ``OSError``."""
-    argv = [sys.executable, "-m", "memmesh", "--home", str(home.resolve())]
-    subprocess.Popen(
-        [*argv, "team", "cache", "refresh", "--background"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        env={**os.environ, "MEM_HOOK_REFRESH": "1"},
-    )
+    start_detached(home, "team", "cache", "refresh", "--background", env={"MEM_HOOK_REFRESH": "1"})
 
 
 def age_note(state: CacheState, *, now: float | None = None) -> str:

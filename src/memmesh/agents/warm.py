@@ -25,7 +25,6 @@ import contextlib
 import json
 import os
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,17 +110,9 @@ def stop(home: Path, *, timeout: float = 5.0) -> bool:
 def start(home: Path) -> None:
     """Start `mem hook warm` for ``home`` in a process of its own session, detached from the
     hook's streams, and return at once (a second server exits at once). Raises ``OSError``."""
-    import subprocess
+    from memmesh._processes import start_detached
 
-    argv = [sys.executable, "-m", "memmesh", "--home", str(home.expanduser().resolve())]
-    subprocess.Popen(
-        [*argv, "hook", "warm"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
+    start_detached(home, "hook", "warm")
 
 
 def serve(home: Path) -> bool:
