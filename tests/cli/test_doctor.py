@@ -234,16 +234,6 @@ linux_only = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def systemctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StandIn:
-    """A stand-in systemctl first on PATH: no test reaches a real user manager."""
-    tools = tmp_path / "tools"
-    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return StandIn(tools, "systemctl")
-
-
 @linux_only
 def test_with_no_service_installed_doctor_asks_no_service_manager(
     mem: MemRunner, systemctl: StandIn

@@ -19,31 +19,6 @@ from tests.service._standins import StandIn, requires_systemd_analyze, systemd_v
 MEM = str(Path(sys.executable).with_name("mem"))
 
 
-@pytest.fixture
-def tools(user_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The folder of the stand-ins, first on PATH; no session bus or runtime folder of the
-    developer's is reachable, and units go to the fake HOME's ~/.config."""
-    folder = tmp_path / "tools"
-    folder.mkdir()
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return folder
-
-
-@pytest.fixture
-def systemctl(tools: Path) -> StandIn:
-    return StandIn(tools, "systemctl")
-
-
-@pytest.fixture
-def units(user_home: Path) -> Path:
-    return user_home / ".config" / "systemd" / "user"
-
-
 def _tree(folder: Path) -> list[str]:
     """Every path below ``folder``, relative to it."""
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))

@@ -18,7 +18,6 @@ from tests.cli._output import error_line, json_error, json_of
 from tests.conftest import MemRunner
 from tests.service._standins import (
     StandIn,
-    isolated_environ,
     requires_systemd_analyze,
     systemd_verify,
 )
@@ -28,27 +27,6 @@ MEM = str(Path(sys.executable).with_name("mem"))
 linux_only = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="systemd user units are Linux's"
 )
-
-
-@pytest.fixture
-def tools(user_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The folder of the stand-ins, first on PATH, in an environment that reaches none of
-    the developer's session bus, runtime or configuration folders."""
-    folder = tmp_path / "tools"
-    for name, value in isolated_environ(user_home, folder).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return folder
-
-
-@pytest.fixture
-def systemctl(tools: Path) -> StandIn:
-    return StandIn(tools, "systemctl")
-
-
-@pytest.fixture
-def units(user_home: Path) -> Path:
-    return user_home / ".config" / "systemd" / "user"
 
 
 def _key(text: str, key: str) -> list[str]:
