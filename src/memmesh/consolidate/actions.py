@@ -21,7 +21,7 @@ import msgspec
 
 from memmesh.consolidate._tables import CONSOLIDATE_SCHEMA
 from memmesh.consolidate.plan import Plan
-from memmesh.local import InvalidInput, StoreError, Transaction
+from memmesh.local import InvalidInput, Item, NotActive, StoreError, Transaction
 from memmesh.local.merge import merge, unmerge
 from memmesh.local.store import Store
 
@@ -59,14 +59,19 @@ def apply(store: Store, plan: Plan, *, only: Collection[str] = KINDS) -> Applied
         raise InvalidInput(f"unknown kind of action {sorted(unknown)}; choose from {KINDS}")
     done: list[Entry] = []
     skipped: list[tuple[tuple[str, ...], str]] = []
-    steps: list[tuple[Action, tuple[str, ...], str]] = []
+    steps: list[tuple[Action, tuple[Item, ...], str]] = []
     if "duplicates" in only:
-        steps += [("merge", tuple(i.id for i in g.items), g.reason) for g in plan.duplicates]
+        steps += [("merge", g.items, g.reason) for g in plan.duplicates]
     if "decay" in only:
-        steps += [("archive", (a.item.id,), a.why) for a in plan.decay]
-    for action, item_ids, reason in steps:
+        steps += [("archive", (a.item,), a.why) for a in plan.decay]
+    for action, items, reason in steps:
+        item_ids = tuple(item.id for item in items)
         try:
             with _journaled(store) as tx:
+                changed = _changed(store, tx, items)
+                if changed is not None:
+                    skipped.append((item_ids, changed))
+                    continue
                 result = None
                 if action == "merge":
                     result = merge(store, item_ids, tx=tx).merged.id
@@ -80,11 +85,15 @@ def apply(store: Store, plan: Plan, *, only: Collection[str] = KINDS) -> Applied
 
 def resolve(store: Store, a: str, b: str, keep: Literal["a", "b", "both"]) -> Entry:
     """Settle the contradiction of items ``a`` and ``b`` (ids or unique prefixes): ``keep``
-    one, archiving the other, or ``both``, which is never raised again."""
+    one, archiving the other, or ``both``, which is never raised again. :class:`NotActive`
+    when either is no longer active."""
     with _journaled(store) as tx:
         first, second = store.get(a, tx=tx), store.get(b, tx=tx)
         if first.id == second.id:
             raise InvalidInput("a contradiction is between two different items")
+        for item in (first, second):  # settled already: undo that first, not archive both
+            if item.status != "active":
+                raise NotActive(item.id, item.status)
         if keep != "both":
             store.forget((second if keep == "a" else first).id, tx=tx)
         low, high = sorted((first.id, second.id))
@@ -137,6 +146,17 @@ def _journaled(store: Store) -> Iterator[Transaction]:
     store.migrate(CONSOLIDATE_SCHEMA)
     with store.transaction() as tx:
         yield tx
+
+
+def _changed(store: Store, tx: Transaction, items: tuple[Item, ...]) -> str | None:
+    """Why the action planned on ``items`` no longer holds (one was written since the plan
+    read it: reinforced, revised, forgotten...), or ``None``."""
+    now = store.items_by_id([item.id for item in items], tx=tx)
+    for item in items:
+        current = now.get(item.id)
+        if current is None or current.updated_at != item.updated_at:
+            return f"item {item.id} changed since the plan was made"
+    return None
 
 
 def _log(

@@ -322,14 +322,14 @@ def _ranked(
         for rank, (_, _, seq, _, _) in enumerate(kept[k:], start=k + 1)
     ]
     misses += [(dropped_why, judged[seq][1], rows[seq], None) for _, _, seq, _, _ in dropped]
-    # Would match, but outside the scope, or in it but not among the items allowed.
+    # Would match, but outside the scope, or in it but not among the items ``restrict`` allows.
     outside: _Judged = {}
     _judge(store, judge, wide, elsewhere, rows, now, outside)
     allowed = set(only) if only is not None else set()
     for seq, (reason, parts) in outside.items():
         if reason is None and rows[seq].project not in projects:
             misses.append(("out_of_scope", parts, rows[seq], None))
-        elif reason is None and only is not None and seq not in allowed:
+        elif reason is None and restrict is not None and seq not in allowed:
             misses.append(("withheld", parts, rows[seq], None))
     return hits, _explanation(judge, k, misses, now, explain)
 

@@ -3,9 +3,10 @@
 A merge is a revision of several items at once (:mod:`memmesh.local._revise` is the revision of
 one): a new item says the text of the item that earned most (the most reinforced; of equals,
 the newest), or a text the caller gives, and supersedes every one of them. It keeps every
-author (the kept item's as its author, the others' as ``coauthors``), every tag, and the
-track record they earned together: their reinforcements added, and their outcome counts, each
-faded to now, added. The journal logs a ``merge`` event for each item merged, naming the new
+author (the kept item's as its author, the others' as ``coauthors``), every tag, the dates
+they hold between (from the earliest start to the latest end; open where one of them is), and
+the track record they earned together: their reinforcements added, and their outcome counts,
+each faded to now, added. The journal logs a ``merge`` event for each item merged, naming the new
 one, which :func:`unmerge` reads to take the merge back: the items merged are active again as
 they were, and the merged item is archived, kept as history.
 
@@ -68,7 +69,7 @@ def merge(
             reinforcements=sum(item.reinforcements for item in items) + len(items) - 1,
             worked=sum(item.worked for item in items), failed=sum(item.failed for item in items),
             partial=sum(item.partial for item in items), outcomes_at=now,
-            coauthors=json.dumps(coauthors),
+            coauthors=json.dumps(coauthors), **_span(items),
         )  # fmt: skip
         for item in items:
             change(conn, item.id, now, status="superseded", superseded_by=merged)
@@ -91,8 +92,9 @@ def merged_from(conn: sqlite3.Connection, merged_id: str) -> list[str]:
 
 def unmerge(store: Store, merged_id: str, *, tx: Transaction | None = None) -> Merged:
     """Take a merge back: the items merged into ``merged_id`` (an id or unique prefix) are
-    active again, and it is archived. :class:`InvalidInput` when it was not made by a merge or
-    is no longer active (revised or forgotten since: take that back first)."""
+    active again, and it is archived. :class:`InvalidInput` when it was not made by a merge,
+    :class:`NotActive` when it is no longer active (revised, forgotten or taken back since:
+    take that back first)."""
     with _writing(store, tx) as conn:
         now = store.clock()
         item = find(conn, merged_id, now)
@@ -115,6 +117,16 @@ def unmerge(store: Store, merged_id: str, *, tx: Transaction | None = None) -> M
             merged=one(conn, "id = ?", item.id, now),
             sources=tuple(one(conn, "id = ?", source, now) for source in sources),
         )
+
+
+def _span(items: list[Item]) -> dict[str, float | None]:
+    """The dates the merged ``items`` hold between, together."""
+    starts = [item.valid_from for item in items if item.valid_from is not None]
+    ends = [item.valid_until for item in items if item.valid_until is not None]
+    return {
+        "valid_from": min(starts) if len(starts) == len(items) else None,
+        "valid_until": max(ends) if len(ends) == len(items) else None,
+    }
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ does, as a new item).
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from memmesh.local._db import Transaction, connection_of
 from memmesh.local._rows import next_rev
@@ -38,13 +38,22 @@ def parse_date(text: str, *, end_of_day: bool = False) -> float:
     clean = text.strip()
     try:
         moment = datetime.fromisoformat(clean)
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        if end_of_day and _date_alone(clean):  # through its last second
+            moment += timedelta(days=1)
+        return moment.timestamp()
+    except (ValueError, OverflowError):  # the day after 9999-12-31 is no date either
         raise InvalidInput(f"{text!r} is not a date; give {_FORMS}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    if end_of_day and len(clean) == 10:  # a date alone: through its last second
-        moment += timedelta(days=1)
-    return moment.timestamp()
+
+
+def _date_alone(text: str) -> bool:
+    """Whether ``text`` is a date without a time (``2026-12-20``, or ``20261220``)."""
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def in_force(valid_from: float | None, valid_until: float | None, at: float) -> bool:
