@@ -24,6 +24,12 @@ before it is stored. With ``$MEM_EXTRACT_COMMAND`` set, that program is also giv
 transcript as JSON on standard input and its candidates (``[{"text", "kind"?, "line"?}]``
 on standard output) are added; past :data:`EXTRACT_TIMEOUT_S`, or on bad output, the file
 reports the error and the rule-based candidates still go in.
+
+A gotcha fixed by editing files is anchored to them (:mod:`memmesh.local.anchors`: whole
+files, as they are when the transcript is read; the first :data:`MAX_ANCHORED`), so that the
+item it becomes may be said stale once they change: each file as the transcript names it,
+absolute or relative to the session's working folder. A file that is gone, outside any git
+repository or not text is left out, never an error.
 """
 
 import json
@@ -31,13 +37,15 @@ import os
 import re
 import shlex
 import subprocess
-from pathlib import Path
+from collections.abc import Iterable
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memmesh.agents import _claude_log, _codex_log
 from memmesh.agents._jsonl import Record, Session, Skipped, Step, read_records
 from memmesh.agents.errors import TranscriptUnreadable
 from memmesh.local import inbox
+from memmesh.local.anchors import Anchor, anchor_file, parse_about
 from memmesh.local.errors import InboxFull, InvalidInput
 from memmesh.local.items import KINDS, check_name
 from memmesh.policy.redaction import redact_text
@@ -48,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLIENTS",
     "EXTRACT_TIMEOUT_S",
+    "MAX_ANCHORED",
     "MAX_FIXES",
     "Found",
     "Report",
@@ -59,6 +68,7 @@ __all__ = [
 CLIENTS = {"claude": "Claude Code", "codex": "Codex"}
 EXTRACT_TIMEOUT_S = 10.0
 MAX_FIXES = 3
+MAX_ANCHORED = 4  # files a candidate is anchored to: a fix spread wider says little of each
 _MAX_SENTENCE = 300
 _MAX_COMMAND = 200
 _MAX_ERROR = 120
@@ -87,11 +97,13 @@ _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 class Found(NamedTuple):
-    """A candidate a rule (or the extract command) found: its line, kind and text."""
+    """A candidate a rule (or the extract command) found: its line, kind and text, and the
+    files the steps it was built from edited, as the transcript names them."""
 
     line: int | None
     kind: str
     text: str
+    files: tuple[str, ...] = ()
 
 
 class Report(NamedTuple):
@@ -183,6 +195,7 @@ class _Failure(NamedTuple):
     command: str
     error: str
     fixes: list[str]
+    edited: list[str]  # the edit steps' texts
 
 
 def _commands(steps: list[Step], cwd: str) -> list[Found]:
@@ -196,6 +209,7 @@ def _commands(steps: list[Step], cwd: str) -> list[Found]:
         if step.what == "edit":
             for pending in failing.values():
                 pending.fixes.append(f"editing {_relative(step.text, cwd)}")
+                pending.edited.append(step.text)
             continue
         command = calls.pop(step.call_id, "") if step.what == "result" else ""
         if not command or "\n" in command or len(command) > _MAX_COMMAND:
@@ -203,7 +217,7 @@ def _commands(steps: list[Step], cwd: str) -> list[Found]:
         key = _key(command)
         if step.failed:
             if key:
-                failing[key] = _Failure(command, _short_error(step.text), [])
+                failing[key] = _Failure(command, _short_error(step.text), [], [])
             continue
         failure = failing.pop(key) if key in failing else None
         for other in failing.values():
@@ -215,8 +229,37 @@ def _commands(steps: list[Step], cwd: str) -> list[Found]:
             out.append(Found(step.line, "command", text))
         elif 0 < len(fixes := list(dict.fromkeys(failure.fixes))) <= MAX_FIXES:
             text = f"`{command}` fails with {failure.error}; fixed by {', then '.join(fixes)}"
-            out.append(Found(step.line, "gotcha", text))
+            out.append(Found(step.line, "gotcha", text, tuple(failure.edited)))
     return out
+
+
+def _files_named(edited: Iterable[str]) -> list[str]:
+    """The files edit steps name, each once: a step's whole text, then (a Codex patch joins
+    the files it changed with ", ") each part of it; a name that is no file is left out later."""
+    names: list[str] = []
+    for text in edited:
+        names += [text, *text.split(", ")] if ", " in text else [text]
+    return list(dict.fromkeys(names))
+
+
+def _anchored(edited: Iterable[str], cwd: str, now: float) -> tuple[Anchor, ...]:
+    """Whole-file anchors of the first :data:`MAX_ANCHORED` files of git repositories that
+    the edit steps ``edited`` name (absolute, or relative to the session's folder ``cwd``)."""
+    out: dict[tuple[str, str], Anchor] = {}
+    for name in _files_named(edited):
+        if len(out) == MAX_ANCHORED:
+            break
+        if not (cwd or PurePath(name).is_absolute()):
+            continue  # relative to no folder known: never to the one `mem` runs in
+        # The transcript names what it likes (a file unreadable, a loop of links, a NUL): any
+        # of them is no anchor. A name ending ":N" is read as lines; it is left out too.
+        try:
+            repo, path, first, _ = parse_about(name, Path(cwd))
+            if not first:
+                out.setdefault((str(repo), path), anchor_file(repo, path, 0, 0, now))
+        except (InvalidInput, OSError, RuntimeError, ValueError):
+            continue
+    return tuple(out.values())
 
 
 def _parse(client: str, path: Path) -> tuple[list[Record], Session, list[Skipped]]:
@@ -313,8 +356,18 @@ def propose_transcript(
     project = _project_of(session.cwd) if project is None else project
     context = _context(session, project)
     source = str(path.resolve())
+    now = store.clock()
     proposals = [
-        inbox.Proposal(f.text, f.kind, project, source, f.line, session.session_id, context)
+        inbox.Proposal(
+            f.text,
+            f.kind,
+            project,
+            source,
+            f.line,
+            session.session_id,
+            context,
+            _anchored(f.files, session.cwd, now),
+        )
         for f in _once(found)
     ]
     try:

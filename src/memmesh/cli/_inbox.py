@@ -16,6 +16,7 @@ from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.inbox_review import (
     EMPTY,
+    about_of,
     accepted_line,
     accepted_summary,
     project_for,
@@ -105,7 +106,10 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 def _line(candidate: "Candidate", shown: str) -> str:
     project = candidate.project or "default project"
     head = f"{shown}  [{candidate.kind}, {project}]  {printable(source_of(candidate)) or '-'}"
-    return head + "".join(f"\n    {printable(line)}" for line in candidate.text.split("\n"))
+    lines = [printable(line) for line in candidate.text.split("\n")]
+    if about := about_of(candidate):
+        lines.append(f"about: {printable(about)}")
+    return head + "".join(f"\n    {line}" for line in lines)
 
 
 def _shown(store: "Store", candidates: list["Candidate"]) -> dict[str, str]:

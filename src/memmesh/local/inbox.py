@@ -3,9 +3,10 @@
 A candidate (proposed from a notes file, :mod:`memmesh.agents.notes`) has an id like an
 item's (a ULID, shown and found by prefix as items are: :mod:`memmesh.local.ids`), its text,
 a proposed kind and project (``""``: the default project when it is accepted), where it came
-from (file, line, session, and the heading it sat under) and a status: pending until the
-member accepts it (it becomes an ordinary private item through the store's novelty gate, and
-the candidate keeps that item's id) or rejects it.
+from (file, line, session, and the heading it sat under), the files it speaks of (``about``:
+anchors taken when it was proposed, :mod:`memmesh.local.anchors`) and a status: pending until
+the member accepts it (it becomes an ordinary private item through the store's novelty gate,
+with those anchors, and the candidate keeps that item's id) or rejects it.
 
 Its text is redacted before it is stored: every function here that stores text takes the
 redactor (:func:`memmesh.policy.redact_text`, which this layer cannot import) as a required
@@ -15,16 +16,18 @@ pending one, or the decision taken on it. At most :data:`MAX_PENDING` candidates
 """
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
-from memmesh.local import _lookup
+from memmesh.local import _lookup, anchors
 from memmesh.local._db import Transaction, connection_of
 from memmesh.local._lookup import duplicate_of, first_words, id_range
 from memmesh.local._rows import content_hash
+from memmesh.local.anchors import Anchor
 from memmesh.local.errors import (
     AmbiguousId,
     CandidateNotFound,
@@ -61,7 +64,7 @@ MAX_DECIDED = 10_000
 _CANDIDATES = 10  # the most an ambiguous prefix lists
 _COLUMNS = (
     "id, text, kind, project, source_path, source_line, session_id, context, created_at, "
-    "status, item_id, decided_at"
+    "status, item_id, decided_at, about"
 )
 
 Redactor = Callable[[str], tuple[str, tuple[str, ...]]]
@@ -84,17 +87,21 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     status: str  # pending, accepted or rejected
     item_id: str | None  # the item it became, once accepted
     decided_at: float | None
+    about: tuple[Anchor, ...] = ()  # the anchors its item gets, taken when it was proposed
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` shape: ISO 8601 times."""
+        """The ``--json`` shape: ISO 8601 times, and the files it is about as paths alone
+        (``PATH`` or ``PATH:N-M``: the repository's folder never leaves the store)."""
         data = msgspec.structs.asdict(self)
         data["created_at"] = iso(self.created_at)
         data["decided_at"] = None if self.decided_at is None else iso(self.decided_at)
+        data["about"] = [anchor.shown for anchor in self.about]
         return data
 
 
 class Proposal(NamedTuple):
-    """What a reader of notes proposes: text (not yet redacted), kind, project, source."""
+    """What a reader of notes proposes: text (not yet redacted), kind, project, source, and
+    the anchors its item will get (``about``)."""
 
     text: str
     kind: str
@@ -103,6 +110,7 @@ class Proposal(NamedTuple):
     source_line: int | None = None
     session_id: str = ""
     context: str = ""
+    about: tuple[Anchor, ...] = ()
 
 
 class Proposed(NamedTuple):
@@ -128,8 +136,23 @@ def _candidate(row: Sequence[Any]) -> Candidate:
     return Candidate(
         id=row[0], text=row[1], kind=row[2], project=row[3], source_path=row[4],
         source_line=row[5], session_id=row[6], context=row[7], created_at=row[8],
-        status=row[9], item_id=row[10], decided_at=row[11],
+        status=row[9], item_id=row[10], decided_at=row[11], about=_about_of(row[12]),
     )  # fmt: skip
+
+
+def _about_json(about: Iterable[Anchor]) -> str:
+    """``about`` as the inbox keeps it: a JSON list of each anchor's fields, hashes in hex."""
+    return json.dumps(
+        [{**msgspec.structs.asdict(a), "line_hashes": a.line_hashes.hex()} for a in about]
+    )
+
+
+def _about_of(stored: str) -> tuple[Anchor, ...]:
+    """The anchors :func:`_about_json` kept."""
+    return tuple(
+        Anchor(**{**fields, "line_hashes": bytes.fromhex(fields["line_hashes"])})
+        for fields in json.loads(stored)
+    )
 
 
 def _project(project: str) -> str:
@@ -162,11 +185,12 @@ def propose(store: "Store", proposals: Iterable[Proposal], *, redact: Redactor) 
                 continue
             row = conn.execute(
                 f"INSERT INTO inbox (id, text, kind, project, source_path, source_line, "
-                f"session_id, context, created_at, content_hash) "
-                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
+                f"session_id, context, created_at, content_hash, about) "
+                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
                 (
                     new_id(now), clean, proposal.kind, proposal.project, proposal.source_path,
                     proposal.source_line, proposal.session_id, proposal.context, now, digest,
+                    _about_json(proposal.about),
                 ),
             ).fetchone()  # fmt: skip
             out.append(Proposed("proposed", _candidate(row), detectors))
@@ -283,15 +307,17 @@ def accept(
 ) -> tuple[Candidate, Item, "Remembered"]:
     """Remember a pending candidate's text as an ordinary private item of ``project`` (its
     ``kind``, else the proposed one), through the novelty gate: a fact the store knows is
-    reinforced. The candidate is marked accepted with the item's id."""
+    reinforced. The item gets the candidate's anchors, as they were taken when it was
+    proposed. The candidate is marked accepted with the item's id."""
     candidate = _pending_one(store, candidate_id)
-    # One transaction: a kill, or another process deciding first, leaves no item behind for a
-    # candidate still pending, so a retry remembers it once.
+    # One transaction: a kill, or another process deciding first, leaves no item (nor its
+    # anchors) behind for a candidate still pending, so a retry remembers it once.
     with store.transaction() as tx:
         item, remembered = store.remember(
             candidate.text, kind=kind or candidate.kind, project=check_name(project, "project"),
             tx=tx,
         )  # fmt: skip
+        anchors.save(tx, item.id, candidate.about)
         return _decide(store, candidate, "accepted", item.id, tx), item, remembered
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMPTY",
+    "about_of",
     "accepted_line",
     "accepted_summary",
     "project_for",
@@ -55,6 +56,12 @@ def source_of(candidate: "Candidate") -> str:
     where = f"{path}:{candidate.source_line}" if candidate.source_line else path
     context = f" ({candidate.context})" if candidate.context else ""
     return where + context
+
+
+def about_of(candidate: "Candidate") -> str:
+    """The files ``candidate`` is about, as its item will be anchored to them: ``src/app.py,
+    src/db.py`` (from each repository's top); ``""`` for none."""
+    return ", ".join(anchor.shown for anchor in candidate.about)
 
 
 def secrets_named(detectors: Sequence[str]) -> str:

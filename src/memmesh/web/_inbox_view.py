@@ -1,13 +1,13 @@
 """How the inbox section shows a candidate: its id as `mem inbox` shows it, and where it came
 from in words (the agent's transcript or the notes file, its line, the heading or first
-request it sat under, the session)."""
+request it sat under, the session), and the files it is about."""
 
 from pathlib import PurePath
 from typing import NamedTuple
 
 from memmesh.local import inbox
 from memmesh.local.inbox import Candidate
-from memmesh.local.inbox_review import relative_path
+from memmesh.local.inbox_review import about_of, relative_path
 from memmesh.local.store import Store
 
 __all__ = ["Shown", "shown_candidates"]
@@ -22,6 +22,7 @@ class Shown(NamedTuple):
     file: str  # the file's name
     path: str  # where the file is, relative to where `mem ui` runs when below it (as `mem inbox`)
     item_shown: str  # the item an accepted candidate became, as `mem` shows its id
+    about: str  # the files its item will be anchored to, as `mem inbox` says: "src/app.py"
 
 
 def shown_candidates(store: Store, candidates: list[Candidate]) -> list[Shown]:
@@ -37,6 +38,7 @@ def shown_candidates(store: Store, candidates: list[Candidate]) -> list[Shown]:
             file=PurePath(c.source_path).name if c.source_path else "",
             path=relative_path(c.source_path),
             item_shown=item_short.get(c.item_id, c.item_id) if c.item_id else "",
+            about=about_of(c),
         )
         for c in candidates
     ]
