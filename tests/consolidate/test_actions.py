@@ -312,6 +312,7 @@ def test_a_merge_refused_inside_its_transaction_is_skipped_leaving_no_journal_en
 def test_a_journal_entry_that_cannot_be_written_takes_its_action_back_with_it(
     store: Store, found: Found
 ) -> None:
+    assert history(store) == []  # the journal's table is made
     with store.transaction() as tx:  # the audit journal refuses every new entry
         tx.execute(
             "CREATE TRIGGER no_entries BEFORE INSERT ON consolidate_log "

@@ -20,6 +20,7 @@ from memmesh.local.anchors import (
     save,
     staleness,
 )
+from memmesh.local.merge import merge
 from memmesh.local.store import Store
 
 NOW = 1_700_000_000.0
@@ -240,3 +241,25 @@ def test_the_repositorys_folder_is_never_in_what_is_shown(store: Store, repo: Pa
         assert str(repo) not in shown
         assert repo.name not in shown
         assert [s.path for s in found[item.id]] == ["src/app.py", "src/app.py:3-10"]
+
+
+def test_a_revision_and_a_merge_keep_the_anchors_and_a_purge_drops_them(
+    store: Store, repo: Path
+) -> None:
+    item, _ = store.remember("step_5 multiplies by five and adds twenty-five")
+    other, _ = store.remember("step_6 multiplies by six and adds thirty-six, in the pipeline")
+    with store.transaction() as tx:
+        save(tx, item.id, [_anchor(repo)])
+        save(tx, other.id, [_anchor(repo, "src/app.py")])
+
+    _, revised = store.revise(item.id, "step_5 multiplies its value by 5, then adds 25")
+    merged = merge(store, [revised.id, other.id]).merged
+
+    with store.read() as tx:
+        held = anchors_of(connection_of(tx), [revised.id, merged.id])
+    assert [a.shown for a in held[revised.id]] == ["src/app.py:3-10"]
+    assert sorted(a.shown for a in held[merged.id]) == ["src/app.py", "src/app.py:3-10"]
+
+    store.purge(merged.id)
+    with store.read() as tx:
+        assert anchors_of(connection_of(tx), [merged.id]) == {}

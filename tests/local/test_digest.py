@@ -101,7 +101,9 @@ def test_each_list_reads_a_bounded_number_of_rows_through_its_index(store: Store
 def test_the_preferences_query_uses_its_partial_index(store: Store) -> None:
     connection = sqlite3.connect(store.path)
     try:
-        plan = [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {PREFERENCES_SQL}", (0, 5))]
+        plan = [
+            row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {PREFERENCES_SQL}", (0, 5))
+        ]
     finally:
         connection.close()
     assert plan == ["SCAN items USING INDEX items_preferences"]

@@ -137,6 +137,16 @@ def test_the_dates_are_kept_on_the_item(timed: Store, clock: FakeClock) -> None:
     assert held.to_dict()["valid_until"] == "2023-11-15T22:13:20+00:00"
 
 
+def test_a_revision_holds_between_the_same_dates(timed: Store, clock: FakeClock) -> None:
+    item, _ = timed.remember(WEBHOOKS)
+    with timed.transaction() as tx:
+        set_validity(tx, item.id, None, clock.now + DAY, clock.now)
+
+    _, new = timed.revise(item.id, WEBHOOKS + ", then dropped")
+
+    assert (new.valid_from, new.valid_until) == (None, clock.now + DAY)
+
+
 def _remembered_holding(store: Store, start: float, until: float) -> None:
     """Remember an item holding from ``start`` until ``until``, in one transaction."""
     with store.transaction() as tx:

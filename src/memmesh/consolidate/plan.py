@@ -22,7 +22,6 @@ from collections.abc import Iterable
 
 import msgspec
 
-from memmesh.consolidate._tables import CONSOLIDATE_SCHEMA
 from memmesh.consolidate.conflicts import Statement, classify_statements
 from memmesh.local import Item
 from memmesh.local.aging import Aged, aged
@@ -43,6 +42,7 @@ __all__ = [
 ]
 
 DEFAULT_HALF_LIFE_DAYS = 90.0
+_HAS_PAIRS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'consolidate_pairs'"
 MIN_CLOSENESS = 3.0
 
 
@@ -90,7 +90,6 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
 def plan(store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> Plan:
     """What consolidation finds in ``store`` now (see the module's notes)."""
     started = time.perf_counter()
-    store.migrate(CONSOLIDATE_SCHEMA)
     median, spread = store.embedder.unrelated
     pairs = near_pairs(store, floor=median + MIN_CLOSENESS * spread)
     statements: dict[str, Statement] = {}
@@ -124,9 +123,11 @@ def plan(store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> Pla
 
 
 def resolved_pairs(store: Store) -> set[tuple[str, str]]:
-    """The contradictions their owner kept as both, each as (smaller id, larger id)."""
-    store.migrate(CONSOLIDATE_SCHEMA)
+    """The contradictions their owner kept as both, each as (smaller id, larger id); none
+    before consolidation first wrote its tables (a report writes nothing, not even them)."""
     with store.read() as tx:
+        if not tx.execute(_HAS_PAIRS).fetchone():
+            return set()
         rows = tx.execute("SELECT a, b FROM consolidate_pairs WHERE kept = 'both'").fetchall()
     return {(str(a), str(b)) for a, b in rows}
 

@@ -1,8 +1,9 @@
 """A revision: a new item that supersedes an active one and takes over its track record.
 
-The new version keeps the old one's kind, project, tags and author, and what the old one
-earned: its reinforcements and its outcome counts, as stored with the time they were last
-counted, so that they go on fading as before. Teammates' tallies stay with the version they
+The new version keeps the old one's kind, project, tags and author, the dates it holds
+between and the files it is anchored to, and what the old one earned: its reinforcements and
+its outcome counts, as stored with the time they were last counted, so that they go on fading
+as before. Teammates' tallies stay with the version they
 were given (:mod:`memmesh.local.tallies`): they speak of that text. :func:`revise` runs inside
 the caller's write transaction, so a kill leaves the old item as it was or the whole revision.
 """
@@ -10,7 +11,7 @@ the caller's write transaction, so a kill leaves the old item as it was or the w
 import sqlite3
 
 from memmesh.embed import Vectors
-from memmesh.local import journal
+from memmesh.local import anchors, journal
 from memmesh.local._lookup import active
 from memmesh.local._rows import Content, change, insert, one, raw_outcomes
 from memmesh.local.errors import InvalidInput
@@ -33,7 +34,9 @@ def revise(
     insert(conn, content, now, supersedes=old.id)
     worked, failed, partial, counted_at = raw_outcomes(conn, old.id)
     record = {"worked": worked, "failed": failed, "partial": partial, "outcomes_at": counted_at}
-    change(conn, new, now, reinforcements=old.reinforcements, **record)
+    change(conn, new, now, reinforcements=old.reinforcements, valid_from=old.valid_from,
+           valid_until=old.valid_until, **record)  # fmt: skip
+    anchors.carry(conn, [old.id], new)
     change(conn, old.id, now, status="superseded", superseded_by=new)
     journal.log(conn, now, "revise", old.id, new_id=new)
     return one(conn, "id = ?", old.id, now), one(conn, "id = ?", new, now)

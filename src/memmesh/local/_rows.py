@@ -194,12 +194,15 @@ def _columns(content: Content) -> tuple[str, str, str, str, str, str]:
 
 
 def erase(conn: sqlite3.Connection, item_id: str, dim: int, now: float) -> bool:
-    """Blank an item's text, tags and vector, leaving an archived husk; whether it had any."""
+    """Blank an item's text, tags and vector, leaving an archived husk, and drop what was kept
+    beside it (the files it was anchored to, when a recall last gave it); whether it had any."""
     cursor = conn.execute(
         "UPDATE items SET text = '', tags = '[]', vector = ?, status = 'archived', "
         "content_hash = '', updated_at = ?, rev = ? WHERE id = ? AND text != ''",
         (bytes(dim * 4), now, next_rev(conn), item_id),
     )
+    for table in ("item_anchors", "item_recalls"):
+        conn.execute(f"DELETE FROM {table} WHERE item_id = ?", (item_id,))
     return cursor.rowcount > 0
 
 

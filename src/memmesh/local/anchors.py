@@ -38,6 +38,7 @@ __all__ = [
     "Staleness",
     "anchor_file",
     "anchors_of",
+    "carry",
     "check",
     "note",
     "parse_about",
@@ -157,6 +158,18 @@ def save(tx: Transaction, item_id: str, anchors: Iterable[Anchor]) -> None:
         [(item_id, a.path, a.first_line, a.last_line, a.repo, a.digest, a.line_hashes,
           a.anchored_at) for a in anchors],
     )  # fmt: skip
+
+
+def carry(tx: "sqlite3.Connection | Transaction", sources: Iterable[str], to: str) -> None:
+    """Give item ``to`` the anchors of ``sources`` as they were taken (a revision, a merge:
+    the new version speaks of the same code), inside the caller's transaction."""
+    wanted = list(dict.fromkeys(sources))
+    columns = "path, first_line, last_line, repo, digest, line_hashes, anchored_at"
+    tx.execute(
+        f"INSERT OR IGNORE INTO item_anchors (item_id, {columns}) SELECT ?, {columns} "
+        f"FROM item_anchors WHERE item_id IN ({', '.join('?' * len(wanted))})",
+        (to, *wanted),
+    )
 
 
 def anchors_of(

@@ -4,7 +4,8 @@ A merge is a revision of several items at once (:mod:`memmesh.local._revise` is 
 one): a new item says the text of the item that earned most (the most reinforced; of equals,
 the newest), or a text the caller gives, and supersedes every one of them. It keeps every
 author (the kept item's as its author, the others' as ``coauthors``), every tag, the dates
-they hold between (from the earliest start to the latest end; open where one of them is), and
+they hold between (from the earliest start to the latest end; open where one of them is), the
+files any of them is anchored to, and
 the track record they earned together: their reinforcements added, and their outcome counts,
 each faded to now, added. The journal logs a ``merge`` event for each item merged, naming the new
 one, which :func:`unmerge` reads to take the merge back: the items merged are active again as
@@ -21,7 +22,7 @@ from collections.abc import Iterator, Sequence
 import msgspec
 import numpy as np
 
-from memmesh.local import journal
+from memmesh.local import anchors, journal
 from memmesh.local._db import Transaction, connection_of
 from memmesh.local._lookup import active, find
 from memmesh.local._rows import Content, change, insert, one, vector_bytes
@@ -71,6 +72,7 @@ def merge(
             partial=sum(item.partial for item in items), outcomes_at=now,
             coauthors=json.dumps(coauthors), **_span(items),
         )  # fmt: skip
+        anchors.carry(conn, [item.id for item in items], merged)
         for item in items:
             change(conn, item.id, now, status="superseded", superseded_by=merged)
             journal.log(conn, now, "merge", item.id, new_id=merged)
