@@ -46,10 +46,10 @@ import msgspec
 import numpy as np
 
 from _common import table
+from memmesh.consolidate.corroborate import RULE, Rule, Statement, corroborating_groups, same_fact
 from memmesh.embed import EmbedderUnavailable, get_embedder
 from memmesh.embed.base import Embedder
 from memmesh.local.items import GLOBAL
-from memmesh.consolidate.corroborate import RULE, Rule, Statement, corroborating_groups, same_fact
 from memmesh.team.rank import QueryTerms, team_score
 from team_recall import SEED, Corpus  # the team benchmark's generator of related memories
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from memmesh.consolidate.corroborate import Statement, corroborating_groups, same_fact
 from memmesh.embed import HashingEmbedder
 from memmesh.registry import Envelope
-from memmesh.consolidate.corroborate import Statement, corroborating_groups, same_fact
 from memmesh.team.recall import TeamAnswer
 from tests.team._team import (
     NOWHERE,
