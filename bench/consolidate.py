@@ -28,7 +28,7 @@ from memmesh.local.aging import aged
 from memmesh.local.neighbors import near_pairs
 from memmesh.local.store import Store
 
-FLOOR_S = {1_000: 2.0, 10_000: 10.0, 100_000: 300.0}
+FLOOR_S = {1_000: 2.0, 10_000: 10.0, 100_000: 120.0}
 
 
 def _digest(path: Path) -> str:
