@@ -1,7 +1,9 @@
 """`mem consolidate` and `mem resolve`, run for real: what they report, what --apply does,
 the journal, taking an action back, and bad input changing nothing."""
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.cli._output import error_line, json_of
@@ -168,3 +170,57 @@ def test_the_session_brief_says_what_the_last_recorded_run_left_to_tidy(mem: Mem
     brief = mem("hook", "brief", "--project", "global").stdout
     assert brief.rstrip().endswith("memory to tidy: 1 contradiction (`mem consolidate`)")
     assert len(brief.rstrip()) <= 600
+
+
+VAULT = "deploy secrets live in Vault"
+MANAGER = "deploy secrets live in AWS Secrets Manager"
+# A judge that finds what the word rules let pass (a shared word, "secrets", splits the second
+# name): it says two texts about where secrets live contradict, and keeps what it was given.
+JUDGE = """
+import json, sys
+given = json.load(sys.stdin)
+open(sys.argv[1], "w").write(json.dumps(given))
+print(json.dumps([
+    {"id": p["id"], "relation": "contradicts", "reason": "one vault, not two"}
+    for p in given["pairs"] if "secrets" in p["a"]["text"] and "secrets" in p["b"]["text"]
+]))
+"""
+
+
+def test_the_judge_command_has_the_last_word_on_the_pairs_the_rules_let_pass(
+    mem: MemRunner, tmp_path: Path
+) -> None:
+    _remember(mem, VAULT)
+    _remember(mem, MANAGER, author="bob")
+    alone = json_of(mem("consolidate", "--json"))
+    assert alone["contradictions"] == []
+    assert len(alone["duplicates"]) == 1  # the words and the cosine take them for one
+    judge = tmp_path / "judge.py"
+    judge.write_text(JUDGE)
+    seen = tmp_path / "seen.json"
+    command = f"{sys.executable} {judge} {seen}"
+
+    report = json_of(mem("consolidate", "--json", env={"MEM_JUDGE_COMMAND": command}))
+
+    (found,) = report["contradictions"]
+    assert report["duplicates"] == []
+    assert {found["a_text"], found["b_text"]} == {VAULT, MANAGER}
+    assert found["reason"] == "one vault, not two"
+    (pair,) = json.loads(seen.read_text())["pairs"]
+    assert {pair["a"]["author"], pair["b"]["author"]} == {"ada", "bob"}
+
+
+def test_a_judge_that_fails_leaves_the_rules_verdicts_and_says_why(mem: MemRunner) -> None:
+    _remember(mem, REDIS)
+    _remember(mem, POSTGRES)
+    _remember(mem, VAULT)
+    _remember(mem, MANAGER)
+    broken = f"{sys.executable} -c \"print('not json')\""
+
+    result = mem("consolidate", "--json", env={"MEM_JUDGE_COMMAND": broken})
+
+    assert result.returncode == 0
+    assert len(json.loads(result.stdout)["contradictions"]) == 1
+    warning = json.loads(result.stderr)
+    assert warning["code"] == "judge_failed"
+    assert "did not print JSON" in warning["warning"]

@@ -32,15 +32,13 @@ absolute or relative to the session's working folder. A file that is gone, outsi
 repository or not text is left out, never an error.
 """
 
-import json
 import os
 import re
-import shlex
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from memmesh._json_command import run_json
 from memmesh.agents import _claude_log, _codex_log
 from memmesh.agents._jsonl import Record, Session, Skipped, Step, read_records
 from memmesh.agents.errors import TranscriptUnreadable
@@ -279,21 +277,7 @@ def _extract(
         "client": client, "path": str(path), "session_id": session.session_id,
         "cwd": session.cwd, "records": [{"line": r.line, "data": r.data} for r in records],
     }  # fmt: skip
-    try:
-        done = subprocess.run(
-            shlex.split(command), input=json.dumps(data).encode(), capture_output=True,
-            timeout=limit, check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise ValueError(f"gave no answer within {limit:g} s") from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"could not be run ({exc})") from None
-    if done.returncode != 0:
-        raise ValueError(f"exited with status {done.returncode}")
-    try:
-        answer: Any = json.loads(done.stdout)
-    except ValueError:
-        raise ValueError("did not print a JSON list") from None
+    answer = run_json(command, data, limit)
     if not isinstance(answer, list):
         raise ValueError("did not print a JSON list")
     out: list[Found] = []

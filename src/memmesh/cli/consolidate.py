@@ -97,7 +97,7 @@ def _consolidate(args: argparse.Namespace) -> int:
                 args, {"undone": _entry_json(entry)}, f"took back {entry.id}: {_entry_text(entry)}"
             )
             return ExitCode.OK
-        found = plan(store, half_life_days=float(args.half_life))
+        found = plan(store, half_life_days=float(args.half_life), judge=True)
         applied = (
             apply(store, found, only=args.only or ("duplicates", "decay")) if args.apply else None
         )
@@ -107,6 +107,7 @@ def _consolidate(args: argparse.Namespace) -> int:
             from memmesh.consolidate.runs import record
 
             record(home_of(args), found, applied, now=store.clock())
+    warn(found.judge_error, "judge_failed")
     emit(args, _plan_json(found, applied), _plan_text(found, applied))
     return ExitCode.OK
 

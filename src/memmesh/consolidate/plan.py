@@ -12,6 +12,11 @@
 * **Stale** - items anchored to a file that has changed enough since
   (:mod:`memmesh.local.anchors`): listed for their owner, never changed.
 
+With ``MEM_JUDGE_COMMAND`` set, `mem consolidate` also puts the near pairs the rules call
+duplicates or compatible to the member's own model (:mod:`memmesh.consolidate.judge`), whose
+verdict on a pair replaces the rules': it confirms a merge or holds it back, and finds the
+contradictions words miss. The rules' contradictions stand as they are.
+
 Pairs are read among the items near each other (:func:`memmesh.local.neighbors.near_pairs`):
 a cosine at :data:`MIN_CLOSENESS` spreads above what unrelated texts get from the store's
 embedder, which every restatement and contradiction of ``bench/data/pairs.json`` reaches.
@@ -22,11 +27,12 @@ from collections.abc import Iterable
 
 import msgspec
 
-from memmesh.consolidate.conflicts import Statement, classify_statements
+from memmesh.consolidate.conflicts import Statement, Verdict, classify_statements
+from memmesh.consolidate.judge import judged
 from memmesh.local import Item
 from memmesh.local.aging import Aged, aged
 from memmesh.local.anchors import Staleness, staleness
-from memmesh.local.neighbors import near_pairs
+from memmesh.local.neighbors import NearPair, near_pairs
 from memmesh.local.store import Store
 
 __all__ = [
@@ -80,6 +86,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     stale: tuple[Stale, ...]
     compared: int
     seconds: float
+    # What went wrong with the member's judge command (memmesh.consolidate.judge), if anything.
+    judge_error: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -87,8 +95,12 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         return not (self.duplicates or self.contradictions or self.decay or self.stale)
 
 
-def plan(store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> Plan:
-    """What consolidation finds in ``store`` now (see the module's notes)."""
+def plan(
+    store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS, judge: bool = False
+) -> Plan:
+    """What consolidation finds in ``store`` now (see the module's notes); with ``judge``, the
+    member's judge command is asked too, when ``MEM_JUDGE_COMMAND`` names one (`mem
+    consolidate` asks it; the page, which plans on every visit, does not)."""
     started = time.perf_counter()
     median, spread = store.embedder.unrelated
     pairs = near_pairs(store, floor=median + MIN_CLOSENESS * spread)
@@ -96,9 +108,9 @@ def plan(store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> Pla
     kept_both = resolved_pairs(store)
     same: list[tuple[Item, Item]] = []
     contradictions: list[Contradiction] = []
-    for pair in pairs:
-        a, b = statement_of(statements, pair.a), statement_of(statements, pair.b)
-        verdict = classify_statements(a, b, cosine=pair.cosine)
+    passed: list[NearPair] = []
+
+    def take(pair: NearPair, verdict: Verdict) -> None:
         if verdict.relation == "duplicate" and pair.a.project == pair.b.project:
             same.append((pair.a, pair.b))  # a merge keeps one project: across two, both stay
         elif verdict.relation == "contradicts" and _key(pair.a.id, pair.b.id) not in kept_both:
@@ -106,6 +118,19 @@ def plan(store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> Pla
                 a=pair.a, b=pair.b, subject=verdict.subject, values=verdict.values,
                 reason=verdict.reason,
             ))  # fmt: skip
+
+    ruled: list[Verdict] = []
+    for pair in pairs:
+        a, b = statement_of(statements, pair.a), statement_of(statements, pair.b)
+        verdict = classify_statements(a, b, cosine=pair.cosine)
+        if verdict.relation == "contradicts":
+            take(pair, verdict)
+        else:  # a duplicate or a compatible pair: the judge, when asked, has the last word
+            passed.append(pair)
+            ruled.append(verdict)
+    verdicts, judge_error = judged(passed) if judge else ({}, None)
+    for place, (pair, verdict) in enumerate(zip(passed, ruled, strict=True)):
+        take(pair, verdicts.get(place, verdict))
     duplicates = _groups(same)
     merged = {item.id for group in duplicates for item in group.items}
     contradictions = [c for c in contradictions if not {c.a.id, c.b.id} <= merged]
@@ -118,7 +143,7 @@ def plan(store: Store, *, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> Pla
     return Plan(
         duplicates=tuple(duplicates), contradictions=tuple(contradictions), decay=tuple(decay),
         stale=tuple(sorted(stale, key=lambda s: s.item.id)), compared=len(pairs),
-        seconds=time.perf_counter() - started,
+        seconds=time.perf_counter() - started, judge_error=judge_error,
     )  # fmt: skip
 
 
