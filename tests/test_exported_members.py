@@ -39,6 +39,7 @@ MODULES = [
     "memmesh.consolidate.plan",
     "memmesh.consolidate.actions",
     "memmesh.consolidate.runs",
+    "memmesh.consolidate.judge",
     "memmesh.local",
     "memmesh.cli",
     "memmesh.agents",
