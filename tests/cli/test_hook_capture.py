@@ -90,6 +90,10 @@ def test_a_session_s_end_records_a_consolidation_report_at_most_once_a_day(
     transcript = HERE / "claude" / "claude-session.jsonl"
     hook = ("hook", "capture", "--client", "claude")
 
+    assert mem(*hook, stdin=_hook_input(transcript, "PreCompact")).returncode == 0
+    time.sleep(2)
+    assert last_consolidation(mem.home) is None  # a compaction is no session's end
+
     assert mem(*hook, stdin=_hook_input(transcript, "SessionEnd")).returncode == 0
     deadline = time.monotonic() + 30
     run = None

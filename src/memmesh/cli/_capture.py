@@ -8,9 +8,9 @@ it must never slow or break the agent: it prints nothing, exits 0 whatever happe
 past :data:`DEADLINE_S` (under the client's own hook timeout), and keeps each run, with the
 error it swallowed, in the hooks' journal (:mod:`memmesh.local.hooklog`, hook ``capture``).
 
-Then, when no consolidation run was recorded for :data:`CONSOLIDATE_EVERY_S`, it starts `mem
-consolidate --record` in a process of its own (a report only: it changes nothing), which the
-next session's brief shows.
+Then, as a session ends (``SessionEnd``; not before a compaction), when no consolidation run
+was recorded for :data:`CONSOLIDATE_EVERY_S`, it starts `mem consolidate --record` in a
+process of its own (a report only: it changes nothing), which the next session's brief shows.
 """
 
 import argparse
@@ -73,7 +73,8 @@ def _capture(args: argparse.Namespace) -> tuple[str, str, str]:
         report = propose_transcript(
             store, args.client, Path(path).expanduser(), args.project, extract_timeout=EXTRACT_S
         )
-    _consolidate_when_due(args)
+    if given.get("hook_event_name") == "SessionEnd":
+        _consolidate_when_due(args)
     return session, report.project, report.error or report.extract_error or ""
 
 
