@@ -166,17 +166,23 @@ def replay_json(again: "Replay") -> dict[str, Any]:
 # The team's: `mem team recall-team`, `peers`, `feed`, `status --check`; `mem coordinator items`.
 
 
-def team_answer_json(answer: "TeamAnswer") -> dict[str, Any]:
+def team_answer_json(
+    answer: "TeamAnswer",
+    stale: "Mapping[tuple[str, str], Sequence[Staleness]] | None" = None,
+) -> dict[str, Any]:
     """A recall-team answer, as `mem team recall-team --json` prints it (its ``scope`` and
     ``explanation`` aside): a hit is one fact, with its ``authors`` (name and member id, the
-    hit's own first) and the other authors' items stating it in ``also``; every source with its
-    outcome; what was dropped, by reason; the warnings."""
+    hit's own first) and the other authors' items stating it in ``also``, and ``stale``, its
+    anchored files that changed in the asker's checkout (:mod:`memmesh.team.stale`; empty when
+    none or not looked at); every source with its outcome; what was dropped, by reason; the
+    warnings."""
     return {
         "query": answer.query,
         "hits": [
             {
                 **team_hit_json(hit),
                 "authors": [{"name": name, "key_id": key} for name, key in hit.authors],
+                "stale": [stale_json(f) for f in (stale or {}).get((hit.key_id, hit.id), ())],
             }
             for hit in answer.hits
         ],

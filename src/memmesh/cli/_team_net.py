@@ -3,6 +3,7 @@ check of `status --check`), registered in :mod:`memmesh.cli.team`."""
 
 import argparse
 import contextlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -19,6 +20,7 @@ from memmesh.text import counted, printable
 from memmesh.views import feed_entry_json, peer_json, team_answer_json, team_explanation_json
 
 if TYPE_CHECKING:
+    from memmesh.local.anchors import Staleness
     from memmesh.team.feed import FeedEntry
     from memmesh.team.recall import PeerSeen, TeamAnswer, TeamHit
 
@@ -203,6 +205,7 @@ def run_recall_team(args: argparse.Namespace) -> int:
     from memmesh.cli._team_explain import explanation_lines, scope_json, scope_line
     from memmesh.team.contradictions import flag_answer
     from memmesh.team.recall import recall_team
+    from memmesh.team.stale import stale_in_checkout
     from memmesh.team.tallies import note_answer
 
     check_query(args.query, args.k)  # a query no recall takes is refused before the policy
@@ -221,8 +224,9 @@ def run_recall_team(args: argparse.Namespace) -> int:
         )  # fmt: skip
         note_answer(store, identity, answer)  # so that `mem outcome` can credit them
     answer = flag_answer(answer)  # a teammate who says otherwise is named
-    data = {**team_answer_json(answer), "scope": scope_json(args, answer)}
-    lines = [_answer_text(answer, scope_line(args, answer))]
+    stale = stale_in_checkout(answer, Path.cwd())  # what changed in the asker's own checkout
+    data = {**team_answer_json(answer, stale), "scope": scope_json(args, answer)}
+    lines = [_answer_text(answer, scope_line(args, answer), stale)]
     if args.explain and answer.explanation is not None:
         data["explanation"] = team_explanation_json(answer.explanation)
         lines += explanation_lines(answer.explanation, args.author)
@@ -232,7 +236,11 @@ def run_recall_team(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _answer_text(answer: "TeamAnswer", searched: str) -> str:
+def _answer_text(
+    answer: "TeamAnswer",
+    searched: str,
+    stale: "dict[tuple[str, str], list[Staleness]] | None" = None,
+) -> str:
     # Every field but the score comes from the network: each is shown on the hit's one line,
     # and each teammate who says otherwise on one line under it.
     lines = []
@@ -246,6 +254,11 @@ def _answer_text(answer: "TeamAnswer", searched: str) -> str:
             printable(f"   {other.author} says otherwise: {other.text} ({other.item_id})")
             for other in hit.contradicted_by
         ]
+        changed = (stale or {}).get((hit.key_id, hit.id))
+        if changed:
+            from memmesh.local.anchors import note as stale_note
+
+            lines.append(printable(f"   in your checkout, {stale_note(changed)}"))
     lines = lines or ["nothing relevant from the team (abstained)"]
     parts = []
     for source in answer.sources:

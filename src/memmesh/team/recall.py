@@ -50,6 +50,7 @@ from memmesh.net.errors import Revoked, Unreachable
 from memmesh.net.search import MAX_K, SearchRequest
 from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy
+from memmesh.registry.envelopes import PublishedAnchor
 from memmesh.registry.identity import Identity
 from memmesh.team._calls import (
     DEFAULT_TIMEOUT,
@@ -97,7 +98,8 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     ``also`` holds the other authors' items stating it, best ranked first, each a hit with its
     own score (and no ``also`` of its own). ``contradicted_by`` holds the other hits by
     another author that contradict it, once the answer was flagged
-    (:func:`memmesh.team.contradictions.flag_answer`).
+    (:func:`memmesh.team.contradictions.flag_answer`). ``anchors`` are the files its author
+    anchored it to, as the publication carries them (:mod:`memmesh.team.stale`).
     """
 
     id: str
@@ -113,6 +115,7 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     published_at: float
     also: tuple["TeamHit", ...] = ()
     contradicted_by: tuple[Otherwise, ...] = ()
+    anchors: tuple[PublishedAnchor, ...] = ()
 
     @property
     def authors(self) -> list[tuple[str, str]]:
@@ -369,4 +372,5 @@ def _hit(
         tags=body.tags,
         published_at=body.published_at,
         also=also,
+        anchors=body.anchors,
     )
