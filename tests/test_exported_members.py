@@ -40,6 +40,7 @@ MODULES = [
     "memmesh.consolidate.actions",
     "memmesh.consolidate.runs",
     "memmesh.consolidate.judge",
+    "memmesh.team.stale",
     "memmesh.local",
     "memmesh.cli",
     "memmesh.agents",

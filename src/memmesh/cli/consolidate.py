@@ -27,7 +27,10 @@ _DESCRIPTION = (
     "keeps every author and the track record the items earned together; archiving is what "
     "`mem forget` does. Contradictions are only shown: settle each with `mem resolve A B "
     "--keep A|B|both`. Items anchored to a file (`mem remember --about`) that changed enough "
-    "are only shown. Published items an action changes are retracted, as `mem forget` does."
+    "are only shown. Published items an action changes are retracted, as `mem forget` does. "
+    "With MEM_JUDGE_COMMAND set, the near pairs the word rules call duplicates or compatible "
+    "are also given to that program (JSON in, JSON out: docs/consolidation.md), whose verdict "
+    "on a pair has the last word."
 )
 
 
