@@ -105,12 +105,8 @@ def hit_json(hit: "Hit", stale: "Sequence[Staleness]" = ()) -> dict[str, Any]:
 
 def stale_json(found: "Staleness") -> dict[str, Any]:
     """An anchored file that changed since its item was written, as a hit shows it."""
-    return {
-        "path": found.path,
-        "changed": round(found.changed, 3),
-        "gone": found.gone,
-        "anchored_at": iso(found.anchored_at),
-    }
+    changed, at = round(found.changed, 3), iso(found.anchored_at)
+    return {"path": found.path, "changed": changed, "gone": found.gone, "anchored_at": at}
 
 
 def recall_json(
@@ -172,10 +168,9 @@ def team_answer_json(
 ) -> dict[str, Any]:
     """A recall-team answer, as `mem team recall-team --json` prints it (its ``scope`` and
     ``explanation`` aside): a hit is one fact, with its ``authors`` (name and member id, the
-    hit's own first) and the other authors' items stating it in ``also``, and ``stale``, its
-    anchored files that changed in the asker's checkout (:mod:`memmesh.team.stale`; empty when
-    none or not looked at); every source with its outcome; what was dropped, by reason; the
-    warnings."""
+    hit's own first), the other authors' items stating it in ``also`` and ``stale`` (as for
+    :func:`hit_json`, in the asker's checkout: :mod:`memmesh.team.stale`); every source with
+    its outcome; what was dropped, by reason; the warnings."""
     return {
         "query": answer.query,
         "hits": [
