@@ -76,9 +76,7 @@ def test_a_teammate_s_item_may_be_stale_in_the_asker_s_checkout_once_its_file_ch
     assert text[at + 1].startswith("   in your checkout, may be stale: worker.py changed since ")
 
 
-def test_outside_a_checkout_of_the_project_nothing_is_looked_at(
-    team: Team, tmp_path: Path
-) -> None:
+def test_outside_a_checkout_of_the_project_nothing_is_looked_at(team: Team, tmp_path: Path) -> None:
     ada, carol = team.add("ada"), team.add("carol")
     item_id = _share_anchored(ada, _checkout(tmp_path / "ada" / "billing"))
     other = _checkout(tmp_path / "carol" / "web")  # another project's checkout, same file name
