@@ -154,7 +154,7 @@ def test_recall_as_of_answers_with_what_held_then(mem: MemRunner) -> None:
     assert [hit["text"] for hit in now["hits"]] == ["deploys go out with kustomize overlays"]
     long_ago = json_of(mem("recall", "how do deploys go out", "--as-of", "2001-01-01", "--json"))
     assert long_ago["hits"] == []
-    assert long_ago["as_of"] == "2001-01-02T00:00:00+00:00"
+    assert long_ago["as_of"] == "2001-01-01T23:59:59+00:00"
     bad = mem("recall", "deploys", "--as-of", "yesterday")
     assert bad.returncode == 2
     assert "is not a date" in bad.stderr
@@ -224,3 +224,17 @@ def test_a_judge_that_fails_leaves_the_rules_verdicts_and_says_why(mem: MemRunne
     warning = json.loads(result.stderr)
     assert warning["code"] == "judge_failed"
     assert "did not print JSON" in warning["warning"]
+
+
+def test_as_of_a_date_an_item_holds_through_its_until_day_and_not_before_its_from_day(
+    mem: MemRunner,
+) -> None:
+    until = _remember(mem, "the code freeze holds on the release branch", "--until", "2030-12-20")
+    start = _remember(mem, "the release branch opens for merges", "--valid-from", "2030-12-21")
+
+    def found(day: str) -> set[str]:
+        data = json_of(mem("recall", "release branch", "--as-of", day, "--json"))
+        return {hit["id"] for hit in data["hits"]}
+
+    assert found("2030-12-20") == {until}
+    assert found("2030-12-21") == {start}

@@ -50,7 +50,8 @@ def _ask(member: Member, cwd: Path, *options: str) -> subprocess.CompletedProces
 
 
 def _hit(data: dict[str, Any], item_id: str) -> dict[str, Any]:
-    (hit,) = [hit for hit in data["hits"] if hit["id"] == item_id]
+    found: list[dict[str, Any]] = [hit for hit in data["hits"] if hit["id"] == item_id]
+    (hit,) = found
     return hit
 
 

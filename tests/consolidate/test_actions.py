@@ -7,6 +7,7 @@ from typing import Literal
 
 import pytest
 
+from memmesh.consolidate._tables import CONSOLIDATE_SCHEMA
 from memmesh.consolidate.actions import Entry, apply, history, resolve, undo
 from memmesh.consolidate.plan import Plan, plan
 from memmesh.local import InvalidInput, NotActive
@@ -312,7 +313,7 @@ def test_a_merge_refused_inside_its_transaction_is_skipped_leaving_no_journal_en
 def test_a_journal_entry_that_cannot_be_written_takes_its_action_back_with_it(
     store: Store, found: Found
 ) -> None:
-    assert history(store) == []  # the journal's table is made
+    store.migrate(CONSOLIDATE_SCHEMA)  # the journal's table, as the first action makes it
     with store.transaction() as tx:  # the audit journal refuses every new entry
         tx.execute(
             "CREATE TRIGGER no_entries BEFORE INSERT ON consolidate_log "
@@ -336,3 +337,20 @@ def test_apply_of_an_empty_plan_does_nothing(store: Store) -> None:
     applied = apply(store, empty)
     assert (applied.done, applied.skipped) == ((), ())
     assert history(store) == []
+
+
+def test_an_earlier_resolution_is_not_taken_back_over_a_later_one(
+    members: Members, store: Store
+) -> None:
+    a, _ = store.remember(REDIS)
+    b, _ = members["bob"].remember(POSTGRES)
+    both = resolve(store, a.id, b.id, "both")
+    kept_a = resolve(store, b.id, a.id, "b")  # later, named the other way round: keeps a
+
+    with pytest.raises(InvalidInput, match=f"resolved again since \\({kept_a.id}\\)"):
+        undo(store, both.id)
+
+    assert _status(store, a, b) == ["active", "archived"]
+    undo(store, kept_a.id)
+    undo(store, both.id)
+    assert _status(store, a, b) == ["active", "active"]

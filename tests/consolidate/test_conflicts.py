@@ -300,3 +300,9 @@ def test_the_labelled_pairs_meet_the_floors_on_the_report_half() -> None:
     assert scores.recall("contradicts") >= 0.6
     assert scores.precision("duplicate") >= 0.9
     assert bench.floors_met(scores)
+
+
+@pytest.mark.parametrize("token", ["1:2:3", "2024:01:02", "100:30:00", "1:2", "10:5:7:9"])
+def test_a_token_of_colons_that_is_no_time_of_day_does_not_raise(token: str) -> None:
+    verdict = classify(f"the ratio is {token}", "the ratio is 16:9")
+    assert verdict.relation in ("contradicts", "compatible")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memmesh.consolidate.actions import resolve
-from memmesh.consolidate.plan import Plan, plan
+from memmesh.consolidate.plan import Plan, _groups, plan
 from memmesh.local.aging import DAY
 from memmesh.local.anchors import anchor_file, save
 from memmesh.local.items import Item
@@ -184,3 +184,17 @@ def test_an_empty_store_has_an_empty_plan(store: Store) -> None:
     found = plan(store)
     assert found.empty
     assert found.compared == 0
+
+
+def test_restatements_never_chain_two_contradicting_items_into_one_merge(store: Store) -> None:
+    # A restates B and B restates C (as a judge or a looser rule might say), but A and C
+    # contradict: the pairs are joined nearest first, and the join that would hold both is not.
+    a, _ = store.remember("the webhook timeout is 30 seconds")
+    b, _ = store.remember("webhook timeout: 30 seconds, set in nginx")
+    c, _ = store.remember("the webhook timeout is 60 seconds")
+    d, _ = store.remember("webhooks time out after 30 seconds")
+
+    apart = {(a.id, c.id) if a.id < c.id else (c.id, a.id)}
+    groups = _groups([(a, b), (b, c), (a, d)], apart)
+
+    assert [{item.id for item in group.items} for group in groups] == [{a.id, b.id, d.id}]

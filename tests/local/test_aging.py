@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memmesh.local import outcomes
+from memmesh.local import hooklog, journal, outcomes
 from memmesh.local._recall import recall
 from memmesh.local.aging import DAY, UNUSED_HALF_LIVES, aged
 from memmesh.local.store import Store
@@ -146,3 +146,30 @@ def test_a_recall_that_abstains_records_no_item(timed: Store) -> None:
     answer = recall(timed, "what is the office wifi password")
     assert answer.abstained
     assert _recalls(timed) == {}
+
+
+def test_an_item_a_hook_showed_an_agent_recently_is_not_unused(
+    timed: Store, clock: FakeClock
+) -> None:
+    shown, _ = timed.remember(WEBHOOKS)
+    other, _ = timed.remember(DEPLOYS)
+    clock.now += 150 * DAY
+    hooklog.record_run(
+        timed.home,
+        hooklog.HookRun(hook="prompt", session="s", at=clock.now, project="global",
+                        local_ids=(shown.id,), ms=3.0, error=""),
+    )  # fmt: skip
+    clock.now += 50 * DAY
+
+    assert _aged(timed) == [(other.id, "unused", other.created_at)]
+
+
+def test_an_item_given_to_a_teammate_recently_is_not_unused(timed: Store, clock: FakeClock) -> None:
+    given, _ = timed.remember(WEBHOOKS)
+    other, _ = timed.remember(DEPLOYS)
+    clock.now += 150 * DAY
+    with timed.transaction() as tx:
+        journal.note_used(tx, [given.id], clock.now)
+    clock.now += 50 * DAY
+
+    assert _aged(timed) == [(other.id, "unused", other.created_at)]

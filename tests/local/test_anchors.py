@@ -2,6 +2,7 @@
 (moving or surrounding the lines is no change; rewriting a quarter of them is; a deleted file
 is gone), without the repository's folder ever shown."""
 
+import os
 from pathlib import Path
 
 import msgspec
@@ -263,3 +264,20 @@ def test_a_revision_and_a_merge_keep_the_anchors_and_a_purge_drops_them(
     store.purge(merged.id)
     with store.read() as tx:
         assert anchors_of(connection_of(tx), [merged.id]) == {}
+
+
+def test_a_link_out_of_the_checkout_or_to_a_fifo_is_gone_and_never_waited_on(
+    repo: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    _write(outside, LINES)
+    anchor = _anchor(repo, "src/app.py")
+    (repo / "src" / "app.py").unlink()
+    (repo / "src" / "app.py").symlink_to(outside)  # a link committed in a shared checkout
+
+    assert check(anchor).gone
+
+    (repo / "src" / "app.py").unlink()
+    os.mkfifo(repo / "src" / "app.py")
+
+    assert check(anchor).gone  # returned at once: nothing is read from a FIFO

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from memmesh.embed import HashingEmbedder
+from memmesh.local.store import Store
 from memmesh.net.client import Client
 from memmesh.net.errors import Refused
 from memmesh.net.search import SearchRequest, SearchResponse
@@ -229,3 +230,18 @@ def test_serve_refuses_to_start_while_team_yaml_is_invalid(mem: MemRunner, home:
     assert line.startswith("mem: error: ")
     assert "team.yaml" in line
     assert not _listening(port)
+
+
+def test_an_item_served_to_a_teammate_is_noted_as_in_use(ada: Member, asker: Client) -> None:
+    published = ada.remember(LOCKS, kind="decision", project="shop")
+    kept = ada.remember(
+        "the shop's invoices are numbered per year", kind="decision", project="shop"
+    )
+    ada.publish(published)
+
+    assert _served(asker, "which locks does the job scheduler use", project="shop") == [published]
+
+    with Store(ada.home, author="ada") as store, store.read() as tx:
+        noted = {row[0] for row in tx.execute("SELECT item_id FROM item_recalls")}
+    assert published in noted
+    assert kept not in noted

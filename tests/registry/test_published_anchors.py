@@ -104,3 +104,29 @@ def test_a_well_formed_anchor_opens(identity: Identity) -> None:
 
     assert isinstance(opened, Publication)
     assert opened.anchors == (anchor,)
+
+
+def test_a_long_file_many_anchors_and_secret_files_never_break_the_log(
+    store: Store, registry: Registry, policy: Policy, tmp_path: Path
+) -> None:
+    repo = _repository(tmp_path)
+    (repo / "big.py").write_text("".join(f"line_{n} = {n}\n" for n in range(6000)))
+    (repo / ".env").write_text("DB_PASSWORD=summer2024\n")
+    (repo / "settings.py").write_text("API_KEY = 'ghp_R8x2Lq9ZtB4mK7vN1cW5yH3jD6sF0aE2uP8g'\n")
+    for n in range(20):
+        (repo / f"m{n:02}.py").write_text(f"x = {n}\n")
+    item, _ = store.remember("the big module is generated", kind="decision", project="billing")
+    files = ["big.py", ".env", "settings.py", *(f"m{n:02}.py" for n in range(20))]
+    with store.transaction() as tx:
+        save(tx, item.id, [anchor_file(repo, name, 0, 0, store.clock()) for name in files])
+
+    publish(registry, policy, [item.id])
+
+    (body,) = _published(registry)
+    paths = [anchor.path for anchor in body.anchors]
+    assert len(paths) == 16
+    assert ".env" not in paths
+    assert "settings.py" not in paths  # a secret detector fires on its text
+    big = next(anchor for anchor in body.anchors if anchor.path == "big.py")
+    assert big.line_hashes == ""  # past 4,096 lines: the digest alone
+    assert registry.verify() == []

@@ -65,11 +65,16 @@ def add_as_of(parser: argparse.ArgumentParser) -> None:
 
 
 def as_of(args: argparse.Namespace) -> float | None:
-    """``--as-of`` as Unix seconds, or ``None``."""
+    """``--as-of`` as Unix seconds, or ``None``: a date alone is its last moment (a
+    microsecond before the next day, so that what starts the next day is not yet in force and
+    what holds "until" that date still is)."""
     from memmesh.local.validity import parse_date
 
     given: str | None = args.as_of
-    return None if given is None else parse_date(given, end_of_day=True)
+    if given is None:
+        return None
+    moment = parse_date(given, end_of_day=True)
+    return moment - 1e-6 if moment != parse_date(given) else moment
 
 
 def holds_of(args: argparse.Namespace, now: float) -> Holds:

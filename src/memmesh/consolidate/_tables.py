@@ -6,9 +6,9 @@ back. ``consolidate_pairs`` keeps the contradictions their owner resolved, so th
 as both is never raised again (``a`` is the smaller id of the two).
 """
 
-from memmesh.local import Schema
+from memmesh.local import Schema, Transaction
 
-__all__ = ["CONSOLIDATE_SCHEMA"]
+__all__ = ["CONSOLIDATE_SCHEMA", "written"]
 
 _V1 = """
 CREATE TABLE consolidate_log (
@@ -31,3 +31,12 @@ CREATE TABLE consolidate_pairs (
 """
 
 CONSOLIDATE_SCHEMA = Schema(owner="consolidate", migrations=(_V1,))
+
+
+def written(tx: Transaction) -> bool:
+    """Whether consolidation has written its tables into this store (a report never does:
+    until an action is taken, there is no journal and no decided pair to read)."""
+    found = tx.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'consolidate_log'"
+    ).fetchone()
+    return found is not None

@@ -31,6 +31,7 @@ class Part(NamedTuple):
 
 # Times of day, numbers with thousands separators, and words (letters and digits, joined by
 # . - _ + / : @ # = ' inside, led by dashes for flags, a percent sign after a number).
+_CLOCK = re.compile(r"([0-9]{1,2}):([0-9]{2})")
 _RAW = re.compile(r"\d{1,2}:\d{2}\b|\d{1,3}(?:,\d{3})+\b|-{0,2}\w+(?:['.\-_+/:@#=]\w+)*%?")
 _NUMBER = re.compile(r"(\d+(?:[.,]\d+)*)([a-z%]*)")
 _VERSION = re.compile(r"v(\d+(?:\.\d+)*)")
@@ -160,9 +161,9 @@ def _value(word: str, after: str) -> tuple[str, int] | None:
         return f"#day:{_WEEKDAYS[word]}", 1
     if word in ("before", "after") and after and not (after[0].isdigit() or after in _NUMBER_WORDS):
         return f"#when:{word}", 1
-    if ":" in word and word.replace(":", "").isdigit():
-        hours, minutes = word.split(":")
-        return f"#clock:{int(hours)}:{minutes}", 1
+    clock = _CLOCK.fullmatch(word)
+    if clock:  # 14:30 (an aspect ratio 1:2:3, or 2024:01:02, is no time of day)
+        return f"#clock:{int(clock.group(1))}:{clock.group(2)}", 1
     version = _VERSION.fullmatch(word)
     if version:
         return f"#n:{_version(version.group(1))}", 1

@@ -19,7 +19,7 @@ from typing import Literal
 
 import msgspec
 
-from memmesh.consolidate._tables import CONSOLIDATE_SCHEMA
+from memmesh.consolidate._tables import CONSOLIDATE_SCHEMA, written
 from memmesh.consolidate.plan import Plan
 from memmesh.local import InvalidInput, Item, NotActive, StoreError, Transaction
 from memmesh.local.merge import merge, unmerge
@@ -117,6 +117,7 @@ def undo(store: Store, entry_id: str) -> Entry:
         elif entry.action == "archive":
             store.unforget(entry.item_ids[0], tx=tx)
         elif entry.action == "resolve":
+            _last_resolution(tx, entry)
             low, high = sorted(entry.item_ids)
             row = tx.execute(
                 "SELECT kept FROM consolidate_pairs WHERE a = ? AND b = ?", (low, high)
@@ -130,9 +131,11 @@ def undo(store: Store, entry_id: str) -> Entry:
 
 
 def history(store: Store, *, limit: int = 100) -> list[Entry]:
-    """The journal's newest ``limit`` entries, newest first."""
-    store.migrate(CONSOLIDATE_SCHEMA)
+    """The journal's newest ``limit`` entries, newest first (none before consolidation first
+    wrote its tables: reading the journal writes nothing)."""
     with store.read() as tx:
+        if not written(tx):
+            return []
         rows = tx.execute(f"SELECT {_COLUMNS} FROM consolidate_log ORDER BY seq DESC LIMIT ?",
                           (limit,)).fetchall()  # fmt: skip
     return [_entry_of(row) for row in rows]
@@ -146,6 +149,19 @@ def _journaled(store: Store) -> Iterator[Transaction]:
     store.migrate(CONSOLIDATE_SCHEMA)
     with store.transaction() as tx:
         yield tx
+
+
+def _last_resolution(tx: Transaction, entry: Entry) -> None:
+    """Raise :class:`InvalidInput` when the pair of the resolution ``entry`` was resolved again
+    since and that is not taken back: the later decision is the one in force."""
+    pair = [json.dumps(list(entry.item_ids)), json.dumps(list(reversed(entry.item_ids)))]
+    later = tx.execute(
+        "SELECT id FROM consolidate_log WHERE action = 'resolve' AND item_ids IN (?, ?) "
+        "AND undone_at IS NULL AND seq > (SELECT seq FROM consolidate_log WHERE id = ?)",
+        (*pair, entry.id),
+    ).fetchone()
+    if later is not None:
+        raise InvalidInput(f"the pair was resolved again since ({later[0]}): take that back first")
 
 
 def _changed(store: Store, tx: Transaction, items: tuple[Item, ...]) -> str | None:

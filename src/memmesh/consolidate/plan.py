@@ -27,6 +27,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from memmesh.consolidate._tables import written
 from memmesh.consolidate.conflicts import Statement, Verdict, classify_statements
 from memmesh.consolidate.judge import judged
 from memmesh.local import Item
@@ -48,7 +49,6 @@ __all__ = [
 ]
 
 DEFAULT_HALF_LIFE_DAYS = 90.0
-_HAS_PAIRS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'consolidate_pairs'"
 MIN_CLOSENESS = 3.0
 
 
@@ -131,9 +131,10 @@ def plan(
     verdicts, judge_error = judged(passed) if judge else ({}, None)
     for place, (pair, verdict) in enumerate(zip(passed, ruled, strict=True)):
         take(pair, verdicts.get(place, verdict))
-    duplicates = _groups(same)
+    # A group never holds two items that contradict each other, whatever chain of restatements
+    # joins them: a merge would settle the contradiction without its owner.
+    duplicates = _groups(same, {_key(c.a.id, c.b.id) for c in contradictions})
     merged = {item.id for group in duplicates for item in group.items}
-    contradictions = [c for c in contradictions if not {c.a.id, c.b.id} <= merged]
     decay = [entry for entry in aged(store, half_life_days=half_life_days)
              if entry.item.id not in merged]  # fmt: skip
     files = staleness(store)
@@ -151,7 +152,7 @@ def resolved_pairs(store: Store) -> set[tuple[str, str]]:
     """The contradictions their owner kept as both, each as (smaller id, larger id); none
     before consolidation first wrote its tables (a report writes nothing, not even them)."""
     with store.read() as tx:
-        if not tx.execute(_HAS_PAIRS).fetchone():
+        if not written(tx):
             return set()
         rows = tx.execute("SELECT a, b FROM consolidate_pairs WHERE kept = 'both'").fetchall()
     return {(str(a), str(b)) for a, b in rows}
@@ -169,27 +170,29 @@ def _key(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
-def _groups(pairs: Iterable[tuple[Item, Item]]) -> list[Duplicates]:
-    """The pairs' items joined into groups (two items in one pair are in one group)."""
-    parent: dict[str, str] = {}
-    items: dict[str, Item] = {}
-
-    def root(item_id: str) -> str:
-        while parent[item_id] != item_id:
-            parent[item_id] = parent[parent[item_id]]
-            item_id = parent[item_id]
-        return item_id
-
+def _groups(pairs: Iterable[tuple[Item, Item]], apart: set[tuple[str, str]]) -> list[Duplicates]:
+    """The pairs' items joined into groups (two items in one pair are in one group), nearest
+    pairs first, except where the join would put in one group two items ``apart`` names (by
+    :func:`_key`): that pair then stays out of any group."""
+    root_of: dict[str, str] = {}
+    members: dict[str, list[Item]] = {}
     for a, b in pairs:
         for item in (a, b):
-            parent.setdefault(item.id, item.id)
-            items[item.id] = item
-        parent[root(a.id)] = root(b.id)
-    members: dict[str, list[Item]] = {}
-    for item_id in parent:
-        members.setdefault(root(item_id), []).append(items[item_id])
+            if item.id not in root_of:
+                root_of[item.id] = item.id
+                members[item.id] = [item]
+        first, second = root_of[a.id], root_of[b.id]
+        if first == second or any(
+            _key(x.id, y.id) in apart for x in members[first] for y in members[second]
+        ):
+            continue
+        for item in members[second]:
+            root_of[item.id] = first
+        members[first] += members.pop(second)
     groups = []
     for group in members.values():
+        if len(group) < 2:
+            continue  # its only pairs were kept apart
         group.sort(key=lambda item: item.id)
         keep = max(group, key=lambda item: (item.reinforcements, item.created_at, item.id))
         reason = f"{len(group)} items say the same; the merge keeps {keep.id}'s text"

@@ -3,9 +3,10 @@
 * ``failing`` - its track record is at or below ``outcomes.EXCLUDE_AT`` (recall already leaves
   it out; archiving says so for good, and can be undone);
 * ``expired`` - it held until a date now past (:mod:`memmesh.local.validity`);
-* ``unused`` - no recall has returned it, and nobody reinforced or changed it, for
-  :data:`UNUSED_HALF_LIVES` half-lives: its use, fading by half every ``half_life`` days, is
-  below a quarter of what it was.
+* ``unused`` - for :data:`UNUSED_HALF_LIVES` half-lives no recall returned it, no
+  teammate's search was given it, no hook showed it to an agent (the hooks' journal), and
+  nobody reinforced or changed it: its use, fading by half every ``half_life`` days, is below
+  a quarter of what it was.
 
 Nothing here changes an item: archiving is consolidation's, by the owner's leave.
 """
@@ -17,6 +18,7 @@ import msgspec
 from memmesh.local import outcomes
 from memmesh.local._db import connection_of
 from memmesh.local._rows import ITEM_COLUMNS, ItemRow, item_of
+from memmesh.local.hooklog import shown_since
 from memmesh.local.items import Item
 from memmesh.local.store import Store
 
@@ -50,11 +52,12 @@ def aged(store: Store, *, half_life_days: float) -> list[Aged]:
             )
             .fetchall()
         )
+    shown = shown_since(store.home, unused_before)
     found: list[Aged] = []
     for raw in rows:
         row = ItemRow._make(raw[:-1])
         item = item_of(row, now)
-        used = max(raw[-1] or 0.0, row.updated_at, row.created_at)
+        used = max(raw[-1] or 0.0, row.updated_at, row.created_at, shown.get(row.id, 0.0))
         if row.valid_until is not None and row.valid_until <= now:
             found.append(Aged(item=item, why="expired", since=row.valid_until))
         elif item.outcome_score <= outcomes.EXCLUDE_AT:

@@ -15,9 +15,11 @@ anyone else.
 """
 
 import hashlib
+import os
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -43,6 +45,7 @@ __all__ = [
     "note",
     "parse_about",
     "save",
+    "shareable",
     "staleness",
 ]
 
@@ -51,6 +54,15 @@ __all__ = [
 STALE_SHARE = 0.25
 MAX_FILE_BYTES = 4 * 1024 * 1024
 _HASH_BYTES = 4
+# What a publication carries at most (registry/envelopes.py, PublishedAnchor): anchors per
+# item, characters of a path, lines whose hashes travel (past it, the digest alone).
+MAX_SHARED, MAX_SHARED_PATH, MAX_SHARED_LINES = 16, 512, 4096
+# Files whose hashes never travel: a line of a secret's file is guessable from its hash.
+_PRIVATE_NAME = re.compile(
+    r"(^|/)(\.env[^/]*|[^/]*\.(pem|key|p12|pfx|kdbx)|id_(rsa|dsa|ecdsa|ed25519)[^/]*|"
+    r"\.netrc|\.npmrc|\.pypirc|(secrets?|credentials?)(\.[^/]*)?)\Z",
+    re.IGNORECASE,
+)
 # ASCII digits only: "²".isdigit() is true, yet int("²") raises.
 _LINES = re.compile(r"[0-9]+(?:-[0-9]+)?")
 
@@ -135,7 +147,7 @@ def anchor_file(repo: Path, path: str, first: int, last: int, now: float) -> Anc
 
 def check(anchor: Anchor) -> Staleness:
     """How far the anchored file has moved since the anchor was taken."""
-    lines = _lines(Path(anchor.repo) / anchor.path)
+    lines = _lines(Path(anchor.repo) / anchor.path, within=Path(anchor.repo))
     if lines is None:
         return Staleness(path=anchor.shown, changed=1.0, gone=True, anchored_at=anchor.anchored_at)
     meant = lines[anchor.first_line - 1 : anchor.last_line] if anchor.first_line else lines
@@ -195,6 +207,30 @@ def anchors_of(
     return out
 
 
+def shareable(
+    anchors: Sequence[Anchor], *, secret: Callable[[str], bool] | None = None
+) -> list[Anchor]:
+    """The anchors that may travel with a publication: never a file whose name says it holds
+    secrets (``.env``, keys, credentials), nor one whose text ``secret`` flags as it is now,
+    nor a path of control characters or over :data:`MAX_SHARED_PATH`; at most
+    :data:`MAX_SHARED`, by path; the line hashes of at most :data:`MAX_SHARED_LINES` lines
+    (past that, the digest alone says whether the lines changed)."""
+    out: list[Anchor] = []
+    for anchor in sorted(anchors, key=lambda a: (a.path, a.first_line, a.last_line)):
+        if len(out) == MAX_SHARED or _PRIVATE_NAME.search(anchor.path):
+            continue
+        if len(anchor.path) > MAX_SHARED_PATH or not anchor.path.isprintable():
+            continue
+        if secret is not None:
+            lines = _lines(Path(anchor.repo) / anchor.path, within=Path(anchor.repo))
+            if lines is not None and secret("\n".join(lines)):
+                continue
+        if len(anchor.line_hashes) > MAX_SHARED_LINES * _HASH_BYTES:
+            anchor = msgspec.structs.replace(anchor, line_hashes=b"")
+        out.append(anchor)
+    return out
+
+
 def staleness(store: "Store", item_ids: Iterable[str] | None = None) -> dict[str, list[Staleness]]:
     """How each anchored file of ``item_ids`` (of every active item, for ``None``) stands now;
     items without anchors are left out."""
@@ -220,12 +256,20 @@ def note(files: Sequence[Staleness]) -> str:
     return "may be stale: " + "; ".join(said) if said else ""
 
 
-def _lines(path: Path) -> list[str] | None:
-    """The file's lines, each without its ending and trailing spaces, or ``None``."""
+def _lines(path: Path, within: Path | None = None) -> list[str] | None:
+    """The file's lines, each without its ending and trailing spaces, or ``None`` when it is
+    no regular file (a FIFO or a device is never opened for reading, so never waited on), or
+    resolves outside ``within`` (a link in a checkout pointing elsewhere)."""
     try:
-        with path.open("rb") as handle:
+        real = path.resolve(strict=True)
+        if within is not None and not real.is_relative_to(within.resolve()):
+            return None
+        descriptor = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
             data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links
         return None
     if len(data) > MAX_FILE_BYTES or b"\0" in data:
         return None

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from memmesh.local._agentsfile import connect, reading
 
-__all__ = ["KEEP", "TABLES", "HookRun", "last_run", "record_run", "runs_since"]
+__all__ = ["KEEP", "TABLES", "HookRun", "last_run", "record_run", "runs_since", "shown_since"]
 
 KEEP = 1000
 TABLES = [
@@ -99,6 +99,22 @@ def runs_since(home: Path, since: float) -> tuple[int, list[HookRun]]:
             (since,),
         ).fetchall()
     return int(count), [_run(row) for row in rows]
+
+
+def shown_since(home: Path, since: float) -> dict[str, float]:
+    """When the hooks last showed each of the member's own items, from ``since`` on (of the
+    runs kept), by item id."""
+    with reading(home) as conn:
+        if conn is None:
+            return {}
+        rows = conn.execute(
+            "SELECT at, local_ids FROM hook_runs WHERE at >= ? AND local_ids != '[]'", (since,)
+        ).fetchall()
+    shown: dict[str, float] = {}
+    for at, ids in rows:
+        for item_id in json.loads(ids):
+            shown[item_id] = max(shown.get(item_id, 0.0), float(at))
+    return shown
 
 
 def _run(row: tuple[Any, ...]) -> HookRun:

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from memmesh.local._db import Transaction
 from memmesh.local.errors import InvalidInput, TraceNotFound
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "last_trace",
     "log",
     "log_recall",
+    "note_used",
     "sources",
     "summary",
     "trace",
@@ -81,12 +83,7 @@ def log_recall(
     trace_id = os.urandom(6).hex() if traced else None
     figures = {"latency_ms": round(latency_ms, 3), "hits": len(item_ids), "abstained": not item_ids}
     log(conn, at, "recall", None, **figures, mode=mode, **({"trace": trace_id} if traced else {}))
-    # When each item was last returned: consolidation proposes archiving what no recall wants.
-    conn.executemany(
-        "INSERT INTO item_recalls (item_id, last_at) VALUES (?, ?) ON CONFLICT (item_id) "
-        "DO UPDATE SET last_at = excluded.last_at, times = times + 1",
-        [(item_id, at) for item_id in dict.fromkeys(item_ids)],
-    )
+    note_used(conn, item_ids, at)
     if trace_id is not None:
         # A repeated id (one chance in 2^48 per recall) replaces the older trace.
         cursor = conn.execute(
@@ -98,6 +95,16 @@ def log_recall(
             "DELETE FROM recall_traces WHERE seq <= ?", (int(cursor.lastrowid or 0) - KEPT_TRACES,)
         )
     return trace_id
+
+
+def note_used(conn: "sqlite3.Connection | Transaction", item_ids: list[str], at: float) -> None:
+    """Note that ``item_ids`` were given to someone at ``at`` (a recall, a teammate's search):
+    consolidation proposes archiving what nobody is given (memmesh.local.aging)."""
+    conn.executemany(
+        "INSERT INTO item_recalls (item_id, last_at) VALUES (?, ?) ON CONFLICT (item_id) "
+        "DO UPDATE SET last_at = max(last_at, excluded.last_at), times = times + 1",
+        [(item_id, at) for item_id in dict.fromkeys(item_ids)],
+    )
 
 
 def check_trace_id(text: str) -> str:

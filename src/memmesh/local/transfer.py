@@ -68,6 +68,10 @@ Progress = Callable[[int, int], None]
 Screen = Callable[[str, tuple[str, ...]], tuple[str, tuple[str, ...], tuple[str, ...]]]
 
 
+# The last second a time can have and still be shown as a date.
+_LAST_SECOND = 253_402_300_799.0
+
+
 class Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     """One item line: the item's stored fields (outcome counts undecayed)."""
 
@@ -200,6 +204,12 @@ def _check(record: Record) -> None:
         raise InvalidInput("counts and times must be finite and not negative")
     for name in record.coauthors:
         check_name(name, "author")
+    if max(times, default=0.0) > _LAST_SECOND:
+        raise InvalidInput("a time is past the year 9999")
+    if None not in (record.valid_from, record.valid_until) and not (
+        record.valid_from < record.valid_until  # type: ignore[operator]
+    ):
+        raise InvalidInput("valid_until must come after valid_from")
     for item_id in (record.id, record.supersedes, record.superseded_by):
         if item_id is not None and not is_valid_id(item_id):
             shown = item_id if len(item_id) <= 40 else item_id[:39] + "…"

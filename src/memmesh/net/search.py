@@ -116,12 +116,15 @@ def answer_search(
     envelopes: Callable[[list[str]], Mapping[str, Envelope]],
     *,
     restrict: Collection[str] | None = None,
+    note_use: bool = False,
 ) -> SearchResponse:
     """Rank ``store``'s items for ``request`` and answer with their signed envelopes.
 
     ``envelopes`` gives the signed publication of each of the ids it is handed that is still
     published (the others are left out of the answer); ``restrict`` limits the candidates to
-    those item ids (``None``: every item in the store).
+    those item ids (``None``: every item in the store). With ``note_use`` (a member's peer,
+    answering from its owner's store) the items given are noted as in use
+    (:func:`memmesh.local.journal.note_used`).
 
     The query is ranked in the store's own space: with the request's vector when it lies
     there, else with the store's embedding of the query text (bounded by
@@ -171,6 +174,11 @@ def answer_search(
             for hit in chosen
             if hit.item.id in signed
         ][: request.k]  # fmt: skip
+        if hits and note_use:  # a teammate was given them: in use (memmesh.local.aging)
+            from memmesh.local.journal import note_used
+
+            with store.transaction() as tx:
+                note_used(tx, [hit.item.id for hit in chosen[: request.k]], store.clock())
     return SearchResponse(
         hits=hits, abstained=not hits, lexical_only=lexical_only, embedder=embedder.fingerprint
     )

@@ -195,6 +195,7 @@ class Peer:
             request,
             lambda item_ids: {i: mine[i].envelope for i in item_ids if i in mine},
             restrict=list(mine),
+            note_use=True,
         )
         served = [_item_of.decode(hit.envelope.payload).item_id for hit in answer.hits]
         _disclosures.record(self.store, caller.key, served)

@@ -63,7 +63,9 @@ class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 RepoPath = Annotated[
     str,
     msgspec.Meta(
-        min_length=1, max_length=512, pattern=r"^(?!/)(?![A-Za-z]:)(?!.*(^|/)\.\.(/|$))[^\\\x00]+$"
+        min_length=1,
+        max_length=512,
+        pattern=r"^(?!/)(?![A-Za-z]:)(?!.*(^|/)\.\.(/|$))[^\\\x00-\x1f\x7f]+\Z",
     ),
 ]
 Line = Annotated[int, msgspec.Meta(ge=0, le=10_000_000)]
@@ -77,8 +79,8 @@ class PublishedAnchor(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     path: RepoPath
     first_line: Line = 0
     last_line: Line = 0
-    digest: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
-    line_hashes: Annotated[str, msgspec.Meta(max_length=8 * 4096, pattern=r"^([0-9a-f]{8})*$")]
+    digest: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}\Z")]
+    line_hashes: Annotated[str, msgspec.Meta(max_length=8 * 4096, pattern=r"^([0-9a-f]{8})*\Z")]
 
 
 class Publication(

@@ -108,8 +108,11 @@ class Registry:
         *,
         forced_rule: str | None = None,
     ) -> Entry:
-        """Sign ``body`` and append it; call inside the caller's write transaction."""
+        """Sign ``body`` and append it; call inside the caller's write transaction. A body that
+        would not open where it is sent (over a limit of the wire's) raises
+        :class:`BadSignature` and is never written: the log holds only what opens."""
         envelope = seal(body, self.identity)
+        open_envelope(envelope)
         seq, prev = _head(tx)
         # Build only on an intact tail: a removed last entry must not be papered over.
         if self.store.setting(_HEAD_KEY, tx) != (f"{seq}:{prev}" if seq else None):

@@ -16,12 +16,13 @@ from typing import Literal
 import msgspec
 
 from memmesh.local import Transaction
-from memmesh.local.anchors import anchors_of
+from memmesh.local.anchors import anchors_of, shareable
 from memmesh.local.errors import ItemNotFound
 from memmesh.local.items import Item
 from memmesh.policy.config import Policy
 from memmesh.policy.decide import Decision, decide
 from memmesh.policy.errors import PublishRefused
+from memmesh.policy.secrets import find_secrets
 from memmesh.registry.envelopes import Publication, PublishedAnchor, Retraction, text_hash
 from memmesh.registry.errors import NotPublished, NotYourItem, RetractedBefore
 from memmesh.registry.log import Entry, Live, Registry
@@ -100,13 +101,18 @@ def publish(
         return planned
 
 
+def _holds_secret(text: str) -> bool:
+    """Whether a built-in secret detector fires on ``text`` (an anchored file's)."""
+    return bool(find_secrets(text))
+
+
 def _anchors(tx: Transaction, item_id: str) -> tuple[PublishedAnchor, ...]:
-    """The item's anchors as they travel: the path from the repository's top and the hashes,
-    never the repository's folder."""
+    """The item's anchors as they travel (:func:`memmesh.local.anchors.shareable`): the path
+    from the repository's top and the hashes, never the repository's folder."""
     return tuple(
         PublishedAnchor(path=a.path, first_line=a.first_line, last_line=a.last_line,
                         digest=a.digest, line_hashes=a.line_hashes.hex())
-        for a in anchors_of(tx, [item_id]).get(item_id, [])
+        for a in shareable(anchors_of(tx, [item_id]).get(item_id, []), secret=_holds_secret)
     )  # fmt: skip
 
 
