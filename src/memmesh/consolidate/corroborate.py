@@ -31,6 +31,7 @@ identifiers and many of the same words but making different claims may still be 
 is why every merged item's author, id and text stay in the answer.
 """
 
+import functools
 from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 from typing import Literal
@@ -85,15 +86,29 @@ RULE = Rule()
 
 
 class Statement:
-    """What comparing a text needs, computed once: its words, exact and content tokens."""
+    """What comparing a text needs, each part computed once, when first asked for: its words,
+    exact and content tokens and numbers (consolidation's rules read most texts' own parts
+    only, and ask for these of the few pairs they compare as restatements)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.words = tuple(_text.words(text))
-        self.exact = frozenset(_text.exact_tokens(text))
-        # The stemmed content words, not the compound tokens (those are ``exact``).
-        self.content = frozenset(t for t in _text.tokens(text) if t.isalnum())
-        self.numbers = frozenset(t for t in _text.key_tokens(text) if any(map(str.isdigit, t)))
+
+    @functools.cached_property
+    def words(self) -> tuple[str, ...]:
+        return tuple(_text.words(self.text))
+
+    @functools.cached_property
+    def exact(self) -> frozenset[str]:
+        return frozenset(_text.exact_tokens(self.text))
+
+    @functools.cached_property
+    def content(self) -> frozenset[str]:
+        """The stemmed content words, not the compound tokens (those are ``exact``)."""
+        return frozenset(t for t in _text.tokens(self.text) if t.isalnum())
+
+    @functools.cached_property
+    def numbers(self) -> frozenset[str]:
+        return frozenset(t for t in _text.key_tokens(self.text) if any(map(str.isdigit, t)))
 
 
 def same_fact(
