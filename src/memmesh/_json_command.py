@@ -15,9 +15,12 @@ def run_json(command: str, data: object, limit: float) -> Any:
     "the command" (``gave no answer within 10 s``)."""
     try:
         done = subprocess.run(
-            shlex.split(command), input=json.dumps(data).encode(), capture_output=True,
-            timeout=limit, check=False,
-        )  # fmt: skip
+            shlex.split(command),
+            input=json.dumps(data).encode(),
+            capture_output=True,
+            timeout=limit,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise ValueError(f"gave no answer within {limit:g} s") from None
     except (OSError, ValueError) as exc:

@@ -278,10 +278,15 @@ def recall_lines(
         found = recall(store, prompt, k=local_k, project=project, record=False, query_vector=vector)
         stale = staleness(store, [hit.item.id for hit in found.hits])
         lines += [
-            Line(score=hit.score, kind=hit.item.kind, text=hit.item.text, ref=hit.item.id,
-                 stale=stale_note(stale.get(hit.item.id, [])))
+            Line(
+                score=hit.score,
+                kind=hit.item.kind,
+                text=hit.item.text,
+                ref=hit.item.id,
+                stale=stale_note(stale.get(hit.item.id, [])),
+            )
             for hit in found.hits
-        ]  # fmt: skip
+        ]
         state = teamcache.state(home)
         if state.items:
             pool = for_query(

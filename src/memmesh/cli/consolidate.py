@@ -37,8 +37,13 @@ _DESCRIPTION = (
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `mem consolidate` and `mem resolve` to the parser."""
     command = command_adder(commands)
-    p = command("consolidate", _consolidate, _CONSOLIDATE, "mem consolidate --apply",
-                description=_DESCRIPTION)  # fmt: skip
+    p = command(
+        "consolidate",
+        _consolidate,
+        _CONSOLIDATE,
+        "mem consolidate --apply",
+        description=_DESCRIPTION,
+    )
     p.add_argument("--apply", action="store_true", help="merge duplicates, archive decayed items")
     p.add_argument(
         "--only",
@@ -73,8 +78,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     p.add_argument("a", help="the first item (id or unique prefix)")
     p.add_argument("b", help="the second item")
-    p.add_argument("--keep", required=True, type=str.lower, choices=("a", "b", "both"),
-                   help="which to keep: A, B or both")  # fmt: skip
+    p.add_argument(
+        "--keep",
+        required=True,
+        type=str.lower,
+        choices=("a", "b", "both"),
+        help="which to keep: A, B or both",
+    )
 
 
 def _consolidate(args: argparse.Namespace) -> int:
@@ -139,26 +149,49 @@ def _retract(args: argparse.Namespace, store: "Store") -> None:
 
 def _plan_json(found: "Plan", applied: "Applied | None") -> dict[str, Any]:
     return {
-        "duplicates": [{"item_ids": [i.id for i in g.items], "keep": g.keep, "reason": g.reason}
-                       for g in found.duplicates],
+        "duplicates": [
+            {"item_ids": [i.id for i in g.items], "keep": g.keep, "reason": g.reason}
+            for g in found.duplicates
+        ],
         "contradictions": [
-            {"a": c.a.id, "b": c.b.id, "a_text": c.a.text, "b_text": c.b.text,
-             "subject": c.subject, "values": list(c.values), "reason": c.reason}
+            {
+                "a": c.a.id,
+                "b": c.b.id,
+                "a_text": c.a.text,
+                "b_text": c.b.text,
+                "subject": c.subject,
+                "values": list(c.values),
+                "reason": c.reason,
+            }
             for c in found.contradictions
         ],
-        "decay": [{"id": a.item.id, "text": a.item.text, "why": a.why, "since": iso(a.since)}
-                  for a in found.decay],
-        "stale": [{"id": s.item.id, "text": s.item.text,
-                   "files": [{"path": f.path, "changed": round(f.changed, 3), "gone": f.gone,
-                              "anchored_at": iso(f.anchored_at)} for f in s.files]}
-                  for s in found.stale],
+        "decay": [
+            {"id": a.item.id, "text": a.item.text, "why": a.why, "since": iso(a.since)}
+            for a in found.decay
+        ],
+        "stale": [
+            {
+                "id": s.item.id,
+                "text": s.item.text,
+                "files": [
+                    {
+                        "path": f.path,
+                        "changed": round(f.changed, 3),
+                        "gone": f.gone,
+                        "anchored_at": iso(f.anchored_at),
+                    }
+                    for f in s.files
+                ],
+            }
+            for s in found.stale
+        ],
         "compared": found.compared,
         "seconds": round(found.seconds, 3),
         "applied": None if applied is None else [_entry_json(e) for e in applied.done],
-        "skipped": None if applied is None else [
-            {"item_ids": list(ids), "reason": why} for ids, why in applied.skipped
-        ],
-    }  # fmt: skip
+        "skipped": None
+        if applied is None
+        else [{"item_ids": list(ids), "reason": why} for ids, why in applied.skipped],
+    }
 
 
 def _plan_text(found: "Plan", applied: "Applied | None") -> str:
@@ -209,10 +242,14 @@ def _line(item: "Item") -> str:
 
 def _entry_json(entry: "Entry") -> dict[str, Any]:
     return {
-        "id": entry.id, "at": iso(entry.at), "action": entry.action,
-        "item_ids": list(entry.item_ids), "result_id": entry.result_id, "reason": entry.reason,
+        "id": entry.id,
+        "at": iso(entry.at),
+        "action": entry.action,
+        "item_ids": list(entry.item_ids),
+        "result_id": entry.result_id,
+        "reason": entry.reason,
         "undone_at": None if entry.undone_at is None else iso(entry.undone_at),
-    }  # fmt: skip
+    }
 
 
 def _entry_text(entry: "Entry") -> str:

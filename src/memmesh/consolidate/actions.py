@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -99,9 +99,13 @@ def resolve(store: Store, a: str, b: str, keep: Literal["a", "b", "both"]) -> En
         low, high = sorted((first.id, second.id))
         tx.execute(
             "INSERT OR REPLACE INTO consolidate_pairs (a, b, kept, at) VALUES (?, ?, ?, ?)",
-            (low, high, "both" if keep == "both" else (first if keep == "a" else second).id,
-             store.clock()),
-        )  # fmt: skip
+            (
+                low,
+                high,
+                "both" if keep == "both" else (first if keep == "a" else second).id,
+                store.clock(),
+            ),
+        )
         shown = "both kept" if keep == "both" else f"{(first if keep == 'a' else second).id} kept"
         return _log(store, tx, "resolve", (first.id, second.id), None, shown)
 
@@ -136,8 +140,9 @@ def history(store: Store, *, limit: int = 100) -> list[Entry]:
     with store.read() as tx:
         if not written(tx):
             return []
-        rows = tx.execute(f"SELECT {_COLUMNS} FROM consolidate_log ORDER BY seq DESC LIMIT ?",
-                          (limit,)).fetchall()  # fmt: skip
+        rows = tx.execute(
+            f"SELECT {_COLUMNS} FROM consolidate_log ORDER BY seq DESC LIMIT ?", (limit,)
+        ).fetchall()
     return [_entry_of(row) for row in rows]
 
 
@@ -183,8 +188,14 @@ def _log(
     result_id: str | None,
     reason: str,
 ) -> Entry:
-    entry = Entry(id=os.urandom(4).hex(), at=store.clock(), action=action, item_ids=item_ids,
-                  result_id=result_id, reason=reason)  # fmt: skip
+    entry = Entry(
+        id=os.urandom(4).hex(),
+        at=store.clock(),
+        action=action,
+        item_ids=item_ids,
+        result_id=result_id,
+        reason=reason,
+    )
     tx.execute(
         "INSERT INTO consolidate_log (id, at, action, item_ids, result_id, reason) "
         "VALUES (?, ?, ?, ?, ?, ?)",
@@ -203,10 +214,14 @@ def _entry(tx: Transaction, entry_id: str) -> Entry:
     return _entry_of(row)
 
 
-def _entry_of(row: tuple[object, ...]) -> Entry:
+def _entry_of(row: tuple[Any, ...]) -> Entry:
     entry_id, at, action, item_ids, result_id, reason, undone_at = row
     return Entry(
-        id=str(entry_id), at=float(at), action=action,  # type: ignore[arg-type]
-        item_ids=tuple(json.loads(str(item_ids))), result_id=result_id,  # type: ignore[arg-type]
-        reason=str(reason), undone_at=undone_at,  # type: ignore[arg-type]
-    )  # fmt: skip
+        id=str(entry_id),
+        at=float(at),
+        action=action,
+        item_ids=tuple(json.loads(item_ids)),
+        result_id=result_id,
+        reason=str(reason),
+        undone_at=undone_at,
+    )

@@ -61,8 +61,13 @@ def judged(pairs: Sequence[NearPair]) -> tuple[dict[int, Verdict], str | None]:
 
 
 def _item(item: Item) -> dict[str, str]:
-    return {"id": item.id, "text": item.text, "kind": item.kind, "project": item.project,
-            "author": item.author}  # fmt: skip
+    return {
+        "id": item.id,
+        "text": item.text,
+        "kind": item.kind,
+        "project": item.project,
+        "author": item.author,
+    }
 
 
 def _verdicts(answer: Any, count: int) -> dict[int, Verdict]:

@@ -114,10 +114,15 @@ def plan(
         if verdict.relation == "duplicate" and pair.a.project == pair.b.project:
             same.append((pair.a, pair.b))  # a merge keeps one project: across two, both stay
         elif verdict.relation == "contradicts" and _key(pair.a.id, pair.b.id) not in kept_both:
-            contradictions.append(Contradiction(
-                a=pair.a, b=pair.b, subject=verdict.subject, values=verdict.values,
-                reason=verdict.reason,
-            ))  # fmt: skip
+            contradictions.append(
+                Contradiction(
+                    a=pair.a,
+                    b=pair.b,
+                    subject=verdict.subject,
+                    values=verdict.values,
+                    reason=verdict.reason,
+                )
+            )
 
     ruled: list[Verdict] = []
     for pair in pairs:
@@ -135,17 +140,24 @@ def plan(
     # joins them: a merge would settle the contradiction without its owner.
     duplicates = _groups(same, {_key(c.a.id, c.b.id) for c in contradictions})
     merged = {item.id for group in duplicates for item in group.items}
-    decay = [entry for entry in aged(store, half_life_days=half_life_days)
-             if entry.item.id not in merged]  # fmt: skip
+    decay = [
+        entry for entry in aged(store, half_life_days=half_life_days) if entry.item.id not in merged
+    ]
     files = staleness(store)
-    stale = [Stale(item=item, files=tuple(f for f in files[item.id] if f.stale))
-             for item in store.items_by_id(list(files)).values()
-             if any(f.stale for f in files[item.id])]  # fmt: skip
+    stale = [
+        Stale(item=item, files=tuple(f for f in files[item.id] if f.stale))
+        for item in store.items_by_id(list(files)).values()
+        if any(f.stale for f in files[item.id])
+    ]
     return Plan(
-        duplicates=tuple(duplicates), contradictions=tuple(contradictions), decay=tuple(decay),
-        stale=tuple(sorted(stale, key=lambda s: s.item.id)), compared=len(pairs),
-        seconds=time.perf_counter() - started, judge_error=judge_error,
-    )  # fmt: skip
+        duplicates=tuple(duplicates),
+        contradictions=tuple(contradictions),
+        decay=tuple(decay),
+        stale=tuple(sorted(stale, key=lambda s: s.item.id)),
+        compared=len(pairs),
+        seconds=time.perf_counter() - started,
+        judge_error=judge_error,
+    )
 
 
 def resolved_pairs(store: Store) -> set[tuple[str, str]]:

@@ -38,10 +38,14 @@ class Run(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True)
 def record(home: Path, plan: "Plan", applied: "Applied | None", *, now: float) -> Run:
     """Keep what ``plan`` found (and ``applied`` did) as the last run; raises ``OSError``."""
     run = Run(
-        at=now, duplicates=len(plan.duplicates), contradictions=len(plan.contradictions),
-        decay=len(plan.decay), stale=len(plan.stale),
-        applied=0 if applied is None else len(applied.done), seconds=round(plan.seconds, 3),
-    )  # fmt: skip
+        at=now,
+        duplicates=len(plan.duplicates),
+        contradictions=len(plan.contradictions),
+        decay=len(plan.decay),
+        stale=len(plan.stale),
+        applied=0 if applied is None else len(applied.done),
+        seconds=round(plan.seconds, 3),
+    )
     write_atomically(home / FILENAME, msgspec.json.encode(run).decode(), FILE_MODE)
     return run
 

@@ -34,8 +34,15 @@ def revise(
     insert(conn, content, now, supersedes=old.id)
     worked, failed, partial, counted_at = raw_outcomes(conn, old.id)
     record = {"worked": worked, "failed": failed, "partial": partial, "outcomes_at": counted_at}
-    change(conn, new, now, reinforcements=old.reinforcements, valid_from=old.valid_from,
-           valid_until=old.valid_until, **record)  # fmt: skip
+    change(
+        conn,
+        new,
+        now,
+        reinforcements=old.reinforcements,
+        valid_from=old.valid_from,
+        valid_until=old.valid_until,
+        **record,
+    )
     anchors.carry(conn, [old.id], new)
     change(conn, old.id, now, status="superseded", superseded_by=new)
     journal.log(conn, now, "revise", old.id, new_id=new)

@@ -140,9 +140,14 @@ def anchor_file(repo: Path, path: str, first: int, last: int, now: float) -> Anc
         raise InvalidInput(f"--about {path}: it has {len(lines)} lines, not {last}")
     meant = lines[first - 1 : last] if first else lines
     return Anchor(
-        path=path, first_line=first, last_line=last, repo=str(repo), digest=_digest(meant),
-        line_hashes=b"".join(_line_hash(line) for line in meant if line), anchored_at=now,
-    )  # fmt: skip
+        path=path,
+        first_line=first,
+        last_line=last,
+        repo=str(repo),
+        digest=_digest(meant),
+        line_hashes=b"".join(_line_hash(line) for line in meant if line),
+        anchored_at=now,
+    )
 
 
 def check(anchor: Anchor) -> Staleness:
@@ -153,8 +158,10 @@ def check(anchor: Anchor) -> Staleness:
     meant = lines[anchor.first_line - 1 : anchor.last_line] if anchor.first_line else lines
     changed = 0.0
     if _digest(meant) != anchor.digest:
-        wanted = [anchor.line_hashes[i : i + _HASH_BYTES]
-                  for i in range(0, len(anchor.line_hashes), _HASH_BYTES)]  # fmt: skip
+        wanted = [
+            anchor.line_hashes[i : i + _HASH_BYTES]
+            for i in range(0, len(anchor.line_hashes), _HASH_BYTES)
+        ]
         present = {_line_hash(line) for line in lines if line}
         missing = sum(1 for digest in wanted if digest not in present)
         changed = missing / len(wanted) if wanted else 1.0
@@ -167,9 +174,20 @@ def save(tx: Transaction, item_id: str, anchors: Iterable[Anchor]) -> None:
     connection_of(tx).executemany(
         "INSERT OR REPLACE INTO item_anchors (item_id, path, first_line, last_line, repo, "
         "digest, line_hashes, anchored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(item_id, a.path, a.first_line, a.last_line, a.repo, a.digest, a.line_hashes,
-          a.anchored_at) for a in anchors],
-    )  # fmt: skip
+        [
+            (
+                item_id,
+                a.path,
+                a.first_line,
+                a.last_line,
+                a.repo,
+                a.digest,
+                a.line_hashes,
+                a.anchored_at,
+            )
+            for a in anchors
+        ],
+    )
 
 
 def carry(tx: "sqlite3.Connection | Transaction", sources: Iterable[str], to: str) -> None:
@@ -200,10 +218,17 @@ def anchors_of(
             chunk,
         )
         for item_id, path, first, last, repo, digest, hashes, at in rows:
-            out.setdefault(item_id, []).append(Anchor(
-                path=path, first_line=first, last_line=last, repo=repo, digest=digest,
-                line_hashes=bytes(hashes), anchored_at=at,
-            ))  # fmt: skip
+            out.setdefault(item_id, []).append(
+                Anchor(
+                    path=path,
+                    first_line=first,
+                    last_line=last,
+                    repo=repo,
+                    digest=digest,
+                    line_hashes=bytes(hashes),
+                    anchored_at=at,
+                )
+            )
     return out
 
 
@@ -237,10 +262,13 @@ def staleness(store: "Store", item_ids: Iterable[str] | None = None) -> dict[str
     with store.read() as tx:
         conn = connection_of(tx)
         if item_ids is None:
-            item_ids = [i for (i,) in conn.execute(
-                "SELECT DISTINCT item_id FROM item_anchors JOIN items ON items.id = item_id "
-                "WHERE items.status = 'active'"
-            )]  # fmt: skip
+            item_ids = [
+                i
+                for (i,) in conn.execute(
+                    "SELECT DISTINCT item_id FROM item_anchors JOIN items ON items.id = item_id "
+                    "WHERE items.status = 'active'"
+                )
+            ]
         anchors = anchors_of(conn, item_ids)
     return {item_id: [check(anchor) for anchor in held] for item_id, held in anchors.items()}
 

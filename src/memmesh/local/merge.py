@@ -63,15 +63,24 @@ def merge(
         coauthors = [name for name in dict.fromkeys(authors) if name != kept.author]
         tags = check_tags(list(dict.fromkeys(tag for item in items for tag in item.tags))[:16])
         merged = new_id(now)
-        insert(conn, Content(merged, clean, kept.kind, kept.project, tags, kept.author, vector),
-               now, supersedes=kept.id)  # fmt: skip
+        insert(
+            conn,
+            Content(merged, clean, kept.kind, kept.project, tags, kept.author, vector),
+            now,
+            supersedes=kept.id,
+        )
         change(
-            conn, merged, now,
+            conn,
+            merged,
+            now,
             reinforcements=sum(item.reinforcements for item in items) + len(items) - 1,
-            worked=sum(item.worked for item in items), failed=sum(item.failed for item in items),
-            partial=sum(item.partial for item in items), outcomes_at=now,
-            coauthors=json.dumps(coauthors), **_span(items),
-        )  # fmt: skip
+            worked=sum(item.worked for item in items),
+            failed=sum(item.failed for item in items),
+            partial=sum(item.partial for item in items),
+            outcomes_at=now,
+            coauthors=json.dumps(coauthors),
+            **_span(items),
+        )
         anchors.carry(conn, [item.id for item in items], merged)
         for item in items:
             change(conn, item.id, now, status="superseded", superseded_by=merged)

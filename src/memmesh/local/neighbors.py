@@ -54,15 +54,18 @@ def near_pairs(store: Store, *, floor: float, per_item: int = 8) -> list[NearPai
     matrix = np.frombuffer(b"".join(bytes(row[-1]) for row in read), np.float32)
     matrix = matrix.reshape(len(rows), -1)
     projects = [row.project for row in rows]
-    ranges = {name: (projects.index(name), len(projects) - projects[::-1].index(name))
-              for name in dict.fromkeys(projects)}  # fmt: skip
+    ranges = {
+        name: (projects.index(name), len(projects) - projects[::-1].index(name))
+        for name in dict.fromkeys(projects)
+    }
     shared = ranges.get(GLOBAL, (0, 0))
     found: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]] = []
     for name, (first, last) in ranges.items():
         others = (0, 0) if name == GLOBAL else shared
         for start in range(first, last, _BLOCK):
-            found.append(_near(matrix, start, min(start + _BLOCK, last), last, others, floor,
-                               per_item))  # fmt: skip
+            found.append(
+                _near(matrix, start, min(start + _BLOCK, last), last, others, floor, per_item)
+            )
     a = np.concatenate([f[0] for f in found])
     b = np.concatenate([f[1] for f in found])
     cosines = np.concatenate([f[2] for f in found])

@@ -26,8 +26,12 @@ __all__ = ["STATUS_EVENTS", "held_at", "in_force", "parse_date", "set_validity"]
 
 # The journal's events that change an item's status, and the status each leaves it in.
 STATUS_EVENTS = {
-    "forget": False, "unforget": True, "revise": False, "merge": False, "unmerge": False,
-}  # fmt: skip
+    "forget": False,
+    "unforget": True,
+    "revise": False,
+    "merge": False,
+    "unmerge": False,
+}
 _FORMS = "YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] (UTC)"
 
 

@@ -110,10 +110,15 @@ def _anchors(tx: Transaction, item_id: str) -> tuple[PublishedAnchor, ...]:
     """The item's anchors as they travel (:func:`memmesh.local.anchors.shareable`): the path
     from the repository's top and the hashes, never the repository's folder."""
     return tuple(
-        PublishedAnchor(path=a.path, first_line=a.first_line, last_line=a.last_line,
-                        digest=a.digest, line_hashes=a.line_hashes.hex())
+        PublishedAnchor(
+            path=a.path,
+            first_line=a.first_line,
+            last_line=a.last_line,
+            digest=a.digest,
+            line_hashes=a.line_hashes.hex(),
+        )
         for a in shareable(anchors_of(tx, [item_id]).get(item_id, []), secret=_holds_secret)
-    )  # fmt: skip
+    )
 
 
 def eligible(registry: Registry, policy: Policy) -> tuple[list[str], list[str]]:
@@ -238,9 +243,13 @@ def _held(
 def _retract(registry: Registry, tx: Transaction, target: Live) -> Entry:
     publication = target.publication
     return registry.record(
-        tx, Retraction, team=publication.team, item_id=publication.item_id,
-        version=publication.version, retracted_at=registry.store.clock(),
-    )  # fmt: skip
+        tx,
+        Retraction,
+        team=publication.team,
+        item_id=publication.item_id,
+        version=publication.version,
+        retracted_at=registry.store.clock(),
+    )
 
 
 def _plan(

@@ -34,8 +34,16 @@ def stale_in_checkout(answer: TeamAnswer, cwd: Path) -> dict[tuple[str, str], li
 
 def _checked(hit: TeamHit, root: Path) -> list[Staleness]:
     return [
-        check(Anchor(path=a.path, first_line=a.first_line, last_line=a.last_line, repo=str(root),
-                     digest=a.digest, line_hashes=bytes.fromhex(a.line_hashes),
-                     anchored_at=hit.published_at))
+        check(
+            Anchor(
+                path=a.path,
+                first_line=a.first_line,
+                last_line=a.last_line,
+                repo=str(root),
+                digest=a.digest,
+                line_hashes=bytes.fromhex(a.line_hashes),
+                anchored_at=hit.published_at,
+            )
+        )
         for a in hit.anchors
-    ]  # fmt: skip
+    ]
