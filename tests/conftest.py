@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from memmesh.local.store import Store
+from tests._clock import FakeClock
+from tests._members import Members
 from tests._postgres import database_url, postgres_server  # noqa: F401 - fixtures for all
 
 if TYPE_CHECKING:
@@ -73,6 +75,27 @@ def store(home: Path) -> Iterator[Store]:
     """A real store in a real SQLite file, closed after the test."""
     with Store(home, author="tester") as opened:
         yield opened
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The time, as the test sets it."""
+    return FakeClock()
+
+
+@pytest.fixture
+def timed(home: Path, clock: FakeClock) -> Iterator[Store]:
+    """A store on a clock only the test moves."""
+    with Store(home, author="tester", clock=clock) as opened:
+        yield opened
+
+
+@pytest.fixture
+def members(home: Path, clock: FakeClock) -> Iterator[Members]:
+    """One store file written by several members, on the test's clock."""
+    team = Members(home, clock)
+    yield team
+    team.close()
 
 
 class MemRunner:

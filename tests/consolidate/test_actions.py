@@ -1,8 +1,6 @@
 """What consolidation does: each merge, archive and settled contradiction in one transaction
 with its audit entry, each one taken back by undo; what changed meanwhile is skipped."""
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -16,7 +14,7 @@ from memmesh.local.errors import NotRestorable
 from memmesh.local.items import Item
 from memmesh.local.store import Store
 from tests._clock import FakeClock
-from tests.local.test_merge import Members
+from tests._members import Members
 
 WEBHOOKS = "The billing service retries failed webhooks 5 times."
 RESTATED = "Failed webhooks are retried 5 times by the billing service."
@@ -24,18 +22,6 @@ IN_WORDS = "The billing service retries failed webhooks five times."
 REDIS = "We use Redis locks for the job scheduler."
 POSTGRES = "We use Postgres advisory locks for the job scheduler."
 DEPLOYS = "Deploys to production happen on Tuesdays."
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def members(home: Path, clock: FakeClock) -> Iterator[Members]:
-    team = Members(home, clock)
-    yield team
-    team.close()
 
 
 @pytest.fixture

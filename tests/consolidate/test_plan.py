@@ -1,7 +1,6 @@
 """What consolidation finds, changing nothing: duplicates grouped whoever wrote them,
 contradictions (not those kept as both), items past their use, items whose code changed."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from memmesh.local.anchors import anchor_file, save
 from memmesh.local.items import Item
 from memmesh.local.store import Store
 from tests._clock import FakeClock
-from tests.local.test_merge import Members
+from tests._members import Members
 
 WEBHOOKS = "The billing service retries failed webhooks 5 times."
 RESTATED = "Failed webhooks are retried 5 times by the billing service."
@@ -27,18 +26,6 @@ CODE = [
     "        if send():",
     "            return",
 ]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def members(home: Path, clock: FakeClock) -> Iterator[Members]:
-    team = Members(home, clock)
-    yield team
-    team.close()
 
 
 @pytest.fixture

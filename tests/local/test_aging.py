@@ -1,11 +1,6 @@
 """Items past their use: failing, expired, or unused for two half-lives; and the recalls that
 keep an item in use."""
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from memmesh.local import hooklog, journal, outcomes
 from memmesh.local._recall import recall
 from memmesh.local.aging import DAY, UNUSED_HALF_LIVES, aged
@@ -17,17 +12,6 @@ WEBHOOKS = "The billing service retries failed webhooks 5 times"
 QUERY = "how many times are failed webhooks retried"
 DEPLOYS = "Deploys to production happen on Tuesdays"
 HALF_LIFE = 90.0
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def timed(home: Path, clock: FakeClock) -> Iterator[Store]:
-    with Store(home, author="tester", clock=clock) as opened:
-        yield opened
 
 
 def _aged(store: Store) -> list[tuple[str, str, float]]:

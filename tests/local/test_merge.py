@@ -1,9 +1,6 @@
 """Merging items that say one thing into one: every author, tag and earned record kept, the
 sources superseded; and taking a merge back."""
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memmesh.local import InvalidInput, NotActive
@@ -14,41 +11,13 @@ from memmesh.local.merge import merge, merged_from, unmerge
 from memmesh.local.store import Store
 from memmesh.local.validity import set_validity
 from tests._clock import FakeClock
+from tests._members import Members
 
 WEBHOOKS = "The billing service retries failed webhooks 5 times"
 RESTATED = "Failed webhooks are retried 5 times by the billing service"
 QUERY = "how many times are failed webhooks retried"
 DEPLOYS = "Deploys to production happen on Tuesdays"
 DAY = 86_400.0
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-class Members:
-    """One store file written by several members (each a store opened under their name)."""
-
-    def __init__(self, home: Path, clock: FakeClock) -> None:
-        self.home, self.clock = home, clock
-        self.stores: dict[str, Store] = {}
-
-    def __getitem__(self, name: str) -> Store:
-        if name not in self.stores:
-            self.stores[name] = Store(self.home, author=name, clock=self.clock)
-        return self.stores[name]
-
-    def close(self) -> None:
-        for opened in self.stores.values():
-            opened.close()
-
-
-@pytest.fixture
-def members(home: Path, clock: FakeClock) -> Iterator[Members]:
-    team = Members(home, clock)
-    yield team
-    team.close()
 
 
 @pytest.fixture

@@ -1,9 +1,7 @@
 """Pairs of active items near each other, in a recall's scope: within a project and with
 global, never across two projects, each pair once, each item bringing its nearest few."""
 
-from collections.abc import Iterator
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,17 +15,6 @@ WEBHOOKS = "The billing service retries failed webhooks 5 times"
 RESTATED = "Failed webhooks are retried 6 times by the billing service"
 DEPLOYS = "Deploys to production happen on Tuesdays"
 FLOOR = 0.5
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def timed(home: Path, clock: FakeClock) -> Iterator[Store]:
-    with Store(home, author="tester", clock=clock) as opened:
-        yield opened
 
 
 def _remember(store: Store, clock: FakeClock, text: str, project: str = "global") -> str:

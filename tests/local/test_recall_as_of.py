@@ -1,10 +1,7 @@
 """A recall ``as_of`` a past moment answers from the store as it stood then: the text of that
 time, the items active then, in force then."""
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from memmesh.local._recall import recall
 from memmesh.local.merge import merge
@@ -17,17 +14,6 @@ REVISED = "The billing service retries failed webhooks 7 times"
 RESTATED = "Failed webhooks are retried 5 times by the billing service"
 QUERY = "how many times are failed webhooks retried"
 DAY = 86_400.0
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def timed(home: Path, clock: FakeClock) -> Iterator[Store]:
-    with Store(home, author="tester", clock=clock) as opened:
-        yield opened
 
 
 def _texts(store: Store, as_of: float | None = None) -> list[str]:

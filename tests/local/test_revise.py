@@ -3,7 +3,6 @@
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,19 +21,6 @@ BOB = "bbbbbbbbbbbbbbbb"
 
 def _record(item: Item) -> tuple[int, float, float, float, float]:
     return (item.reinforcements, item.worked, item.failed, item.partial, item.outcome_score)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    """The time, as the test sets it."""
-    return FakeClock()
-
-
-@pytest.fixture
-def timed(home: Path, clock: FakeClock) -> Iterator[Store]:
-    """A store on a clock only the test moves."""
-    with Store(home, author="tester", clock=clock) as opened:
-        yield opened
 
 
 def test_the_new_version_keeps_reinforcements_and_outcomes_and_they_fade_on(

@@ -2,7 +2,6 @@
 in force (the rest explained as ``not_in_force``)."""
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,17 +25,6 @@ DAY = 86_400.0
 
 def _utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> float:
     return datetime(year, month, day, hour, minute, second, tzinfo=UTC).timestamp()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def timed(home: Path, clock: FakeClock) -> Iterator[Store]:
-    with Store(home, author="tester", clock=clock) as opened:
-        yield opened
 
 
 def _explained(store: Store) -> Recall:
