@@ -267,8 +267,7 @@ def recall_lines(
     from memmesh.agents import teampart
     from memmesh.agents.brief import by_turns
     from memmesh.local import recall, teamcache
-    from memmesh.local.anchors import note as stale_note
-    from memmesh.local.anchors import staleness
+    from memmesh.local.anchors import stale, stale_notes
     from memmesh.local.store import Store
     from memmesh.team.cached import for_query
 
@@ -276,14 +275,14 @@ def recall_lines(
     with contextlib.nullcontext(store) if store is not None else Store(home) as store:
         vector = store.embedder.embed_query(prompt)
         found = recall(store, prompt, k=local_k, project=project, record=False, query_vector=vector)
-        stale = staleness(store, [hit.item.id for hit in found.hits])
+        notes = stale_notes(stale(store, [hit.item.id for hit in found.hits]))
         lines += [
             Line(
                 score=hit.score,
                 kind=hit.item.kind,
                 text=hit.item.text,
                 ref=hit.item.id,
-                stale=stale_note(stale.get(hit.item.id, [])),
+                stale=notes.get(hit.item.id, ""),
             )
             for hit in found.hits
         ]

@@ -33,7 +33,7 @@ from memmesh.local import (
     replay,
     tallies,
 )
-from memmesh.local.anchors import note, staleness
+from memmesh.local.anchors import stale, stale_notes
 from memmesh.local.outcomes import Outcome
 from memmesh.local.project import resolve_project
 from memmesh.local.store import Store
@@ -71,9 +71,7 @@ class Tools:
 
     def _stale(self, answer: Recall) -> dict[str, str]:
         """What to say of the hits whose anchored files changed since (memmesh.local.anchors)."""
-        found = staleness(self.store, [hit.item.id for hit in answer.hits])
-        said = {item_id: note(files) for item_id, files in found.items()}
-        return {item_id: text for item_id, text in said.items() if text}
+        return stale_notes(stale(self.store, [hit.item.id for hit in answer.hits]))
 
     def _teammates(self, answer: Recall) -> dict[str, tuple[int, int, int]]:
         """What teammates reported of the recall's hits, for their track record."""

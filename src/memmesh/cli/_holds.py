@@ -10,8 +10,7 @@ from memmesh.local.items import iso
 
 if TYPE_CHECKING:
     from memmesh.local import Item, Transaction
-    from memmesh.local.anchors import Anchor, Staleness
-    from memmesh.local.store import Store
+    from memmesh.local.anchors import Anchor
 
 __all__ = [
     "Holds",
@@ -20,7 +19,6 @@ __all__ = [
     "as_of",
     "holds_of",
     "keep",
-    "stale_of",
     "validity_lines",
 ]
 
@@ -100,18 +98,6 @@ def keep(tx: "Transaction", item_id: str, holds: Holds, now: float) -> None:
     if holds.valid_from is not None or holds.valid_until is not None:
         set_validity(tx, item_id, holds.valid_from, holds.valid_until, now)
     save(tx, item_id, holds.anchors)
-
-
-def stale_of(store: "Store", item_ids: list[str]) -> "dict[str, list[Staleness]]":
-    """The anchored files of ``item_ids`` that changed enough since (items with none left out)."""
-    from memmesh.local.anchors import staleness
-
-    found = staleness(store, item_ids)
-    return {
-        i: [f for f in files if f.stale]
-        for i, files in found.items()
-        if any(f.stale for f in files)
-    }
 
 
 def validity_lines(item: "Item") -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memmesh.cli._common import Command, emit, open_store, shown_ids
-from memmesh.cli._holds import add_as_of, as_of, stale_of
+from memmesh.cli._holds import add_as_of, as_of
 from memmesh.cli.errors import UsageError
 from memmesh.errors import ExitCode
 from memmesh.local.items import MAX_K, iso
@@ -86,6 +86,7 @@ def add_recall(
 
 def _recall(args: argparse.Namespace) -> int:
     from memmesh.local import recall
+    from memmesh.local.anchors import stale as changed
 
     project = resolve_project(args.project)
     moment = as_of(args)
@@ -94,7 +95,7 @@ def _recall(args: argparse.Namespace) -> int:
             store, args.query, k=args.k, project=project, explain=args.explain, as_of=moment
         )
         shown = shown_ids(store, _ids_in(answer))
-        stale = stale_of(store, [hit.item.id for hit in answer.hits])
+        stale = changed(store, [hit.item.id for hit in answer.hits])
     text = explained_text(answer, shown) if args.explain else _hits_text(answer, shown, stale=stale)
     data = recall_json(answer, stale)
     if moment is not None:

@@ -19,7 +19,7 @@ import os
 import re
 import sqlite3
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,8 @@ __all__ = [
     "parse_about",
     "save",
     "shareable",
+    "stale",
+    "stale_notes",
     "staleness",
 ]
 
@@ -271,6 +273,26 @@ def staleness(store: "Store", item_ids: Iterable[str] | None = None) -> dict[str
             ]
         anchors = anchors_of(conn, item_ids)
     return {item_id: [check(anchor) for anchor in held] for item_id, held in anchors.items()}
+
+
+def stale(store: "Store", item_ids: Iterable[str]) -> dict[str, list[Staleness]]:
+    """The anchored files of ``item_ids`` that changed enough since, by item id (items none
+    of whose files did are left out): what recall, `mem show` and the hooks mark."""
+    found = staleness(store, item_ids)
+    return {i: changed for i, files in found.items() if (changed := [f for f in files if f.stale])}
+
+
+def stale_notes(
+    anchors: "Mapping[str, Sequence[Anchor]] | Mapping[str, list[Staleness]]",
+) -> dict[str, str]:
+    """What to say of each item (by id) whose files changed enough, :func:`note`'s words:
+    from its anchors (checked here) or from what :func:`stale` or :func:`staleness` found."""
+    said = {}
+    for item_id, held in anchors.items():
+        files = [a if isinstance(a, Staleness) else check(a) for a in held]
+        if text := note(files):
+            said[item_id] = text
+    return said
 
 
 def note(files: Sequence[Staleness]) -> str:

@@ -6,7 +6,6 @@ through the ``items_useful`` and ``items_preferences`` indexes (never the whole 
 no embedder: it needs no vectors.
 """
 
-import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,8 +15,8 @@ import msgspec
 
 from memmesh.local import outcomes
 from memmesh.local._db import DB_FILENAME, Database
-from memmesh.local.anchors import anchors_of, check, note
-from memmesh.local.items import GLOBAL, check_name
+from memmesh.local.anchors import anchors_of, stale_notes
+from memmesh.local.items import GLOBAL, check_name, in_force_sql
 
 __all__ = ["CANDIDATES", "PREFERENCES_SQL", "PROJECT_SQL", "Digest", "Useful", "digest"]
 
@@ -27,7 +26,7 @@ CANDIDATES = 40
 
 _COLUMNS = "id, text, kind, project, reinforcements, worked, failed, partial, outcomes_at"
 # Only items in force now (memmesh.local.validity): ``?1`` is now.
-_IN_FORCE = "(valid_from IS NULL OR valid_from <= ?1) AND (valid_until IS NULL OR valid_until > ?1)"
+_IN_FORCE = in_force_sql("?1")
 PROJECT_SQL = (
     f"SELECT {_COLUMNS} FROM items INDEXED BY items_useful "
     f"WHERE project = ?2 AND status = 'active' AND {_IN_FORCE} "
@@ -81,7 +80,7 @@ def digest(home: Path, project: str, *, now: float | None = None) -> Digest:
         with db.read() as conn:
             items = _ranked(conn.execute(PROJECT_SQL, (moment, project, CANDIDATES)), moment)
             preferences = _ranked(conn.execute(PREFERENCES_SQL, (moment, CANDIDATES)), moment)
-            stale = _stale(conn, [item.id for item in (*items, *preferences)])
+            stale = stale_notes(anchors_of(conn, [item.id for item in (*items, *preferences)]))
     finally:
         db.close()
     if project == GLOBAL:
@@ -91,13 +90,6 @@ def digest(home: Path, project: str, *, now: float | None = None) -> Digest:
         msgspec.structs.replace(i, stale=stale[i.id]) if i.id in stale else i for i in preferences
     ]
     return Digest(project=project, items=items, preferences=preferences)
-
-
-def _stale(conn: sqlite3.Connection, item_ids: list[str]) -> dict[str, str]:
-    """What to say of each item whose anchored files changed enough since (by id)."""
-    found = anchors_of(conn, item_ids)
-    said = {item_id: note([check(a) for a in held]) for item_id, held in found.items()}
-    return {item_id: text for item_id, text in said.items() if text}
 
 
 def _ranked(rows: Iterable[tuple[Any, ...]], now: float) -> list[Useful]:

@@ -32,6 +32,8 @@ __all__ = [
     "check_tags",
     "check_text",
     "default_author",
+    "in_force",
+    "in_force_sql",
     "suggested_name",
 ]
 
@@ -50,6 +52,21 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 def iso(timestamp: float) -> str:
     """Unix seconds as an ISO 8601 UTC string with second precision."""
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
+def in_force(valid_from: float | None, valid_until: float | None, at: float) -> bool:
+    """Whether an item holding from ``valid_from`` until ``valid_until`` (either open:
+    ``None``) holds at ``at`` (memmesh.local.validity)."""
+    return (valid_from is None or valid_from <= at) and (valid_until is None or at < valid_until)
+
+
+def in_force_sql(at: str) -> str:
+    """:func:`in_force` as an SQL condition on ``items``, ``at`` the parameter of the moment
+    (``?``, ``?1``)."""
+    return (
+        f"(valid_from IS NULL OR valid_from <= {at}) "
+        f"AND (valid_until IS NULL OR valid_until > {at})"
+    )
 
 
 def check_query(query: str, k: int) -> str:

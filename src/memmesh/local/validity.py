@@ -21,6 +21,7 @@ from memmesh.local._db import Transaction, connection_of
 from memmesh.local._rows import next_rev
 from memmesh.local.errors import InvalidInput
 from memmesh.local.ids import is_valid_id
+from memmesh.local.items import in_force, in_force_sql
 
 __all__ = ["STATUS_EVENTS", "held_at", "in_force", "parse_date", "set_validity"]
 
@@ -60,11 +61,6 @@ def _date_alone(text: str) -> bool:
     return True
 
 
-def in_force(valid_from: float | None, valid_until: float | None, at: float) -> bool:
-    """Whether an item holding from ``valid_from`` until ``valid_until`` holds at ``at``."""
-    return (valid_from is None or valid_from <= at) and (valid_until is None or at < valid_until)
-
-
 def set_validity(
     tx: Transaction, item_id: str, valid_from: float | None, valid_until: float | None, now: float
 ) -> None:
@@ -90,7 +86,7 @@ def held_at(conn: sqlite3.Connection, at: float, projects: Sequence[str]) -> lis
         f"SELECT seq, (SELECT kind FROM events WHERE item_id = items.id "
         f"AND kind IN ({', '.join('?' * len(kinds))}) AND at <= ? ORDER BY seq DESC LIMIT 1) "
         f"FROM items WHERE project IN ({marks}) AND created_at <= ? AND text != '' "
-        "AND (valid_from IS NULL OR valid_from <= ?) AND (valid_until IS NULL OR valid_until > ?)",
+        f"AND {in_force_sql('?')}",
         (*kinds, at, *projects, at, at, at),
     )
     return [seq for seq, last in rows if last is None or last in restoring]
