@@ -2,27 +2,20 @@
 coordinator) can withhold but not forge, alter, reorder or fork, checked here as an attacker
 would try each, and the honest flows it must carry."""
 
-import base64
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import msgspec
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from memmesh.registry import Identity, RosterChainBroken, create_identity
+from memmesh.registry import Identity, RosterChainBroken
 from memmesh.registry._roster_wire import Add as _Add
 from memmesh.registry._roster_wire import Genesis, Join
 from memmesh.registry._roster_wire import Rename as _Rename
 from memmesh.registry._roster_wire import Revoke as _Revoke
 from memmesh.registry.roster_chain import (
-    ROSTER_FORMAT,
     ChainHead,
     ChainMember,
-    RosterState,
     SignedStatement,
-    Statement,
     add,
     demote,
     display_names,
@@ -34,120 +27,9 @@ from memmesh.registry.roster_chain import (
     promote,
     rename,
     revoke,
-    sign_statement,
-    verify_chain,
 )
+from tests.registry._chain import DAY, T0, Chain, assert_broken, forge, invite_identity
 from tests.registry._helpers import TEAM, flip_bit
-
-T0 = 1_700_000_000.0
-DAY = 24 * 3600.0
-
-
-class Chain:
-    """A team's chain as its admins grow it: every statement is checked as it is appended."""
-
-    def __init__(self, root: Identity, name: str = "ada") -> None:
-        self.root = root
-        self.statements = [genesis(root, TEAM, name=name, at=T0)]
-        self.state = self.verify()
-
-    def append(self, signed: SignedStatement) -> SignedStatement:
-        self.state = extend(self.state, signed)
-        self.statements.append(signed)
-        return signed
-
-    def verify(
-        self, statements: Sequence[SignedStatement] | None = None, **options: Any
-    ) -> RosterState:
-        chosen = self.statements if statements is None else statements
-        return verify_chain(chosen, root_key_id=self.root.key_id, team=TEAM, **options)
-
-    def at(self, offset: float = 60.0) -> float:
-        """A time a little after the head's."""
-        return self.state.head.at + offset
-
-    def invited(self, signer: Identity, name: str, **options: Any) -> str:
-        """Append ``signer``'s invite for ``name``; the invite's secret."""
-        options.setdefault("expires_at", self.at() + DAY)
-        signed, secret = invite(self.state, signer, name=name, at=self.at(), **options)
-        self.append(signed)
-        return secret
-
-
-def forge(
-    state: RosterState,
-    op: type[Statement],
-    signer: Identity,
-    cosigner: Identity | None = None,
-    **fields: Any,
-) -> SignedStatement:
-    """A statement after ``state`` signed by ``signer`` (and ``cosigner``) without any check:
-    what an attacker, or a buggy client, could send."""
-    place: dict[str, Any] = {
-        "format": ROSTER_FORMAT,
-        "team": TEAM,
-        "seq": state.head.seq + 1,
-        "prev": state.head.hash,
-        "at": state.head.at + 60,
-        "signer": signer.public_key_text,
-    }
-    return sign_statement(op(**{**place, **fields}), signer, cosigner)
-
-
-def invite_identity(secret: str) -> Identity:
-    """The invite's key pair from its secret: what anyone holding the join code holds."""
-    raw = base64.urlsafe_b64decode(secret + "=" * (-len(secret) % 4))
-    return Identity(Ed25519PrivateKey.from_private_bytes(raw))
-
-
-def assert_broken(check: Callable[[], object], seq: int | None, reason: str) -> None:
-    """``check`` raises :class:`RosterChainBroken` at ``seq`` for ``reason``."""
-    with pytest.raises(RosterChainBroken) as caught:
-        check()
-    assert (caught.value.seq, caught.value.reason) == (seq, reason), caught.value.detail
-
-
-@pytest.fixture
-def member(tmp_path: Path) -> Callable[[str], Identity]:
-    """Makes a member's real key pair, each in a home of its own."""
-    return lambda name: create_identity(tmp_path / name)
-
-
-@pytest.fixture
-def ada(member: Callable[[str], Identity]) -> Identity:
-    return member("ada")
-
-
-@pytest.fixture
-def bob(member: Callable[[str], Identity]) -> Identity:
-    return member("bob")
-
-
-@pytest.fixture
-def cy(member: Callable[[str], Identity]) -> Identity:
-    return member("cy")
-
-
-@pytest.fixture
-def operator(member: Callable[[str], Identity]) -> Identity:
-    """The coordinator operator's own key: on no roster."""
-    return member("operator")
-
-
-@pytest.fixture
-def chain(ada: Identity) -> Chain:
-    return Chain(ada)
-
-
-@pytest.fixture
-def with_bob(chain: Chain, ada: Identity, bob: Identity) -> Chain:
-    """ada's team, which ada's invite let bob join as a plain member."""
-    secret = chain.invited(ada, "bob")
-    chain.append(join(chain.state, bob, invite_secret=secret, name="bob", at=chain.at()))
-    return chain
-
-
-# -- the honest flows ----------------------------------------------------------------------
 
 
 def test_invite_join_promote_then_the_second_admin_revokes_the_first_and_adds_a_third(

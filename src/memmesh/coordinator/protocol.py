@@ -300,22 +300,31 @@ class ChangesRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=
     limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 100
 
 
-class Change(msgspec.Struct, frozen=True, kw_only=True):
-    """One author's item's current state: its live publication, or its tombstone (the
-    envelope names the author's key; another key's item of the same id is another change)."""
+class Change(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One author's item's current state as the caller may see it: its live publication, or
+    its tombstone (the envelope names the author's key; another key's item of the same id is
+    another change), or ``hidden``: the item is no longer one the caller may read (its new
+    version's audience leaves them out), so a copy of it must go. A hidden change carries no
+    envelope, only the item, its version and its author's key (``author_key``).
+
+    The feed lists for each caller only the changes of items it may read, and the hidden
+    changes of items an earlier version let it read; nothing else, not even a gap it could
+    count: ``next_cursor`` and ``head`` are the caller's own (docs/protocol.md)."""
 
     cursor: int
-    kind: Literal["publication", "retraction"]
+    kind: Literal["publication", "retraction", "hidden"]
     item_id: str
     version: int
-    envelope: Envelope
+    envelope: Envelope | None = None
+    author_key: str = ""
 
 
 class ChangesResponse(msgspec.Struct, frozen=True, kw_only=True):
     """A page of the feed; ask again from ``next_cursor`` while ``more`` is true.
 
     What a follower needs to keep a copy of the feed by asking only for what changed: ``head``
-    is the feed's last cursor now (a follower's cursor past it: the feed was replaced); ``roster``
+    is the cursor of the last change this caller may see (a follower's cursor past it: the
+    feed was replaced); ``roster``
     changes whenever a member is added, revoked, renamed or changes role; ``purges`` whenever
     an operator's purge took rows out of the feed (neither shows in ``changes``). Empty from
     a coordinator older than them: the follower then reads the whole feed every time."""

@@ -14,19 +14,30 @@ from memmesh.registry._roster_wire import (
     Add,
     Demote,
     Genesis,
+    Grant,
+    Group,
     Invite,
     Join,
     Promote,
     Rename,
     Revoke,
+    Role,
     SignedStatement,
     Statement,
     decode_body,
 )
+from memmesh.registry.envelopes import Audience
 from memmesh.registry.errors import BadSignature, RosterChainBroken
 from memmesh.registry.identity import key_id, public_key_from_text, verify_signature
 
-__all__ = ["MAX_INVITE_TTL", "ChainHead", "ChainInvite", "ChainMember", "RosterState"]
+__all__ = [
+    "MAX_INVITE_TTL",
+    "ChainHead",
+    "ChainInvite",
+    "ChainMember",
+    "ProjectGrant",
+    "RosterState",
+]
 
 # The longest an invite may last from its own time: a code leaked in a chat log stops
 # joining anyone within a month.
@@ -36,8 +47,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class ChainMember(msgspec.Struct, frozen=True, kw_only=True):
-    """A key the chain put on the roster: its name now, every name it had (oldest first), and
-    whether it is an admin (``False`` once revoked)."""
+    """A key the chain put on the roster: its name now, every name it had (oldest first),
+    whether it is an admin (``False`` once revoked), and whether it is a reader (who asks the
+    team but publishes nothing; never an admin)."""
 
     key_id: str
     key: str
@@ -46,11 +58,24 @@ class ChainMember(msgspec.Struct, frozen=True, kw_only=True):
     added_at: float
     revoked_at: float | None = None
     names: tuple[str, ...] = ()
+    reader: bool = False
 
     @property
     def active(self) -> bool:
         """Whether the key is a member now (not revoked)."""
         return self.revoked_at is None
+
+    @property
+    def role(self) -> str:
+        """``admin``, ``member`` or ``reader``."""
+        return "admin" if self.admin else "reader" if self.reader else "member"
+
+
+class ProjectGrant(msgspec.Struct, frozen=True, kw_only=True):
+    """Who may read and who may publish one project's items (``None``: every member)."""
+
+    read: Audience | None = None
+    publish: Audience | None = None
 
 
 class ChainInvite(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,13 +103,16 @@ class ChainHead(msgspec.Struct, frozen=True, kw_only=True):
 
 class RosterState(msgspec.Struct, frozen=True, kw_only=True):
     """What a verified chain says: the team's members by key id (revoked ones stay, with the
-    time), its invites by invite key id, and its head."""
+    time), its invites by invite key id, its groups (each a sorted tuple of member ids), the
+    projects whose readers or publishers an admin named, and its head."""
 
     team: str
     root_key_id: str
     head: ChainHead
     members: dict[str, ChainMember]
     invites: dict[str, ChainInvite]
+    groups: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    grants: dict[str, ProjectGrant] = msgspec.field(default_factory=dict)
 
     def active_admins(self) -> list[ChainMember]:
         """The members that are admins now."""
@@ -100,6 +128,8 @@ class _Fold:
         self.head = state.head if state else None
         self.members = dict(state.members) if state else {}
         self.invites = dict(state.invites) if state else {}
+        self.groups = dict(state.groups) if state else {}
+        self.grants = dict(state.grants) if state else {}
 
     def state(self) -> RosterState:
         """The state so far; raises for a chain with no statement at all."""
@@ -107,7 +137,8 @@ class _Fold:
             raise RosterChainBroken(None, "empty", "the chain has no statement")
         return RosterState(
             team=self.team, root_key_id=self.root_key_id, head=self.head,
-            members=dict(self.members), invites=dict(self.invites),
+            members=dict(self.members), invites=dict(self.invites), groups=dict(self.groups),
+            grants=dict(self.grants),
         )  # fmt: skip
 
     def apply(self, signed: SignedStatement) -> None:
@@ -178,6 +209,12 @@ class _Fold:
                 self._role(statement)
             elif isinstance(statement, Rename):
                 self._rename(statement)
+            elif isinstance(statement, Role):
+                self._reader(statement)
+            elif isinstance(statement, Group):
+                self._group(statement)
+            elif isinstance(statement, Grant):
+                self._grant(statement)
             else:
                 self._invite(statement)
 
@@ -218,6 +255,8 @@ class _Fold:
         if member.admin and len(self._admins()) == 1:
             raise broken("last_admin", "the last admin cannot be revoked")
         self.members[wanted] = msgspec.structs.replace(member, admin=False, revoked_at=statement.at)
+        # A revoked key is in no group: a group's members are active members.
+        self.groups = {g: tuple(k for k in ids if k != wanted) for g, ids in self.groups.items()}
 
     def _role(self, statement: Promote | Demote) -> None:
         broken = _Broken(statement.seq)
@@ -227,7 +266,7 @@ class _Fold:
             raise broken("no_change", f"{member.key_id} is {'already' if admin else 'not'} admin")
         if not admin and len(self._admins()) == 1:
             raise broken("last_admin", "the last admin cannot be demoted")
-        self.members[member.key_id] = msgspec.structs.replace(member, admin=admin)
+        self.members[member.key_id] = msgspec.structs.replace(member, admin=admin, reader=False)
 
     def _rename(self, statement: Rename) -> None:
         member = self._active(statement.seq, _id(statement.key))
@@ -237,6 +276,55 @@ class _Fold:
         self.members[member.key_id] = msgspec.structs.replace(
             member, name=statement.name, names=(*member.names, statement.name)
         )
+
+    def _reader(self, statement: Role) -> None:
+        broken = _Broken(statement.seq)
+        member = self._active(statement.seq, _id(statement.key))
+        if member.admin:
+            raise broken("is_admin", f"{member.key_id} is an admin: demote them first")
+        reader = statement.role == "reader"
+        if member.reader == reader:
+            raise broken("no_change", f"{member.key_id} is a {member.role} already")
+        self.members[member.key_id] = msgspec.structs.replace(member, reader=reader)
+
+    def _group(self, statement: Group) -> None:
+        broken = _Broken(statement.seq)
+        self._check_name(statement.seq, statement.group, None, group=statement.group)
+        held = set(self.groups.get(statement.group, ()))
+        if not statement.add and not statement.remove:
+            raise broken("no_change", "a group statement adds or removes someone")
+        if set(statement.add) & set(statement.remove):
+            raise broken("no_change", "a group statement adds and removes one member")
+        for member_id in statement.add:
+            self._active(statement.seq, member_id)
+            if member_id in held:
+                raise broken("no_change", f"{member_id} is in {statement.group!r} already")
+        for member_id in statement.remove:
+            if member_id not in held:
+                raise broken("not_in_group", f"{member_id} is not in {statement.group!r}")
+        if statement.group not in self.groups and statement.remove:
+            raise broken("unknown_group", f"there is no group {statement.group!r}")
+        self.groups[statement.group] = tuple(
+            sorted((held | set(statement.add)) - set(statement.remove))
+        )
+
+    def _grant(self, statement: Grant) -> None:
+        broken = _Broken(statement.seq)
+        if not _NAME.fullmatch(statement.project):
+            raise broken("bad_name", f"{statement.project!r} is no project name")
+        for audience in (statement.read, statement.publish):
+            for group in audience.groups if audience else ():
+                if group not in self.groups:
+                    raise broken("unknown_group", f"there is no group {group!r}")
+            for member_id in audience.members if audience else ():
+                self._active(statement.seq, member_id)
+        grant = ProjectGrant(read=statement.read, publish=statement.publish)
+        if self.grants.get(statement.project, ProjectGrant()) == grant:
+            raise broken("no_change", f"project {statement.project!r} is granted so already")
+        if grant == ProjectGrant():
+            self.grants.pop(statement.project, None)
+        else:
+            self.grants[statement.project] = grant
 
     def _invite(self, statement: Invite) -> None:
         broken = _Broken(statement.seq)
@@ -302,13 +390,18 @@ class _Fold:
             # Revoked is for good: a key that came back would carry its old standing.
             raise _Broken(seq)("key_known", f"{new_id} is already on the chain")
 
-    def _check_name(self, seq: int, name: str, owner: str | None) -> None:
-        """A valid name no other active member has (letter case aside: ``Ada`` is ``ada``)."""
+    def _check_name(self, seq: int, name: str, owner: str | None, group: str = "") -> None:
+        """A valid name no other active member and no other group has (letter case aside:
+        ``Ada`` is ``ada``): an audience names either, and must mean one thing. ``group`` is
+        the group being named (its own name is no clash)."""
         if not _NAME.fullmatch(name):
             raise _Broken(seq)("bad_name", f"{name!r} is not 1-64 letters, digits, '.', '-' or '_'")
         for member in self.members.values():
             if member.active and member.key_id != owner and member.name.lower() == name.lower():
                 raise _Broken(seq)("name_taken", f"{member.key_id} is named {member.name!r}")
+        for other in self.groups:
+            if other != group and other.lower() == name.lower():
+                raise _Broken(seq)("name_taken", f"a group is named {other!r}")
 
 
 class _Broken:

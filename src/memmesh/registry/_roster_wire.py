@@ -8,11 +8,11 @@ happens to be sent in.
 """
 
 import hashlib
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
-from memmesh.registry.envelopes import Counter, Timestamp
+from memmesh.registry.envelopes import Audience, Counter, Timestamp
 from memmesh.registry.identity import Identity
 
 __all__ = [
@@ -21,11 +21,14 @@ __all__ = [
     "Add",
     "Demote",
     "Genesis",
+    "Grant",
+    "Group",
     "Invite",
     "Join",
     "Promote",
     "Rename",
     "Revoke",
+    "Role",
     "SignedStatement",
     "Statement",
     "decode_body",
@@ -111,7 +114,37 @@ class Join(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="jo
     invite_key: _Key
 
 
-Statement = Genesis | Add | Revoke | Promote | Demote | Rename | Invite | Join
+class Role(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="role"):
+    """An active admin makes the active member ``key`` (not an admin) a ``reader``, who asks
+    the team but publishes nothing, or a plain ``member`` again."""
+
+    key: _Key
+    role: Literal["member", "reader"]
+
+
+class Group(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="group"):
+    """An active admin puts the active members ``add`` (member ids) into the group ``group``
+    and takes ``remove`` out of it; the group exists from its first member on, and stays
+    (empty, perhaps) so that what names it keeps its meaning."""
+
+    group: _Name
+    add: Annotated[tuple[_Name, ...], msgspec.Meta(max_length=256)] = ()
+    remove: Annotated[tuple[_Name, ...], msgspec.Meta(max_length=256)] = ()
+
+
+class Grant(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="grant"):
+    """An active admin says who may read (``read``) and who may publish (``publish``) the
+    items of ``project``, in place of what was said before; ``None`` leaves that open to every
+    member (a reader still publishes nothing)."""
+
+    project: _Name
+    read: Audience | None
+    publish: Audience | None
+
+
+Statement = (
+    Genesis | Add | Revoke | Promote | Demote | Rename | Invite | Join | Role | Group | Grant
+)
 
 
 class SignedStatement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

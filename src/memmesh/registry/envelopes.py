@@ -10,6 +10,7 @@ Vectors travel beside envelopes, never inside the signature.
 
 import functools
 import hashlib
+from collections.abc import Iterable
 from typing import Annotated
 
 import msgspec
@@ -20,8 +21,10 @@ from memmesh.registry.identity import Identity, key_id, public_key_from_text, ve
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_AUDIENCE",
     "MAX_TALLY",
     "MAX_TIMESTAMP",
+    "Audience",
     "Envelope",
     "Presence",
     "Publication",
@@ -83,6 +86,30 @@ class PublishedAnchor(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     line_hashes: Annotated[str, msgspec.Meta(max_length=8 * 4096, pattern=r"^([0-9a-f]{8})*\Z")]
 
 
+# A group's or a project's name: the rule of member names (1-64 letters, digits, '.', '-', '_').
+GroupName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")]
+# A member id: 16 lower-case base32 characters (memmesh.registry.identity.key_id).
+MemberId = Annotated[str, msgspec.Meta(pattern=r"^[a-z2-7]{16}\Z")]
+# The most groups, and the most members, one audience names.
+MAX_AUDIENCE = 64
+
+
+class Audience(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """Whom something is for: the members of ``groups`` (as the signed roster has them when
+    it is served) and the members ``members`` names by member id. An audience naming nobody
+    is for its author alone. Both are sorted and without repeats (:meth:`of` makes them so)."""
+
+    groups: Annotated[tuple[GroupName, ...], msgspec.Meta(max_length=MAX_AUDIENCE)] = ()
+    members: Annotated[tuple[MemberId, ...], msgspec.Meta(max_length=MAX_AUDIENCE)] = ()
+
+    @classmethod
+    def of(cls, groups: Iterable[str] = (), members: Iterable[str] = ()) -> "Audience":
+        """The audience of ``groups`` and ``members``, in its one canonical order."""
+        return cls(groups=tuple(sorted(set(groups))), members=tuple(sorted(set(members))))
+
+
 class Publication(
     _Body,
     frozen=True,
@@ -92,7 +119,8 @@ class Publication(
     omit_defaults=True,
 ):
     """One version of a published item, as signed by its author. ``anchors`` is left out of
-    the payload when there are none, so that an item without any is signed as before."""
+    the payload when there are none, and ``audience`` when the item is for the whole team
+    (``None``), so that such an item is signed as before."""
 
     author: str
     published_at: Timestamp
@@ -103,6 +131,7 @@ class Publication(
     content_hash: str
     embedder: str
     anchors: Annotated[tuple[PublishedAnchor, ...], msgspec.Meta(max_length=16)] = ()
+    audience: Audience | None = None
 
 
 class Retraction(_Body, frozen=True, kw_only=True, forbid_unknown_fields=True, tag="retraction"):

@@ -12,7 +12,9 @@ MemmeshError
     ├── NotYourItem           retracting an item another key published (status 403)
     ├── RetractedBefore       publishing retracted items again without --again (exit 2)
     ├── LogTailMismatch       the log does not end where its recorded head says
-    └── RosterChainBroken     the signed roster breaks a rule at one statement
+    ├── RosterChainBroken     the signed roster breaks a rule at one statement
+    ├── UnknownAudience       an audience names a group or member the roster does not have
+    └── PublishNotAllowed     the signed roster lets this member publish nothing there (403)
 """
 
 from memmesh.errors import ExitCode, MemmeshError
@@ -27,9 +29,11 @@ __all__ = [
     "LogTailMismatch",
     "NotPublished",
     "NotYourItem",
+    "PublishNotAllowed",
     "RegistryError",
     "RetractedBefore",
     "RosterChainBroken",
+    "UnknownAudience",
 ]
 
 
@@ -170,3 +174,41 @@ class RosterChainBroken(RegistryError):
         self.seq = seq
         self.reason = reason
         self.detail = detail
+
+
+class UnknownAudience(RegistryError):
+    """An audience (``--to``, or team.yaml's default) names what the signed roster does not
+    have: ``names`` are those names, in the order given. Nothing is published."""
+
+    exit_code = ExitCode.REFUSED
+    status = 400
+
+    def __init__(self, names: list[str], *, signed: bool = True) -> None:
+        listed = ", ".join(repr(n) for n in names)
+        why = (
+            "the signed roster has no such group or active member"
+            if signed
+            else "the team's roster is not signed, so it has no groups: an admin signs it first"
+        )
+        super().__init__(f"unknown audience {listed}: {why}; nothing was published")
+        self.names = names
+
+
+class PublishNotAllowed(RegistryError):
+    """The signed roster lets ``member`` publish nothing in ``project``: ``reason`` is
+    ``reader`` (a reader publishes nothing) or ``not_granted`` (the project names who may
+    publish, and not them)."""
+
+    exit_code = ExitCode.REFUSED
+    status = 403
+
+    def __init__(self, member: str, project: str, reason: str) -> None:
+        why = (
+            "is a reader of the team, who asks it but publishes nothing"
+            if reason == "reader"
+            else f"is not among those an admin let publish in project {project!r}"
+        )
+        super().__init__(f"{member} {why}; nothing was published")
+        self.member = member
+        self.project = project
+        self.reason = reason

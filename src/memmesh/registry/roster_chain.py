@@ -1,6 +1,7 @@
 """The signed roster: a team's membership as a chain of statements its admins sign.
 
-Every change to the roster - add, revoke, promote, demote, rename, invite, join - is a
+Every change to the roster - add, revoke, promote, demote, rename, invite, join, a member's
+role, a group's members, a project's grants - is a
 statement signed by an admin's key (a join by the joining key and the invite's key), that
 names its place (``seq``) and the hash of the statement before it (``prev``). Statement 0,
 the genesis, names the team and its root key, the first admin; a member pins the root's key
@@ -26,6 +27,7 @@ from memmesh.registry._roster_fold import (
     ChainHead,
     ChainInvite,
     ChainMember,
+    ProjectGrant,
     RosterState,
     _Fold,
 )
@@ -34,15 +36,19 @@ from memmesh.registry._roster_wire import (
     Add,
     Demote,
     Genesis,
+    Grant,
+    Group,
     Invite,
     Join,
     Promote,
     Rename,
     Revoke,
+    Role,
     SignedStatement,
     Statement,
     sign_statement,
 )
+from memmesh.registry.envelopes import Audience
 from memmesh.registry.errors import RosterChainBroken
 from memmesh.registry.identity import Identity
 
@@ -52,6 +58,7 @@ __all__ = [
     "ChainHead",
     "ChainInvite",
     "ChainMember",
+    "ProjectGrant",
     "RosterState",
     "SignedStatement",
     "Statement",
@@ -61,12 +68,15 @@ __all__ = [
     "extend",
     "extends",
     "genesis",
+    "grant",
+    "group",
     "invite",
     "invite_identity",
     "join",
     "promote",
     "rename",
     "revoke",
+    "set_role",
     "sign_statement",
     "verify_chain",
 ]
@@ -191,6 +201,42 @@ def rename(
     return _checked(state, signer, Rename, key=key, name=name, at=at)
 
 
+def set_role(
+    state: RosterState, signer: Identity, *, key: str, role: str, at: float | None = None
+) -> SignedStatement:
+    """The admin ``signer`` makes the member ``key`` a ``reader`` or a plain ``member``."""
+    return _checked(state, signer, Role, key=key, role=role, at=at)
+
+
+def group(
+    state: RosterState,
+    signer: Identity,
+    *,
+    name: str,
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
+    at: float | None = None,
+) -> SignedStatement:
+    """The admin ``signer`` puts the members ``add`` (member ids) into the group ``name`` and
+    takes ``remove`` out of it."""
+    added, removed = tuple(sorted(set(add))), tuple(sorted(set(remove)))
+    return _checked(state, signer, Group, group=name, add=added, remove=removed, at=at)
+
+
+def grant(
+    state: RosterState,
+    signer: Identity,
+    *,
+    project: str,
+    read: Audience | None,
+    publish: Audience | None,
+    at: float | None = None,
+) -> SignedStatement:
+    """The admin ``signer`` says who may read and who may publish ``project``'s items
+    (``None``: every member)."""
+    return _checked(state, signer, Grant, project=project, read=read, publish=publish, at=at)
+
+
 def invite(
     state: RosterState,
     signer: Identity,
@@ -264,7 +310,7 @@ def _place(state: RosterState, signer: Identity, at: float | None) -> dict[str, 
 def _checked(
     state: RosterState,
     signer: Identity,
-    op: type[Add | Revoke | Promote | Demote | Rename | Invite],
+    op: type[Add | Revoke | Promote | Demote | Rename | Invite | Role | Group | Grant],
     *,
     at: float | None,
     **fields: Any,

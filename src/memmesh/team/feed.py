@@ -126,7 +126,10 @@ def entry_of(
     change: Change, policy: Policy, roster: TrustedRoster, dropped: Counter[str]
 ) -> FeedEntry | None:
     """The change as an entry, if its envelope verifies, is of this team and says what the
-    change says it is (else ``None``, counted in ``dropped`` by reason)."""
+    change says it is (else ``None``, counted in ``dropped`` by reason). A hidden change
+    (an item this member may no longer read) is no entry, and no drop."""
+    if change.envelope is None:
+        return None
     try:
         body = open_envelope(change.envelope)
     except BadSignature:
