@@ -100,6 +100,8 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     another author that contradict it, once the answer was flagged
     (:func:`memmesh.team.contradictions.flag_answer`). ``anchors`` are the files its author
     anchored it to, as the publication carries them (:mod:`memmesh.team.stale`).
+    ``audience`` names whom its author published it for, groups and members by the names
+    output shows (empty: the whole team).
     """
 
     id: str
@@ -116,6 +118,7 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     also: tuple["TeamHit", ...] = ()
     contradicted_by: tuple[Otherwise, ...] = ()
     anchors: tuple[PublishedAnchor, ...] = ()
+    audience: tuple[str, ...] = ()
 
     @property
     def authors(self) -> list[tuple[str, str]]:
