@@ -195,7 +195,12 @@ def test_policy_path_check_and_show(mem: MemRunner, home: Path) -> None:
     shown = json_of(_run(mem, "team", "policy", "show", "--json"))["policy"]
     assert shown["team"] == "acme"
     assert shown["coordinator"] == COORDINATOR
-    assert shown["share"] == {"kinds": ["decision"], "min_reinforcements": 1, "projects": {}}
+    assert shown["share"] == {
+        "kinds": ["decision"],
+        "min_reinforcements": 1,
+        "projects": {},
+        "audiences": [],
+    }
     # Absent keys show their defaults.
     assert shown["never"] == {"tags": ["private", "secret", "personal"], "patterns": []}
     assert shown["token_env"] == "MEM_TEAM_TOKEN"
@@ -260,6 +265,8 @@ def test_publish_dry_run_lists_what_would_leave_and_changes_nothing(
                 "rule": "share.kinds: decision",
                 "forced": False,
                 "text": LOCKS,
+                "audience": None,
+                "readers": None,
             }
         ],
     }
@@ -267,6 +274,7 @@ def test_publish_dry_run_lists_what_would_leave_and_changes_nothing(
     assert mixed.stdout.splitlines() == [
         f"publish    v1  {locks[:10]}  [share.kinds: decision]",
         f"           would send: {LOCKS}",
+        "           readable by: every member of the team",
         f"refused    v1  {tests[:10]}  [share.kinds: command is not shared]",
     ]
     forced = _run(mem, "team", "publish", tests, "--dry-run", "--force", "--json")
@@ -277,6 +285,8 @@ def test_publish_dry_run_lists_what_would_leave_and_changes_nothing(
         "rule": "share.kinds: command is not shared",
         "forced": True,
         "text": None,
+        "audience": None,
+        "readers": None,
     }
     assert _log(mem) == []
 
@@ -410,8 +420,10 @@ def test_publish_eligible_publishes_everything_the_policy_allows_in_one_step(
     assert planned.stdout.splitlines() == [
         f"publish    v1  {locks[:10]}  [share.kinds: decision]",
         f"           would send: {LOCKS}",
+        "           readable by: every member of the team",
         f"publish    v1  {cache[:10]}  [share.kinds: gotcha]",
         f"           would send: {CACHE}",
+        "           readable by: every member of the team",
         left_out,
     ]
     assert [(p["id"], p["action"]) for p in published["items"]] == [

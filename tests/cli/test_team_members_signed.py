@@ -99,9 +99,9 @@ def test_a_member_who_is_no_admin_is_refused_in_one_line_with_exit_3(signed: Sig
         (["members", "demote", "bob"], 1, "bob is not an admin of team 'acme'",
          "no_admin_to_demote"),
         (["members", "promote", "zed"], 1, "team 'acme' has no member 'zed'", "no_such_member"),
-        (["members", "rename", "bob", "ADA"], 2, "another active member has that name",
+        (["members", "rename", "bob", "ADA"], 2, "another active member or a group has that name",
          "usage_error"),
-        (["invite", "ada"], 2, "another active member has that name", "usage_error"),
+        (["invite", "ada"], 2, "another active member or a group has that name", "usage_error"),
     ],
 )  # fmt: skip
 def test_a_change_the_roster_refuses_is_said_in_one_line_and_nothing_is_sent(

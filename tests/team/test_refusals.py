@@ -66,7 +66,7 @@ def identity(tmp_path: Path) -> Identity:
             RosterChainBroken(3, "name_taken", "carol is an active member"),
             "invite members",
             Refusal(
-                message="another active member has that name: carol is an active member",
+                message="another active member or a group has that name: carol is an active member",
                 http_status=400,
                 error_code="name_taken",
                 usage=True,

@@ -8,6 +8,7 @@ The commands' work is in :mod:`memmesh.cli._team_roster` (and `join`'s in
 import argparse
 import re
 
+from memmesh.cli import _team_groups
 from memmesh.cli._common import (
     Command,
     Handler,
@@ -183,6 +184,7 @@ def _roles(listing: Command) -> None:
     )
     p.add_argument("member", metavar="MEMBER", type=member, help="their name or member id")
     p.add_argument("name", metavar="NEW-NAME", type=member_name, help="their new name")
+    _team_groups.register_role(listing)
     listing(
         "sign",
         _run("sign"),

@@ -37,6 +37,9 @@ from memmesh.text import counted, printable
 
 __all__ = [
     "asking",
+    "labelled",
+    "member_json",
+    "member_of_home",
     "run_add",
     "run_demote",
     "run_disclosures",
@@ -74,19 +77,19 @@ def asking(
         raise TeamRefused(said.message, said.http_status, said.error_code) from None
 
 
-def _member(args: argparse.Namespace) -> tuple[Policy, Identity]:
+def member_of_home(args: argparse.Namespace) -> tuple[Policy, Identity]:
     home = home_of(args)
     return load_policy(home), load_identity(home)
 
 
-def _member_json(member: RosterMember) -> dict[str, Any]:
+def member_json(member: RosterMember) -> dict[str, Any]:
     data: dict[str, Any] = msgspec.to_builtins(member)
     data["added_at"] = iso(member.added_at)
     data["revoked_at"] = iso(member.revoked_at) if member.revoked_at is not None else None
     return data
 
 
-def _labelled(member: RosterMember) -> str:
+def labelled(member: RosterMember) -> str:
     admin = ", admin" if member.admin else ""
     revoked = ", revoked" if member.revoked_at is not None else ""
     return printable(f"{member.name} ({member.key_id}{admin}{revoked})")
@@ -95,7 +98,7 @@ def _labelled(member: RosterMember) -> str:
 def run_invite(args: argparse.Namespace) -> int:
     if args.ttl > roster.MAX_INVITE_TTL:
         raise UsageError("team invite", "an invite lasts at most 30 days (--ttl 30d)")
-    policy, identity = _member(args)
+    policy, identity = member_of_home(args)
     with asking("admin", "invite members", policy, identity, command="team invite"):
         invited = roster.invite(
             policy, identity, args.name, ttl=args.ttl, admin=args.admin, home=home_of(args)
@@ -128,7 +131,7 @@ def run_invite(args: argparse.Namespace) -> int:
 
 
 def run_members(args: argparse.Namespace) -> int:
-    policy, identity = _member(args)
+    policy, identity = member_of_home(args)
     home = home_of(args)
     with asking("member", "list members", policy, identity):
         listed = roster.members(policy, identity, home=home)
@@ -157,7 +160,7 @@ def run_members(args: argparse.Namespace) -> int:
         lines.append("roster: not signed")
     data = {
         "enforced": listed.enforced,
-        "members": [_member_json(m) for m in listed.members],
+        "members": [member_json(m) for m in listed.members],
         "signed": {"statements": listed.head_seq + 1, "root": root} if signed else None,
     }
     emit(args, data, "\n".join(lines))
@@ -169,7 +172,7 @@ def run_add(args: argparse.Namespace) -> int:
         raise UsageError("team members add", "give NAME and KEY, or --from-policy alone")
     if not args.from_policy and args.key is None:
         raise UsageError("team members add", "give the member's public KEY after NAME")
-    policy, identity = _member(args)
+    policy, identity = member_of_home(args)
     home = home_of(args)
     with asking("admin", "add members", policy, identity, command="team members add"):
         if args.from_policy:
@@ -179,12 +182,12 @@ def run_add(args: argparse.Namespace) -> int:
                 policy, identity, args.member, args.key, admin=args.admin, home=home
             )
             report = roster.FromPolicy(added=[member], already=[], not_addable=[])
-    lines = [f"added {_labelled(m)} to team {policy.team}" for m in report.added]
-    lines += [f"already on the roster: {_labelled(m)}" for m in report.already]
+    lines = [f"added {labelled(m)} to team {policy.team}" for m in report.added]
+    lines += [f"already on the roster: {labelled(m)}" for m in report.already]
     lines += [printable(f"not added: {n.name}: {n.reason}") for n in report.not_addable]
     data = {
-        "added": [_member_json(m) for m in report.added],
-        "already": [_member_json(m) for m in report.already],
+        "added": [member_json(m) for m in report.added],
+        "already": [member_json(m) for m in report.already],
         "not_addable": [msgspec.to_builtins(n) for n in report.not_addable],
     }
     emit(args, data, "\n".join(lines) or "team.yaml lists no members")
@@ -192,15 +195,15 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 def run_revoke(args: argparse.Namespace) -> int:
-    policy, identity = _member(args)
+    policy, identity = member_of_home(args)
     confirm(args, "nothing was revoked", lambda: _question(policy, identity, args))
     with asking("admin", "revoke members", policy, identity, command="team revoke"):
         revoked = roster.revoke(policy, identity, args.member, purge=args.purge, home=home_of(args))
     purged = f"; {counted(revoked.purged, 'published item')} purged" if args.purge else ""
     emit(
         args,
-        {"member": _member_json(revoked.member), "purged": revoked.purged},
-        f"revoked {_labelled(revoked.member)} from team {policy.team}{purged}",
+        {"member": member_json(revoked.member), "purged": revoked.purged},
+        f"revoked {labelled(revoked.member)} from team {policy.team}{purged}",
     )
     return ExitCode.OK
 
@@ -215,40 +218,40 @@ def run_demote(args: argparse.Namespace) -> int:
 
 def _change_role(args: argparse.Namespace, *, admin: bool) -> int:
     """`mem team members promote` (``admin``) or `demote`: one signed request, one line."""
-    policy, identity = _member(args)
+    policy, identity = member_of_home(args)
     verb, change = ("promote", roster.promote) if admin else ("demote", roster.demote)
     with asking("admin", f"{verb} members", policy, identity, command=f"team members {verb}"):
         changed = change(policy, identity, args.member, home=home_of(args))
     now = "now an admin" if admin else "no longer an admin"
     emit(
         args,
-        {"member": _member_json(changed)},
-        f"{_labelled(changed)} is {now} of team {policy.team}",
+        {"member": member_json(changed)},
+        f"{labelled(changed)} is {now} of team {policy.team}",
     )
     return ExitCode.OK
 
 
 def run_rename(args: argparse.Namespace) -> int:
-    policy, identity = _member(args)
+    policy, identity = member_of_home(args)
     command = "team members rename"
     with asking("admin", "rename members", policy, identity, command=command):
         renamed = roster.rename(policy, identity, args.member, args.name, home=home_of(args))
     emit(
         args,
-        {"member": _member_json(renamed)},
-        f"renamed {printable(args.member)} to {_labelled(renamed)} in team {policy.team}",
+        {"member": member_json(renamed)},
+        f"renamed {printable(args.member)} to {labelled(renamed)} in team {policy.team}",
     )
     return ExitCode.OK
 
 
 def run_sign(args: argparse.Namespace) -> int:
-    policy, identity = _member(args)
+    policy, identity = member_of_home(args)
     with asking("admin", "sign the roster", policy, identity, command="team members sign"):
         signed = roster.sign_roster(home_of(args), policy, identity)
     members = signed.roster.members
     active = [m for m in members if m.revoked_at is None]
     lines = [f"signed team {policy.team}'s roster: {counted(signed.statements, 'statement')}"]
-    lines += [f"  {_labelled(m)}" for m in members]
+    lines += [f"  {labelled(m)}" for m in members]
     lines.append(
         f"root {signed.root} (your key), pinned in team.yaml: {counted(len(active), 'member')}"
         f", {len(members) - len(active)} revoked. From now on every change is signed by an "
@@ -257,7 +260,7 @@ def run_sign(args: argparse.Namespace) -> int:
     data = {
         "root": signed.root,
         "statements": signed.statements,
-        "members": [_member_json(m) for m in members],
+        "members": [member_json(m) for m in members],
     }
     emit(args, data, "\n".join(lines))
     return ExitCode.OK
@@ -273,13 +276,13 @@ def _question(policy: Policy, identity: Identity, args: argparse.Namespace) -> s
         for m in listed
         if args.member in (m.name, m.key, m.key_id) or m.name.startswith(f"{args.member} (")
     ]
-    who = ", ".join(_labelled(m) for m in found) or args.member
+    who = ", ".join(labelled(m) for m in found) or args.member
     items = " and remove every item they published" if args.purge else ""
     return f"Revoke {who} from team {policy.team}: refuse their key from now on{items}?"
 
 
 def run_disclosures(args: argparse.Namespace) -> int:
-    policy, identity = _member(args)
+    policy, identity = member_of_home(args)
     with open_store(args) as store:
         item_id = None
         if args.item is not None:

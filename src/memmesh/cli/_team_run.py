@@ -15,6 +15,8 @@ from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
 from memmesh.registry import Planned, load_identity
+from memmesh.team.audience import readers_of
+from memmesh.team.groups import names_of
 from memmesh.team.member import Member, reported_action, try_policy, withholding
 from memmesh.team.status import embedder_mismatch
 from memmesh.text import counted, printable
@@ -116,17 +118,24 @@ def run_publish(args: argparse.Namespace) -> int:
             "--eligible publishes what the policy allows: it does not go with --force or --again",
         )
     left_out: list[str] = []
+    to = [name for names in args.to for name in names] if args.to else None
     with _member(args) as team:
         ids = args.ids
         if args.eligible:
             ids, left_out = team.eligible()
         planned: list[Planned] = []
         warning = None
+        readers: dict[str, list[str] | None] = {}
+        audiences: dict[str, tuple[str, ...] | None] = {}
         if ids:
+            access = team.access_for()
             with _pushing(args) as progress:
                 planned, warning = team.publish(
-                    ids, force=args.force, dry_run=args.dry_run, again=args.again, progress=progress
-                )
+                    ids, force=args.force, dry_run=args.dry_run, again=args.again,
+                    progress=progress, to=to, access=access,
+                )  # fmt: skip
+            readers = readers_of(access, team.identity.key_id, planned)
+            audiences = {p.item.id: names_of(access, p.audience) for p in planned}
         warn(embedder_mismatch(team.store, team.policy), "embedder_mismatch")
         shown = shown_ids(team.store, [p.item.id for p in planned])
         unpadded = shown_ids(team.store, left_out, pad=False)
@@ -139,6 +148,8 @@ def run_publish(args: argparse.Namespace) -> int:
             "rule": p.decision.rule,
             "forced": p.decision.forced,
             "text": p.item.text,
+            "audience": None if p.audience is None else msgspec.to_builtins(p.audience),
+            "readers": readers.get(p.item.id),
         }
         for p in planned
     ]
@@ -149,6 +160,9 @@ def run_publish(args: argparse.Namespace) -> int:
         lines.append(f"{where}  [{row['rule']}]{forced}")
         if args.dry_run and row["action"] == "publish":
             lines.append(f"           would send: {row['text']}")
+            lines.append(f"           readable by: {_readers_line(readers.get(p.item.id))}")
+        if audiences.get(p.item.id) and row["action"] in ("publish", "unchanged"):
+            lines.append(f"           for: {', '.join(audiences[p.item.id] or ())}")
         elif row["action"] == "retracted":
             lines.append(
                 f"           retracted before: --again shares it anew as v{row['version']}, "
@@ -172,6 +186,11 @@ def run_publish(args: argparse.Namespace) -> int:
     if "refused" in actions:
         return ExitCode.REFUSED
     return ExitCode.USAGE if "retracted" in actions else ExitCode.OK
+
+
+def _readers_line(names: list[str] | None) -> str:
+    """Who could read an item, in words: ``None`` is every member of the team."""
+    return "every member of the team" if names is None else ", ".join(names) or "nobody"
 
 
 def run_sync(args: argparse.Namespace) -> int:

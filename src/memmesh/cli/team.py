@@ -6,7 +6,7 @@ registry, the policy and the store are more than `mem` should load just to start
 
 import argparse
 
-from memmesh.cli import _team_cache, _team_members
+from memmesh.cli import _team_cache, _team_groups, _team_members
 from memmesh.cli._common import (
     Command,
     Handler,
@@ -88,9 +88,18 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "detected secret. A retracted item is published again only with --again: teammates "
         "then see it anew, as its next version. --eligible publishes, in one step, every "
         "active item the policy allows that was never published (retracted ones are left "
-        "out and listed); with --dry-run it lists them.",
+        "out and listed); with --dry-run it lists them. --to publishes for some of the "
+        "team only: groups and members of the signed roster (comma-separated or repeated), "
+        "or 'everyone'. Without it, an item keeps the audience it was published for, else "
+        "team.yaml's share.audiences decides, else it is for the whole team. The audience "
+        "is signed into the publication: publishing for another makes a new version, and "
+        "the coordinator and every peer serve it to nobody else. A name the roster lacks, "
+        "or a roster that makes you a reader or leaves you out of the project's publishers, "
+        "refuses the publish (exit 3). --dry-run names who could read each item.",
         json_shape='{"dry_run", "items": [{"id", "action", "version", "rule", "forced", '
-        '"text"}]}, plus "left_out" (ids retracted before) with --eligible',
+        '"text", "audience", "readers"}]}, plus "left_out" (ids retracted before) with '
+        '--eligible; "audience" is null for the whole team, "readers" the names of who may '
+        "read it now",
     )
     p.add_argument("ids", nargs="*", metavar="ID", help="item ids or unique prefixes")
     p.add_argument(
@@ -101,6 +110,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--again", action="store_true", help="publish retracted items anew, as a new version"
     )
     p.add_argument("--dry-run", action="store_true", help="show what would leave, change nothing")
+    p.add_argument(
+        "--to",
+        action="append",
+        type=_team_groups.names,
+        metavar="WHO",
+        help="publish for these groups or members only (or 'everyone')",
+    )
 
     p = command(
         "retract",
@@ -142,6 +158,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     _network_commands(command)
     _team_members.register(command)
+    _team_groups.register(command)
     _team_cache.register(sub)
     command("log", _run("log"), "Show the registry log, oldest first.", "mem team log --json")
     command(

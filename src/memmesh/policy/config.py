@@ -14,7 +14,7 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import msgspec
 
@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_TOKEN_ENV",
     "EMBEDDER_WHEN_ABSENT",
     "POLICY_FILENAME",
+    "AudienceRule",
     "Identity",
     "Member",
     "Never",
@@ -78,8 +79,31 @@ class ProjectRule(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True
     min_reinforcements: int | None = None
 
 
+# A group's or member's name, or a member id, as an audience names it (checked against the
+# signed roster when an item is published: a name it lacks refuses the publish).
+_AudienceName = Annotated[
+    str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z", max_length=64)
+]
+
+
+class AudienceRule(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Whom items are published for when `mem team publish` is given no ``--to``: those of
+    ``project`` (every project when absent) and of ``kind`` (every kind when absent) go to
+    ``to``: groups and members of the signed roster, or ``everyone``. The first rule that
+    matches an item decides; an item no rule matches goes to the whole team."""
+
+    to: Annotated[tuple[_AudienceName, ...], msgspec.Meta(min_length=1, max_length=64)]
+    project: _AudienceName | None = None
+    kind: Kind | None = None
+
+    def matches(self, project: str, kind: str) -> bool:
+        """Whether the rule is for an item of ``project`` and ``kind``."""
+        return self.project in (None, project) and self.kind in (None, kind)
+
+
 class Share(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What is eligible to leave: kinds, a reinforcement floor, and per-project rules.
+    """What is eligible to leave: kinds, a reinforcement floor, per-project rules, and whom
+    items go to by default (``audiences``).
 
     No kind is eligible until ``kinds`` lists it. A project mapped to ``false`` is never
     shared; ``true`` uses the team-wide settings.
@@ -88,6 +112,11 @@ class Share(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):
     kinds: tuple[Kind, ...] = DEFAULT_SHARE_KINDS
     min_reinforcements: int = 0
     projects: dict[str, bool | ProjectRule] = {}
+    audiences: tuple[AudienceRule, ...] = ()
+
+    def audience_for(self, project: str, kind: str) -> tuple[str, ...] | None:
+        """The names the first matching rule sends an item to (``None``: no rule matches)."""
+        return next((r.to for r in self.audiences if r.matches(project, kind)), None)
 
 
 class Never(_Strict, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -31,6 +31,7 @@ from memmesh.registry.errors import BadSignature, RosterChainBroken
 from memmesh.registry.identity import key_id, public_key_from_text, verify_signature
 
 __all__ = [
+    "EVERYONE",
     "MAX_INVITE_TTL",
     "ChainHead",
     "ChainInvite",
@@ -42,6 +43,8 @@ __all__ = [
 # The longest an invite may last from its own time: a code leaked in a chat log stops
 # joining anyone within a month.
 MAX_INVITE_TTL = 30 * 24 * 3600.0
+# What an audience says for the whole team: never a group's name.
+EVERYONE = "everyone"
 # The member name rule of the store and the coordinator: 1-64 letters, digits, '.', '-', '_'.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -289,6 +292,8 @@ class _Fold:
 
     def _group(self, statement: Group) -> None:
         broken = _Broken(statement.seq)
+        if statement.group.lower() == EVERYONE:
+            raise broken("reserved_name", f"{EVERYONE!r} names the whole team, never a group")
         self._check_name(statement.seq, statement.group, None, group=statement.group)
         held = set(self.groups.get(statement.group, ()))
         if not statement.add and not statement.remove:

@@ -21,9 +21,9 @@ import msgspec
 
 from memmesh.registry.envelopes import Audience, Publication
 from memmesh.registry.errors import PublishNotAllowed, UnknownAudience
-from memmesh.registry.roster_chain import ChainMember, ProjectGrant, RosterState
+from memmesh.registry.roster_chain import EVERYONE, ChainMember, ProjectGrant, RosterState
 
-__all__ = ["Access"]
+__all__ = ["EVERYONE", "Access"]
 
 _OPEN = ProjectGrant()
 
@@ -99,9 +99,13 @@ class Access:
         missing = [g for g in audience.groups if g not in groups]
         return missing + [m for m in audience.members if not _active(members.get(m))]
 
-    def resolve(self, names: Iterable[str]) -> Audience:
+    def resolve(self, names: Iterable[str]) -> Audience | None:
         """The audience ``names`` (group names, member names or member ids, letter case aside)
-        stand for; :class:`UnknownAudience` for those that are neither."""
+        stand for, ``None`` (the whole team) when one is :data:`EVERYONE`;
+        :class:`UnknownAudience` for those that are neither."""
+        names = list(names)
+        if any(name.lower() == EVERYONE for name in names):
+            return None
         groups: list[str] = []
         members: list[str] = []
         unknown: list[str] = []

@@ -11,6 +11,7 @@ policy no longer allows (a tightened team.yaml). Neither is undone by anything a
 taken back, an item is shared again only by publishing it again.
 """
 
+from collections.abc import Callable
 from typing import Literal
 
 import msgspec
@@ -23,13 +24,22 @@ from memmesh.policy.config import Policy
 from memmesh.policy.decide import Decision, decide
 from memmesh.policy.errors import PublishRefused
 from memmesh.policy.secrets import find_secrets
-from memmesh.registry.envelopes import Publication, PublishedAnchor, Retraction, text_hash
+from memmesh.registry.envelopes import (
+    Audience,
+    Publication,
+    PublishedAnchor,
+    Retraction,
+    open_envelope,
+    text_hash,
+)
 from memmesh.registry.errors import NotPublished, NotYourItem, RetractedBefore
 from memmesh.registry.log import Entry, Live, Registry
 
 __all__ = [
+    "AudienceOf",
     "Planned",
     "eligible",
+    "kept_audience",
     "plan",
     "publish",
     "reconcile",
@@ -40,16 +50,29 @@ __all__ = [
 ]
 
 Action = Literal["publish", "unchanged", "refused", "retracted"]
+# Whom an item is published for, given its latest publication, live or retracted (``None``
+# when it has none): the caller's choice (``--to``, team.yaml's default). ``None`` is the
+# whole team.
+AudienceOf = Callable[[Item, Publication | None], Audience | None]
 
 
 class Planned(msgspec.Struct, frozen=True, kw_only=True):
     """What publishing one item would do, and the rule that decides it: ``retracted`` is an
-    item retracted before, which is published again only when asked (``again``)."""
+    item retracted before, which is published again only when asked (``again``). ``audience``
+    is whom it is (or would be) published for (``None``: the whole team)."""
 
     item: Item
     decision: Decision
     action: Action
     version: int
+    audience: Audience | None = None
+
+
+def kept_audience(item: Item, latest: Publication | None) -> Audience | None:
+    """The audience when none is chosen: the latest publication's (so that an item revised,
+    or retracted and published again, is never widened unasked), else the whole team."""
+    del item
+    return None if latest is None else latest.audience
 
 
 def plan(
@@ -59,10 +82,11 @@ def plan(
     *,
     force: bool = False,
     again: bool = False,
+    audience: AudienceOf = kept_audience,
 ) -> list[Planned]:
     """What ``publish`` would do for each item, without doing it (``--dry-run``)."""
     with registry.store.read() as tx:
-        return _plan(registry, tx, policy, item_ids, force, again)
+        return _plan(registry, tx, policy, item_ids, force, again, audience)
 
 
 def publish(
@@ -72,14 +96,17 @@ def publish(
     *,
     force: bool = False,
     again: bool = False,
+    audience: AudienceOf = kept_audience,
 ) -> list[Planned]:
-    """Publish the items, all or nothing; ``again`` publishes retracted ones anew.
+    """Publish the items, all or nothing; ``again`` publishes retracted ones anew; each for
+    the audience ``audience`` chooses (by default, the live publication's, else the team):
+    publishing an item for another audience is a new version.
 
     Raises :class:`PublishRefused` naming each refusal, else :class:`RetractedBefore` naming
     each retracted item when not ``again``.
     """
     with registry.store.transaction() as tx:
-        planned = _plan(registry, tx, policy, item_ids, force, again)
+        planned = _plan(registry, tx, policy, item_ids, force, again, audience)
         refused = [(p.item.id, p.decision.rule) for p in planned if p.action == "refused"]
         if refused:
             raise PublishRefused(refused)
@@ -96,7 +123,7 @@ def publish(
                 author=item.author, published_at=registry.store.clock(), text=item.text,
                 kind=item.kind, project=item.project, tags=item.tags,
                 content_hash=text_hash(item.text), embedder=registry.store.embedder.fingerprint,
-                anchors=_anchors(tx, item.id),
+                anchors=_anchors(tx, item.id), audience=entry.audience,
             )  # fmt: skip
         return planned
 
@@ -259,8 +286,10 @@ def _plan(
     item_ids: list[str],
     force: bool,
     again: bool,
+    audience_of: AudienceOf,
 ) -> list[Planned]:
     live = registry.live(tx)
+    latest = _latest_publications(registry, tx, item_ids)
     out: list[Planned] = []
     seen: set[str] = set()
     for raw in item_ids:
@@ -271,28 +300,51 @@ def _plan(
         decision = decide(item, policy, force=force)
         version = registry.latest_version(tx, item.id) + 1
         current = live.get(item.id)
+        audience = audience_of(item, latest.get(item.id))
         if not decision.allowed:
             action: Action = "refused"
-        elif current is not None and _same(current.publication, item, registry, tx):
+        elif current is not None and _same(current.publication, item, audience, registry, tx):
             action, version = "unchanged", current.publication.version
         elif current is None and version > 1 and not again:
             action = "retracted"  # every version so far was taken back
         else:
             action = "publish"
-        out.append(Planned(item=item, decision=decision, action=action, version=version))
+        out.append(
+            Planned(item=item, decision=decision, action=action, version=version, audience=audience)
+        )
     return out
 
 
-def _same(publication: Publication, item: Item, registry: Registry, tx: Transaction) -> bool:
-    """Whether publishing ``item`` again would say nothing new."""
+def _same(
+    publication: Publication,
+    item: Item,
+    audience: Audience | None,
+    registry: Registry,
+    tx: Transaction,
+) -> bool:
+    """Whether publishing ``item`` again, for ``audience``, would say nothing new."""
     return (
-        publication.content_hash == text_hash(item.text)
+        publication.audience == audience
+        and publication.content_hash == text_hash(item.text)
         and publication.kind == item.kind
         and publication.project == item.project
         and publication.tags == item.tags
         and publication.embedder == registry.store.embedder.fingerprint
         and publication.anchors == _anchors(tx, item.id)
     )
+
+
+def _latest_publications(
+    registry: Registry, tx: Transaction, item_ids: list[str]
+) -> dict[str, Publication]:
+    """Each item's newest publication this member signed, live or retracted since."""
+    ids = [registry.store.get(raw, tx).id for raw in item_ids]
+    latest: dict[str, Publication] = {}
+    for entry in registry.entries_for(ids, tx):
+        body = open_envelope(entry.envelope)
+        if isinstance(body, Publication):
+            latest[body.item_id] = body
+    return latest
 
 
 def _resolve(registry: Registry, tx: Transaction, raw: str) -> str:

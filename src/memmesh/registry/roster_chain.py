@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
 from memmesh.registry._roster_fold import (
+    EVERYONE,
     MAX_INVITE_TTL,
     ChainHead,
     ChainInvite,
@@ -53,6 +54,7 @@ from memmesh.registry.errors import RosterChainBroken
 from memmesh.registry.identity import Identity
 
 __all__ = [
+    "EVERYONE",
     "MAX_INVITE_TTL",
     "ROSTER_FORMAT",
     "ChainHead",

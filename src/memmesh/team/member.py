@@ -5,7 +5,7 @@ Every front end that acts for a member (the `mem` command, the MCP server) goes 
 was asked for.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from memmesh.registry import (
     retract,
     withdrawals,
 )
+from memmesh.registry.access import Access
 from memmesh.registry.identity import KEY_FILENAME, Identity
 from memmesh.text import counted
 
@@ -76,24 +77,48 @@ class Member:
         dry_run: bool = False,
         again: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        to: Sequence[str] | None = None,
+        access: Access | None = None,
     ) -> tuple[list[Planned], str | None]:
         """Publish the items through the policy (all or nothing), then auto-sync (its
         ``progress`` as for :meth:`sync`); ``again`` publishes items retracted before anew.
+        Each is for the audience ``to`` names, else as :mod:`memmesh.team.audience` chooses,
+        by the roster's rules ``access`` (:meth:`access_for` when not given).
 
         With ``dry_run`` nothing is recorded or sent: the plan says what would happen. Returns
         the plan and a warning, if any: the auto-sync's, else :func:`withholding` (published
         items the policy now withholds, which only a sync takes back). Raises
         :class:`PolicyError` subclasses when the policy is unusable or refuses an item,
         :class:`~memmesh.registry.errors.RetractedBefore` for a retracted item without
-        ``again``.
+        ``again``, :class:`~memmesh.registry.errors.UnknownAudience` and
+        :class:`~memmesh.registry.errors.PublishNotAllowed` when the roster refuses.
         """
+        from memmesh.team.audience import choose
+
         # Without a policy in hand, reading it again raises why it cannot be used.
         policy = self.policy or load_policy(self.store.home)
+        if access is None:
+            access = self.access_for(policy)
+        name = policy.identity.name if policy.identity else self.store.author
+        audience = choose(access, policy, self.identity, name, to)
         if dry_run:
-            return plan(self.registry, policy, item_ids, force=force, again=again), None
-        planned = publish(self.registry, policy, item_ids, force=force, again=again)
+            planned = plan(
+                self.registry, policy, item_ids, force=force, again=again, audience=audience
+            )
+            return planned, None
+        planned = publish(
+            self.registry, policy, item_ids, force=force, again=again, audience=audience
+        )
         warning = auto_sync(self, progress)
         return planned, warning or withholding(len(withdrawals(self.registry, policy)))
+
+    def access_for(self, policy: Policy | None = None) -> Access:
+        """The roster's rules a publish is decided by: whom its audience names, and whether
+        this member may publish (:func:`memmesh.team.audience.member_access`)."""
+        from memmesh.team.audience import member_access
+
+        policy = policy or self.policy or load_policy(self.store.home)
+        return member_access(policy, self.identity, self.store.home)
 
     def eligible(self) -> tuple[list[str], list[str]]:
         """The ids of the active items the policy allows that were never published (oldest

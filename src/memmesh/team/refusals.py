@@ -36,12 +36,17 @@ _ROSTER_SIGNED = "roster_signed"
 _REFUSES_THE_KEY = re.compile(r"is not a member of team|was revoked on")
 # A change the chain refuses for what it names (a name, a key), in words.
 _CHAIN_USAGE = {
-    "name_taken": "another active member has that name",
+    "name_taken": "another active member or a group has that name",
     "key_known": "that key is on the team's roster, or was (a revoked key never returns)",
     "bad_name": "that is no member name",
     "bad_key": "that is no public key",
     "bad_expiry": "an invite lasts at most 30 days",
     "no_change": "that changes nothing",
+    "not_in_group": "that member is not in the group",
+    "unknown_group": "the roster has no such group",
+    "unknown_member": "that is no active member of the team",
+    "is_admin": "an admin is never a reader",
+    "reserved_name": "that name is kept for the whole team",
 }
 
 

@@ -1,0 +1,101 @@
+"""Whom a member's publish is for, and whether the roster lets them publish at all.
+
+An item is published for the audience ``--to`` names; without it, for its latest
+publication's (an item is never widened unasked), else for team.yaml's first matching
+``share.audiences`` rule, else for the whole team. Names are groups and members of the signed
+roster, or ``everyone``; one the roster lacks refuses the whole publish
+(:class:`~memmesh.registry.errors.UnknownAudience`), and so does a roster that makes this member
+a reader, or leaves them out of the project's publishers
+(:class:`~memmesh.registry.errors.PublishNotAllowed`): fail closed, before anything is recorded.
+
+The roster is the one this member verified: the chain read from the coordinator and verified
+(the one kept in the home when the coordinator cannot be reached): :func:`member_access`.
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from memmesh.local.items import Item
+from memmesh.net.errors import NetError
+from memmesh.peer.chain import kept_root
+from memmesh.policy import Policy
+from memmesh.registry import Identity
+from memmesh.registry.access import Access
+from memmesh.registry.envelopes import Audience, Publication
+from memmesh.registry.errors import RosterChainBroken
+from memmesh.registry.publish import AudienceOf, Planned
+from memmesh.registry.roster_chain import display_names, verify_chain
+from memmesh.team.chain import kept_chain
+from memmesh.team.groups import roster_access
+
+__all__ = ["choose", "kept_access", "member_access", "readers_of"]
+
+
+def kept_access(policy: Policy, home: Path) -> Access | None:
+    """The rules of the roster kept in ``home`` (verified again here), ``None`` when none is
+    kept or it does not verify."""
+    root = policy.roster_root or kept_root(home, policy.team)
+    if root is None:
+        return None
+    statements = kept_chain(home, team=policy.team, root=root)
+    if not statements:
+        return None
+    try:
+        return Access(verify_chain(statements, root_key_id=root, team=policy.team))
+    except RosterChainBroken:
+        return None
+
+
+def member_access(policy: Policy, identity: Identity, home: Path) -> Access:
+    """The roster's rules for deciding a publish: the coordinator's verified chain (what it
+    holds beyond the chain kept in ``home``), else, when it does not answer, the kept one (or
+    none): the coordinator checks again as it receives, by the roster as it stands then."""
+    kept = kept_access(policy, home)
+    if policy.roster_root is None or policy.coordinator is None:
+        return kept or Access(None)
+    try:
+        return roster_access(policy, identity, home)
+    except NetError:
+        return kept or Access(None)
+
+
+def choose(
+    access: Access, policy: Policy, identity: Identity, name: str, to: Sequence[str] | None
+) -> AudienceOf:
+    """The audience of each item published now (see the module), checked: raises
+    :class:`UnknownAudience` for ``to`` naming what the roster lacks. ``name`` is this member's,
+    for the refusal of a member who may not publish an item's project."""
+    chosen = access.resolve(to) if to else None
+    by_rule: dict[tuple[str, ...], Audience | None] = {}
+
+    def audience_of(item: Item, latest: Publication | None) -> Audience | None:
+        access.check_publish(identity.key_id, name, item.project)
+        if to:
+            return chosen
+        if latest is not None:
+            return latest.audience
+        names = policy.share.audience_for(item.project, item.kind)
+        if names is None:
+            return None
+        if names not in by_rule:
+            by_rule[names] = access.resolve(names)
+        return by_rule[names]
+
+    return audience_of
+
+
+def readers_of(access: Access, me: str, planned: Sequence[Planned]) -> dict[str, list[str] | None]:
+    """Who may read each planned item now (by the names output shows), by item id; the
+    member ``me`` is its author. Without a signed roster, which does not say who the team
+    is, an item for the whole team has ``None`` (every member) and one with an audience
+    its author alone."""
+    shown = display_names(access.state) if access.state else {}
+    out: dict[str, list[str] | None] = {}
+    for entry in planned:
+        project, audience = entry.item.project, entry.audience
+        if access.state is None:
+            out[entry.item.id] = None if audience is None else [shown.get(me, "you")]
+            continue
+        members = access.readers(author=me, project=project, audience=audience)
+        out[entry.item.id] = [shown.get(m.key_id, m.name) for m in members]
+    return out
