@@ -31,13 +31,14 @@ Whatever shows teammates' items to an agent says so first, in :data:`TEAMMATES_N
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cache, lru_cache
 
 __all__ = [
     "STOPWORDS",
     "TEAMMATES_NOTE",
     "Token",
+    "audience_label",
     "counted",
     "exact_tokens",
     "fold",
@@ -330,3 +331,9 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``1 hit``, ``2 hits``, ``1,024 entries``: ``count`` of ``noun``, in the plural (``noun``
     and an ``s`` unless ``plural`` says otherwise) when it is not one."""
     return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
+def audience_label(audience: Sequence[str]) -> str:
+    """``for backend, carol``: whom a teammate's item was published for, as every view names
+    it; empty for an item published for the whole team."""
+    return f"for {', '.join(audience)}" if audience else ""

@@ -4,6 +4,8 @@ out, while the member's own items keep their place."""
 
 import time
 
+import msgspec
+
 from memmesh.agents.brief import MAX_CHARS, render
 from memmesh.local.digest import Digest, Useful
 from memmesh.local.teamcache import CachedItem
@@ -59,3 +61,12 @@ def test_the_team_part_opens_with_the_notice_and_shows_tags_inert() -> None:
 def test_a_brief_without_teammates_has_no_notice() -> None:
     own = Digest(project="web", items=[_own("Staging deploys need the VPN")], preferences=[])
     assert TEAMMATES_NOTE not in render(own, team=[])
+
+
+def test_an_item_published_for_some_of_the_team_names_whom_beside_its_author() -> None:
+    backend = msgspec.structs.replace(
+        _cached("carol", "The api retries twice"), audience=("backend", "dave")
+    )
+    text = render(Digest(project="web", items=[], preferences=[]), team=[backend])
+
+    assert "- [decision] carol (for backend, dave): The api retries twice" in text

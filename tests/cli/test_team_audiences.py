@@ -204,3 +204,19 @@ def test_an_audience_on_a_roster_not_signed_is_refused(mem: MemRunner) -> None:
     assert refused.returncode == 3
     assert "the team's roster is not signed, so it has no groups" in refused.stderr
     assert msgspec.json.decode(mem("team", "log", "--json").stdout) == {"entries": []}
+
+
+def test_status_lists_the_author_s_items_for_some_of_the_team_and_their_readers(
+    trio: SignedTeam,
+) -> None:
+    bob = trio.mem("bob")
+    item = _remember(bob, "the api gateway retries twice")
+    _remember(bob, "the queue keeps messages a week")
+    bob("team", "publish", item, "--to", "backend")
+
+    shown = bob("team", "status")
+    data = json_of(bob("team", "status", "--json"))
+
+    assert shown.returncode == 0, shown.stderr
+    assert f"    {item[:10]}  for backend: readable by ada, bob" in shown.stdout.splitlines()
+    assert data["restricted"] == [{"id": item, "audience": ["backend"], "readers": ["ada", "bob"]}]

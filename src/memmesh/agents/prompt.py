@@ -295,7 +295,8 @@ def recall_lines(
             team = by_turns(pool, lambda found: found[1].key_id)[:team_k]
             lines += [
                 Line(
-                    score=score, kind=item.kind, text=item.text, author=item.author,
+                    score=score, kind=item.kind, text=item.text,
+                    author=teampart.byline(item),
                     ref=f"{item.key_id}/{item.item_id}",
                 )
                 for score, item in team

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from memmesh._processes import start_detached
 from memmesh.agents.freshness import RETRY_S, WITHHELD, refresh_after
 from memmesh.local.teamcache import CachedItem, CacheState, refresh_running, withheld
-from memmesh.text import inert, printable
+from memmesh.text import audience_label, inert, printable
 
 if TYPE_CHECKING:
     from memmesh.team.contradictions import Otherwise
@@ -34,6 +34,7 @@ __all__ = [
     "TTL_S",
     "age_note",
     "author_line",
+    "byline",
     "needs_refresh",
     "otherwise_line",
     "start_refresh",
@@ -87,11 +88,19 @@ def age_note(state: CacheState, *, now: float | None = None) -> str:
 
 def author_line(item: CachedItem, *, limit: int = MAX_ITEM_CHARS) -> str:
     """``- [kind] author: text``, the text on one line and cut to ``limit`` characters (what a
-    teammate wrote is shown harmlessly: control characters as escapes, tags made inert)."""
+    teammate wrote is shown harmlessly: control characters as escapes, tags made inert); the
+    author ``bob (for backend)`` for an item published for some of the team (:func:`byline`)."""
     from memmesh.agents.brief import one_line
 
     text = printable(inert(one_line(item.text, limit)))
-    return f"- [{printable(inert(item.kind))}] {printable(inert(item.author))}: {text}"
+    return f"- [{printable(inert(item.kind))}] {printable(inert(byline(item)))}: {text}"
+
+
+def byline(item: CachedItem) -> str:
+    """Who wrote a teammate's item as the hooks name them: ``bob``, or ``bob (for backend,
+    carol)`` when it was published for some of the team only."""
+    label = audience_label(item.audience)
+    return f"{item.author} ({label})" if label else item.author
 
 
 def otherwise_line(said: "Sequence[Otherwise]", *, limit: int = FLAG_CHARS) -> str:

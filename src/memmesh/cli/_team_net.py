@@ -247,7 +247,7 @@ def _answer_text(
     for hit in answer.hits:
         lines.append(
             f"{hit.score:.3f}  {printable(hit.author):<10} {printable(hit.id)}  "
-            f"[{printable(hit.kind)}, {printable(hit.project)}] {printable(hit.text)}"
+            f"[{_labels(hit)}] {printable(hit.text)}"
             f"  (via {printable(hit.source)})" + _also_said(hit)
         )
         lines += [
@@ -270,6 +270,14 @@ def _answer_text(
     if answer.dropped:
         lines.append("dropped: " + ", ".join(f"{n} {why}" for why, n in answer.dropped.items()))
     return "\n".join(lines)
+
+
+def _labels(hit: "TeamHit") -> str:
+    """``kind, project`` and, for an item published for some of the team, whom for."""
+    from memmesh.text import audience_label
+
+    labels = [hit.kind, hit.project, audience_label(hit.audience)]
+    return printable(", ".join(label for label in labels if label))
 
 
 def _also_said(hit: "TeamHit") -> str:

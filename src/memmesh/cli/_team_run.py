@@ -15,7 +15,8 @@ from memmesh.errors import ExitCode
 from memmesh.local.items import iso
 from memmesh.policy import POLICY_FILENAME, load_policy, policy_summary
 from memmesh.registry import Planned, load_identity
-from memmesh.team.audience import readers_of
+from memmesh.team.audience import readers as readable
+from memmesh.team.audience import restricted_reach
 from memmesh.team.groups import names_of
 from memmesh.team.member import Member, reported_action, try_policy, withholding
 from memmesh.team.status import embedder_mismatch
@@ -134,7 +135,8 @@ def run_publish(args: argparse.Namespace) -> int:
                     ids, force=args.force, dry_run=args.dry_run, again=args.again,
                     progress=progress, to=to, access=access,
                 )  # fmt: skip
-            readers = readers_of(access, team.identity.key_id, planned)
+            me = team.identity.key_id
+            readers = {p.item.id: readable(access, me, p.item.project, p.audience) for p in planned}
             audiences = {p.item.id: names_of(access, p.audience) for p in planned}
         warn(embedder_mismatch(team.store, team.policy), "embedder_mismatch")
         shown = shown_ids(team.store, [p.item.id for p in planned])
@@ -252,8 +254,12 @@ def run_status(args: argparse.Namespace) -> int:
         status = team_status(team)
         policy, identity = team.policy, team.identity
         unreceipted = shown_ids(team.store, status.unreceipted, pad=False)
-        said = contradicted(team.store.home, team.registry.live(), own_key=identity.key_id)
+        live = team.registry.live()
+        said = contradicted(team.store.home, live, own_key=identity.key_id)
         contested = shown_ids(team.store, [own.id for own in said])
+        assert policy is not None  # _member loaded it
+        reach = restricted_reach(policy, team.store.home, identity.key_id, live)
+        reached = shown_ids(team.store, [held["id"] for held in reach], pad=False)
     lines = [
         f"member {status.member_id} in team {status.team}; "
         f"coordinator {status.coordinator or 'not set (nothing leaves)'}; "
@@ -293,13 +299,22 @@ def run_status(args: argparse.Namespace) -> int:
             printable(f"       {other.author} says otherwise: {other.text} ({other.item_id})")
             for other in own.contradicted_by
         ]
+    if reach:
+        lines.append(
+            f"published for some of the team: {counted(len(reach), 'item')} (as the roster kept "
+            "here says; who was served each: mem team disclosures ID):"
+        )
+    for held in reach:
+        readers = _readers_line(held["readers"])
+        audience = ", ".join(held["audience"])
+        lines.append(printable(f"    {reached[held['id']]}  for {audience}: readable by {readers}"))
     data = msgspec.to_builtins(status)
     data["contradicted"] = msgspec.to_builtins(said)
+    data["restricted"] = reach
     code = ExitCode.OK
     if args.check:
         from memmesh.cli._team_net import team_check
 
-        assert policy is not None  # _member loaded it
         data["check"], checked, code = team_check(args, policy, identity)
         lines += checked
     emit(args, data, "\n".join(lines))

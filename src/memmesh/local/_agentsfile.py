@@ -19,7 +19,7 @@ __all__ = ["AGENTS_FILENAME", "connect", "reading"]
 
 AGENTS_FILENAME = "agents.db"
 # Bumped whenever a table below changes; a file of another version is started afresh.
-VERSION = 1
+VERSION = 2
 _APPLICATION_ID = 0x4D4D4147  # "MMAG"
 # A hook waits this long at most for a writer; a refresh's writes are short transactions.
 _BUSY_MS = 2000

@@ -60,14 +60,14 @@ __all__ = [
 TABLES = [
     "CREATE TABLE team_cache (key_id TEXT NOT NULL, item_id TEXT NOT NULL, version INTEGER "
     "NOT NULL, author TEXT NOT NULL, kind TEXT NOT NULL, project TEXT NOT NULL, text TEXT NOT "
-    "NULL, tags TEXT NOT NULL, published_at REAL NOT NULL, vector BLOB, "
-    "PRIMARY KEY (key_id, item_id))",
+    "NULL, tags TEXT NOT NULL, published_at REAL NOT NULL, audience TEXT NOT NULL DEFAULT "
+    "'[]', vector BLOB, PRIMARY KEY (key_id, item_id))",
     "CREATE INDEX team_cache_scope ON team_cache (project, published_at)",
     "CREATE TABLE team_cache_gone (key_id TEXT NOT NULL, item_id TEXT NOT NULL, version "
     "INTEGER NOT NULL, PRIMARY KEY (key_id, item_id))",
     "CREATE TABLE team_cache_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 ]
-_COLUMNS = "key_id, item_id, version, author, kind, project, text, tags, published_at"
+_COLUMNS = "key_id, item_id, version, author, kind, project, text, tags, published_at, audience"
 # Seconds after the coordinator last confirmed the cache (its last refresh that succeeded)
 # past which the hooks withhold teammates' items: a laptop kept away from the coordinator stops
 # showing what may have been retracted since.
@@ -78,7 +78,8 @@ MAX_SCOPE_ROWS = 5000
 
 class CachedItem(msgspec.Struct, frozen=True, kw_only=True):
     """A teammate's published item: ``key_id`` is the author's member id, ``author`` the name
-    the roster gives it."""
+    the roster gives it, ``audience`` the names of whom its author published it for (groups,
+    members; empty: the whole team)."""
 
     key_id: str
     item_id: str
@@ -89,6 +90,7 @@ class CachedItem(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     tags: tuple[str, ...] = ()
     published_at: float
+    audience: tuple[str, ...] = ()
 
 
 class Gone(msgspec.Struct, frozen=True, kw_only=True):
@@ -277,7 +279,7 @@ def in_scope(
             (*projects, MAX_SCOPE_ROWS),
         ).fetchall()
     items = [_cached(r) for r in rows]
-    return items, [r[9] for r in rows] if vectors else []
+    return items, [r[10] for r in rows] if vectors else []
 
 
 def with_id(home: Path, prefix: str, *, limit: int = 11) -> list[CachedItem]:
@@ -301,6 +303,7 @@ def _cached(row: tuple[Any, ...]) -> CachedItem:
     return CachedItem(
         key_id=row[0], item_id=row[1], version=row[2], author=row[3], kind=row[4],
         project=row[5], text=row[6], tags=tuple(json.loads(row[7])), published_at=row[8],
+        audience=tuple(json.loads(row[9])),
     )  # fmt: skip
 
 
@@ -352,16 +355,17 @@ def _write(conn: sqlite3.Connection, item: CachedItem, vector: bytes | None) -> 
     ).fetchone()
     if held is not None and (held[0] >= item.version or vector is None):
         conn.execute(
-            "UPDATE team_cache SET author = ? WHERE key_id = ? AND item_id = ?",
-            (item.author, item.key_id, item.item_id),
+            "UPDATE team_cache SET author = ?, audience = ? WHERE key_id = ? AND item_id = ?",
+            (item.author, json.dumps(list(item.audience)), item.key_id, item.item_id),
         )
         return 0
     conn.execute(
         f"INSERT OR REPLACE INTO team_cache ({_COLUMNS}, vector) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             item.key_id, item.item_id, item.version, item.author, item.kind, item.project,
-            item.text, json.dumps(list(item.tags)), item.published_at, vector,
+            item.text, json.dumps(list(item.tags)), item.published_at,
+            json.dumps(list(item.audience)), vector,
         ),
     )  # fmt: skip
     return 1

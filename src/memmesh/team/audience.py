@@ -12,8 +12,9 @@ The roster is the one this member verified: the chain read from the coordinator 
 (the one kept in the home when the coordinator cannot be reached): :func:`member_access`.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from memmesh.local.items import Item
 from memmesh.net.errors import NetError
@@ -23,12 +24,13 @@ from memmesh.registry import Identity
 from memmesh.registry.access import Access
 from memmesh.registry.envelopes import Audience, Publication
 from memmesh.registry.errors import RosterChainBroken
-from memmesh.registry.publish import AudienceOf, Planned
+from memmesh.registry.log import Live
+from memmesh.registry.publish import AudienceOf
 from memmesh.registry.roster_chain import display_names, verify_chain
 from memmesh.team.chain import kept_chain
 from memmesh.team.groups import roster_access
 
-__all__ = ["choose", "kept_access", "member_access", "readers_of"]
+__all__ = ["choose", "kept_access", "member_access", "readers", "restricted_reach"]
 
 
 def kept_access(policy: Policy, home: Path) -> Access | None:
@@ -84,18 +86,39 @@ def choose(
     return audience_of
 
 
-def readers_of(access: Access, me: str, planned: Sequence[Planned]) -> dict[str, list[str] | None]:
-    """Who may read each planned item now (by the names output shows), by item id; the
-    member ``me`` is its author. Without a signed roster, which does not say who the team
-    is, an item for the whole team has ``None`` (every member) and one with an audience
-    its author alone."""
+def readers(
+    access: Access, author: str, project: str, audience: Audience | None
+) -> list[str] | None:
+    """Who may read an item of ``author`` (a member id) in ``project`` for ``audience`` now,
+    by the names output shows. Without a signed roster, which does not say who the team is,
+    an item for the whole team has ``None`` (every member) and one with an audience its
+    author alone."""
     shown = display_names(access.state) if access.state else {}
-    out: dict[str, list[str] | None] = {}
-    for entry in planned:
-        project, audience = entry.item.project, entry.audience
-        if access.state is None:
-            out[entry.item.id] = None if audience is None else [shown.get(me, "you")]
+    if access.state is None:
+        return None if audience is None else [shown.get(author, "you")]
+    members = access.readers(author=author, project=project, audience=audience)
+    return [shown.get(m.key_id, m.name) for m in members]
+
+
+def restricted_reach(
+    policy: Policy, home: Path, me: str, live: Mapping[str, Live]
+) -> list[dict[str, Any]]:
+    """This member's live publications that are for some of the team, oldest first: each
+    one's ``id``, ``audience`` (names) and ``readers`` now (names; ``None``: every member), by
+    the roster kept in ``home`` (`mem team status` works offline)."""
+    from memmesh.team.groups import names_of
+
+    access = kept_access(policy, home) or Access(None)
+    rows = []
+    mine = [e.publication for e in live.values() if e.publication.key_id == me]
+    for publication in sorted(mine, key=lambda p: p.published_at):
+        if publication.audience is None:
             continue
-        members = access.readers(author=me, project=project, audience=audience)
-        out[entry.item.id] = [shown.get(m.key_id, m.name) for m in members]
-    return out
+        rows.append(
+            {
+                "id": publication.item_id,
+                "audience": list(names_of(access, publication.audience) or ()),
+                "readers": readers(access, me, publication.project, publication.audience),
+            }
+        )
+    return rows

@@ -16,7 +16,7 @@ from memmesh.local.items import Item
 from memmesh.local.store import Store
 from memmesh.policy import Policy, load_policy
 from memmesh.registry import Entry, Identity, Registry, load_identity, withdrawals
-from memmesh.registry.log import fold
+from memmesh.registry.log import Live, fold
 
 __all__ = ["MOST_VERSIONS", "Moment", "Standing", "Team", "chain_of", "standing", "team_of"]
 
@@ -62,6 +62,10 @@ class Standing:
     live_since: float | None
     withheld: str | None
     entries: list[Entry] = field(default_factory=list)
+    # Whom the live publication is for, by name (``None``: the whole team), and who may read
+    # it now by the roster this member verified last (``None``: every member, unlisted).
+    audience: tuple[str, ...] | None = None
+    readers: list[str] | None = None
 
 
 def team_of(home: Path) -> Team:
@@ -113,6 +117,8 @@ def standing(store: Store, item: Item, team: Team) -> Standing:
     moments = [_moment(event) for event in events_of(store, ids)]
     entries: list[Entry] = []
     live = live_since = held = None
+    audience: tuple[str, ...] | None = None
+    readers: list[str] | None = None
     if team.identity is not None:
         team_name = team.policy.team if team.policy else "default"
         registry = Registry(store, team.identity, team_name)
@@ -124,6 +130,7 @@ def standing(store: Store, item: Item, team: Team) -> Standing:
         if current is not None:
             live, live_since = current.publication.version, current.publication.published_at
             if team.policy is not None:
+                audience, readers = _reach(store, team.policy, team.identity, current)
                 held_now = withdrawals(registry, team.policy, {item.id: current})
                 decision = held_now.get(item.id)
                 held = decision.rule if decision is not None else None
@@ -137,7 +144,24 @@ def standing(store: Store, item: Item, team: Team) -> Standing:
         live_since=live_since,
         withheld=held,
         entries=entries,
+        audience=audience,
+        readers=readers,
     )
+
+
+def _reach(
+    store: Store, policy: Policy, identity: Identity, current: Live
+) -> tuple[tuple[str, ...] | None, list[str] | None]:
+    """Whom ``current`` is for, and who may read it, by the roster kept in the home (the page
+    never waits on the network for it)."""
+    from memmesh.registry.access import Access
+    from memmesh.team.audience import kept_access, readers
+    from memmesh.team.groups import names_of
+
+    access = kept_access(policy, store.home) or Access(None)
+    publication = current.publication
+    reach = readers(access, identity.key_id, publication.project, publication.audience)
+    return names_of(access, publication.audience), reach
 
 
 _OUTCOME_TONES = {"worked": "ok", "partial": "warn", "failed": "bad"}

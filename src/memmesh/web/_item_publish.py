@@ -11,6 +11,10 @@ publish itself, both as `mem team publish` does them (:meth:`memmesh.team.member
   policy decides again, all or nothing, and a refusal is the command's own message with
   nothing recorded. A detected secret never leaves, forced or not.
 
+Both take ``to``, the audience as `mem team publish --to` takes it (names, comma-separated;
+empty: as the command chooses without it); the dry run shows whom the item would be for and
+who could read it.
+
 The policy is read before the key, as the command reads them, so a home without a team gets
 the command's own message of what is missing.
 """
@@ -33,16 +37,22 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 _YES = "yes"
+# The longest audience a form may name: 64 groups and 64 members of 64 characters, and commas.
+_MOST_TO = 9000
 
 
 async def _plan_page(request: Request) -> Response:
     session = session_of(request)
     params = request.query_params
     force, again = params.get("force") == _YES, params.get("again") == _YES
+    to = _audience(params.get("to", ""))
     item_id = request.path_params["item_id"]
-    planned, team, mismatch = await session.run(_planned, session, item_id, force, again)
+    planned, team, mismatch, reach = await session.run(_planned, session, item_id, force, again, to)
     context = {
         "plan": planned,
+        "to": ", ".join(to or ()),
+        "audience": reach[0],
+        "readers": reach[1],
         "item": planned.item,
         "team": team,
         "force": force,
@@ -56,16 +66,25 @@ async def _plan_page(request: Request) -> Response:
 
 
 def _planned(
-    session: Session, item_id: str, force: bool, again: bool
-) -> tuple[Planned, str, str | None]:
-    """`mem team publish ID --dry-run`: the plan for the item, the team it would go to, and
-    the warning of a store embedded otherwise than the team's."""
+    session: Session, item_id: str, force: bool, again: bool, to: list[str] | None
+) -> tuple[Planned, str, str | None, tuple[tuple[str, ...] | None, list[str] | None]]:
+    """`mem team publish ID --dry-run`: the plan for the item, the team it would go to, the
+    warning of a store embedded otherwise than the team's, and whom it would be for and who
+    could read it (names; ``None``: the whole team)."""
+    from memmesh.team.audience import readers
+    from memmesh.team.groups import names_of
     from memmesh.team.status import embedder_mismatch
 
     with session.changing:
         member = _member(session)
-        planned, _ = member.publish([item_id], force=force, dry_run=True, again=again)
-    return planned[0], member.registry.team, embedder_mismatch(session.store, member.policy)
+        access = member.access_for()
+        planned, _ = member.publish(
+            [item_id], force=force, dry_run=True, again=again, to=to, access=access
+        )
+    plan = planned[0]
+    me, project = member.identity.key_id, plan.item.project
+    reach = names_of(access, plan.audience), readers(access, me, project, plan.audience)
+    return plan, member.registry.team, embedder_mismatch(session.store, member.policy), reach
 
 
 async def _publish(request: Request) -> Response:
@@ -73,12 +92,15 @@ async def _publish(request: Request) -> Response:
     form = await read_form(request, session.token)
     force = text(form, "force", most=8, required=False) == _YES
     again = text(form, "again", most=8, required=False) == _YES
+    to = _audience(text(form, "to", most=_MOST_TO, required=False))
     item_id = request.path_params["item_id"]
-    item, notice = await session.run(_published, session, item_id, force, again)
+    item, notice = await session.run(_published, session, item_id, force, again, to)
     return session.templates.see_other(f"/items/{item.id}", notice)
 
 
-def _published(session: Session, item_id: str, force: bool, again: bool) -> tuple[Item, str]:
+def _published(
+    session: Session, item_id: str, force: bool, again: bool, to: list[str] | None
+) -> tuple[Item, str]:
     """`mem team publish ID`: recorded in the registry, then auto-synced when the policy
     asks for it; what happened, in words."""
     from memmesh.team.member import reported_action
@@ -86,7 +108,7 @@ def _published(session: Session, item_id: str, force: bool, again: bool) -> tupl
 
     with session.changing:
         member = _member(session)
-        planned, warning = member.publish([item_id], force=force, again=again)
+        planned, warning = member.publish([item_id], force=force, again=again, to=to)
     done = planned[0]
     shown = _shown(session, done.item)
     forced = " (forced)" if done.decision.forced else ""
@@ -105,6 +127,12 @@ def _member(session: Session) -> "Member":
 
     policy = load_policy(session.home)
     return Member(session.store, load_identity(session.home), policy)
+
+
+def _audience(given: str) -> list[str] | None:
+    """The names of ``to`` (comma-separated), ``None`` when it names none."""
+    names = [name.strip() for name in given[:_MOST_TO].split(",") if name.strip()]
+    return names or None
 
 
 def _shown(session: Session, item: Item) -> str:
