@@ -42,8 +42,9 @@ from tests.registry._helpers import TEAM, make_policy
 
 TOKEN = "t"
 T = TypeVar("T")
-# item id -> (kind, version, envelope): an item's one current state on the coordinator.
-State = dict[str, tuple[str, int, Envelope]]
+# item id -> (kind, version, envelope): an item's one current state on the coordinator (a
+# hidden change, which this one member never sees, would carry no envelope).
+State = dict[str, tuple[str, int, Envelope | None]]
 Posted = tuple[str, list[tuple[str, int]]]
 
 

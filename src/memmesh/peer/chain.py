@@ -11,6 +11,9 @@ that another key has or had, or that changed
 (:func:`~memmesh.registry.roster_chain.display_names`). The coordinator's operator can therefore
 neither add a key nor relabel an author: at worst it withholds the newest statements.
 
+Who may read and publish what (groups, roles, grants) is the verified chain's word too:
+:func:`roster_access` gives the rules of the chain a roster was derived from.
+
 The verified chain is kept in ``HOME/roster-chain.json`` (:data:`CHAIN_FILENAME`), and its head
 is what every later chain must extend: one that is shorter (a rollback) or differs at that
 place (a fork) is refused, as is a chain that breaks any rule, and a coordinator that says the
@@ -44,6 +47,7 @@ from memmesh.net.presence import Roster, RosterMember
 from memmesh.net.wire import Request
 from memmesh.policy import POLICY_FILENAME, Policy, PolicyError, load_policy, update_policy
 from memmesh.policy.config import read_policy_source, write_policy_source
+from memmesh.registry.access import Access
 from memmesh.registry.errors import BadSignature, RosterChainBroken
 from memmesh.registry.identity import key_id, public_key_from_text
 from memmesh.registry.roster_chain import (
@@ -64,6 +68,7 @@ __all__ = [
     "kept_chain",
     "kept_root",
     "pin_root",
+    "roster_access",
     "roster_of",
     "trusted_roster",
     "verified_state",
@@ -344,3 +349,24 @@ def trusted_roster(
         return roster_of(_verified_state(lazy, home, policy, given))
     finally:
         lazy.close()
+
+
+def roster_access(home: Path | None, policy: Policy, roster: Roster | None) -> Access:
+    """The read and publish rules of the signed chain ``roster`` was derived from (a roster
+    :func:`trusted_roster` gave): the chain kept in ``home``, verified up to the roster's head
+    (once per process for a given head). ``Access(None)``, which admits nobody but its author
+    to an item with an audience, where the roster is not signed, or the home keeps no chain
+    verified up to that head."""
+    if home is None or roster is None or roster.head_seq < 0:
+        return Access(None)
+    root = policy.roster_root or kept_root(home, policy.team)
+    if root is None:
+        return Access(None)
+    kept = kept_chain(home, team=policy.team, root=root)
+    # Another process may have kept a newer head meanwhile: the roster's is the one decided by.
+    if len(kept) <= roster.head_seq or kept[roster.head_seq].hash != roster.head_hash:
+        return Access(None)
+    try:
+        return Access(_verify(kept[: roster.head_seq + 1], policy.team, root))
+    except RosterChainBroken:
+        return Access(None)

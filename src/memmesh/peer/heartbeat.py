@@ -13,8 +13,11 @@ Between heartbeats a second thread watches the roster: every :data:`ROSTER_INTER
 it asks the coordinator's changes feed for the roster's version alone (``POST /v1/changes``
 from the feed's head, one change at most, which it ignores) and fetches the roster
 (``GET /v1/members``) only when the version moved. So a member the coordinator revokes is
-refused by this peer within :data:`REVOCATION_BOUND_S`, whatever the heartbeat's interval. A
-coordinator too old to give the version leaves the roster to the heartbeats.
+refused by this peer within :data:`REVOCATION_BOUND_S`, whatever the heartbeat's interval, and
+so is every other statement of a signed roster (its version moves with the chain's head) in
+force here within it: a member taken out of a group is no longer served that group's items, a
+member made a reader has their own peer serve nothing. A coordinator too old to give the
+version leaves the roster to the heartbeats.
 
 A heartbeat (or a roster check) the coordinator refuses because this member's own key was
 revoked (the code :data:`REVOKED`, never its words) ends the heartbeats: :attr:`Heartbeat.revoked`

@@ -13,6 +13,16 @@ team.yaml's ``members`` (:class:`~memmesh.peer.trust.TrustedRoster`), with every
 coordinator ever told of; with no roster at all, nobody. Each
 item it discloses is logged with the asker's key (:mod:`memmesh.peer._disclosures`).
 
+Of its owner's items it serves a member only those the verified roster lets that member read,
+and none its owner may not publish (:func:`~memmesh.peer.audiences.unreadable`, by the
+:class:`~memmesh.registry.access.Access` of the roster held, :meth:`Peer.access`): a reader's
+peer serves nothing, whatever its owner published before or by other means. Recall ranks only
+those items, so ``k`` hits are ``k`` the asker may read, and a confirmation of an item the
+asker may not read says it is not published, as of an item there is none of. Without a signed
+roster an item with an audience is served to nobody (fail closed). The roster held changes
+with the heartbeats' roster checks: a member taken out of a group is refused within
+:data:`~memmesh.peer.heartbeat.REVOCATION_BOUND_S`.
+
 While its owner's `mem reindex` stages the new vectors, the peer answers with the old ones.
 When the reindex switches the store to another embedder (`mem reindex --embedder NAME`), the
 next recall finds the store's vectors are another embedder's: the peer takes it up in place,
@@ -40,10 +50,12 @@ from memmesh.net.presence import Roster
 from memmesh.net.search import SearchRequest, SearchResponse, answer_search
 from memmesh.net.signing import Caller
 from memmesh.peer import _disclosures
-from memmesh.peer.chain import Connect, kept_root, trusted_roster
+from memmesh.peer.audiences import unreadable
+from memmesh.peer.chain import Connect, kept_root, roster_access, trusted_roster
 from memmesh.peer.protocol import Confirmation, ConfirmRequest, ConfirmResponse, PeerPresence
 from memmesh.peer.trust import TrustedRoster, note_revoked, revoked_seen
 from memmesh.policy.config import Policy, load_policy
+from memmesh.registry.access import Access
 from memmesh.registry.envelopes import FORMAT_VERSION, Envelope, Presence, seal
 from memmesh.registry.errors import RosterChainBroken
 from memmesh.registry.identity import Identity
@@ -102,6 +114,7 @@ class Peer:
         self.url = url
         self.tls_pin = tls_pin
         self._roster: Roster | None = None
+        self._access = Access(None)
         self._revoked = revoked_seen(home)
         store.migrate(_disclosures.DISCLOSURES_SCHEMA)
         self._lock = threading.Lock()
@@ -164,8 +177,9 @@ class Peer:
         if roster is None:
             return False
         revoked = note_revoked(self.home, roster)
+        access = roster_access(self.home, policy, roster)
         with self._lock:
-            self._roster, self._revoked = roster, revoked
+            self._roster, self._revoked, self._access = roster, revoked, access
         return True
 
     def trusted(self) -> TrustedRoster:
@@ -174,6 +188,22 @@ class Peer:
         with self._lock:
             roster, revoked = self._roster, self._revoked
         return TrustedRoster(roster, policy.members, revoked)
+
+    def access(self) -> Access:
+        """The read and publish rules of the roster held (``Access(None)``: it is not signed,
+        or none is held yet)."""
+        with self._lock:
+            return self._access
+
+    def servable(self, caller: Caller) -> dict[str, Live]:
+        """The owner's shareable items that may go to ``caller`` (see the module docstring)."""
+        _, mine = self.shareable()
+        access = self.access()
+        return {
+            item_id: live
+            for item_id, live in mine.items()
+            if unreadable(access, caller.key_id, live.publication) is None
+        }
 
     def admit(self, caller: Caller) -> None:
         """Refuse (:class:`Forbidden`) a signer who is not an active member of the roster."""
@@ -184,12 +214,13 @@ class Peer:
             raise Forbidden("the signing key is not an active member of this team")
 
     def recall(self, caller: Caller, request: SearchRequest) -> SearchResponse:
-        """The best of the owner's shareable items for the query; each hit is logged as
-        disclosed to ``caller``."""
+        """The best of the owner's shareable items ``caller`` may read for the query; each hit
+        is logged as disclosed to ``caller``."""
         return self._space.guarded(self._recall)(caller, request)
 
     def _recall(self, caller: Caller, request: SearchRequest) -> SearchResponse:
-        _, mine = self.shareable()
+        # Restricted before ranking: the answer neither counts nor leaves gaps for the rest.
+        mine = self.servable(caller)
         answer = answer_search(
             self.store,
             request,
@@ -206,9 +237,10 @@ class Peer:
         self.store.close()
 
     def confirm(self, caller: Caller, request: ConfirmRequest) -> ConfirmResponse:
-        """For each id: whether the owner still publishes it, and at which version; each one
-        said to be published is logged as disclosed to ``caller``."""
-        _, mine = self.shareable()
+        """For each id: whether the owner still publishes it for ``caller``, and at which
+        version (an item ``caller`` may not read is not published, as far as it is told);
+        each one said to be published is logged as disclosed to ``caller``."""
+        mine = self.servable(caller)
         out = []
         for item_id in request.item_ids:
             live = mine.get(item_id)

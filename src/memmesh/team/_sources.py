@@ -34,10 +34,12 @@ from memmesh.errors import MemmeshError
 from memmesh.net.connect import coordinator_client
 from memmesh.net.errors import BadUrl, Revoked
 from memmesh.net.urls import SoundUrl, peer_url
+from memmesh.peer.chain import roster_access
 from memmesh.peer.discovery import browse
 from memmesh.peer.protocol import PeerPresence
 from memmesh.peer.trust import TrustedRoster, note_revoked, revoked_seen
 from memmesh.policy.config import Policy
+from memmesh.registry.access import Access
 from memmesh.registry.identity import Identity
 from memmesh.team._calls import (
     DEFAULT_TIMEOUT,
@@ -114,6 +116,9 @@ class Discovery:
     list has answered or failed (at once without a coordinator). Where the roster is signed,
     it is the chain's, verified; ``untrusted`` holds the refusal when the chain does not
     verify (the coordinator's list then counts as failed: no peer of its roster is asked).
+    ``access`` is that roster's rules of who may read and publish what
+    (:func:`~memmesh.peer.chain.roster_access`: ``Access(None)`` until it is settled, and
+    where it is not signed).
     """
 
     policy: Policy
@@ -128,6 +133,7 @@ class Discovery:
     identity: Identity | None = None
     timeout: float = DEFAULT_TIMEOUT
     roster: TrustedRoster = field(init=False)
+    access: Access = field(default_factory=lambda: Access(None), init=False)
     untrusted: RosterNotTrusted | None = field(default=None, init=False)
     _settled: bool = field(default=False, init=False)
     _waiting: list[PeerSeen] = field(default_factory=list, init=False)
@@ -154,7 +160,9 @@ class Discovery:
         outcome = await self.calls.get(target, "/v1/presence/list", PresenceList)
         if isinstance(outcome.value, PresenceList):
             try:
-                roster = await self.calls.in_thread(partial(self._believed, outcome.value.roster))
+                roster, access = await self.calls.in_thread(
+                    partial(self._believed, outcome.value.roster)
+                )
             except MemmeshError as exc:
                 if isinstance(exc, RosterNotTrusted):
                     self.untrusted = exc
@@ -163,22 +171,25 @@ class Discovery:
             self._settle(None)
             self._listener().failed(target.url, "presence", outcome)
             return
-        self._settle(roster)
+        self._settle(roster, access)
         for envelope in outcome.value.members:
             self._found(verified_presence(envelope, self.policy, self.dropped, "presence"))
 
-    def _believed(self, given: Roster | None) -> Roster | None:
+    def _believed(self, given: Roster | None) -> tuple[Roster | None, Access]:
         """The roster to decide by, where the coordinator listed ``given``: a signed one's
-        chain is read (only when its head moved) and verified (see :mod:`memmesh.team.chain`);
-        raises :class:`RosterNotTrusted`, and what reading it raises."""
+        chain is read (only when its head moved) and verified (see :mod:`memmesh.team.chain`),
+        with its rules; raises :class:`RosterNotTrusted`, and what reading it raises."""
         connect = partial(coordinator_client, self.policy, self.identity, timeout=self.timeout)
-        return trusted_roster(connect, self.home, self.policy, given)
+        roster = trusted_roster(connect, self.home, self.policy, given)
+        return roster, roster_access(self.home, self.policy, roster)
 
-    def _settle(self, roster: Roster | None) -> None:
+    def _settle(self, roster: Roster | None, access: Access | None = None) -> None:
         """Decide by ``roster`` (the coordinator's, or the verified chain's where the roster is
-        signed; with team.yaml's) from now on, and decide on the peers that waited for it."""
+        signed; with team.yaml's) and its rules ``access`` from now on, and decide on the
+        peers that waited for it."""
         revoked = note_revoked(self.home, roster) if self.home else frozenset[str]()
         self.roster = TrustedRoster(roster, self.policy.members, revoked)
+        self.access = access or Access(None)
         self._settled = True
         waiting, self._waiting = self._waiting, []
         for peer in waiting:

@@ -11,10 +11,15 @@ of this team, or it is dropped and counted. Authors are named by the roster (the
 coordinator's merged with team.yaml's ``members``, as recall-team names them; where the roster
 is signed, the chain its admins signed, verified: :func:`~memmesh.team.chain.trusted_roster`),
 never by the label inside the envelope; ``standing`` says when the roster does not hold the
-author as an active member.
+author as an active member. A publication the verified roster says must not reach this member
+(:func:`~memmesh.peer.audiences.unreadable`: its author may not publish it, or its audience
+does not admit this member) is dropped and counted too, whatever the coordinator sent; so is a
+``hidden`` change's item, which the coordinator sends without its envelope.
 """
 
 from collections import Counter, deque
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +30,8 @@ from memmesh.net.client import Client
 from memmesh.net.connect import coordinator_client
 from memmesh.net.errors import BadResponse
 from memmesh.net.presence import Roster
+from memmesh.peer.audiences import unreadable
+from memmesh.peer.chain import roster_access
 from memmesh.peer.trust import TrustedRoster, revoked_seen
 from memmesh.policy.config import Policy
 from memmesh.registry.envelopes import Publication, Retraction, open_envelope
@@ -98,8 +105,9 @@ def team_feed(
         given = client.get("/v1/members", Roster)
         roster = trusted_roster(client, home, policy, given)
     trusted = TrustedRoster(roster, policy.members, revoked_seen(home) if home else ())
+    readable = partial(unreadable, roster_access(home, policy, roster), identity.key_id)
     dropped: Counter[str] = Counter()
-    entries = [entry_of(c, policy, trusted, dropped) for c in reversed(changes)]
+    entries = [entry_of(c, policy, trusted, dropped, readable) for c in reversed(changes)]
     return Feed(
         entries=[e for e in entries if e is not None], dropped=dict(dropped), complete=complete
     )
@@ -123,11 +131,16 @@ def read_changes(client: Client, limit: int | None) -> tuple[list[Change], bool]
 
 
 def entry_of(
-    change: Change, policy: Policy, roster: TrustedRoster, dropped: Counter[str]
+    change: Change,
+    policy: Policy,
+    roster: TrustedRoster,
+    dropped: Counter[str],
+    readable: Callable[[Publication], str | None] | None = None,
 ) -> FeedEntry | None:
-    """The change as an entry, if its envelope verifies, is of this team and says what the
-    change says it is (else ``None``, counted in ``dropped`` by reason). A hidden change
-    (an item this member may no longer read) is no entry, and no drop."""
+    """The change as an entry, if its envelope verifies, is of this team, says what the
+    change says it is and, for a publication, ``readable`` (why it must not reach this member,
+    or ``None``) lets it through (else ``None``, counted in ``dropped`` by reason). A hidden
+    change (an item this member may no longer read) is no entry, and no drop."""
     if change.envelope is None:
         return None
     try:
@@ -140,6 +153,10 @@ def entry_of(
         return None
     if (change.kind == "publication") != isinstance(body, Publication):
         dropped["kind_mismatch"] += 1
+        return None
+    refusal = readable(body) if readable and isinstance(body, Publication) else None
+    if refusal is not None:
+        dropped[refusal] += 1
         return None
     author, standing = roster.name_of(body.key_id), roster.refusal(body.key_id) or ""
     if isinstance(body, Retraction):

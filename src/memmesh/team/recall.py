@@ -13,7 +13,10 @@
 3. All sources are asked concurrently, each with its own timeout, under one overall deadline
    (:mod:`memmesh.team._fanout`).
 4. Every hit's envelope is verified; hits from keys outside the roster or revoked, from
-   another team or with bad signatures are dropped and counted (:mod:`memmesh.team._checks`).
+   another team or with bad signatures are dropped and counted (:mod:`memmesh.team._checks`),
+   and so are hits the verified roster says must not reach this member, whoever served them
+   (:func:`memmesh.peer.audiences.unreadable`): their author may not publish them (a reader,
+   or left out of the project's publish grant), or their audience does not admit this member.
 5. An item is its author's key and its id (:data:`memmesh.team._checks.ItemKey`): two
    authors' items with one id are two hits, and nobody's copy replaces or withdraws another
    key's item. A peer serves only its owner's items; the coordinator may serve anyone's.
@@ -26,7 +29,8 @@
    :mod:`memmesh.consolidate.corroborate`): the best ranked keeps its text, score and place, and
    lists the others in ``also``. ``k`` counts these hits: facts, not items.
 9. An author is shown, and matched by ``author``, by the roster's name for their key (or their
-   member id when the roster names none), never by the label inside the envelope.
+   member id when the roster names none), never by the label inside the envelope; whom they
+   published it for (:attr:`TeamHit.audience`) by the roster's names too.
 
 Every source is asked about ``project`` plus global, or with ``all_projects`` about every
 project it holds; the answer says which (``projects``, ``all_projects``). Its ``explanation``
@@ -48,10 +52,13 @@ from memmesh.local import GLOBAL, MIN_RELEVANCE, MIN_SHARE_OF_BEST, recall
 from memmesh.local.store import Store
 from memmesh.net.errors import Revoked, Unreachable
 from memmesh.net.search import MAX_K, SearchRequest
+from memmesh.peer.audiences import unreadable
 from memmesh.peer.trust import TrustedRoster
 from memmesh.policy.config import Policy
-from memmesh.registry.envelopes import PublishedAnchor
+from memmesh.registry.access import Access
+from memmesh.registry.envelopes import Audience, Publication, PublishedAnchor
 from memmesh.registry.identity import Identity
+from memmesh.registry.roster_chain import display_names
 from memmesh.team._calls import (
     DEFAULT_TIMEOUT,
     Calls,
@@ -100,8 +107,9 @@ class TeamHit(msgspec.Struct, frozen=True, kw_only=True):
     another author that contradict it, once the answer was flagged
     (:func:`memmesh.team.contradictions.flag_answer`). ``anchors`` are the files its author
     anchored it to, as the publication carries them (:mod:`memmesh.team.stale`).
-    ``audience`` names whom its author published it for, groups and members by the names
-    output shows (empty: the whole team).
+    ``audience`` names whom its author published it for, groups by their names and members
+    by the names output shows (a member the roster does not hold by their member id; an item
+    for its author alone names its author); empty: the whole team.
     """
 
     id: str
@@ -214,7 +222,8 @@ def recall_team(
     trail = Trail()
 
     def merged() -> dict[ItemKey, Candidate]:
-        return _merge_answers(fanout, policy, discovery.roster, dropped, warnings, trail)
+        readable = partial(unreadable, discovery.access, identity.key_id)
+        return _merge_answers(fanout, policy, discovery.roster, readable, dropped, warnings, trail)
 
     try:
         first, candidates = run_blocking(partial(_gather, fanout, merged))
@@ -234,7 +243,8 @@ def recall_team(
     if discovery.untrusted is not None:
         raise discovery.untrusted
     roster = discovery.roster
-    hits = _hits(candidates, query, roster, author, store.embedder, k, trail)
+    shown = _Shown(roster, discovery.access)
+    hits = _hits(candidates, query, shown, author, store.embedder, k, trail)
     answered_by = [report.name for report in fanout.reports if report.status == "ok"]
     answer = TeamAnswer(
         query=query,
@@ -276,12 +286,15 @@ def _merge_answers(
     fanout: Fanout,
     policy: Policy,
     roster: TrustedRoster,
+    readable: Callable[[Publication], str | None],
     dropped: Counter[str],
     warnings: list[str],
     trail: Trail,
 ) -> dict[ItemKey, Candidate]:
     """Every answer's verified hits, one per author and item; a peer may only serve its own
-    key's items (the key of its verified presence). ``trail`` hears what became of each."""
+    key's items (the key of its verified presence), and no source what ``readable`` says must
+    not reach this member (why, or ``None``). ``trail`` hears what became of each, but of a
+    hit ``readable`` refused, which leaves no trace beyond its count."""
     fingerprint = fanout.request.embedder
     comparable = all(
         a.embedder == fingerprint and not a.lexical_only for a in fanout.answers.values()
@@ -304,6 +317,10 @@ def _merge_answers(
             )  # fmt: skip
             if candidate is not None and key is not None and candidate.publication.key_id != key:
                 candidate, why["peer_served_another_key"] = None, 1
+            refusal = readable(candidate.publication) if candidate is not None else None
+            if refusal is not None:
+                dropped[refusal] += 1
+                continue
             dropped.update(why)
             trail.checked(source, hit, candidate if candidate is not None else next(iter(why)))
             if candidate is not None:
@@ -311,10 +328,26 @@ def _merge_answers(
     return candidates
 
 
+class _Shown:
+    """How output names members: by the roster (``roster``), and the groups and members of an
+    audience by the verified roster's display names (``access``)."""
+
+    def __init__(self, roster: TrustedRoster, access: Access) -> None:
+        self.roster = roster
+        self._names = display_names(access.state) if access.state is not None else {}
+
+    def audience(self, audience: Audience | None, author: str) -> tuple[str, ...]:
+        """The names of whom ``audience`` (of an item by the member ``author``) is for."""
+        if audience is None:
+            return ()
+        members = audience.members if audience.groups or audience.members else (author,)
+        return audience.groups + tuple(self._names.get(m, m) for m in members)
+
+
 def _hits(
     candidates: dict[ItemKey, Candidate],
     query: str,
-    roster: TrustedRoster,
+    shown: _Shown,
     author: str | None,
     embedder: Embedder,
     k: int,
@@ -323,6 +356,7 @@ def _hits(
     """The first ``k`` facts among the candidates by ``author`` (a roster name or a member id,
     if given), ranked, attributed by roster name, each with its corroborating items;
     ``trail`` hears the verdict on each candidate."""
+    roster = shown.roster
     wanted = []
     for item, candidate in candidates.items():
         key_id = candidate.publication.key_id
@@ -352,16 +386,17 @@ def _hits(
         for i in (first, *rest):
             trail.judged(scored[i][1].item_key, "returned" if i == first else "also",
                          scored[i][0], rank)  # fmt: skip
-        also = tuple(_hit(*scored[i], roster) for i in rest)
-        hits.append(_hit(*scored[first], roster, also))
+        also = tuple(_hit(*scored[i], shown) for i in rest)
+        hits.append(_hit(*scored[first], shown, also))
     return hits
 
 
 def _hit(
-    score: float, candidate: Candidate, roster: TrustedRoster, also: tuple[TeamHit, ...] = ()
+    score: float, candidate: Candidate, shown: _Shown, also: tuple[TeamHit, ...] = ()
 ) -> TeamHit:
     """The candidate as a hit, attributed by roster name."""
     body = candidate.publication
+    roster = shown.roster
     return TeamHit(
         id=body.item_id,
         text=body.text,
@@ -376,4 +411,5 @@ def _hit(
         published_at=body.published_at,
         also=also,
         anchors=body.anchors,
+        audience=shown.audience(body.audience, body.key_id),
     )

@@ -13,8 +13,20 @@ whole again, and what it no longer holds leaves the cache, only when the copy ca
 to follow: no cursor yet (or a cache of another coordinator, team or embedder), a cursor beyond
 the feed's last one (the coordinator's feed was replaced), the roster's or the purges' mark moved
 (a member added, revoked or renamed; an operator's purge takes rows out of the feed without a
-change), this member's own trust changed (team.yaml's members, a revocation told of), or a
-coordinator too old to give the marks.
+change), this member's own trust changed (team.yaml's members, a revocation told of), its reach
+changed (:meth:`~memmesh.registry.access.Access.mark`: its groups or the projects' read grants,
+so that what a widened reach skipped before comes now), or a coordinator too old to give the
+marks.
+
+The cache keeps only what the verified roster lets this member read
+(:func:`~memmesh.peer.audiences.unreadable`, whatever the coordinator sent): a publication whose
+author may not publish it, or whose audience does not admit this member, is dropped and
+counted. Since the roster that decides it moved with every statement, and a moved roster reads
+the feed whole, every refresh leaves the cache holding only what this member may read as the
+roster stands: an item of a group it was taken out of leaves it. A ``hidden`` change (a new
+version of an item leaves this member out), or a publication refused so, seen while following
+the feed makes the same refresh read it whole again, which takes the copy out without a
+retraction's mark (were this member let in again, the item would come back).
 
 Authors are named, and kept or dropped, by the roster :func:`~memmesh.team.chain.trusted_roster`
 gives: where the roster is signed, the chain's, verified (read again whenever its head moved,
@@ -31,6 +43,7 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import msgspec
@@ -43,9 +56,12 @@ from memmesh.net.client import Client
 from memmesh.net.connect import coordinator_client
 from memmesh.net.errors import BadResponse
 from memmesh.net.presence import Roster
+from memmesh.peer.audiences import REASONS, unreadable
+from memmesh.peer.chain import roster_access
 from memmesh.peer.trust import TrustedRoster, revoked_seen
 from memmesh.policy.config import Policy
 from memmesh.policy.errors import NoCoordinator
+from memmesh.registry.access import Access
 from memmesh.registry.identity import Identity
 from memmesh.team.access import accepted
 from memmesh.team.chain import trusted_roster
@@ -79,10 +95,12 @@ class Refreshed(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class _Read(msgspec.Struct, frozen=True, kw_only=True):
-    """What one refresh read: the changes (oldest first), the roster, where it left off."""
+    """What one refresh read: the changes (oldest first), the roster and its rules, where it
+    left off."""
 
     changes: list[Change]
     roster: Roster
+    access: Access
     full: bool
     complete: bool
     follow: Follow | None
@@ -115,26 +133,19 @@ def refresh_cache(
         same = teamcache.state(home).source == source
         held = teamcache.following(home) if same else None
         revocations = revoked_seen(home)
-        trust = _trust(policy, revocations)
-        if held is not None and held.trust != trust:
-            held = None
+
+        def trust(access: Access) -> str:
+            return _trust(policy, revocations, access.mark(identity.key_id))
+
         with accepted(policy, identity), coordinator_client(policy, identity) as client:
             read = _read(client, held, trust, home, policy)
+            dropped, live, gone = _entries(read, policy, identity, revocations)
+            if not read.full and _narrowed(read, dropped):
+                read = _read(client, None, trust, home, policy)  # the copies to go, with it
+                dropped, live, gone = _entries(read, policy, identity, revocations)
     except Exception as exc:
         teamcache.note_problem(home, started, str(getattr(exc, "message", exc)))
         raise
-    trusted = TrustedRoster(read.roster, policy.members, revocations)
-    dropped: Counter[str] = Counter()
-    live: list[CachedItem] = []
-    gone: list[Gone] = []
-    for change in read.changes:
-        entry = entry_of(change, policy, trusted, dropped)
-        if entry is None or entry.key_id == identity.key_id:
-            continue
-        if entry.action == "retracted":
-            gone.append(Gone(key_id=entry.key_id, item_id=entry.item_id, version=entry.version))
-        elif entry.standing not in _NOT_MEMBERS:
-            live.append(_cached(entry))
     pairs = _with_vectors(home, live, embedder, cached=same)
     applied = teamcache.apply(
         home, source, pairs, gone, complete=read.complete, at=started, full=read.full,
@@ -154,11 +165,47 @@ def refresh_cache(
     )
 
 
-def _read(client: Client, held: Follow | None, trust: str, home: Path, policy: Policy) -> _Read:
+def _entries(
+    read: _Read, policy: Policy, identity: Identity, revocations: frozenset[str]
+) -> tuple[Counter[str], list[CachedItem], list[Gone]]:
+    """What ``read`` brings for the cache: the changes dropped (by reason), the teammates'
+    live items this member may read, and the retractions."""
+    trusted = TrustedRoster(read.roster, policy.members, revocations)
+    readable = partial(unreadable, read.access, identity.key_id)
+    dropped: Counter[str] = Counter()
+    live: list[CachedItem] = []
+    gone: list[Gone] = []
+    for change in read.changes:
+        entry = entry_of(change, policy, trusted, dropped, readable)
+        if entry is None or entry.key_id == identity.key_id:
+            continue
+        if entry.action == "retracted":
+            gone.append(Gone(key_id=entry.key_id, item_id=entry.item_id, version=entry.version))
+        elif entry.standing not in _NOT_MEMBERS:
+            live.append(_cached(entry))
+    return dropped, live, gone
+
+
+def _narrowed(read: _Read, dropped: Counter[str]) -> bool:
+    """Whether ``read`` says an item may no longer be read here: a hidden change, or a
+    publication the roster refuses this member (whose earlier version may be cached)."""
+    hidden = any(change.kind == "hidden" for change in read.changes)
+    return hidden or any(dropped[reason] for reason in REASONS)
+
+
+def _read(
+    client: Client,
+    held: Follow | None,
+    trust: Callable[[Access], str],
+    home: Path,
+    policy: Policy,
+) -> _Read:
     """The changes since ``held``'s cursor, or the whole feed when the copy cannot follow it
     (see the module docstring), with the roster to name their authors by: the one held, or
     the coordinator's, either believed only as :func:`~memmesh.team.chain.trusted_roster`
-    says (a signed roster's chain verified, and read again when its head moved)."""
+    says (a signed roster's chain verified, and read again when its head moved), and its
+    rules; ``trust`` is the digest of what this member trusts of its own and reaches by
+    those rules."""
     cursor = held.cursor if held is not None else 0
     first = client.post(
         "/v1/changes", ChangesRequest(cursor=cursor, limit=MAX_LIMIT), ChangesResponse
@@ -176,6 +223,7 @@ def _read(client: Client, held: Follow | None, trust: str, home: Path, policy: P
         # The chain this member verified moved on since (another process read it): authors'
         # standing may have changed, so the feed is read whole again.
         follows = (roster.head_seq, roster.head_hash) == (kept.head_seq, kept.head_hash)
+        follows = follows and held.trust == trust(roster_access(home, policy, roster))
     if not follows and cursor:
         cursor = 0
         first = client.post(
@@ -184,6 +232,7 @@ def _read(client: Client, held: Follow | None, trust: str, home: Path, policy: P
     if roster is None:
         given = client.get("/v1/members", Roster)
         roster = trusted_roster(client, home, policy, given) or given
+    access = roster_access(home, policy, roster)
     members = msgspec.json.encode(roster).decode()
     changes, page, complete = list(first.changes), first, not first.more
     for _ in range(MAX_PAGES - 1):
@@ -200,10 +249,17 @@ def _read(client: Client, held: Follow | None, trust: str, home: Path, policy: P
     follow = None
     if first.roster:  # a coordinator that gives the marks: the next refresh follows on
         follow = Follow(
-            cursor=max(reached, cursor), roster=first.roster, purges=first.purges, trust=trust,
-            members=members,
+            cursor=max(reached, cursor), roster=first.roster, purges=first.purges,
+            trust=trust(access), members=members,
         )  # fmt: skip
-    return _Read(changes=changes, roster=roster, full=not follows, complete=complete, follow=follow)
+    return _Read(
+        changes=changes,
+        roster=roster,
+        access=access,
+        full=not follows,
+        complete=complete,
+        follow=follow,
+    )
 
 
 def _with_vectors(
@@ -224,13 +280,14 @@ def _with_vectors(
     return [(item, vectors.get((item.key_id, item.item_id))) for item in live]
 
 
-def _trust(policy: Policy, revocations: frozenset[str]) -> str:
-    """A digest of what this member trusts of its own: team.yaml's members and the
-    revocations told of before (a change of either reads the feed whole again). The signed
-    roster's root is not in it: pinning it on first sight comes with a roster whose mark moved
-    (the coordinator's mark holds its chain's head), and so with a whole read already."""
+def _trust(policy: Policy, revocations: frozenset[str], reach: str) -> str:
+    """A digest of what this member trusts of its own and reaches: team.yaml's members, the
+    revocations told of before and its reach's mark (a change of any reads the feed whole
+    again). The signed roster's root is not in it: pinning it on first sight comes with a
+    roster whose mark moved (the coordinator's mark holds its chain's head), and so with a
+    whole read already."""
     members = sorted((m.name, m.key) for m in policy.members)
-    text = msgspec.json.encode([members, sorted(revocations)])
+    text = msgspec.json.encode([members, sorted(revocations), reach])
     return hashlib.sha256(text).hexdigest()[:24]
 
 
