@@ -173,3 +173,21 @@ def test_the_team_feed_shows_nothing_a_member_may_not_read_whatever_the_coordina
 
     assert [entry.text for entry in feed.entries] == [GYP]
     assert feed.dropped == {"not_in_audience": 1}
+
+
+def test_the_cache_keeps_whom_each_item_is_for_and_the_brief_names_it(
+    signed: SignedTeam, carol: Member
+) -> None:
+    from memmesh.agents.teampart import author_line
+
+    ada, bob = signed.team.members["ada"], signed.team.members["bob"]
+    _share_for(ada, LOCKS, CORE)
+    _share_for(ada, GYP, None)
+    _refresh(bob)
+
+    items, _ = teamcache.in_scope(bob.home, ["global"])
+    by_text = {item.text: item for item in items}
+
+    assert by_text[LOCKS].audience == ("core",)
+    assert by_text[GYP].audience == ()
+    assert author_line(by_text[LOCKS]).startswith("- [decision] ada (for core): ")

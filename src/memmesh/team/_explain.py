@@ -7,6 +7,9 @@ one :data:`Fate`, in the order the asker decides it:
   its author is not an active member of the roster (:mod:`memmesh.team._checks`); nothing it
   claims is taken on trust, so only its claimed id is shown;
 * ``peer_served_another_key`` - a peer sent another key's item (a peer serves its owner's only);
+* ``not_in_audience``, ``author_may_not_publish`` - the verified roster says it must not reach
+  this member (its audience leaves them out), or its author may not publish it (a reader, or
+  left out of the project's publishers): a source that served it did not keep the rules;
 * ``duplicate`` - another copy of the same item (its author's key and id) was kept: a higher
   version, or the first copy of one source that listed it twice;
 * ``replaced_by_author`` - a coordinator's copy, where the author's own peer answered with its
@@ -40,6 +43,8 @@ Fate = Literal[
     "outside_roster",
     "revoked",
     "peer_served_another_key",
+    "not_in_audience",
+    "author_may_not_publish",
     "duplicate",
     "replaced_by_author",
     "withdrawn_by_author",

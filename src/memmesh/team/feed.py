@@ -34,7 +34,7 @@ from memmesh.peer.audiences import unreadable
 from memmesh.peer.chain import roster_access
 from memmesh.peer.trust import TrustedRoster, revoked_seen
 from memmesh.policy.config import Policy
-from memmesh.registry.envelopes import Publication, Retraction, open_envelope
+from memmesh.registry.envelopes import Audience, Publication, Retraction, open_envelope
 from memmesh.registry.errors import BadSignature
 from memmesh.registry.identity import Identity
 from memmesh.team.access import accepted
@@ -63,7 +63,7 @@ class FeedEntry(msgspec.Struct, frozen=True, kw_only=True):
 
     ``author`` is the roster's name for ``key_id`` (the member id when it names none);
     ``standing`` is ``""`` for an active member, else ``revoked``, ``outside_roster`` or
-    ``no_roster``.
+    ``no_roster``; ``audience`` is whom a publication is for, as signed (``None``: the team).
     """
 
     action: Literal["published", "retracted"]
@@ -77,6 +77,7 @@ class FeedEntry(msgspec.Struct, frozen=True, kw_only=True):
     kind: str = ""
     project: str = ""
     tags: tuple[str, ...] = ()
+    audience: Audience | None = None
 
 
 class Feed(msgspec.Struct, frozen=True, kw_only=True):
@@ -167,5 +168,5 @@ def entry_of(
     return FeedEntry(
         action="published", item_id=body.item_id, version=body.version, author=author,
         key_id=body.key_id, at=body.published_at, standing=standing, text=body.text,
-        kind=body.kind, project=body.project, tags=tuple(body.tags),
+        kind=body.kind, project=body.project, tags=tuple(body.tags), audience=body.audience,
     )  # fmt: skip

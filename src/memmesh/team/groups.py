@@ -103,13 +103,15 @@ def view_of(access: Access, project: str) -> GrantView:
     return GrantView(project=project, read=read, publish=publish)
 
 
-def names_of(access: Access, audience: Audience | None) -> tuple[str, ...] | None:
-    """The names an audience shows as: its groups, then its members by display name;
-    ``None`` for the whole team."""
+def names_of(access: Access, audience: Audience | None, author: str = "") -> tuple[str, ...] | None:
+    """The names an audience shows as: its groups, then its members by display name (a
+    member id the roster does not name as itself); ``None`` for the whole team. An audience
+    naming nobody is for its author alone, ``author`` (a member id) when given."""
     if audience is None:
         return None
     shown = chain.display_names(access.state) if access.state else {}
-    return (*audience.groups, *(shown.get(m, m) for m in audience.members))
+    members = audience.members if audience.groups or audience.members or not author else (author,)
+    return (*audience.groups, *(shown.get(m, m) for m in members))
 
 
 def change_group(

@@ -58,7 +58,6 @@ from memmesh.policy.config import Policy
 from memmesh.registry.access import Access
 from memmesh.registry.envelopes import Audience, Publication, PublishedAnchor
 from memmesh.registry.identity import Identity
-from memmesh.registry.roster_chain import display_names
 from memmesh.team._calls import (
     DEFAULT_TIMEOUT,
     Calls,
@@ -72,6 +71,7 @@ from memmesh.team._fanout import Fanout, SourceReport
 from memmesh.team._sources import DISCOVERY_SECONDS, Discovery, list_peers
 from memmesh.team.contradictions import Otherwise
 from memmesh.team.errors import KeyRevoked
+from memmesh.team.groups import names_of
 from memmesh.team.last import note_last
 from memmesh.team.rank import QueryTerms, answered, merge, ranked
 
@@ -319,8 +319,7 @@ def _merge_answers(
                 candidate, why["peer_served_another_key"] = None, 1
             refusal = readable(candidate.publication) if candidate is not None else None
             if refusal is not None:
-                dropped[refusal] += 1
-                continue
+                candidate, why[refusal] = None, 1
             dropped.update(why)
             trail.checked(source, hit, candidate if candidate is not None else next(iter(why)))
             if candidate is not None:
@@ -334,14 +333,11 @@ class _Shown:
 
     def __init__(self, roster: TrustedRoster, access: Access) -> None:
         self.roster = roster
-        self._names = display_names(access.state) if access.state is not None else {}
+        self._access = access
 
     def audience(self, audience: Audience | None, author: str) -> tuple[str, ...]:
         """The names of whom ``audience`` (of an item by the member ``author``) is for."""
-        if audience is None:
-            return ()
-        members = audience.members if audience.groups or audience.members else (author,)
-        return audience.groups + tuple(self._names.get(m, m) for m in members)
+        return names_of(self._access, audience, author) or ()
 
 
 def _hits(

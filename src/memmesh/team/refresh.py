@@ -66,6 +66,7 @@ from memmesh.registry.identity import Identity
 from memmesh.team.access import accepted
 from memmesh.team.chain import trusted_roster
 from memmesh.team.feed import MAX_LIMIT, MAX_PAGES, FeedEntry, entry_of
+from memmesh.team.groups import names_of
 
 __all__ = ["Refreshed", "refresh_cache"]
 
@@ -182,7 +183,7 @@ def _entries(
         if entry.action == "retracted":
             gone.append(Gone(key_id=entry.key_id, item_id=entry.item_id, version=entry.version))
         elif entry.standing not in _NOT_MEMBERS:
-            live.append(_cached(entry))
+            live.append(_cached(entry, read.access))
     return dropped, live, gone
 
 
@@ -291,9 +292,10 @@ def _trust(policy: Policy, revocations: frozenset[str], reach: str) -> str:
     return hashlib.sha256(text).hexdigest()[:24]
 
 
-def _cached(entry: FeedEntry) -> CachedItem:
+def _cached(entry: FeedEntry, access: Access) -> CachedItem:
+    """The entry as the cache keeps it, its audience by the names the hooks show."""
     return CachedItem(
         key_id=entry.key_id, item_id=entry.item_id, version=entry.version, author=entry.author,
         kind=entry.kind, project=entry.project, text=entry.text, tags=entry.tags,
-        published_at=entry.at,
+        published_at=entry.at, audience=names_of(access, entry.audience, entry.key_id) or (),
     )  # fmt: skip
