@@ -220,3 +220,18 @@ def test_status_lists_the_author_s_items_for_some_of_the_team_and_their_readers(
     assert shown.returncode == 0, shown.stderr
     assert f"    {item[:10]}  for backend: readable by ada, bob" in shown.stdout.splitlines()
     assert data["restricted"] == [{"id": item, "audience": ["backend"], "readers": ["ada", "bob"]}]
+
+
+def test_the_roster_lists_a_reader_s_role(trio: SignedTeam) -> None:
+    trio.mem("ada")("team", "members", "role", "cy", "reader")
+
+    listed = trio.mem("bob")("team", "members")
+    data = json_of(trio.mem("bob")("team", "members", "--json"))
+
+    rows = {line.split()[0]: line.split()[-1] for line in listed.stdout.splitlines()[1:-1]}
+    assert rows == {"ada": "admin", "bob": "member", "cy": "reader"}
+    assert {m["name"]: m["reader"] for m in data["members"]} == {
+        "ada": False,
+        "bob": False,
+        "cy": True,
+    }

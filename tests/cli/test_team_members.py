@@ -189,7 +189,7 @@ def test_members_lists_the_roster_as_a_table(admin: MemRunner, tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     header, first, second, signed = result.stdout.splitlines()
     assert signed == "roster: not signed"
-    assert header.split() == ["NAME", "MEMBER", "ID", "ADMIN", "ADDED", "REVOKED"]
+    assert header.split() == ["NAME", "MEMBER", "ID", "ADMIN", "ADDED", "REVOKED", "ROLE"]
     assert first.split()[:3] == ["admin", load_identity(admin.home).key_id, "yes"]
     assert second.split()[0::2] == ["bob", "no", "-"]
 

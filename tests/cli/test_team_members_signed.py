@@ -69,8 +69,8 @@ def test_a_name_a_revoked_member_had_shows_with_the_member_id_beside_it(
     rows = _rows(listed.stdout)
     old, new = f"bob ({old_id[:6]})", f"bob ({new_id[:6]})"
     assert set(rows) == {"ada", old, new}
-    assert rows[old][-1] != "-"  # revoked, with its time
-    assert rows[new][-1] == "-"
+    assert rows[old][-2] != "-"  # revoked, with its time
+    assert rows[new][-2:] == ["-", "member"]
 
 
 def test_a_member_who_is_no_admin_is_refused_in_one_line_with_exit_3(signed: SignedTeam) -> None:

@@ -90,7 +90,7 @@ def member_json(member: RosterMember) -> dict[str, Any]:
 
 
 def labelled(member: RosterMember) -> str:
-    admin = ", admin" if member.admin else ""
+    admin = ", admin" if member.admin else ", reader" if member.reader else ""
     revoked = ", revoked" if member.revoked_at is not None else ""
     return printable(f"{member.name} ({member.key_id}{admin}{revoked})")
 
@@ -138,15 +138,16 @@ def run_members(args: argparse.Namespace) -> int:
     root = load_policy(home).roster_root  # pinned on first sight, perhaps just now
     rows = [
         (printable(m.name), printable(m.key_id), "yes" if m.admin else "no", iso(m.added_at),
-         iso(m.revoked_at) if m.revoked_at is not None else "-")
+         iso(m.revoked_at) if m.revoked_at is not None else "-", m.role)
         for m in listed.members
     ]  # fmt: skip
     lines = []
     if rows:
         width = max(4, *(len(row[0]) for row in rows))
-        header = ("NAME", "MEMBER ID", "ADMIN", "ADDED", "REVOKED")
+        header = ("NAME", "MEMBER ID", "ADMIN", "ADDED", "REVOKED", "ROLE")
         lines = [
-            f"{r[0]:<{width}}  {r[1]:<16}  {r[2]:<5}  {r[3]:<25}  {r[4]}" for r in [header, *rows]
+            f"{r[0]:<{width}}  {r[1]:<16}  {r[2]:<5}  {r[3]:<25}  {r[4]:<25}  {r[5]}"
+            for r in [header, *rows]
         ]
     if not listed.enforced:
         lines.append("the roster is not enforced yet: any key holding the team token is accepted")

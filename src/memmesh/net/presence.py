@@ -27,6 +27,7 @@ class RosterMember(msgspec.Struct, frozen=True, kw_only=True):
     """One member of the team's roster, as the coordinator holds it.
 
     A revoked member stays listed (``revoked_at`` set), so that every member drops its items.
+    ``reader``: the signed roster makes them a reader, who asks the team but publishes nothing.
     """
 
     name: str
@@ -35,6 +36,12 @@ class RosterMember(msgspec.Struct, frozen=True, kw_only=True):
     admin: bool
     added_at: Timestamp
     revoked_at: Timestamp | None = None
+    reader: bool = False
+
+    @property
+    def role(self) -> str:
+        """``admin``, ``member`` or ``reader``."""
+        return "admin" if self.admin else "reader" if self.reader else "member"
 
 
 class Roster(msgspec.Struct, frozen=True, kw_only=True):

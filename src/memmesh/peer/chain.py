@@ -295,6 +295,7 @@ def _member(member: ChainMember, name: str) -> RosterMember:
         admin=member.admin,
         added_at=member.added_at,
         revoked_at=member.revoked_at,
+        reader=member.reader,
     )
 
 
