@@ -184,7 +184,8 @@ def test_a_coordinator_in_the_policy_adds_the_team_tools_and_publish_cannot_forc
         listed = await client.list_tools()
         tools = {tool.name: tool for tool in listed.tools}
         assert set(tools) == LOCAL_TOOLS | TEAM_TOOLS
-        assert set(tools["publish"].input_schema["properties"]) == {"ids", "dry_run"}
+        # No way past the policy: whom for (to) is the only choice beside the ids.
+        assert set(tools["publish"].input_schema["properties"]) == {"ids", "dry_run", "to"}
 
     _with_session(ada.home, cwd, scenario)
 
@@ -214,6 +215,7 @@ def test_publish_goes_through_the_policy_and_a_teammate_recalls_it(team: Team, c
                 "action": "published",
                 "version": 1,
                 "rule": "share.kinds: decision",
+                "audience": None,
             }
         ]
 

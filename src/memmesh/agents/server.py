@@ -267,13 +267,22 @@ def build_server(
         dry_run: Annotated[
             bool, Field(description="only say what would be shared and why")
         ] = False,
+        to: Annotated[
+            list[str] | None,
+            Field(
+                max_length=64,
+                description="only for these groups or teammates of the signed roster "
+                "(default: as the developer's team.yaml says, else the whole team)",
+            ),
+        ] = None,
     ) -> str:
         """Share items with the team, exactly as the developer's team policy allows.
 
-        Only publish what the developer asked to share. The policy decides each item and a
-        refusal names the rule; secrets are never published. Use dry_run to check first.
+        Only publish what the developer asked to share, to whom they asked. The policy
+        decides each item and a refusal names the rule; secrets are never published. Use
+        dry_run to check first.
         """
-        return await run(lambda: tools.publish(ids, dry_run=dry_run))
+        return await run(lambda: tools.publish(ids, dry_run=dry_run, to=to))
 
     server.add_tool(
         recall_team,

@@ -24,6 +24,8 @@ and explains but refuses every call that would change the store or the team's vi
 from pathlib import Path
 from typing import Any, cast
 
+import msgspec
+
 from memmesh.agents.errors import ReadOnly
 from memmesh.local import (
     InvalidInput,
@@ -252,11 +254,15 @@ class Tools:
         identity, policy = load_identity(self.home), load_policy(self.home)
         return Member(self.store, identity, policy, reconcile_first=reconcile_first)
 
-    def publish(self, item_ids: list[str], *, dry_run: bool = False) -> dict[str, Any]:
-        """Share items with the team, exactly as `mem team publish` would without --force."""
+    def publish(
+        self, item_ids: list[str], *, dry_run: bool = False, to: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Share items with the team, exactly as `mem team publish` would without --force;
+        ``to`` names whom for, as ``--to`` does (each item's ``audience``: ``None`` is the
+        whole team)."""
         if not dry_run:
             self._writable("publish")
-        planned, warning = self._member().publish(item_ids, dry_run=dry_run)
+        planned, warning = self._member().publish(item_ids, dry_run=dry_run, to=to or None)
         result: dict[str, Any] = {
             "dry_run": dry_run,
             "items": [
@@ -265,6 +271,7 @@ class Tools:
                     "action": reported_action(p, dry_run=dry_run),
                     "version": p.version,
                     "rule": p.decision.rule,
+                    "audience": None if p.audience is None else msgspec.to_builtins(p.audience),
                 }
                 for p in planned
             ],
