@@ -17,7 +17,7 @@ from memmesh.registry import (
     open_envelope,
     seal,
 )
-from memmesh.registry.envelopes import FORMAT_VERSION, text_hash
+from memmesh.registry.envelopes import FORMAT_VERSION, Audience, text_hash
 from tests.registry._helpers import publication, retraction
 
 
@@ -292,3 +292,23 @@ def test_a_verified_payload_under_another_signature_is_still_refused(identity: I
         reason_of(Envelope(payload=changed, signature=envelope.signature))
         == "the signature does not verify"
     )
+
+
+@pytest.mark.parametrize(
+    "widened",
+    [None, Audience.of(["backend", "frontend"]), Audience.of(["backend"], ["abcdefghijklmnop"])],
+)
+def test_an_audience_widened_after_signing_is_rejected(
+    identity: Identity, widened: Audience | None
+) -> None:
+    original = publication(identity, audience=Audience.of(["backend"]))
+    envelope = seal(original, identity)
+    bent = msgspec.structs.replace(original, audience=widened)
+    forged = Envelope(payload=msgspec.json.encode(bent), signature=envelope.signature)
+
+    assert open_envelope(envelope).audience == Audience(groups=("backend",))
+    assert reason_of(forged) == "the signature does not verify"
+
+
+def test_a_publication_for_the_whole_team_is_signed_as_before(identity: Identity) -> None:
+    assert b"audience" not in seal(publication(identity), identity).payload
