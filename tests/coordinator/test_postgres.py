@@ -93,6 +93,7 @@ def test_the_feed_read_while_two_coordinators_write_never_skips_a_change(
             finished = done.is_set()
             page = one.changes(ChangesRequest(cursor=cursor, limit=500))
             for change in page.changes:
+                assert change.envelope is not None
                 body = open_envelope(change.envelope)
                 seen[(body.author_key, change.item_id)] = change.version
             cursor = page.next_cursor

@@ -4,7 +4,6 @@ a joiner holding an open invite, and, once it exists, is the only way the roster
 
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,15 +50,11 @@ from memmesh.registry.roster_chain import RosterState, SignedStatement
 from tests._clock import START
 from tests._signed import SignedAuth, add_member, caller
 from tests.coordinator._served import TOKEN, Served
+from tests.coordinator._signed_team import SignedTeam, post, signed_team
 from tests.registry._helpers import TEAM, publication
 
 HOUR = 3600.0
 T = TypeVar("T")
-
-
-def _post(served: Served, signer: Identity, path: str, body: Any, response: type[T]) -> T:
-    with served.client(signer) as client:
-        return client.post(path, body, response)
 
 
 def _refusal(served: Served, signer: Identity, path: str, body: Any) -> Refused:
@@ -93,47 +88,9 @@ def _proof(invite_secret: str, holder: Identity) -> InviteProof:
     return InviteProof(invite_key=invite.public_key_text, signature=invite.sign(message))
 
 
-@dataclass
-class SignedTeam:
-    """A served team whose roster ``root`` started, and the statements it holds so far."""
-
-    served: Served
-    root: Identity
-    statements: list[SignedStatement] = field(default_factory=list)
-
-    @property
-    def state(self) -> RosterState:
-        return chain.verify_chain(self.statements, root_key_id=self.root.key_id, team=TEAM)
-
-    def post(
-        self, *statements: SignedStatement, by: Identity | None = None, purge: bool = False
-    ) -> StatementsResponse:
-        """Post ``statements`` (as ``by``, the root unless told) and keep them once accepted."""
-        request = StatementsRequest(statements=list(statements), purge=purge)
-        answer = _post(
-            self.served, by or self.root, "/v1/roster/statements", request, StatementsResponse
-        )
-        self.statements += statements
-        return answer
-
-    def member(self, name: str, *, admin: bool = False) -> Identity:
-        """A new key added as ``name`` by the root."""
-        identity = self.served.key(name)
-        key = identity.public_key_text
-        self.post(chain.add(self.state, self.root, key=key, name=name, admin=admin))
-        return identity
-
-
 @pytest.fixture
 def team(served: Served, data: Path) -> SignedTeam:
-    """A team whose first admin, ada, started the signed roster with the bootstrap code."""
-    code = admin_join_code(served.coordinator.membership, data, url=served.url, pin=None,
-                           name="ada")  # fmt: skip
-    assert code is not None
-    ada = served.key("ada")
-    genesis = chain.genesis(ada, TEAM, name="ada")
-    _post(served, ada, "/v1/join", JoinRequest(secret=code.secret, genesis=genesis), JoinResponse)
-    return SignedTeam(served, ada, [genesis])
+    return signed_team(served, data)
 
 
 def _roster(served: Served) -> Roster:
@@ -157,10 +114,10 @@ def test_the_first_admin_starts_the_signed_roster_with_the_bootstrap_code(
     ada = served.key("ada")
     genesis = chain.genesis(ada, TEAM, name="ada")
 
-    joined = _post(
+    joined = post(
         served, ada, "/v1/join", JoinRequest(secret=code.secret, genesis=genesis), JoinResponse
     )
-    served_chain = _post(served, ada, "/v1/roster/chain", ChainRequest(), ChainResponse)
+    served_chain = post(served, ada, "/v1/roster/chain", ChainRequest(), ChainResponse)
     with served.client(ada) as client:
         listed = client.get("/v1/members", Roster)
         present = client.get("/v1/presence/list", PresenceList).roster
@@ -213,14 +170,14 @@ def test_a_genesis_for_another_name_or_key_starts_nothing(served: Served, data: 
     assert _roster(served).members == []
     # The code is still unused: ada starts the roster with it.
     genesis = chain.genesis(ada, TEAM, name="ada")
-    _post(served, ada, "/v1/join", JoinRequest(secret=code.secret, genesis=genesis), JoinResponse)
+    post(served, ada, "/v1/join", JoinRequest(secret=code.secret, genesis=genesis), JoinResponse)
     assert _roster(served).head_seq == 0
 
 
 def test_an_unsigned_roster_serves_an_empty_chain(served: Served) -> None:
     anyone = served.key("anyone")
 
-    answer = _post(served, anyone, "/v1/roster/chain", ChainRequest(), ChainResponse)
+    answer = post(served, anyone, "/v1/roster/chain", ChainRequest(), ChainResponse)
 
     assert answer == ChainResponse(statements=[], head_seq=-1)
 
@@ -250,7 +207,7 @@ def test_admins_add_promote_rename_and_revoke_by_signed_statements(team: SignedT
 
     assert (answer.head_seq, answer.head_hash) == (4, team.statements[-1].hash)
     assert _names(served) == {ada.key_id: ("ada", False, True), bob.key_id: ("rob", True, False)}
-    assert _post(served, bob, "/v1/roster/chain", ChainRequest(), ChainResponse) == ChainResponse(
+    assert post(served, bob, "/v1/roster/chain", ChainRequest(), ChainResponse) == ChainResponse(
         statements=team.statements, head_seq=4
     )
     assert (_roster(served).head_seq, _roster(served).head_hash) == (4, answer.head_hash)
@@ -396,7 +353,7 @@ def test_a_head_another_worker_moved_is_verified_before_it_is_built_on(
     assert (refused.value.head_seq, refused.value.sent_seq) == (2, 2)
     assert _names(served)[bob.key_id] == ("bob", False, False)
     assert _names(served)[cy.key_id] == ("cy", False, False)
-    assert _post(served, ada, "/v1/roster/chain", ChainRequest(), ChainResponse).statements == (
+    assert post(served, ada, "/v1/roster/chain", ChainRequest(), ChainResponse).statements == (
         team.statements
     )
 
@@ -430,11 +387,11 @@ def test_an_invitee_reads_the_chain_with_its_invite_and_joins_by_a_statement(
     team.post(invited)
     cy = served.key("cy")
 
-    read = _post(served, cy, "/v1/roster/chain", ChainRequest(invite=_proof(secret, cy)),
+    read = post(served, cy, "/v1/roster/chain", ChainRequest(invite=_proof(secret, cy)),
                  ChainResponse)  # fmt: skip
     state = chain.verify_chain(read.statements, root_key_id=ada.key_id, team=TEAM)
     joining = chain.join(state, cy, invite_secret=secret, name="cy")
-    joined = _post(served, cy, "/v1/join", JoinRequest(statement=joining), JoinResponse)
+    joined = post(served, cy, "/v1/join", JoinRequest(statement=joining), JoinResponse)
     team.statements.append(joining)
 
     assert read == ChainResponse(statements=team.statements[:-1], head_seq=1)
@@ -447,7 +404,7 @@ def test_an_invitee_reads_the_chain_with_its_invite_and_joins_by_a_statement(
     )
     assert _roster(served).head_seq == 2
     # Now a member, cy reads the chain as one (no invite), and changes it as an admin.
-    assert _post(served, cy, "/v1/roster/chain", ChainRequest(), ChainResponse).head_seq == 2
+    assert post(served, cy, "/v1/roster/chain", ChainRequest(), ChainResponse).head_seq == 2
     team.post(chain.rename(team.state, cy, key=ada.public_key_text, name="ada2"), by=cy)
     assert _names(served)[ada.key_id] == ("ada2", True, False)
 
@@ -497,7 +454,7 @@ def test_a_used_or_expired_invite_joins_nobody(team: SignedTeam) -> None:
     team.post(late)
     cy, eve, dee = served.key("cy"), served.key("eve"), served.key("dee")
     joining = chain.join(team.state, cy, invite_secret=used_secret, name="cy")
-    _post(served, cy, "/v1/join", JoinRequest(statement=joining), JoinResponse)
+    post(served, cy, "/v1/join", JoinRequest(statement=joining), JoinResponse)
     team.statements.append(joining)
 
     with pytest.raises(RosterChainBroken) as local:
@@ -570,7 +527,7 @@ def test_revoking_with_purge_erases_the_members_items(team: SignedTeam) -> None:
     bob = team.member("bob")
     fingerprint = served.coordinator.store.embedder.fingerprint
     body = publication(bob, text="The quokka ledger rotates keys on Tuesdays", embedder=fingerprint)
-    published = _post(
+    published = post(
         served, bob, "/v1/publish",
         PublishRequest(items=[PublishItem(envelope=seal(body, bob))]), PublishResponse,
     )  # fmt: skip
@@ -579,7 +536,7 @@ def test_revoking_with_purge_erases_the_members_items(team: SignedTeam) -> None:
     answer = team.post(chain.revoke(team.state, ada, key=bob.public_key_text), purge=True)
 
     assert answer.purged == 1
-    found = _post(served, ada, "/v1/search", SearchRequest(query="quokka ledger"), SearchResponse)
+    found = post(served, ada, "/v1/search", SearchRequest(query="quokka ledger"), SearchResponse)
     assert found.hits == []
     assert served.coordinator.info().published == 0
     refused = _refusal(served, bob, "/v1/roster/chain", ChainRequest())
@@ -642,12 +599,12 @@ def test_an_unsigned_roster_is_signed_as_it_stands(served: Served) -> None:
     table = _names(served)
     statements = _signing(ada, [(bob, "bob", False)], [(carl, "carl")])
 
-    answer = _post(served, ada, "/v1/roster/statements", StatementsRequest(statements=statements),
+    answer = post(served, ada, "/v1/roster/statements", StatementsRequest(statements=statements),
                    StatementsResponse)  # fmt: skip
 
     assert (answer.head_seq, answer.head_hash) == (3, statements[-1].hash)
     assert _names(served) == table
-    served_chain = _post(served, bob, "/v1/roster/chain", ChainRequest(), ChainResponse)
+    served_chain = post(served, bob, "/v1/roster/chain", ChainRequest(), ChainResponse)
     assert served_chain == ChainResponse(statements=statements, head_seq=3)
     refused = _refusal(
         served, ada, "/v1/members/add", MemberAdd(name="dee", key=served.key("dee").public_key_text)
@@ -660,7 +617,7 @@ def test_a_key_revoked_before_signing_and_left_off_the_chain_is_never_added(
 ) -> None:
     ada, bob, carl = _legacy_team(served)
     signing = _signing(ada, [(bob, "bob", False)], [])  # carl, revoked, is left off
-    _post(served, ada, "/v1/roster/statements", StatementsRequest(statements=signing),
+    post(served, ada, "/v1/roster/statements", StatementsRequest(statements=signing),
           StatementsResponse)  # fmt: skip
     state = chain.verify_chain(signing, root_key_id=ada.key_id, team=TEAM)
     adding = chain.add(state, ada, key=carl.public_key_text, name="carl")
@@ -744,7 +701,7 @@ def test_an_invite_made_before_signing_joins_nobody_after_it(served: Served) -> 
         InviteRequest(name="dee", digest=secret_digest(secret), expires_at=START + HOUR),
     )
     signing = _signing(ada, [(bob, "bob", False)], [(carl, "carl")])
-    _post(served, ada, "/v1/roster/statements", StatementsRequest(statements=signing),
+    post(served, ada, "/v1/roster/statements", StatementsRequest(statements=signing),
           StatementsResponse)  # fmt: skip
     dee = served.key("dee")
 
@@ -763,7 +720,7 @@ def test_the_feed_s_roster_mark_moves_with_the_head_even_when_no_member_changes(
     served, ada = team.served, team.root
 
     def mark() -> str:
-        return _post(served, ada, "/v1/changes", ChangesRequest(), ChangesResponse).roster
+        return post(served, ada, "/v1/changes", ChangesRequest(), ChangesResponse).roster
 
     before, members = mark(), _roster(served).members
     invited, _ = chain.invite(team.state, ada, name="cy", expires_at=time.time() + HOUR)
@@ -780,8 +737,8 @@ def test_the_chain_is_served_in_pages(team: SignedTeam, monkeypatch: pytest.Monk
         team.member(name)
     monkeypatch.setattr(signed_roster, "MAX_CHAIN_PAGE", 3)
 
-    first = _post(served, ada, "/v1/roster/chain", ChainRequest(), ChainResponse)
-    rest = _post(served, ada, "/v1/roster/chain", ChainRequest(start=3), ChainResponse)
+    first = post(served, ada, "/v1/roster/chain", ChainRequest(), ChainResponse)
+    rest = post(served, ada, "/v1/roster/chain", ChainRequest(start=3), ChainResponse)
 
     assert first == ChainResponse(statements=team.statements[:3], head_seq=3, more=True)
     assert rest == ChainResponse(statements=team.statements[3:], head_seq=3)
@@ -802,7 +759,7 @@ def test_a_chain_changed_behind_the_coordinator_is_served_as_stored_but_never_bu
         )
     cy = served.key("cy")
 
-    read = _post(served, bob, "/v1/roster/chain", ChainRequest(), ChainResponse)
+    read = post(served, bob, "/v1/roster/chain", ChainRequest(), ChainResponse)
     building = _raw(served, ada, "/v1/roster/statements", encode(StatementsRequest(
         statements=[chain.add(team.state, ada, key=cy.public_key_text, name="cy")]
     )))  # fmt: skip

@@ -82,7 +82,9 @@ def _held(served: Served, identity: Identity) -> int:
 
 def _feed(client: Client) -> list[tuple[str, str, str]]:
     changes = client.post("/v1/changes", ChangesRequest(), ChangesResponse).changes
-    return [(c.kind, c.item_id, c.envelope.signature.hex()[:8]) for c in changes]
+    return [
+        (c.kind, c.item_id, c.envelope.signature.hex()[:8] if c.envelope else "") for c in changes
+    ]
 
 
 # -- the attack: retracting ids never published ----------------------------------------------

@@ -306,7 +306,9 @@ def test_an_audience_widened_after_signing_is_rejected(
     bent = msgspec.structs.replace(original, audience=widened)
     forged = Envelope(payload=msgspec.json.encode(bent), signature=envelope.signature)
 
-    assert open_envelope(envelope).audience == Audience(groups=("backend",))
+    opened = open_envelope(envelope)
+    assert isinstance(opened, Publication)
+    assert opened.audience == Audience(groups=("backend",))
     assert reason_of(forged) == "the signature does not verify"
 
 

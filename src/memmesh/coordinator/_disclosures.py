@@ -1,4 +1,5 @@
-"""The disclosure log: which member was served which author's item by a search, and when.
+"""The disclosure log: which member was served which author's item, and when: by a search or
+by the changes feed (each publication it serves carries the item's text).
 
 One row per item served to an asker other than its author: the time, the asker's key, the
 author's key and the item id, never the query. The log is bounded: beyond
@@ -15,12 +16,14 @@ second are not listed until it has written them.
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
+from memmesh.coordinator.protocol import Disclosure, DisclosuresRequest, DisclosuresResponse
 from memmesh.coordinator.storage import CoordinatorStore, Tables, Tx
 from memmesh.local.errors import StoreError
 from memmesh.net.limits import shares_to_drop
+from memmesh.registry.identity import key_id, public_key_from_text
 
 __all__ = ["DISCLOSURES_SCHEMA", "FLUSH_EVERY", "MAX_DISCLOSURES", "DisclosureLog", "Row"]
 
@@ -159,6 +162,24 @@ class DisclosureLog:
                 (author_key, item_id, item_id, per_asker or limit, limit),
             ).fetchall()
         return [Row(float(r[0]), r[1], r[2], r[3]) for r in rows]
+
+    def listed(
+        self, author_key: str, request: DisclosuresRequest, names: Mapping[str, str]
+    ) -> DisclosuresResponse:
+        """:meth:`entries` as the route answers them, askers named by ``names`` (key: name)."""
+        rows = self.entries(author_key, request.item_id, request.limit, request.per_asker)
+        ids = {key: key_id(public_key_from_text(key)) for key in {r.asker_key for r in rows}}
+        return DisclosuresResponse(
+            entries=[
+                Disclosure(
+                    item_id=row.item_id,
+                    asker_key_id=ids[row.asker_key],
+                    asker_name=names.get(row.asker_key, ""),
+                    served_at=row.served_at,
+                )
+                for row in rows
+            ]
+        )
 
 
 def _evict(tx: Tx, limit: int) -> None:

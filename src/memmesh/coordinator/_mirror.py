@@ -31,7 +31,7 @@ from memmesh.registry.envelopes import Publication
 if TYPE_CHECKING:
     from memmesh.coordinator._postgres import PostgresStore
 
-__all__ = ["Mirror", "open_cache"]
+__all__ = ["MARKS", "Mirror", "open_cache"]
 
 # Feed rows applied in one transaction of the cache.
 BATCH = 2_000
@@ -39,7 +39,8 @@ _DATABASE = "mirror_database"
 _CURSOR = "mirror_cursor"
 _PURGES = "mirror_purges"
 _PURGE_MARK = "SELECT count(*) || ':' || coalesce(max(purged_at), 0) FROM coord_purged"
-_MARKS = f"SELECT (SELECT coalesce(max(cursor), 0) FROM coord_envelopes), ({_PURGE_MARK})"
+# The feed's last cursor and the purges' mark: whatever changes the copies moves one of them.
+MARKS = f"SELECT (SELECT coalesce(max(cursor), 0) FROM coord_envelopes), ({_PURGE_MARK})"
 
 
 class Mirror:
@@ -55,7 +56,7 @@ class Mirror:
         """Apply what the database changed since this process last looked."""
         with self._lock:
             with self._database.read() as tx:
-                head, purges = tx.execute(_MARKS).fetchone()
+                head, purges = tx.execute(MARKS).fetchone()
             marks = (int(head), str(purges))
             if marks == self._seen:
                 return

@@ -47,7 +47,10 @@ class Table(NamedTuple):
     unique: tuple[str, ...]
 
 
-_ENVELOPE_COLUMNS = "author_key item_id kind version payload signature cursor copy_id applied_at"
+_ENVELOPE_COLUMNS = (
+    "author_key item_id kind version payload signature cursor copy_id applied_at project audience "
+    "reach"
+)
 ENVELOPES = Table("coord_envelopes", tuple(_ENVELOPE_COLUMNS.split()), ("cursor",), ("cursor",))
 # In the order they are copied: the roster first, envelopes before the marks of past purges.
 TABLES = (
@@ -158,7 +161,7 @@ def copied(
 def _copies(source: CoordinatorStore, target: CoordinatorStore, tx: Tx, rows: list[Any]) -> None:
     """The searchable copy of each live publication among the envelope ``rows``, with the
     vector the source's store holds for it (computed again only where it holds none)."""
-    for _, _, kind, _, payload, _, _, copy, _ in rows:
+    for _, _, kind, _, payload, _, _, copy, *_ in rows:
         if kind != "publication":
             continue
         body = msgspec.json.decode(payload, type=Publication)

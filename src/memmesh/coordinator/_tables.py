@@ -15,7 +15,7 @@ import msgspec
 
 from memmesh.coordinator import _chain, _members
 from memmesh.coordinator.storage import Dialect, Tables, Tx, one_of
-from memmesh.registry.envelopes import Envelope, Publication, Retraction
+from memmesh.registry.envelopes import Audience, Envelope, Publication, Retraction
 from memmesh.registry.identity import key_id, public_key_from_text
 
 __all__ = [
@@ -23,16 +23,18 @@ __all__ = [
     "Dropped",
     "FeedMarks",
     "Live",
+    "LiveAuthor",
     "Stored",
-    "changes_after",
+    "audience_of",
+    "audience_text",
     "copy_for",
     "copy_id",
-    "counts",
     "drop_presence",
     "drop_rows",
     "feed_marks",
     "live_author",
     "live_publications",
+    "online",
     "presence",
     "record_presence",
     "save",
@@ -113,15 +115,55 @@ CREATE TABLE coord_presence (
 );
 """
 
-COORDINATOR_SCHEMA = Tables(owner="coordinator", sqlite=(_V1, _V2, _V3), postgresql=(_PG_V1,))
+# Version 4 keeps what decides who may read each row (memmesh.coordinator._audiences): the
+# project of its item, the audience of its live publication (the signed Audience's JSON, NULL
+# for the whole team) and its reach, the union of the audiences of every version it had (NULL
+# once one was for the whole team), which a tombstone keeps. Rows stored before it have
+# theirs from their signed payloads: the only version known of each is its current one.
+_V4 = """
+ALTER TABLE coord_envelopes ADD COLUMN project TEXT;
+ALTER TABLE coord_envelopes ADD COLUMN audience TEXT;
+ALTER TABLE coord_envelopes ADD COLUMN reach TEXT;
+UPDATE coord_envelopes SET
+    project = json_extract(CAST(payload AS TEXT), '$.project'),
+    audience = json_extract(CAST(payload AS TEXT), '$.audience'),
+    reach = json_extract(CAST(payload AS TEXT), '$.audience')
+WHERE kind = 'publication';
+CREATE INDEX coord_envelopes_restricted ON coord_envelopes (cursor)
+    WHERE audience IS NOT NULL OR reach IS NOT NULL;
+CREATE INDEX coord_envelopes_audience ON coord_envelopes (audience) WHERE audience IS NOT NULL;
+CREATE INDEX coord_envelopes_project ON coord_envelopes (project);
+"""
 
-_COLUMNS = "author_key, item_id, kind, version, payload, signature, cursor, copy_id, applied_at"
+_PG_V2 = """
+ALTER TABLE coord_envelopes ADD COLUMN project text;
+ALTER TABLE coord_envelopes ADD COLUMN audience text;
+ALTER TABLE coord_envelopes ADD COLUMN reach text;
+UPDATE coord_envelopes SET
+    project = convert_from(payload, 'UTF8')::json ->> 'project',
+    audience = (convert_from(payload, 'UTF8')::json -> 'audience')::text,
+    reach = (convert_from(payload, 'UTF8')::json -> 'audience')::text
+WHERE kind = 'publication';
+CREATE INDEX coord_envelopes_restricted ON coord_envelopes (cursor)
+    WHERE audience IS NOT NULL OR reach IS NOT NULL;
+CREATE INDEX coord_envelopes_audience ON coord_envelopes (audience) WHERE audience IS NOT NULL;
+CREATE INDEX coord_envelopes_project ON coord_envelopes (project);
+"""
+
+COORDINATOR_SCHEMA = Tables(
+    owner="coordinator", sqlite=(_V1, _V2, _V3, _V4), postgresql=(_PG_V1, _PG_V2)
+)
+
+_COLUMNS = (
+    "author_key, item_id, kind, version, payload, signature, cursor, copy_id, applied_at, "
+    "project, audience, reach"
+)
 # A row replaced whole: SQLite's REPLACE deletes the old one (its usage triggers count on it),
 # PostgreSQL's upsert updates it (so do its triggers).
 _SAVE: dict[Dialect, str] = {
-    "sqlite": f"INSERT OR REPLACE INTO coord_envelopes ({_COLUMNS}) VALUES ({', '.join('?' * 9)})",
+    "sqlite": f"INSERT OR REPLACE INTO coord_envelopes ({_COLUMNS}) VALUES ({', '.join('?' * 12)})",
     "postgresql": (
-        f"INSERT INTO coord_envelopes ({_COLUMNS}) VALUES ({', '.join('?' * 9)}) "
+        f"INSERT INTO coord_envelopes ({_COLUMNS}) VALUES ({', '.join('?' * 12)}) "
         "ON CONFLICT (author_key, item_id) DO UPDATE SET "
         + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[2:])
     ),
@@ -131,13 +173,16 @@ Kind = Literal["publication", "retraction"]
 
 
 class Stored(NamedTuple):
-    """What is stored for one (author key, item id), and when it was applied."""
+    """What is stored for one (author key, item id), when it was applied, the project of its
+    item and its reach (see ``_V4``)."""
 
     kind: Kind
     version: int
     payload: bytes
     copy_id: str
     applied_at: float
+    project: str | None = None
+    reach: str | None = None
 
 
 class Dropped(NamedTuple):
@@ -150,11 +195,14 @@ class Dropped(NamedTuple):
 
 
 class Live(NamedTuple):
-    """A live publication behind a searchable copy, and whose item it is."""
+    """A live publication behind a searchable copy, whose item it is, its project and its
+    audience (JSON, ``None``: the whole team)."""
 
     envelope: Envelope
     author_key: str
     item_id: str
+    project: str
+    audience: str | None
 
 
 def copy_id(body: Publication | Retraction) -> str:
@@ -181,31 +229,64 @@ def stored(tx: Tx, author_key: str, item_id: str) -> Stored | None:
     """What is stored for the author's item: its kind, version, signed payload, copy id and
     when it was applied."""
     row = tx.execute(
-        "SELECT kind, version, payload, copy_id, applied_at FROM coord_envelopes "
+        "SELECT kind, version, payload, copy_id, applied_at, project, reach FROM coord_envelopes "
         "WHERE author_key = ? AND item_id = ?",
         (author_key, item_id),
     ).fetchone()
     if row is None:
         return None
-    return Stored(row[0], int(row[1]), bytes(row[2]), str(row[3]), float(row[4]))
+    return Stored(row[0], int(row[1]), bytes(row[2]), str(row[3]), float(row[4]), row[5], row[6])
 
 
 def save(
     tx: Tx,
-    kind: Kind,
     body: Publication | Retraction,
     envelope: Envelope,
     copy: str,
     applied_at: float,
+    current: Stored | None,
 ) -> None:
-    """Replace the state of the body's (author key, item id), whose copy is ``copy``, applied
-    at ``applied_at``; the new cursor puts it at the end of the changes feed."""
+    """Replace ``current``, the state of the body's (author key, item id), whose copy is
+    ``copy``, applied at ``applied_at``; the new cursor puts it at the end of the changes feed.
+    A publication's project and audience are kept beside it and its audience joins the
+    item's reach; a tombstone keeps the project and reach of what it replaces (one stored
+    before any publication of its item reaches the whole team: there is nothing to hide)."""
     (cursor,) = tx.execute("SELECT coalesce(max(cursor), 0) + 1 FROM coord_envelopes").fetchone()
+    project: str | None
+    if isinstance(body, Publication):
+        kind: Kind = "publication"
+        project, audience = body.project, audience_text(body.audience)
+        reach = audience_text(_widened(current, body.audience))
+    else:
+        kind, audience = "retraction", None
+        project, reach = (None, None) if current is None else (current.project, current.reach)
     tx.execute(
         _SAVE[tx.dialect],
         (body.author_key, body.item_id, kind, body.version, envelope.payload,
-         envelope.signature, cursor, copy, applied_at),
+         envelope.signature, cursor, copy, applied_at, project, audience, reach),
     )  # fmt: skip
+
+
+def audience_text(audience: Audience | None) -> str | None:
+    """An audience as its column keeps it: its canonical JSON, ``None`` for the whole team."""
+    return None if audience is None else msgspec.json.encode(audience).decode()
+
+
+def audience_of(text: str | None) -> Audience | None:
+    """The audience a column keeps (:func:`audience_text`)."""
+    return None if text is None else msgspec.json.decode(text, type=Audience)
+
+
+def _widened(current: Stored | None, audience: Audience | None) -> Audience | None:
+    """The reach of an item after a version for ``audience``: the union of every version's
+    audience, ``None`` (the whole team) once one was."""
+    if current is None:
+        return audience
+    if audience is None or current.reach is None:
+        return None
+    before = audience_of(current.reach)
+    assert before is not None
+    return Audience.of([*before.groups, *audience.groups], [*before.members, *audience.members])
 
 
 def live_publications(tx: Tx, copy_ids: list[str]) -> dict[str, Live]:
@@ -214,27 +295,36 @@ def live_publications(tx: Tx, copy_ids: list[str]) -> dict[str, Live]:
         return {}
     among, values = one_of(tx, "copy_id", copy_ids)
     rows = tx.execute(
-        "SELECT copy_id, payload, signature, author_key, item_id FROM coord_envelopes "
-        f"WHERE {among} AND kind = 'publication'",
+        "SELECT copy_id, payload, signature, author_key, item_id, project, audience "
+        f"FROM coord_envelopes WHERE {among} AND kind = 'publication'",
         values,
     ).fetchall()
     return {
-        copy: Live(Envelope(payload=bytes(payload), signature=bytes(signature)), author, item)
-        for copy, payload, signature, author, item in rows
+        copy: Live(Envelope(payload=bytes(payload), signature=bytes(sig)), *rest)
+        for copy, payload, sig, *rest in rows
     }
 
 
-def live_author(tx: Tx, member_id: str, item_id: str) -> tuple[str, int] | None:
-    """The key and version of the live publication ``item_id`` of the member whose key id is
-    ``member_id``, if there is one."""
+class LiveAuthor(NamedTuple):
+    """Whose live publication an item is, at which version, in which project, for whom."""
+
+    author_key: str
+    version: int
+    project: str
+    audience: str | None
+
+
+def live_author(tx: Tx, member_id: str, item_id: str) -> LiveAuthor | None:
+    """The live publication ``item_id`` of the member whose key id is ``member_id``, if there
+    is one."""
     rows = tx.execute(
-        "SELECT author_key, version FROM coord_envelopes "
+        "SELECT author_key, version, project, audience FROM coord_envelopes "
         "WHERE item_id = ? AND kind = 'publication'",
         (item_id,),
     ).fetchall()
-    for author_key, version in rows:
+    for author_key, version, project, audience in rows:
         if key_id(public_key_from_text(author_key)) == member_id:
-            return str(author_key), int(version)
+            return LiveAuthor(str(author_key), int(version), str(project), audience)
     return None
 
 
@@ -250,20 +340,6 @@ def drop_rows(tx: Tx, author_key: str) -> list[Dropped]:
     return sorted(
         Dropped(str(item), kind, int(version), str(copy)) for item, kind, version, copy in rows
     )
-
-
-def changes_after(tx: Tx, cursor: int, limit: int) -> list[tuple[int, Kind, str, int, Envelope]]:
-    """Up to ``limit`` items' states changed after ``cursor``, oldest change first: cursor,
-    kind, item id, version and envelope (which names the author's key)."""
-    rows = tx.execute(
-        "SELECT cursor, kind, item_id, version, payload, signature FROM coord_envelopes "
-        "WHERE cursor > ? ORDER BY cursor LIMIT ?",
-        (cursor, limit),
-    ).fetchall()
-    return [
-        (row[0], row[1], row[2], row[3], Envelope(payload=bytes(row[4]), signature=bytes(row[5])))
-        for row in rows
-    ]
 
 
 class FeedMarks(NamedTuple):
@@ -333,9 +409,3 @@ def presence(tx: Tx, now: float) -> list[tuple[str, Envelope]]:
         (now,),
     ).fetchall()
     return [(k, Envelope(payload=bytes(p), signature=bytes(s))) for k, p, s in rows]
-
-
-def counts(tx: Tx, now: float) -> tuple[int, int, int]:
-    """How many items are published, how many are tombstones, how many members are online."""
-    kinds = dict(tx.execute("SELECT kind, count(*) FROM coord_envelopes GROUP BY kind"))
-    return kinds.get("publication", 0), kinds.get("retraction", 0), online(tx, now)

@@ -8,16 +8,19 @@ whenever it changes (``coord_tally_cursor`` hands out cursors, which never go ba
 
 A tally is kept only when it is the caller's own (the service checks signer, team and type),
 is about another member's item that the coordinator holds as a live publication at that
-version or a newer one, and its reporter keeps fewer than :data:`PER_REPORTER` rows (updates
-of a kept row always pass). A retraction deletes the tallies of its item
-(:func:`drop`); rows of an item the operator purged are kept but no longer fed. Every function
-runs on the transaction or read of the store it is given; the coordinator never reads the
-counts, only the author's client, which verifies each reporter's signature.
+version or a newer one, which the reporter may read (else it is refused as if the item were
+not live, so that a tally tells nobody an item exists), and its reporter keeps fewer than
+:data:`PER_REPORTER` rows (updates of a kept row always pass). A retraction deletes the
+tallies of its item (:func:`drop`); rows of an item the operator purged are kept but no longer
+fed. Every function runs on the transaction or read of the store it is given; the
+coordinator never reads the counts, only the author's client, which verifies each reporter's
+signature.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memmesh.coordinator import _tables
+from memmesh.coordinator._audiences import Gate
 from memmesh.coordinator.protocol import (
     TALLY_NOT_LIVE,
     MyTalliesRequest,
@@ -87,25 +90,30 @@ class TallyBook:
         self._store = store
         self.per_reporter = per_reporter
 
-    def keep(self, opened: Sequence[tuple[Envelope, Tally | Outcome]]) -> list[Outcome]:
+    def keep(
+        self, opened: Sequence[tuple[Envelope, Tally | Outcome]], gate: Callable[[Tx], Gate]
+    ) -> list[Outcome]:
         """Keep each verified tally that moves its row forward, in one transaction; an
-        :class:`Outcome` (the service's refusal) stands as it is."""
+        :class:`Outcome` (the service's refusal) stands as it is. ``gate`` gives the
+        reporter's view in that transaction: an item it may not read is refused as one not
+        live (nothing says it exists)."""
         with self._store.transaction() as tx:
+            seen = gate(tx)
             return [
-                body if isinstance(body, Outcome) else self._keep_one(tx, envelope, body)
+                body if isinstance(body, Outcome) else self._keep_one(tx, envelope, body, seen)
                 for envelope, body in opened
             ]
 
-    def _keep_one(self, tx: Tx, envelope: Envelope, body: Tally) -> Outcome:
+    def _keep_one(self, tx: Tx, envelope: Envelope, body: Tally, gate: Gate) -> Outcome:
         def outcome(status: OutcomeStatus, reason: str = "") -> Outcome:
             return Outcome(item_id=body.item_id, version=body.version, status=status, reason=reason)
 
         if body.subject_key_id == body.key_id:
             return outcome("rejected", "a member does not tally its own item")
         live = _tables.live_author(tx, body.subject_key_id, body.item_id)
-        if live is None:
+        if live is None or not gate.admits(live.author_key, live.project, live.audience):
             return outcome("rejected", TALLY_NOT_LIVE)
-        subject_key, version = live
+        subject_key, version = live.author_key, live.version
         if body.version > version:
             return outcome("rejected", "that version of the item is not published")
         row = tx.execute(

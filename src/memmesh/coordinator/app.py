@@ -54,8 +54,9 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             path="/v1/info",
             handler=coordinator.info,
             response=p.Info,
-            summary="What this coordinator is: team, embedder, counts, its key, whether the "
-            "roster is enforced.",
+            caller=True,
+            summary="What this coordinator is: team, embedder, counts (of what the caller may "
+            "see), its key, whether the roster is enforced.",
         ),
         Endpoint(
             path="/v1/publish",
@@ -64,7 +65,9 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             response=p.PublishResponse,
             limit=batch,
             caller=True,
-            summary="Store the caller's own signed publications (and their vectors), idempotently.",
+            summary="Store the caller's own signed publications (and their vectors), "
+            "idempotently; one the signed roster refuses is rejected with a code (reader, "
+            "not_granted, unknown_audience).",
         ),
         Endpoint(
             path="/v1/retract",
@@ -83,8 +86,9 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             response=SearchResponse,
             cpu_bound=True,
             caller=True,
-            summary="Hybrid search over live publications; answers with signed envelopes and "
-            "notes which member was served which item (never the query).",
+            summary="Hybrid search over the live publications the caller may read (ranked "
+            "among those alone); answers with signed envelopes and notes which member was "
+            "served which item (never the query).",
         ),
         Endpoint(
             path="/v1/presence",
@@ -104,11 +108,14 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
         ),
         Endpoint(
             path="/v1/changes",
-            handler=coordinator.changes,
+            handler=lambda caller, request: coordinator.changes(request, caller),
             request=p.ChangesRequest,
             response=p.ChangesResponse,
             limit=small,
-            summary="A paged feed of each item's current state since a cursor.",
+            caller=True,
+            summary="A paged feed of each item's current state since a cursor, as the caller "
+            "may see it (items it may no longer read: hidden); its publications are noted in "
+            "the disclosure log.",
         ),
         Endpoint(
             path="/v1/members",
@@ -220,7 +227,7 @@ def _routes(coordinator: Coordinator) -> list[Endpoint]:
             limit=BodyLimit(max_bytes=TALLIES_BODY_LIMIT),
             caller=True,
             summary="Keep the caller's own signed tallies (worked/failed/partial counts, never "
-            "text) on other members' live items, the newest per reporter and item.",
+            "text) on other members' live items it may read, the newest per reporter and item.",
         ),
         Endpoint(
             path="/v1/tallies/mine",

@@ -77,7 +77,11 @@ class RetractRequest(_Request, frozen=True, kw_only=True, forbid_unknown_fields=
 
 class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     """What happened to one envelope. ``accepted``, ``duplicate`` and ``stale`` are final and
-    idempotent (the sender may stop sending it); ``rejected`` says why in ``reason``.
+    idempotent (the sender may stop sending it); ``rejected`` says why in ``reason``, and a
+    publication the signed roster refuses says it in ``code`` too: ``reader`` (the caller is a
+    reader, who publishes nothing), ``not_granted`` (the project's publish grant leaves the
+    caller out) or ``unknown_audience`` (its audience names a group the roster lacks or a
+    member id that is not an active member, or the roster is not signed). Empty otherwise.
 
     An applied (or already applied) retraction carries ``receipt``: a
     :class:`~memmesh.registry.envelopes.Receipt` signed by the coordinator's key.
@@ -88,6 +92,7 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     status: OutcomeStatus
     reason: str = ""
     receipt: Envelope | None = None
+    code: str = ""
 
 
 class PublishResponse(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,6 +14,7 @@ data folder). Who may call at all is :class:`~memmesh.coordinator.membership.Mem
 word; which member was served which item is kept in the disclosure log.
 """
 
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,9 +24,11 @@ import msgspec
 import numpy as np
 
 from memmesh import __version__
-from memmesh.coordinator import _tables
+from memmesh.coordinator import _feed, _tables
+from memmesh.coordinator._audiences import Audiences
 from memmesh.coordinator._disclosures import DisclosureLog
 from memmesh.coordinator._outcomes import rejected, settled, stale
+from memmesh.coordinator._searchable import Searchable
 from memmesh.coordinator._space import Space
 from memmesh.coordinator._tallies import TallyBook, drop
 from memmesh.coordinator._usage import Usage
@@ -33,10 +36,8 @@ from memmesh.coordinator.errors import DatabaseUnavailable, QuotaExceeded
 from memmesh.coordinator.holdings import Holdings
 from memmesh.coordinator.membership import Membership
 from memmesh.coordinator.protocol import (
-    Change,
     ChangesRequest,
     ChangesResponse,
-    Disclosure,
     DisclosuresRequest,
     DisclosuresResponse,
     Info,
@@ -74,13 +75,7 @@ from memmesh.registry.envelopes import (
     seal,
 )
 from memmesh.registry.errors import BadSignature, IdentityExists, IdentityMissing
-from memmesh.registry.identity import (
-    Identity,
-    create_identity,
-    key_id,
-    load_identity,
-    public_key_from_text,
-)
+from memmesh.registry.identity import Identity, create_identity, load_identity
 
 __all__ = ["MAX_PRESENCE_TTL", "Coordinator"]
 
@@ -138,6 +133,8 @@ class Coordinator:
                 open_without_roster=open_without_roster,
                 clock=clock,
             )
+            self.audiences = Audiences(self.store, self.membership.signed)
+            self.searchable = Searchable(self.store, self.audiences.gate)
             self._disclosed = DisclosureLog(self.store, clock=clock)
             self.tallies = TallyBook(self.store)
         except BaseException:
@@ -169,11 +166,13 @@ class Coordinator:
         ]
         adding = Usage()
         with self.store.read() as tx:
+            opened = [(item, self.audiences.allowed(tx, caller, body)) for item, body in opened]
             for item, body in opened:
                 if isinstance(body, Publication):
                     adding = adding.plus(self._adding(tx, body, item.envelope))
             check(self.quotas, *self.holdings.usage(tx, caller.key), adding)
-        return PublishResponse(results=[self._publish_one(item, body) for item, body in opened])
+        results = [self._publish_one(caller, item, body) for item, body in opened]
+        return PublishResponse(results=results)
 
     def retract(self, caller: Caller, request: RetractRequest) -> RetractResponse:
         """Verify and apply each retraction, purging the item's text and vector; each one
@@ -206,7 +205,9 @@ class Coordinator:
             return Usage()
         return added(current, body)
 
-    def _publish_one(self, item: PublishItem, body: Publication | Outcome) -> Outcome:
+    def _publish_one(
+        self, caller: Caller, item: PublishItem, body: Publication | Outcome
+    ) -> Outcome:
         if isinstance(body, Outcome):
             return body
         vector = None
@@ -215,6 +216,10 @@ class Coordinator:
         try:
             # The envelope and the searchable copy commit together, or not at all.
             with self.store.transaction() as tx:
+                # Again, in the write lock: the roster is as the write finds it.
+                refused = self.audiences.publish_refusal(tx, caller, body)
+                if refused is not None:
+                    return refused
                 current = _tables.stored(tx, body.author_key, body.item_id)
                 outcome = settled(current, body, item.envelope)
                 if outcome is not None:
@@ -225,7 +230,7 @@ class Coordinator:
                 check(self.quotas, *self.holdings.usage(tx, body.author_key), added(current, body))
                 copy = _copy(current, body)
                 self.store.put_copy(tx, copy, body, vector)
-                _tables.save(tx, "publication", body, item.envelope, copy, self._clock())
+                _tables.save(tx, body, item.envelope, copy, self._clock(), current)
         except (StoreFull, StoreLocked, CorruptDatabase, DatabaseUnavailable):
             raise  # the coordinator's own trouble (507, 503, 500), not the item's
         except StoreError as exc:
@@ -255,7 +260,7 @@ class Coordinator:
             # it names does not exist yet, and another key's item of the same id is untouched.
             copy = _copy(current, body)
             applied_at = self._clock()
-            _tables.save(tx, "retraction", body, envelope, copy, applied_at)
+            _tables.save(tx, body, envelope, copy, applied_at, current)
             self.store.purge_copy(tx, copy)
             drop(tx, body.author_key, body.item_id)
         return Outcome(
@@ -299,7 +304,8 @@ class Coordinator:
         """Keep each of the caller's own tallies on another member's live item (see
         :mod:`memmesh.coordinator._tallies`), newest ``seq`` per reporter and item."""
         opened = [(env, self._opened(caller, env, Tally)) for env in request.envelopes]
-        return TalliesResponse(results=self.tallies.keep(opened))
+        gate = functools.partial(self.audiences.gate, caller=caller)
+        return TalliesResponse(results=self.tallies.keep(opened, gate))
 
     def tallies_about(self, caller: Caller, request: MyTalliesRequest) -> MyTalliesResponse:
         """The tallies on the caller's own live items after the cursor, oldest change first."""
@@ -318,39 +324,28 @@ class Coordinator:
     # -- search ----------------------------------------------------------------------------
 
     def search(self, caller: Caller, request: SearchRequest) -> SearchResponse:
-        """Hybrid search over live publications, answering with the signed envelopes; each
-        other author's item served is noted in the disclosure log (never the query)."""
+        """Hybrid search over the live publications the caller may read, ranked among those
+        alone (:mod:`memmesh.coordinator._searchable`), answering with the signed envelopes;
+        each other author's item served is noted in the disclosure log (never the query)."""
         served: dict[Envelope, tuple[str, str]] = {}
 
         def publications(copy_ids: list[str]) -> dict[str, Envelope]:
             with self.store.read() as tx:
-                live = _tables.live_publications(tx, copy_ids)
-            served.update((pub.envelope, (pub.author_key, pub.item_id)) for pub in live.values())
-            return {copy: pub.envelope for copy, pub in live.items()}
+                # As the roster stands now, should it have moved since the search began.
+                readable = self.audiences.gate(tx, caller).live(tx, copy_ids)
+            served.update((p.envelope, (p.author_key, p.item_id)) for p in readable.values())
+            return {copy: pub.envelope for copy, pub in readable.items()}
 
         self.store.follow()
-        answer = answer_search(self.store.cache, request, publications)
+        allowed = self.searchable.copies(caller, request)
+        answer = answer_search(self.store.cache, request, publications, restrict=allowed)
         self._disclosed.record(caller.key, [served[hit.envelope] for hit in answer.hits])
         return answer
 
     def disclosures(self, caller: Caller, request: DisclosuresRequest) -> DisclosuresResponse:
         """Who was served the caller's own items, newest first."""
-        rows = self._disclosed.entries(
-            caller.key, request.item_id, request.limit, request.per_asker
-        )
         names = {m.key: m.name for m in self.membership.roster().members}
-        ids = {key: key_id(public_key_from_text(key)) for key in {r.asker_key for r in rows}}
-        return DisclosuresResponse(
-            entries=[
-                Disclosure(
-                    item_id=row.item_id,
-                    asker_key_id=ids[row.asker_key],
-                    asker_name=names.get(row.asker_key, ""),
-                    served_at=row.served_at,
-                )
-                for row in rows
-            ]
-        )
+        return self._disclosed.listed(caller.key, request, names)
 
     # -- presence --------------------------------------------------------------------------
 
@@ -400,23 +395,23 @@ class Coordinator:
 
     # -- feed and info ---------------------------------------------------------------------
 
-    def changes(self, request: ChangesRequest) -> ChangesResponse:
-        """Each item's current state changed after ``cursor``, oldest change first."""
+    def changes(self, request: ChangesRequest, caller: Caller | None = None) -> ChangesResponse:
+        """Each item's current state changed after ``cursor`` as ``caller`` may see it (the
+        route's signer; ``None``, in process only: every change), oldest change first
+        (:mod:`memmesh.coordinator._feed`); each other author's publication served is noted
+        in the disclosure log, as a search's are."""
         with self.store.read() as tx:
-            marks = _tables.feed_marks(tx)._asdict()
-            rows = _tables.changes_after(tx, request.cursor, request.limit + 1)
-        more = len(rows) > request.limit
-        changes = [
-            Change(cursor=cursor, kind=kind, item_id=item_id, version=version, envelope=envelope)
-            for cursor, kind, item_id, version, envelope in rows[: request.limit]
-        ]
-        next_cursor = changes[-1].cursor if changes else request.cursor
-        return ChangesResponse(changes=changes, next_cursor=next_cursor, more=more, **marks)
+            page = _feed.page(tx, self.audiences.gate(tx, caller), request)
+        if caller is not None:
+            self._disclosed.record(caller.key, page.served)
+        return page.response
 
-    def info(self) -> Info:
-        """Counts and identity of this coordinator."""
+    def info(self, caller: Caller | None = None) -> Info:
+        """Counts (of what ``caller`` may see; ``None``, in process only: of everything) and
+        identity of this coordinator."""
         with self.store.read() as tx:
-            published, tombstones, online = _tables.counts(tx, self._clock())
+            published, tombstones = self.audiences.counts(tx, caller)
+            online = _tables.online(tx, self._clock())
         return Info(
             service="memmesh-coordinator",
             protocol=PROTOCOL_VERSION,
