@@ -1,7 +1,8 @@
 """The page's Starlette app: its sections' routes behind :class:`~memmesh.web.security.Guard`.
 
 Each section is a module with its ``routes`` (:mod:`.memory`, :mod:`.inbox`, :mod:`._review`,
-:mod:`.team`, :mod:`.health`); this module adds the sign-in page, the static files and how a
+:mod:`.team`, :mod:`.health`), and the REST API (:mod:`.api`) answers under ``/api/`` in front
+of them; this module adds the sign-in page, the static files and how a
 failure is shown. A failure is a page, never a traceback: a memmesh error with its own words and the
 status it names (a refusal by the team's policy is 403, an item that is not there 404), an
 unknown path 404, and anything unforeseen 500 with no detail (the page logs it).
@@ -20,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 from memmesh.errors import ExitCode, MemmeshError
 from memmesh.local.store import Store
 from memmesh.web import _review, health, inbox, memory, team
+from memmesh.web.api import Api
 from memmesh.web.security import Guard, csrf_token, same_token, set_cookie
 from memmesh.web.session import Session, session_of
 from memmesh.web.templating import Templates
@@ -49,7 +51,11 @@ def create_app(home_store: Store, *, token: str) -> Starlette:
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, token=token, signin_page=signin_page)],
+        middleware=[
+            # The REST API (/api/) answers first, behind its own checks (memmesh.web.api).
+            Middleware(Api, session=session, status=_status),
+            Middleware(Guard, token=token, signin_page=signin_page),
+        ],
         exception_handlers={
             MemmeshError: _failed,
             HTTPException: _http_failed,
