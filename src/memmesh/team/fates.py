@@ -20,8 +20,7 @@ _WORDS: dict[str, str] = {
     "revoked": "cut, its author's key was revoked",
     "peer_served_another_key": "cut, a peer serves only its owner's items, and this is another "
     "key's",
-    "not_in_audience": "cut, its audience leaves you out (a source served it against the "
-    "roster)",
+    "not_in_audience": "cut, its audience leaves you out (a source served it against the roster)",
     "author_may_not_publish": "cut, the roster does not let its author publish it",
     "duplicate": "cut, a duplicate of the copy kept",
     "replaced_by_author": "cut, replaced by its live author's own copy",
