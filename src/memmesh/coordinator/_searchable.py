@@ -7,7 +7,8 @@ caller may be served, or ``None`` when none there is withheld from it: the searc
 every copy, as it did before audiences.
 
 While no live publication is restricted for anyone (no audience, no read grant), it keeps
-nothing and costs a read of the feed's marks and one indexed lookup per search. Otherwise it
+nothing and costs a read of the feed's marks per search, and one indexed lookup whenever the
+feed or the roster moved. Otherwise it
 keeps, in memory, every live publication's author, project and audience by copy, and, for the
 last few callers, their copies by project, each as of a feed head: both follow the feed by
 reading only the rows changed after it. A caller's are made again from all of them when the
@@ -102,10 +103,18 @@ class Searchable:
         self._live: dict[str, _Row] = {}
         self._followed: tuple[int, str] | None = None  # the feed's head and purges reached
         self._kept: OrderedDict[str, _Reach] = OrderedDict()
+        # The marks as of which no live publication was restricted (the grants are the
+        # roster's, which the marks name): no search needs a look until one of them moves.
+        self._open: _Marks | None = None
 
     def copies(self, caller: Caller, request: SearchRequest) -> Collection[str] | None:
         """The copies of the request's projects (with global, or every one) that ``caller``
         may be served, ``None`` when none there is withheld from it."""
+        return self.scope(caller, request)[0]
+
+    def scope(self, caller: Caller, request: SearchRequest) -> tuple[Collection[str] | None, Gate]:
+        """:meth:`copies`, and the caller's view of the roster it was decided by (the one
+        its hits are served by: the roster as it stood when the request came)."""
         with self._store.read() as tx, self._lock:
             gate = self._gate(tx, caller)
             head, purges = tx.execute(MARKS).fetchone()
@@ -113,13 +122,14 @@ class Searchable:
             marks = _Marks("" if state is None else state.head.hash, int(head), str(purges))
             reach = self._kept.pop(caller.key, None)
             if reach is None or reach.marks != marks:
-                if not _restricted(tx, gate):
-                    return None
+                if marks == self._open or not _restricted(tx, gate):
+                    self._open = marks  # nothing restricted as of these marks, for anyone
+                    return None, gate
                 reach = self._followed_reach(tx, gate, reach, marks)
             self._kept[caller.key] = reach
             while len(self._kept) > _KEPT_CALLERS:
                 self._kept.popitem(last=False)
-        return reach.copies(request)
+        return reach.copies(request), gate
 
     def _followed_reach(self, tx: Tx, gate: Gate, reach: _Reach | None, marks: _Marks) -> _Reach:
         """``reach`` brought up to ``marks``: by the rows changed since, when only the feed's

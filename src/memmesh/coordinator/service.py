@@ -331,13 +331,12 @@ class Coordinator:
 
         def publications(copy_ids: list[str]) -> dict[str, Envelope]:
             with self.store.read() as tx:
-                # As the roster stands now, should it have moved since the search began.
-                readable = self.audiences.gate(tx, caller).live(tx, copy_ids)
+                readable = gate.live(tx, copy_ids)  # each hit checked again as it is served
             served.update((p.envelope, (p.author_key, p.item_id)) for p in readable.values())
             return {copy: pub.envelope for copy, pub in readable.items()}
 
         self.store.follow()
-        allowed = self.searchable.copies(caller, request)
+        allowed, gate = self.searchable.scope(caller, request)
         answer = answer_search(self.store.cache, request, publications, restrict=allowed)
         self._disclosed.record(caller.key, [served[hit.envelope] for hit in answer.hits])
         return answer
