@@ -90,8 +90,10 @@ that this tree is the real one):
     │   ├── LogTailMismatch                1     500  log_tail_mismatch
     │   ├── NotPublished                   1     404  not_published
     │   ├── NotYourItem                    1     403  not_your_item
+    │   ├── PublishNotAllowed              3     403  publish_not_allowed
     │   ├── RetractedBefore                2     409  retracted_before
-    │   └── RosterChainBroken              1     500  roster_chain_broken
+    │   ├── RosterChainBroken              1     500  roster_chain_broken
+    │   └── UnknownAudience                3     400  unknown_audience
     ├── ServiceError (service)             1     500  service_error
     │   ├── NoServiceManager               1     500  no_service_manager
     │   ├── NoTeam                         3     500  no_team
