@@ -18,7 +18,7 @@ from tests._postgres import database_url, postgres_server  # noqa: F401 - fixtur
 
 if TYPE_CHECKING:
     from tests.team._signed import SignedTeam
-    from tests.team._team import Team
+    from tests.team._team import Member, Team
 
 # Tests that switch to the optional model embedder; `.ci/run` installs it so they run there.
 requires_model = pytest.mark.skipif(
@@ -174,6 +174,19 @@ def signed(loopback_team: "Team") -> "SignedTeam":
     team.start(team.member("ada"))
     team.add(team.member("bob"))
     return team
+
+
+@pytest.fixture
+def carol(signed: "SignedTeam") -> "Member":
+    """:func:`signed` with carol, a member outside the group ``core``, which holds ada and
+    bob."""
+    from tests.team._audiences import regroup
+
+    ada, bob = signed.team.members["ada"], signed.team.members["bob"]
+    carol = signed.member("carol")
+    signed.add(carol)
+    regroup(signed, "core", add=(ada, bob))
+    return carol
 
 
 @pytest.fixture

@@ -59,16 +59,6 @@ def _until(check: Callable[[], bool], bound: float) -> float:
     return time.monotonic() - started
 
 
-@pytest.fixture
-def carol(signed: SignedTeam) -> Member:
-    """A member outside the group ``core``, which holds ada and bob."""
-    ada, bob = signed.team.members["ada"], signed.team.members["bob"]
-    carol = signed.member("carol")
-    signed.add(carol)
-    regroup(signed, "core", add=(ada, bob))
-    return carol
-
-
 def test_a_member_outside_the_audience_gets_nothing_by_recall_or_confirmation(
     signed: SignedTeam, carol: Member
 ) -> None:

@@ -25,16 +25,6 @@ CORE = Audience.of(groups=["core"])
 GYP = "npm install fails with node-gyp error E1234 unless python3-dev is installed"
 
 
-@pytest.fixture
-def carol(signed: SignedTeam) -> Member:
-    """A member outside the group ``core``, which holds ada and bob."""
-    ada, bob = signed.team.members["ada"], signed.team.members["bob"]
-    carol = signed.member("carol")
-    signed.add(carol)
-    regroup(signed, "core", add=(ada, bob))
-    return carol
-
-
 def _refresh(member: Member) -> Refreshed:
     return refresh_cache(member.home, member.policy(), member.identity)
 

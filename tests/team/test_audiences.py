@@ -12,7 +12,7 @@ import pytest
 
 from memmesh.registry import roster_chain as chain
 from memmesh.registry.envelopes import Audience
-from tests.team._audiences import publish_for, regroup
+from tests.team._audiences import publish_for
 from tests.team._signed import SignedTeam
 from tests.team._team import (
     LOCKS,
@@ -29,16 +29,6 @@ from tests.team._team import (
 pytestmark = pytest.mark.usefixtures("team_token")
 
 LOCKS_TOO = "The job scheduler takes Postgres advisory locks, never Redis ones"
-
-
-@pytest.fixture
-def carol(signed: SignedTeam) -> Member:
-    """A member outside the group ``core``, which holds ada and bob."""
-    ada, bob = signed.team.members["ada"], signed.team.members["bob"]
-    carol = signed.member("carol")
-    signed.add(carol)
-    regroup(signed, "core", add=(ada, bob))
-    return carol
 
 
 def _serving(signed: SignedTeam, member: Member, asker: Member) -> None:

@@ -151,11 +151,11 @@ def run_group(args: argparse.Namespace) -> int:
 
 def run_group_list(args: argparse.Namespace) -> int:
     from memmesh.cli._team_roster import asking, member_of_home
-    from memmesh.team.groups import groups_of, roster_access
+    from memmesh.team.groups import groups_of, verified_access
 
     policy, identity = member_of_home(args)
     with asking("member", "read the roster", policy, identity, command="team group"):
-        groups = groups_of(roster_access(policy, identity, home_of(args)))
+        groups = groups_of(verified_access(policy, identity, home_of(args)))
     lines = [f"{g.name}: {', '.join(g.members) or 'no members'}" for g in groups]
     emit(args, {"groups": msgspec.to_builtins(groups)}, "\n".join(lines) or "no groups")
     return ExitCode.OK
@@ -170,21 +170,21 @@ def run_grant_set(args: argparse.Namespace) -> int:
         raise UsageError("team grant set", "give --read, --publish or both")
     policy, identity = member_of_home(args)
     with asking("admin", "set grants", policy, identity, command="team grant set"):
+        read, publish = _flat(args.read), _flat(args.publish)
         grant = set_grant(
-            policy, identity, args.project, read=_flat(args.read),
-            publish=_flat(args.publish), home=home_of(args),
-        )  # fmt: skip
+            policy, identity, args.project, read=read, publish=publish, home=home_of(args)
+        )
     emit(args, {"grant": msgspec.to_builtins(grant)}, _grant_line(grant))
     return ExitCode.OK
 
 
 def run_grant_list(args: argparse.Namespace) -> int:
     from memmesh.cli._team_roster import asking, member_of_home
-    from memmesh.team.groups import grants_of, roster_access
+    from memmesh.team.groups import grants_of, verified_access
 
     policy, identity = member_of_home(args)
     with asking("member", "read the roster", policy, identity, command="team grant"):
-        grants = grants_of(roster_access(policy, identity, home_of(args)))
+        grants = grants_of(verified_access(policy, identity, home_of(args)))
     lines = [_grant_line(g) for g in grants]
     emit(args, {"grants": msgspec.to_builtins(grants)}, "\n".join(lines) or "no grants")
     return ExitCode.OK

@@ -131,10 +131,10 @@ def run_publish(args: argparse.Namespace) -> int:
         if ids:
             access = team.access_for()
             with _pushing(args) as progress:
+                options = {"force": args.force, "dry_run": args.dry_run, "again": args.again}
                 planned, warning = team.publish(
-                    ids, force=args.force, dry_run=args.dry_run, again=args.again,
-                    progress=progress, to=to, access=access,
-                )  # fmt: skip
+                    ids, **options, progress=progress, to=to, access=access
+                )
             me = team.identity.key_id
             readers = {p.item.id: readable(access, me, p.item.project, p.audience) for p in planned}
             audiences = {p.item.id: names_of(access, p.audience) for p in planned}

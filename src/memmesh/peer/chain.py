@@ -65,6 +65,7 @@ __all__ = [
     "Connect",
     "fetch_chain",
     "keep_chain",
+    "kept_access",
     "kept_chain",
     "kept_root",
     "pin_root",
@@ -360,14 +361,24 @@ def roster_access(home: Path | None, policy: Policy, roster: Roster | None) -> A
     verified up to that head."""
     if home is None or roster is None or roster.head_seq < 0:
         return Access(None)
+    return kept_access(home, policy, upto=roster) or Access(None)
+
+
+def kept_access(home: Path, policy: Policy, *, upto: Roster | None = None) -> Access | None:
+    """The read and publish rules of the chain kept in ``home`` (up to ``upto``'s head, when
+    given: another process may have kept a newer one meanwhile), verified; ``None`` when none
+    is kept, it does not reach that head, or it does not verify."""
     root = policy.roster_root or kept_root(home, policy.team)
     if root is None:
-        return Access(None)
+        return None
     kept = kept_chain(home, team=policy.team, root=root)
-    # Another process may have kept a newer head meanwhile: the roster's is the one decided by.
-    if len(kept) <= roster.head_seq or kept[roster.head_seq].hash != roster.head_hash:
-        return Access(None)
+    if upto is not None:
+        if len(kept) <= upto.head_seq or kept[upto.head_seq].hash != upto.head_hash:
+            return None
+        kept = kept[: upto.head_seq + 1]
+    if not kept:
+        return None
     try:
-        return Access(_verify(kept[: roster.head_seq + 1], policy.team, root))
+        return Access(_verify(kept, policy.team, root))
     except RosterChainBroken:
-        return Access(None)
+        return None

@@ -18,45 +18,28 @@ from typing import Any
 
 from memmesh.local.items import Item
 from memmesh.net.errors import NetError
-from memmesh.peer.chain import kept_root
+from memmesh.peer.chain import kept_access
 from memmesh.policy import Policy
 from memmesh.registry import Identity
 from memmesh.registry.access import Access
 from memmesh.registry.envelopes import Audience, Publication
-from memmesh.registry.errors import RosterChainBroken
 from memmesh.registry.log import Live
 from memmesh.registry.publish import AudienceOf
-from memmesh.registry.roster_chain import display_names, verify_chain
-from memmesh.team.chain import kept_chain
-from memmesh.team.groups import roster_access
+from memmesh.registry.roster_chain import display_names
+from memmesh.team.groups import verified_access
 
-__all__ = ["choose", "kept_access", "member_access", "readers", "restricted_reach"]
-
-
-def kept_access(policy: Policy, home: Path) -> Access | None:
-    """The rules of the roster kept in ``home`` (verified again here), ``None`` when none is
-    kept or it does not verify."""
-    root = policy.roster_root or kept_root(home, policy.team)
-    if root is None:
-        return None
-    statements = kept_chain(home, team=policy.team, root=root)
-    if not statements:
-        return None
-    try:
-        return Access(verify_chain(statements, root_key_id=root, team=policy.team))
-    except RosterChainBroken:
-        return None
+__all__ = ["choose", "member_access", "readers", "restricted_reach"]
 
 
 def member_access(policy: Policy, identity: Identity, home: Path) -> Access:
     """The roster's rules for deciding a publish: the coordinator's verified chain (what it
     holds beyond the chain kept in ``home``), else, when it does not answer, the kept one (or
     none): the coordinator checks again as it receives, by the roster as it stands then."""
-    kept = kept_access(policy, home)
+    kept = kept_access(home, policy)
     if policy.roster_root is None or policy.coordinator is None:
         return kept or Access(None)
     try:
-        return roster_access(policy, identity, home)
+        return verified_access(policy, identity, home)
     except NetError:
         return kept or Access(None)
 
@@ -108,7 +91,7 @@ def restricted_reach(
     the roster kept in ``home`` (`mem team status` works offline)."""
     from memmesh.team.groups import names_of
 
-    access = kept_access(policy, home) or Access(None)
+    access = kept_access(home, policy) or Access(None)
     rows = []
     mine = [e.publication for e in live.values() if e.publication.key_id == me]
     for publication in sorted(mine, key=lambda p: p.published_at):

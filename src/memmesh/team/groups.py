@@ -5,7 +5,7 @@ as every roster change is (:func:`memmesh.team._roster_signed.change`): a group'
 (:func:`change_group`), a member's role (:func:`set_role`: ``reader`` asks the team but
 publishes nothing), and who may read and publish one project's items (:func:`set_grant`).
 They exist on a signed roster only: a team whose roster is not signed has no groups, and is
-told to sign it first. :func:`roster_access` is the verified roster's
+told to sign it first. :func:`verified_access` is the verified roster's
 :class:`~memmesh.registry.access.Access`, for listing them and for deciding an audience.
 """
 
@@ -35,9 +35,9 @@ __all__ = [
     "groups_of",
     "names_of",
     "require_signed",
-    "roster_access",
     "set_grant",
     "set_role",
+    "verified_access",
     "view_of",
 ]
 
@@ -67,7 +67,7 @@ def require_signed(policy: Policy, what: str) -> None:
         )
 
 
-def roster_access(policy: Policy, identity: Identity, home: Path | None) -> Access:
+def verified_access(policy: Policy, identity: Identity, home: Path | None) -> Access:
     """The verified roster's rules, read from the coordinator (the chain kept in ``home`` is
     extended by what it holds beyond it); ``Access(None)`` for a roster not signed."""
     if policy.roster_root is None:

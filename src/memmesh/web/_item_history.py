@@ -154,11 +154,12 @@ def _reach(
 ) -> tuple[tuple[str, ...] | None, list[str] | None]:
     """Whom ``current`` is for, and who may read it, by the roster kept in the home (the page
     never waits on the network for it)."""
+    from memmesh.peer.chain import kept_access
     from memmesh.registry.access import Access
-    from memmesh.team.audience import kept_access, readers
+    from memmesh.team.audience import readers
     from memmesh.team.groups import names_of
 
-    access = kept_access(policy, store.home) or Access(None)
+    access = kept_access(store.home, policy) or Access(None)
     publication = current.publication
     reach = readers(access, identity.key_id, publication.project, publication.audience)
     return names_of(access, publication.audience), reach
